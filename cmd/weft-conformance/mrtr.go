@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// objectSchema builds a flat form schema whose properties are all required.
+func objectSchema(props ...exactjson.Member) exactjson.Value {
+	names := make([]exactjson.Value, len(props))
+	for i, p := range props {
+		names[i] = exactjson.String(p.Name)
+	}
+	return exactjson.Object(
+		exactjson.Field("type", exactjson.String("object")),
+		exactjson.Field("properties", exactjson.Object(props...)),
+		exactjson.Field("required", exactjson.Array(names...)))
+}
+
+func stringProp(name string) exactjson.Member {
+	return exactjson.Field(name, exactjson.Object(exactjson.Field("type", exactjson.String("string"))))
+}
+
+func boolProp(name string) exactjson.Member {
+	return exactjson.Field(name, exactjson.Object(exactjson.Field("type", exactjson.String("boolean"))))
+}
+
+// acceptedContent returns the content of an accepted elicitation under key.
+func acceptedContent(req *weft.Request, key string) (exactjson.Value, bool) {
+	r, ok := req.InputResponses().Get(key)
+	if !ok {
+		return exactjson.Value{}, false
+	}
+	if a, _ := r.Get("action"); !isStr(a, "accept") {
+		return exactjson.Value{}, false
+	}
+	c, ok := r.Get("content")
+	return c, ok && c.Kind() == exactjson.KindObject
+}
+
+func isStr(v exactjson.Value, want string) bool { s, ok := v.AsString(); return ok && s == want }
+
+func samplingParams(question string) exactjson.Value {
+	return exactjson.Object(
+		exactjson.Field("messages", exactjson.Array(exactjson.Object(
+			exactjson.Field("role", exactjson.String("user")),
+			exactjson.Field("content", exactjson.Object(
+				exactjson.Field("type", exactjson.String("text")),
+				exactjson.Field("text", exactjson.String(question))))))),
+		exactjson.Field("maxTokens", exactjson.Int(100)))
+}
+
+func phase(req *weft.Request) string {
+	st, ok := req.FrameworkState()
+	if !ok {
+		return ""
+	}
+	p, _ := st.Get("phase")
+	s, _ := p.AsString()
+	return s
+}
+
+func phaseState(p string) exactjson.Value {
+	return exactjson.Object(exactjson.Field("phase", exactjson.String(p)))
+}
+
+func addMRTRTools(s *weft.Server, add func(error)) {
+	form := weft.FormElicitation(weft.Conditional)
+	sampling := weft.Sampling(weft.Conditional)
+	roots := weft.Roots(weft.Conditional)
+	all := []weft.InputDeclaration{form, sampling, roots}
+	tool := func(name, desc string, mode weft.StateMode, h weft.TypedToolHandler[noArgs, *weft.CallToolResult]) {
+		add(weft.AddTool(s, weft.Tool{Name: name, Description: desc, Inputs: all, StateMode: mode}, h))
+	}
+
+	tool("test_input_required_result_elicitation", "Asks for the user's name.", weft.StateNone,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			content, ok := acceptedContent(req, "user_name")
+			if !ok {
+				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+			}
+			n, _ := content.Get("name")
+			name, isString := n.AsString()
+			if !isString {
+				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+			}
+			return text("Hello, " + name + "!"), nil
+		})
+	tool("test_input_required_result_sampling", "Asks the client's model a question.", weft.StateNone,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			r, ok := req.InputResponses().Get("capital_question")
+			if !ok {
+				return nil, weft.AskInput("capital_question", weft.CreateMessage(sampling, samplingParams("What is the capital of France?")))
+			}
+			c, _ := r.Get("content")
+			t, _ := c.Get("text")
+			answer, _ := t.AsString()
+			return text("The model answered: " + answer), nil
+		})
+	tool("test_input_required_result_list_roots", "Asks for the client's roots.", weft.StateNone,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			r, ok := req.InputResponses().Get("client_roots")
+			if !ok {
+				return nil, weft.AskInput("client_roots", weft.ListRoots(roots))
+			}
+			rs, _ := r.Get("roots")
+			return text("The client has " + itoa(rs.Len()) + " root(s)."), nil
+		})
+	tool("test_input_required_result_request_state", "Asks for confirmation and carries sealed state.", weft.StateFramework,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			if phase(req) == "confirming" && req.InputResponses().Has("confirm") {
+				return text("state-ok"), nil
+			}
+			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+				WithFrameworkState(phaseState("confirming"))
+		})
+	tool("test_input_required_result_multiple_inputs", "Asks for three inputs at once.", weft.StateFramework,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			in := req.InputResponses()
+			if phase(req) == "collecting" && len(in.Missing("user_name", "greeting", "client_roots")) == 0 {
+				return text("All inputs received."), nil
+			}
+			return nil, weft.NewInputRequired().
+				Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name")))).
+				Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting."))).
+				Ask("client_roots", weft.ListRoots(roots)).
+				WithFrameworkState(phaseState("collecting"))
+		})
+	tool("test_input_required_result_multi_round", "Asks twice, one round after the other.", weft.StateFramework,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			in := req.InputResponses()
+			switch {
+			case phase(req) == "step2" && in.Has("step2"):
+				return text("Both rounds completed."), nil
+			case phase(req) == "step1" && in.Has("step1"):
+				return nil, weft.AskInput("step2", weft.ElicitForm(form, "Step 2: confirm.", objectSchema(boolProp("ok")))).
+					WithFrameworkState(phaseState("step2"))
+			}
+			return nil, weft.AskInput("step1", weft.ElicitForm(form, "Step 1: your name?", objectSchema(stringProp("name")))).
+				WithFrameworkState(phaseState("step1"))
+		})
+	tool("test_input_required_result_tampered_state", "Carries sealed state that must not be tampered with.", weft.StateFramework,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			if phase(req) == "sealed" {
+				return text("State verified."), nil
+			}
+			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+				WithFrameworkState(phaseState("sealed"))
+		})
+	tool("test_input_required_result_capabilities", "Asks only for what the client supports.", weft.StateNone,
+		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+			if req.InputResponses().Len() > 0 {
+				return text("Input received."), nil
+			}
+			ir := weft.NewInputRequired()
+			if req.ClientSupports(weft.InputFormElicitation) {
+				ir.Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+			}
+			if req.ClientSupports(weft.InputSampling) {
+				ir.Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting.")))
+			}
+			if req.ClientSupports(weft.InputRoots) {
+				ir.Ask("client_roots", weft.ListRoots(roots))
+			}
+			if len(ir.Keys()) == 0 {
+				return text("The client supports no input requests."), nil
+			}
+			return nil, ir
+		})
+}
+
+func itoa(i int) string {
+	v, _ := exactjson.Int(int64(i)).AsNumber()
+	return v.String()
+}

@@ -1,0 +1,161 @@
+package weft
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// JSON-RPC and MCP error codes used by Weft.
+//
+// Codes from -32768 to -32000 are reserved by JSON-RPC and MCP; application
+// code can never emit them through [NewError]. The framework emits them itself.
+const (
+	CodeParseError                = -32700 // body is not valid JSON
+	CodeInvalidRequest            = -32600 // not a valid JSON-RPC request
+	CodeMethodNotFound            = -32601 // unknown, removed or unadvertised method
+	CodeInvalidParams             = -32602 // malformed params, unknown tool, bad request state
+	CodeInternalError             = -32603 // unexpected server failure
+	CodeHeaderMismatch            = -32020 // HTTP metadata header missing or differing from the body
+	CodeMissingRequiredCapability = -32021 // the request needs a client capability it did not declare
+	CodeUnsupportedProtocolVersion = -32022 // the protocol version is not served here
+	// CodeRateLimited is the implementation-defined code Weft uses for rate
+	// limiting (HTTP 429); it lies in the legacy implementation-defined range.
+	CodeRateLimited = -31999
+)
+
+// Fixed client-facing sentences. Security-relevant failures always use one
+// fixed sentence so that no oracle distinguishes why a request failed.
+const (
+	msgInternal      = "Internal error"
+	msgInvalidState  = "Invalid request state"
+	msgInvalidParams = "Invalid params"
+)
+
+// Error is a JSON-RPC error returned to the client.
+//
+// Handlers return an *Error (built with [NewError]) to send an
+// application-defined error. Any other Go error returned by a handler reaches
+// the client only as the fixed sentence "Internal error"; the original error is
+// logged on the server.
+type Error struct {
+	Code    int
+	Message string
+	Data    exactjson.Value // optional; null when absent
+
+	status   int   // HTTP status override; 0 means derive from Code
+	reserved bool  // built by the framework
+	notFound bool  // resource-not-found (-32002 for 2025-era clients)
+	cause    error // server-side detail, never sent
+}
+
+// NewError returns an application error with the given code and message.
+//
+// Codes in the reserved range -32768..-32000 are refused: the returned error
+// then carries CodeInternalError, so application code can never impersonate a
+// protocol error. Use codes outside that range (for example -31000 or 1000).
+func NewError(code int, message string, data exactjson.Value) *Error {
+	if code >= -32768 && code <= -32000 {
+		return &Error{Code: CodeInternalError, Message: msgInternal, reserved: true,
+			cause: fmt.Errorf("weft: application tried to emit reserved error code %d", code)}
+	}
+	return &Error{Code: code, Message: message, Data: data}
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("jsonrpc error %d: %s: %v", e.Code, e.Message, e.cause)
+	}
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the server-side cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// HTTPStatus is the HTTP status the Streamable HTTP transport uses when it
+// answers with this error before a stream was committed.
+func (e *Error) HTTPStatus() int {
+	if e.status != 0 {
+		return e.status
+	}
+	if !e.reserved {
+		return http.StatusOK
+	}
+	switch e.Code {
+	case CodeParseError, CodeInvalidRequest, CodeInvalidParams, CodeHeaderMismatch,
+		CodeMissingRequiredCapability, CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeInternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
+}
+
+// protocolError builds a framework error with a reserved code.
+func protocolError(code int, message string, data exactjson.Value) *Error {
+	return &Error{Code: code, Message: message, Data: data, reserved: true}
+}
+
+func withStatus(e *Error, status int) *Error { e.status = status; return e }
+
+func withCause(e *Error, cause error) *Error { e.cause = cause; return e }
+
+// internalError is the sanitized error for unexpected failures.
+func internalError(cause error) *Error {
+	return &Error{Code: CodeInternalError, Message: msgInternal, reserved: true, cause: cause}
+}
+
+// InvalidParams returns a -32602 error with the given message, for handlers
+// that reject malformed parameters (for example a missing prompt argument).
+func InvalidParams(message string) *Error {
+	return protocolError(CodeInvalidParams, message, exactjson.Value{})
+}
+
+// ResourceNotFound returns the error for a resources/read of an unknown URI:
+// -32602 with data {"uri": uri} on 2026-07-28 (and -32002 for 2025-era clients).
+func ResourceNotFound(uri string) *Error {
+	e := protocolError(CodeInvalidParams, "Resource not found",
+		exactjson.Object(exactjson.Field("uri", exactjson.String(uri))))
+	e.notFound = true
+	return e
+}
+
+// errInvalidState is the single response for every request-state failure.
+func errInvalidState(cause error) *Error {
+	return withCause(protocolError(CodeInvalidParams, msgInvalidState, exactjson.Value{}), cause)
+}
+
+func errMissingCapabilities(required exactjson.Value) *Error {
+	return protocolError(CodeMissingRequiredCapability, "Missing required client capability",
+		exactjson.Object(exactjson.Field("requiredCapabilities", required)))
+}
+
+// ToolError is returned by a tool handler to report a tool execution failure
+// to the model: the call answers a CallToolResult with isError set and the
+// message as its text content. Unlike other errors its message IS shown to
+// the client, so it must not contain secrets.
+type ToolError struct{ Message string }
+
+// Error implements error.
+func (e *ToolError) Error() string { return e.Message }
+
+// ToolErrorf formats a [ToolError].
+func ToolErrorf(format string, args ...any) error {
+	return &ToolError{Message: fmt.Sprintf(format, args...)}
+}
+
+// asError converts any handler error into the *Error sent to the client.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return internalError(err)
+}

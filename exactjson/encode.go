@@ -1,0 +1,310 @@
+package exactjson
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the compact JSON encoding of v to dst: no whitespace,
+// object members in document order, number literals as written, strings
+// escaped minimally (see the package documentation). It fails for strings
+// or names with invalid UTF-8 (wrapping ErrInvalidUTF8), objects with
+// duplicate names (wrapping ErrDuplicateName), and values beyond the
+// encoding limits (*LimitError). On error dst is returned unchanged.
+func AppendJSON(dst []byte, v Value) ([]byte, error) {
+	e := encoder{buf: dst, base: len(dst)}
+	if err := e.value(v, 0); err != nil {
+		return dst, err
+	}
+	return e.buf, nil
+}
+
+// Encode returns the compact JSON encoding of v (see AppendJSON), failing
+// with a *LimitError{Limit: "MaxOutputBytes"} if it would exceed maxBytes
+// bytes (0 means DefaultMaxOutputBytes).
+func Encode(v Value, maxBytes int) ([]byte, error) {
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("exactjson: invalid maxBytes %d: must be >= 0", maxBytes)
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxOutputBytes
+	}
+	e := encoder{max: maxBytes}
+	if err := e.value(v, 0); err != nil {
+		return nil, err
+	}
+	return e.buf, nil
+}
+
+// AppendCanonical appends the canonical encoding of v to dst (see the
+// package documentation). It fails like AppendJSON. On error dst is
+// returned unchanged.
+func AppendCanonical(dst []byte, v Value) ([]byte, error) {
+	e := encoder{buf: dst, base: len(dst), canonical: true}
+	if err := e.value(v, 0); err != nil {
+		return dst, err
+	}
+	return e.buf, nil
+}
+
+// Canonical returns the canonical encoding of v (see AppendCanonical).
+func Canonical(v Value) ([]byte, error) {
+	return AppendCanonical(nil, v)
+}
+
+type encoder struct {
+	buf       []byte
+	base      int // len(buf) before encoding started
+	max       int // output limit in bytes; 0 = none
+	canonical bool
+	lenient   bool // never fail (Value.String)
+}
+
+func (e *encoder) checkMax() error {
+	if e.max > 0 && len(e.buf)-e.base > e.max {
+		return &LimitError{Limit: "MaxOutputBytes", Max: e.max, Offset: int64(e.max)}
+	}
+	return nil
+}
+
+func (e *encoder) value(v Value, depth int) error {
+	switch v.kind {
+	case KindNull:
+		e.buf = append(e.buf, "null"...)
+	case KindBool:
+		if v.b {
+			e.buf = append(e.buf, "true"...)
+		} else {
+			e.buf = append(e.buf, "false"...)
+		}
+	case KindNumber:
+		if !e.lenient {
+			if err := checkLiteral(v.s); err != nil {
+				return err
+			}
+		}
+		switch {
+		case e.canonical:
+			e.buf = appendCanonicalNumber(e.buf, v.s)
+		case v.s == "":
+			e.buf = append(e.buf, '0')
+		default:
+			e.buf = append(e.buf, v.s...)
+		}
+	case KindString:
+		if err := e.str(v.s); err != nil {
+			return err
+		}
+	case KindArray, KindObject:
+		if depth >= MaxDepthCeiling {
+			if e.lenient {
+				e.buf = append(e.buf, `"..."`...)
+				return nil
+			}
+			return &LimitError{Limit: "MaxDepth", Max: MaxDepthCeiling, Offset: -1}
+		}
+		if v.b && v.s != "" && !e.canonical && !e.lenient {
+			// Parsed container whose raw span is already compact.
+			e.buf = append(e.buf, v.s...)
+			return e.checkMax()
+		}
+		var err error
+		if v.kind == KindArray {
+			err = e.array(v, depth+1)
+		} else {
+			err = e.object(v, depth+1)
+		}
+		if err != nil {
+			return err
+		}
+	default:
+		if e.lenient {
+			e.buf = append(e.buf, "null"...)
+			return nil
+		}
+		return fmt.Errorf("json: cannot encode value of invalid kind %d", v.kind)
+	}
+	return e.checkMax()
+}
+
+func (e *encoder) array(v Value, depth int) error {
+	e.buf = append(e.buf, '[')
+	for i := range v.kids {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.value(v.kids[i].Value, depth); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, ']')
+	return nil
+}
+
+func (e *encoder) object(v Value, depth int) error {
+	kids := v.kids
+	if e.canonical {
+		return e.canonicalObject(kids, depth)
+	}
+	// Parsed objects (non-empty raw span) are known to have distinct names.
+	if !e.lenient && v.s == "" {
+		if name, dup := findDuplicate(kids); dup {
+			return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(name, 64)))
+		}
+	}
+	e.buf = append(e.buf, '{')
+	for i := range kids {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.str(kids[i].Name); err != nil {
+			return err
+		}
+		e.buf = append(e.buf, ':')
+		if err := e.value(kids[i].Value, depth); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+func (e *encoder) canonicalObject(kids []Member, depth int) error {
+	sorted := true
+	for i := 1; i < len(kids); i++ {
+		if kids[i-1].Name >= kids[i].Name {
+			sorted = false
+			break
+		}
+	}
+	// Sort a permutation rather than the members themselves: indexes hold
+	// no pointers, so small ones live on the stack and moves are cheap.
+	var small [32]int32
+	var idx []int32
+	if !sorted {
+		if len(kids) <= len(small) {
+			idx = small[:len(kids)]
+		} else {
+			idx = make([]int32, len(kids))
+		}
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		sortIndexes(idx, kids)
+		for i := 1; i < len(idx); i++ {
+			if name := kids[idx[i]].Name; name == kids[idx[i-1]].Name {
+				return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(name, 64)))
+			}
+		}
+	}
+	e.buf = append(e.buf, '{')
+	for i := range kids {
+		m := &kids[i]
+		if !sorted {
+			m = &kids[idx[i]]
+		}
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.str(m.Name); err != nil {
+			return err
+		}
+		e.buf = append(e.buf, ':')
+		if err := e.value(m.Value, depth); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+// sortIndexes sorts idx so that kids[idx[i]].Name ascend (byte order).
+func sortIndexes(idx []int32, kids []Member) {
+	if len(idx) <= 16 {
+		for i := 1; i < len(idx); i++ {
+			for j := i; j > 0 && kids[idx[j]].Name < kids[idx[j-1]].Name; j-- {
+				idx[j], idx[j-1] = idx[j-1], idx[j]
+			}
+		}
+		return
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(kids[a].Name, kids[b].Name) })
+}
+
+// findDuplicate returns a name occurring more than once in ms.
+func findDuplicate(ms []Member) (string, bool) {
+	if len(ms) <= smallObject {
+		for i := 1; i < len(ms); i++ {
+			for j := 0; j < i; j++ {
+				if ms[i].Name == ms[j].Name {
+					return ms[i].Name, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(ms))
+	for i := range ms {
+		if _, ok := seen[ms[i].Name]; ok {
+			return ms[i].Name, true
+		}
+		seen[ms[i].Name] = struct{}{}
+	}
+	return "", false
+}
+
+const lowerHex = "0123456789abcdef"
+
+// str appends s as a JSON string.
+func (e *encoder) str(s string) error {
+	buf := append(e.buf, '"')
+	run := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[run:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&15])
+			}
+			i++
+			run = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			if !e.lenient {
+				e.buf = buf
+				return fmt.Errorf("json: cannot encode string %s: %w at byte %d", strconv.Quote(truncate(s, 32)), ErrInvalidUTF8, i)
+			}
+			buf = append(buf, s[run:i]...)
+			buf = append(buf, "\uFFFD"...)
+			i++
+			run = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[run:]...)
+	e.buf = append(buf, '"')
+	return nil
+}

@@ -1,0 +1,427 @@
+package exactjson
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kind is the kind of a JSON value.
+type Kind uint8
+
+// The JSON value kinds.
+const (
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
+)
+
+// String returns the lower-case JSON name of the kind ("null", "bool",
+// "number", "string", "array", "object").
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "bool"
+	case KindNumber:
+		return "number"
+	case KindString:
+		return "string"
+	case KindArray:
+		return "array"
+	case KindObject:
+		return "object"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Value is an immutable JSON value. The zero Value is JSON null. Values are
+// small and meant to be copied by value; copies share their (immutable)
+// contents.
+type Value struct {
+	// s is the string contents (KindString), the number literal (KindNumber),
+	// or the raw input span of a parsed container (KindArray, KindObject;
+	// empty for constructed containers).
+	s string
+	// kids holds object members, or array elements with empty names.
+	kids []Member
+	kind Kind
+	// b is the boolean (KindBool) or, for containers with a raw span,
+	// whether that span is byte-identical to the compact encoding.
+	b bool
+}
+
+// Member is a named object member.
+type Member struct {
+	// Name is the member name (unescaped).
+	Name string
+	// Value is the member value.
+	Value Value
+}
+
+// Null returns the JSON null value (the zero Value).
+func Null() Value { return Value{} }
+
+// Bool returns a JSON boolean.
+func Bool(b bool) Value { return Value{kind: KindBool, b: b} }
+
+// String returns a JSON string. The string is not validated here; invalid
+// UTF-8 is reported when encoding.
+func String(s string) Value { return Value{kind: KindString, s: s} }
+
+// Int returns a JSON number holding i exactly.
+func Int(i int64) Value { return Value{kind: KindNumber, s: strconv.FormatInt(i, 10)} }
+
+// Uint returns a JSON number holding u exactly.
+func Uint(u uint64) Value { return Value{kind: KindNumber, s: strconv.FormatUint(u, 10)} }
+
+// Float returns a JSON number holding the shortest decimal that round-trips
+// to f (strconv 'g' with precision -1, normalized to JSON: an exponent is
+// written as E followed by a sign and no leading zeros, e.g. 1E+21, 1E-7).
+// It reports an error for NaN and infinities.
+func Float(f float64) (Value, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return Value{}, fmt.Errorf("exactjson: cannot represent %v as a JSON number", f)
+	}
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], f, 'g', -1, 64)
+	if i := indexByte(b, 'e'); i >= 0 {
+		// b[i+1] is the sign; strip leading zeros of the exponent digits.
+		j := i + 2
+		for j < len(b)-1 && b[j] == '0' {
+			j++
+		}
+		out := make([]byte, 0, len(b))
+		out = append(out, b[:i]...)
+		out = append(out, 'E', b[i+1])
+		out = append(out, b[j:]...)
+		return Value{kind: KindNumber, s: string(out)}, nil
+	}
+	return Value{kind: KindNumber, s: string(b)}, nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// NumberValue returns a JSON number value holding n (with n's literal).
+func NumberValue(n Number) Value { return Value{kind: KindNumber, s: n.String()} }
+
+// Array returns a JSON array of the given elements. The slice is copied.
+func Array(elems ...Value) Value {
+	kids := make([]Member, len(elems))
+	for i, e := range elems {
+		kids[i].Value = e
+	}
+	return Value{kind: KindArray, kids: kids}
+}
+
+// Object returns a JSON object of the given members in the given order. The
+// slice is copied. Duplicate names are not checked here; they are reported
+// as errors when encoding.
+func Object(members ...Member) Value {
+	kids := make([]Member, len(members))
+	copy(kids, members)
+	return Value{kind: KindObject, kids: kids}
+}
+
+// Field returns a Member; it is shorthand for Member{Name: name, Value: v}.
+func Field(name string, v Value) Member { return Member{Name: name, Value: v} }
+
+// Kind returns the kind of v.
+func (v Value) Kind() Kind { return v.kind }
+
+// IsNull reports whether v is JSON null.
+func (v Value) IsNull() bool { return v.kind == KindNull }
+
+// AsBool returns the boolean and true if v is a boolean.
+func (v Value) AsBool() (bool, bool) {
+	if v.kind != KindBool {
+		return false, false
+	}
+	return v.b, true
+}
+
+// AsString returns the string and true if v is a string.
+func (v Value) AsString() (string, bool) {
+	if v.kind != KindString {
+		return "", false
+	}
+	return v.s, true
+}
+
+// AsNumber returns the number and true if v is a number.
+func (v Value) AsNumber() (Number, bool) {
+	if v.kind != KindNumber {
+		return Number{}, false
+	}
+	return Number{lit: v.s}, true
+}
+
+// Len returns the number of array elements or object members; 0 for other kinds.
+func (v Value) Len() int {
+	if v.kind != KindArray && v.kind != KindObject {
+		return 0
+	}
+	return len(v.kids)
+}
+
+// Index returns array element i, or Null if v is not an array or i is out of range.
+func (v Value) Index(i int) Value {
+	if v.kind != KindArray || i < 0 || i >= len(v.kids) {
+		return Value{}
+	}
+	return v.kids[i].Value
+}
+
+// Elements returns a copy of the array elements, or nil if v is not an array.
+func (v Value) Elements() []Value {
+	if v.kind != KindArray {
+		return nil
+	}
+	out := make([]Value, len(v.kids))
+	for i := range v.kids {
+		out[i] = v.kids[i].Value
+	}
+	return out
+}
+
+// Members returns a copy of the object members in document order, or nil
+// if v is not an object.
+func (v Value) Members() []Member {
+	if v.kind != KindObject {
+		return nil
+	}
+	out := make([]Member, len(v.kids))
+	copy(out, v.kids)
+	return out
+}
+
+// Get returns the value of the first member named exactly name (byte-wise,
+// case-sensitive). It reports false if v is not an object or has no such
+// member. Lookup is a linear scan.
+func (v Value) Get(name string) (Value, bool) {
+	if v.kind != KindObject {
+		return Value{}, false
+	}
+	for i := range v.kids {
+		if v.kids[i].Name == name {
+			return v.kids[i].Value, true
+		}
+	}
+	return Value{}, false
+}
+
+// Has reports whether v is an object with a member named exactly name.
+func (v Value) Has(name string) bool {
+	_, ok := v.Get(name)
+	return ok
+}
+
+// All returns the object members in document order (empty if v is not an object).
+func (v Value) All() iter.Seq2[string, Value] {
+	return func(yield func(string, Value) bool) {
+		if v.kind != KindObject {
+			return
+		}
+		for i := range v.kids {
+			if !yield(v.kids[i].Name, v.kids[i].Value) {
+				return
+			}
+		}
+	}
+}
+
+// Values returns the array elements in order (empty if v is not an array).
+func (v Value) Values() iter.Seq[Value] {
+	return func(yield func(Value) bool) {
+		if v.kind != KindArray {
+			return
+		}
+		for i := range v.kids {
+			if !yield(v.kids[i].Value) {
+				return
+			}
+		}
+	}
+}
+
+// Without returns a copy of the object v without its top-level members
+// with any of the given names. Non-objects are returned unchanged.
+func (v Value) Without(names ...string) Value {
+	if v.kind != KindObject {
+		return v
+	}
+	kids := make([]Member, 0, len(v.kids))
+outer:
+	for _, m := range v.kids {
+		for _, n := range names {
+			if m.Name == n {
+				continue outer
+			}
+		}
+		kids = append(kids, m)
+	}
+	return Value{kind: KindObject, kids: kids}
+}
+
+// With returns a copy of the object v with member name set to val: the
+// first member with that name is replaced in place, otherwise the member
+// is appended. Non-objects are returned unchanged.
+func (v Value) With(name string, val Value) Value {
+	if v.kind != KindObject {
+		return v
+	}
+	for i := range v.kids {
+		if v.kids[i].Name == name {
+			kids := make([]Member, len(v.kids))
+			copy(kids, v.kids)
+			kids[i].Value = val
+			return Value{kind: KindObject, kids: kids}
+		}
+	}
+	kids := make([]Member, len(v.kids), len(v.kids)+1)
+	copy(kids, v.kids)
+	kids = append(kids, Member{Name: name, Value: val})
+	return Value{kind: KindObject, kids: kids}
+}
+
+// String returns the compact JSON encoding of v for debugging. It never
+// fails: invalid UTF-8 is replaced by U+FFFD, duplicate names are written
+// as they are, and nesting beyond MaxDepthCeiling is elided as "...".
+func (v Value) String() string {
+	e := encoder{lenient: true}
+	_ = e.value(v, 0)
+	return string(e.buf)
+}
+
+// MarshalJSON returns the compact JSON encoding of v (see AppendJSON).
+func (v Value) MarshalJSON() ([]byte, error) { return AppendJSON(nil, v) }
+
+// UnmarshalJSON parses b with DefaultLimits into v. The result does not
+// alias b.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	x, err := Parse(b, Limits{})
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
+// Equal reports whether a and b are deeply equal: objects compare as
+// unordered sets of members, arrays element-wise in order, strings
+// byte-wise, numbers by exact numeric value (1 == 1.0 == 1E+0 == 10E-1).
+// An object containing duplicate member names is equal to nothing (it has
+// no canonical form either).
+func Equal(a, b Value) bool {
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case KindNull:
+		return true
+	case KindBool:
+		return a.b == b.b
+	case KindString:
+		return a.s == b.s
+	case KindNumber:
+		return a.s == b.s || cmpLiterals(a.s, b.s) == 0
+	case KindArray:
+		if len(a.kids) != len(b.kids) {
+			return false
+		}
+		for i := range a.kids {
+			if !Equal(a.kids[i].Value, b.kids[i].Value) {
+				return false
+			}
+		}
+		return true
+	case KindObject:
+		return equalObjects(a.kids, b.kids)
+	}
+	return false
+}
+
+const smallObject = 16
+
+func equalObjects(a, b []Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	n := len(a)
+	if n <= smallObject {
+		for i := range a {
+			for j := 0; j < i; j++ {
+				if a[j].Name == a[i].Name {
+					return false // duplicate in a
+				}
+			}
+			found := false
+			for j := range b {
+				if b[j].Name == a[i].Name {
+					if !Equal(a[i].Value, b[j].Value) {
+						return false
+					}
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		// a has n distinct names, all present in b, and len(b) == n, so b
+		// has no duplicates either.
+		return true
+	}
+	sa, okA := sortedMembers(a)
+	sb, okB := sortedMembers(b)
+	if !okA || !okB {
+		return false
+	}
+	for i := range sa {
+		if sa[i].Name != sb[i].Name || !Equal(sa[i].Value, sb[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedMembers returns a copy of ms sorted by name and whether the names
+// are distinct.
+func sortedMembers(ms []Member) ([]Member, bool) {
+	s := make([]Member, len(ms))
+	copy(s, ms)
+	sortMembers(s)
+	for i := 1; i < len(s); i++ {
+		if s[i].Name == s[i-1].Name {
+			return s, false
+		}
+	}
+	return s, true
+}
+
+func sortMembers(s []Member) {
+	if len(s) <= 12 {
+		for i := 1; i < len(s); i++ {
+			for j := i; j > 0 && s[j].Name < s[j-1].Name; j-- {
+				s[j], s[j-1] = s[j-1], s[j]
+			}
+		}
+		return
+	}
+	slices.SortFunc(s, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+}

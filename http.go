@@ -1,0 +1,268 @@
+package weft
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// ServeHTTP serves MCP Streamable HTTP (2026-07-28) at whatever path the
+// server is mounted on: POST only, one JSON-RPC message per request, a JSON
+// response by default and a request-scoped SSE stream as soon as the handler
+// reports progress or logs (and for subscriptions/listen). The client closing
+// the stream cancels the handler's context.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if !s.hostAllowed(r.Host) {
+		writePlainError(w, http.StatusForbidden, "Host not allowed")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+		writePlainError(w, http.StatusForbidden, "Origin not allowed")
+		return
+	}
+	if r.Method != http.MethodPost {
+		h.Set("Allow", http.MethodPost)
+		writePlainError(w, http.StatusMethodNotAllowed, "Method not allowed: use POST")
+		return
+	}
+	if len(r.Header) > s.limits.MaxHeaderCount {
+		writePlainError(w, http.StatusRequestHeaderFieldsTooLarge, "Too many header fields")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writePlainError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	rc := http.NewResponseController(w)
+	// Bound the body read (slow clients), then clear the deadline so that
+	// long-lived streams are not cut.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.limits.MaxBodyBytes)))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writePlainError(w, http.StatusRequestEntityTooLarge, "Request body too large")
+			return
+		}
+		writePlainError(w, http.StatusBadRequest, "Could not read the request body")
+		return
+	}
+	resp := &httpResponder{w: w, rc: rc, keepAlive: s.opts.KeepAlive,
+		sseOK: acceptsSSE(r.Header.Values("Accept"))}
+	endpoint := path.Clean("/" + r.URL.Path)
+	rep := s.serve(r.Context(), &inbound{body: body, header: r.Header, endpoint: endpoint, transport: "http",
+		remoteAddr: r.RemoteAddr, out: resp})
+	resp.finish(rep)
+}
+
+// acceptsSSE reports whether an Accept header admits text/event-stream.
+func acceptsSSE(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && (mt == "text/event-stream" || mt == "*/*" || mt == "text/*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writePlainError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b := appendErrorResponse(nil, ID{}, &Error{Code: CodeInvalidRequest, Message: msg})
+	_, _ = w.Write(b)
+}
+
+func isLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if isLoopbackHost(host) {
+		return true
+	}
+	for _, a := range s.opts.AllowedHosts {
+		if strings.EqualFold(a, hostport) || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) originAllowed(origin string) bool {
+	for _, a := range s.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return isLoopbackHost(u.Hostname())
+}
+
+// httpResponder writes one HTTP response: JSON, or an SSE stream once the
+// first notification is sent.
+type httpResponder struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	keepAlive time.Duration
+	sseOK     bool
+
+	mu   sync.Mutex
+	sse  bool
+	done bool
+	stop chan struct{}
+}
+
+var errNoStream = errors.New("weft: the client does not accept an event stream or the response is finished")
+
+func (h *httpResponder) notify(method string, params exactjson.Value) error {
+	b := []byte(`{"jsonrpc":"2.0","method":`)
+	b = appendQuoted(b, method)
+	b = append(b, `,"params":`...)
+	var err error
+	if b, err = exactjson.AppendJSON(b, params); err != nil {
+		return err
+	}
+	b = append(b, '}')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || !h.sseOK {
+		return errNoStream
+	}
+	if !h.sse {
+		h.startSSE()
+	}
+	return h.writeFrame(b)
+}
+
+func appendQuoted(dst []byte, s string) []byte {
+	b, err := exactjson.AppendJSON(dst, exactjson.String(s))
+	if err != nil {
+		return append(dst, `""`...)
+	}
+	return b
+}
+
+// startSSE commits the response as an event stream. Caller holds h.mu.
+func (h *httpResponder) startSSE() {
+	hd := h.w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("X-Accel-Buffering", "no")
+	h.w.WriteHeader(http.StatusOK)
+	h.sse = true
+	_ = h.rc.Flush()
+	h.stop = make(chan struct{})
+	go h.keepAliveLoop(h.stop)
+}
+
+func (h *httpResponder) keepAliveLoop(stop chan struct{}) {
+	t := time.NewTicker(h.keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			h.mu.Lock()
+			if !h.done {
+				_, _ = io.WriteString(h.w, ": keep-alive\n\n")
+				_ = h.rc.Flush()
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+func (h *httpResponder) writeFrame(msg []byte) error {
+	buf := make([]byte, 0, len(msg)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, msg...)
+	buf = append(buf, '\n', '\n')
+	if _, err := h.w.Write(buf); err != nil {
+		return err
+	}
+	return h.rc.Flush()
+}
+
+// finish writes the final reply.
+func (h *httpResponder) finish(rep reply) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
+	}
+	h.done = true
+	if h.stop != nil {
+		close(h.stop)
+	}
+	var msg []byte
+	switch {
+	case rep.none:
+		if !h.sse {
+			h.w.WriteHeader(http.StatusAccepted)
+		}
+		return
+	case rep.err != nil:
+		msg = appendErrorResponse(nil, rep.id, rep.err)
+	default:
+		msg = appendResponse(nil, rep.id, rep.result)
+	}
+	if h.sse {
+		_ = h.writeFrame(msg)
+		return
+	}
+	for k, vs := range rep.header {
+		h.w.Header()[k] = vs
+	}
+	status := http.StatusOK
+	switch {
+	case rep.status != 0:
+		status = rep.status
+	case rep.err != nil:
+		status = rep.err.HTTPStatus()
+	}
+	h.w.Header().Set("Content-Type", "application/json")
+	h.w.WriteHeader(status)
+	_, _ = h.w.Write(msg)
+}
+
+// NewHTTPServer returns an *http.Server for h with Weft's transport limits:
+// header read timeout 10s, header bytes 64 KiB (431 past it) and an idle
+// timeout. The body read is bounded per request by [Options.BodyTimeout];
+// there is no server-wide read or write timeout, because SSE streams are
+// long-lived (keep-alive comments detect dead peers).
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+	}
+}

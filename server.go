@@ -1,0 +1,353 @@
+package weft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
+)
+
+// ProtocolVersion is the MCP revision this package serves natively.
+const ProtocolVersion = "2026-07-28"
+
+// Implementation names a server or client.
+type Implementation struct {
+	Name    string
+	Version string
+	Title   string
+}
+
+// Options configure a [Server]. The zero value is usable: every field has a
+// documented default.
+type Options struct {
+	// Instructions are returned by server/discover.
+	Instructions string
+	// Admission turns each request into an identity. Default: every request
+	// is admitted as anonymous with an empty partition.
+	Admission Admission
+	// Observer receives start and finish callbacks for every admitted request.
+	Observer Observer
+	// Interceptor wraps tool, prompt and resource-read handlers.
+	Interceptor Interceptor
+	// Visible filters lists and lookups per request: a hidden tool, prompt or
+	// resource is indistinguishable from an unknown one. Default: all visible.
+	Visible func(ctx context.Context, req *Request, kind ItemKind, name string) bool
+
+	// Protector seals framework-protected request state. Default: a
+	// development-only ephemeral key (logged as a warning) when any operation
+	// uses StateFramework. Use a *seal.Manager built from a real keyring in
+	// production.
+	Protector seal.Protector
+	// State bounds framework-protected request state.
+	State StateLimits
+
+	// Limits bounds what a client can make large.
+	Limits Limits
+
+	// Cache is the caching hint for server/discover and the list results.
+	// Default: 0 ms, private when Admission or Visible is set, else public.
+	Cache *CachePolicy
+	// PageSize is the number of items per list page. Default 256.
+	PageSize int
+	// OmitServerInfo leaves _meta serverInfo out of results.
+	OmitServerInfo bool
+
+	// AllowedOrigins lists the Origin values (scheme://host[:port]) accepted
+	// besides loopback origins. AllowedHosts lists the Host header values
+	// accepted besides loopback hosts. Both guard against DNS rebinding.
+	AllowedOrigins []string
+	AllowedHosts   []string
+
+	// Logger receives the server's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// KeepAlive is the interval of SSE keep-alive comments. Default 15s.
+	KeepAlive time.Duration
+	// BodyTimeout bounds reading one HTTP request body. Default 60s.
+	BodyTimeout time.Duration
+}
+
+// StateLimits bound framework-protected request state.
+type StateLimits struct {
+	// Lifetime is the maximum lifetime of state from its first emission.
+	// Default 15 minutes.
+	Lifetime time.Duration
+	// Rounds is the maximum number of emitted continuations. Default 10.
+	Rounds int
+	// MaxEncodedBytes bounds the requestState string. Default 65,536.
+	MaxEncodedBytes int
+	// MaxDecodedBytes bounds the sealed plaintext. Default 49,152; must not
+	// exceed MaxEncodedBytes.
+	MaxDecodedBytes int
+}
+
+// Defaults for StateLimits.
+const (
+	DefaultStateLifetime        = 15 * time.Minute
+	DefaultStateRounds          = 10
+	DefaultStateMaxEncodedBytes = 65536
+	DefaultStateMaxDecodedBytes = 49152
+)
+
+func (l StateLimits) withDefaults() (StateLimits, error) {
+	if l.Lifetime == 0 {
+		l.Lifetime = DefaultStateLifetime
+	}
+	if l.Rounds == 0 {
+		l.Rounds = DefaultStateRounds
+	}
+	if l.MaxEncodedBytes == 0 {
+		l.MaxEncodedBytes = DefaultStateMaxEncodedBytes
+	}
+	if l.MaxDecodedBytes == 0 {
+		l.MaxDecodedBytes = DefaultStateMaxDecodedBytes
+	}
+	switch {
+	case l.Lifetime < 0:
+		return l, errors.New("weft: StateLimits.Lifetime must be positive")
+	case l.Rounds < 0:
+		return l, errors.New("weft: StateLimits.Rounds must be positive")
+	case l.MaxEncodedBytes < 0 || l.MaxDecodedBytes < 0:
+		return l, errors.New("weft: StateLimits sizes must be positive")
+	case l.MaxDecodedBytes > l.MaxEncodedBytes:
+		return l, errors.New("weft: StateLimits.MaxDecodedBytes must not exceed MaxEncodedBytes")
+	}
+	return l, nil
+}
+
+// ItemKind names a catalog kind, for [Options.Visible].
+type ItemKind uint8
+
+// The catalog kinds.
+const (
+	KindTool ItemKind = iota + 1
+	KindPrompt
+	KindResource
+	KindResourceTemplate
+)
+
+// Server is an MCP server: a catalog of tools, prompts and resources and the
+// request pipeline that serves them over Streamable HTTP ([Server.ServeHTTP])
+// and stdio ([Server.ServeStdio]). It is safe for concurrent use; the catalog
+// may change while serving, and open subscriptions are told.
+type Server struct {
+	impl   Implementation
+	opts   Options
+	limits Limits
+	state  StateLimits
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu         sync.RWMutex
+	tools      catalog[*toolEntry]
+	prompts    catalog[*promptEntry]
+	resources  catalog[*resourceEntry]
+	templates  catalog[*templateEntry]
+	protector  seal.Protector
+	ephemeral  bool
+	extensions map[string]exactjson.Value
+
+	bus      *bus
+	inflight sync.WaitGroup
+	closing  atomic.Bool
+	done     chan struct{}
+	doneOnce sync.Once
+	cfgErr   error
+}
+
+// NewServer returns a server with the given implementation info and options
+// (nil means defaults).
+func NewServer(impl Implementation, opts *Options) *Server {
+	s := &Server{impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]exactjson.Value{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.impl.Name == "" {
+		s.impl.Name = "weft-server"
+	}
+	if s.impl.Version == "" {
+		s.impl.Version = "0.0.0"
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.now = s.opts.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if s.limits, err = s.opts.Limits.withDefaults(); err != nil {
+		s.cfgErr = err
+	}
+	if s.state, err = s.opts.State.withDefaults(); err != nil {
+		s.cfgErr = errors.Join(s.cfgErr, err)
+	}
+	if s.opts.PageSize <= 0 {
+		s.opts.PageSize = 256
+	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = 60 * time.Second
+	}
+	if s.opts.KeepAlive <= 0 {
+		s.opts.KeepAlive = 15 * time.Second
+	}
+	s.protector = s.opts.Protector
+	return s
+}
+
+// Err reports a configuration error found by NewServer (invalid limits).
+// A server with a configuration error answers every request with an
+// internal error.
+func (s *Server) Err() error { return s.cfgErr }
+
+// Implementation returns the server's implementation info.
+func (s *Server) Implementation() Implementation { return s.impl }
+
+// stateProtector returns the protector, creating the ephemeral development
+// protector on first use.
+func (s *Server) stateProtector() seal.Protector {
+	s.mu.RLock()
+	p := s.protector
+	s.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.protector == nil {
+		s.protector = seal.NewEphemeralManager()
+		s.ephemeral = true
+		s.log.Warn("weft: DEVELOPMENT ONLY: framework-protected request state is sealed with an ephemeral in-memory key; " +
+			"state will not survive a restart or open on another instance. Configure Options.Protector with a keyring for production.")
+	}
+	return s.protector
+}
+
+// EnableExtension advertises an extension identifier in server/discover with
+// the given settings object (null means {}).
+func (s *Server) EnableExtension(id string, settings exactjson.Value) {
+	if settings.Kind() == exactjson.KindNull {
+		settings = exactjson.Object()
+	}
+	s.mu.Lock()
+	s.extensions[id] = settings
+	s.mu.Unlock()
+}
+
+// catalog is an ordered, name-indexed list.
+type catalog[T any] struct {
+	order []string
+	items map[string]T
+}
+
+func (c *catalog[T]) put(name string, v T) (replaced bool) {
+	if c.items == nil {
+		c.items = map[string]T{}
+	}
+	if _, ok := c.items[name]; ok {
+		c.items[name] = v
+		return true
+	}
+	c.items[name] = v
+	c.order = append(c.order, name)
+	return false
+}
+
+func (c *catalog[T]) remove(name string) bool {
+	if _, ok := c.items[name]; !ok {
+		return false
+	}
+	delete(c.items, name)
+	for i, n := range c.order {
+		if n == name {
+			c.order = append(c.order[:i:i], c.order[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+func (c *catalog[T]) get(name string) (T, bool) { v, ok := c.items[name]; return v, ok }
+
+func (c *catalog[T]) list() []T {
+	out := make([]T, 0, len(c.order))
+	for _, n := range c.order {
+		out = append(out, c.items[n])
+	}
+	return out
+}
+
+func (c *catalog[T]) len() int { return len(c.order) }
+
+// operation is what tools, prompts and resources share in the pipeline.
+type operation struct {
+	kind      ItemKind
+	name      string
+	inputs    []InputDeclaration
+	stateMode StateMode
+}
+
+func newOperation(kind ItemKind, name string, inputs []InputDeclaration, mode StateMode) (*operation, error) {
+	seen := map[InputKind]bool{}
+	for _, d := range inputs {
+		if !d.valid() {
+			return nil, fmt.Errorf("weft: %q: input declarations must be built with FormElicitation, URLElicitation, Sampling, SamplingWithTools or Roots", name)
+		}
+		if seen[d.kind] {
+			return nil, fmt.Errorf("weft: %q declares %s twice", name, d.kind)
+		}
+		seen[d.kind] = true
+	}
+	if mode > StateFramework {
+		return nil, fmt.Errorf("weft: %q: unknown state mode %d", name, mode)
+	}
+	return &operation{kind: kind, name: name, inputs: append([]InputDeclaration(nil), inputs...), stateMode: mode}, nil
+}
+
+func (op *operation) declaration(k InputKind) (InputDeclaration, bool) {
+	for _, d := range op.inputs {
+		if d.kind == k {
+			return d, true
+		}
+	}
+	return InputDeclaration{}, false
+}
+
+// NotifyResourceUpdated tells subscribers that the resource at uri changed.
+func (s *Server) NotifyResourceUpdated(uri string) { s.bus.publish(event{kind: evResourceUpdated, uri: uri}) }
+
+// NotifyResourcesChanged tells subscribers that the resource list changed.
+func (s *Server) NotifyResourcesChanged() { s.bus.publish(event{kind: evResourcesListChanged}) }
+
+func (s *Server) visible(ctx context.Context, req *Request, kind ItemKind, name string) bool {
+	if s.opts.Visible == nil {
+		return true
+	}
+	return s.opts.Visible(ctx, req, kind, name)
+}
+
+// Shutdown stops accepting requests, ends open subscriptions gracefully (each
+// gets its closing result) and waits until in-flight requests finish or ctx
+// is done. Call it before http.Server.Shutdown, or register it with
+// http.Server.RegisterOnShutdown.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.doneOnce.Do(func() { close(s.done) })
+	waited := make(chan struct{})
+	go func() { s.inflight.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("weft: shutdown: %w", ctx.Err())
+	}
+}
+

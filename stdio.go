@@ -1,0 +1,209 @@
+package weft
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// ServeStdio serves MCP over a byte stream with stdio framing: one JSON-RPC
+// message per line in r, responses and notifications one per line on w.
+// Requests run concurrently; notifications/cancelled cancels the named
+// request (which then sends nothing more). It returns nil at EOF on r, after
+// in-flight requests finish, or ctx's error when ctx ends first. Nothing but
+// protocol messages is written to w: logs go to Options.Logger.
+func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	out := &stdioWriter{w: bufio.NewWriter(w)}
+	var (
+		mu       sync.Mutex
+		inflight = map[string]context.CancelFunc{}
+		wg       sync.WaitGroup
+	)
+	br := bufio.NewReaderSize(r, 64<<10)
+	readErr := make(chan error, 1)
+	lines := make(chan []byte)
+	go func() {
+		for {
+			line, err := readLine(br, s.limits.MaxBodyBytes)
+			if len(line) > 0 || errors.Is(err, errLineTooLong) {
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					readErr <- ctx.Err()
+					return
+				}
+			}
+			if err != nil && !errors.Is(err, errLineTooLong) {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	var result error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			result = ctx.Err()
+			break loop
+		case err := <-readErr:
+			if !errors.Is(err, io.EOF) {
+				result = fmt.Errorf("weft: stdio read: %w", err)
+			}
+			break loop
+		case line := <-lines:
+			if line == nil {
+				out.write(appendErrorResponse(nil, ID{}, protocolError(CodeParseError, "Message exceeds the size limit", exactjson.Value{})))
+				continue
+			}
+			if cancelled, ok := cancelTarget(line); ok {
+				mu.Lock()
+				if c := inflight[cancelled]; c != nil {
+					c()
+				}
+				mu.Unlock()
+				continue
+			}
+			key := requestKey(line)
+			rctx, cancel := context.WithCancel(ctx)
+			if key != "" {
+				mu.Lock()
+				if _, dup := inflight[key]; !dup {
+					inflight[key] = cancel
+				}
+				mu.Unlock()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cancel()
+				rn := &stdioNotifier{out: out, ctx: rctx}
+				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn})
+				if key != "" {
+					mu.Lock()
+					delete(inflight, key)
+					mu.Unlock()
+				}
+				if rep.none || rctx.Err() != nil {
+					return // notification, or cancelled: send nothing more
+				}
+				if rep.err != nil {
+					out.write(appendErrorResponse(nil, rep.id, rep.err))
+				} else {
+					out.write(appendResponse(nil, rep.id, rep.result))
+				}
+			}()
+		}
+	}
+	if result != nil {
+		cancelAll()
+	}
+	wg.Wait()
+	return result
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one newline-terminated line, at most max bytes; an
+// over-long line is discarded and reported as (nil, errLineTooLong).
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	tooLong := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(frag) > max+1 {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			if err != nil {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		return bytes.TrimRight(buf, "\r\n"), err
+	}
+}
+
+// cancelTarget recognizes notifications/cancelled and returns the key of the
+// request it cancels.
+func cancelTarget(line []byte) (string, bool) {
+	if !bytes.Contains(line, []byte("notifications/cancelled")) {
+		return "", false
+	}
+	v, err := exactjson.Parse(line, exactjson.Limits{})
+	if err != nil {
+		return "", false
+	}
+	if m, _ := v.Get("method"); !isString(m, "notifications/cancelled") || v.Has("id") {
+		return "", false
+	}
+	p, _ := v.Get("params")
+	rid, ok := p.Get("requestId")
+	if !ok {
+		return "", true // invalid cancellations are ignored
+	}
+	return ID{rid}.key(), true
+}
+
+func requestKey(line []byte) string {
+	v, err := exactjson.Parse(line, exactjson.Limits{})
+	if err != nil {
+		return ""
+	}
+	id, ok := v.Get("id")
+	if !ok {
+		return ""
+	}
+	return ID{id}.key()
+}
+
+type stdioWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *stdioWriter) write(msg []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, err := o.w.Write(msg); err != nil {
+		return err
+	}
+	if err := o.w.WriteByte('\n'); err != nil {
+		return err
+	}
+	return o.w.Flush()
+}
+
+type stdioNotifier struct {
+	out *stdioWriter
+	ctx context.Context
+}
+
+func (n *stdioNotifier) notify(method string, params exactjson.Value) error {
+	if n.ctx.Err() != nil {
+		return n.ctx.Err()
+	}
+	b := []byte(`{"jsonrpc":"2.0","method":`)
+	b = appendQuoted(b, method)
+	b = append(b, `,"params":`...)
+	b, err := exactjson.AppendJSON(b, params)
+	if err != nil {
+		return err
+	}
+	return n.out.write(append(b, '}'))
+}

@@ -1,0 +1,290 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryStore is a Store that keeps tasks in process memory. It is meant for
+// tests, development and single-instance servers that accept losing tasks on
+// restart. It is safe for concurrent use; every method runs under one mutex.
+type MemoryStore struct {
+	now func() time.Time
+	hub *Hub
+
+	mu      sync.Mutex
+	tasks   map[string]*Record
+	working map[string]*Record // status Working: the claim candidates
+	closed  bool
+}
+
+// MemoryOption configures NewMemoryStore.
+type MemoryOption func(*MemoryStore)
+
+// WithClock makes the memory store read the time from now instead of
+// time.Now (tests inject a fake clock).
+func WithClock(now func() time.Time) MemoryOption {
+	return func(s *MemoryStore) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	s := &MemoryStore{
+		now:     time.Now,
+		hub:     NewHub(0),
+		tasks:   make(map[string]*Record),
+		working: make(map[string]*Record),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// timestamp returns the current time as stored: UTC, microsecond precision
+// (the precision of the PostgreSQL store, so all stores behave alike).
+func (s *MemoryStore) timestamp() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// Publish implements Bus (in-process fan-out).
+func (s *MemoryStore) Publish(ctx context.Context, channel, payload string) error {
+	return s.hub.Publish(ctx, channel, payload)
+}
+
+// Subscribe implements Bus (in-process fan-out).
+func (s *MemoryStore) Subscribe(ctx context.Context, channel string) (<-chan string, error) {
+	return s.hub.Subscribe(ctx, channel)
+}
+
+// publish sends the notifications for a change; errors (a closed hub) are
+// irrelevant to the caller, whose change is already applied.
+func (s *MemoryStore) publish(ctx context.Context, before, after *Record) {
+	for _, ch := range NotifyChannels(before, after) {
+		_ = s.hub.Publish(context.WithoutCancel(ctx), ch, after.ID)
+	}
+}
+
+// index keeps the claim-candidate set in step with r's status.
+func (s *MemoryStore) index(r *Record) {
+	if r.Status == Working {
+		s.working[r.ID] = r
+	} else {
+		delete(s.working, r.ID)
+	}
+}
+
+func (s *MemoryStore) check(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("task: memory store %s: %w", op, err)
+	}
+	if s.closed {
+		return fmt.Errorf("task: memory store %s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// Create implements Store.
+func (s *MemoryStore) Create(ctx context.Context, spec NewTask) (*Record, error) {
+	r, err := NewRecord(spec, s.timestamp())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if err := s.check(ctx, "create"); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if _, ok := s.tasks[r.ID]; ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("task: memory store create %s: %w", r.ID, ErrExists)
+	}
+	s.tasks[r.ID] = r
+	s.index(r)
+	out := r.Clone()
+	s.mu.Unlock()
+	s.publish(ctx, nil, out)
+	return out, nil
+}
+
+// Get implements Store.
+func (s *MemoryStore) Get(ctx context.Context, id string) (*Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx, "get"); err != nil {
+		return nil, err
+	}
+	r, ok := s.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("task: memory store get %s: %w", id, ErrNotFound)
+	}
+	return r.Clone(), nil
+}
+
+// update runs apply on the task under the store mutex, publishing the
+// resulting notifications if it reports a change.
+func (s *MemoryStore) update(ctx context.Context, op, id string, apply func(r *Record, now time.Time) (bool, error)) (*Record, bool, error) {
+	now := s.timestamp()
+	s.mu.Lock()
+	if err := s.check(ctx, op); err != nil {
+		s.mu.Unlock()
+		return nil, false, err
+	}
+	r, ok := s.tasks[id]
+	if !ok {
+		s.mu.Unlock()
+		return nil, false, fmt.Errorf("task: memory store %s %s: %w", op, id, ErrNotFound)
+	}
+	before := r.Clone()
+	changed, err := apply(r, now)
+	if err != nil {
+		*r = *before // Apply methods leave r unchanged on error; be defensive
+		s.mu.Unlock()
+		return nil, false, err
+	}
+	s.index(r)
+	after := r.Clone()
+	s.mu.Unlock()
+	if changed {
+		s.publish(ctx, before, after)
+	}
+	return after, changed, nil
+}
+
+// Claim implements Store. It scans the Working tasks for the oldest
+// claimable one under the store mutex.
+func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration) (*Record, error) {
+	if worker == "" || lease <= 0 {
+		return nil, fmt.Errorf("task: memory store claim: empty worker or non-positive lease: %w", ErrInvalid)
+	}
+	now := s.timestamp()
+	type change struct{ before, after *Record }
+	var changes []change
+	var claimed *Record
+	s.mu.Lock()
+	if err := s.check(ctx, "claim"); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	for claimed == nil {
+		var best *Record
+		for _, r := range s.working {
+			if r.Claimable(now) && (best == nil || r.CreatedAt.Before(best.CreatedAt)) {
+				best = r
+			}
+		}
+		if best == nil {
+			break
+		}
+		before := best.Clone()
+		ok, _ := best.ApplyClaim(worker, now, lease)
+		s.index(best)
+		if ok {
+			claimed = best.Clone()
+		} else {
+			changes = append(changes, change{before, best.Clone()})
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range changes {
+		s.publish(ctx, c.before, c.after)
+	}
+	return claimed, nil
+}
+
+// Renew implements Store.
+func (s *MemoryStore) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
+	var cancel bool
+	_, _, err := s.update(ctx, "renew", id, func(r *Record, now time.Time) (bool, error) {
+		var err error
+		cancel, err = r.ApplyRenew(fence, now, lease)
+		return false, err // lease bookkeeping is not a visible change
+	})
+	return cancel, err
+}
+
+// Finish implements Store.
+func (s *MemoryStore) Finish(ctx context.Context, id string, fence int64, out Outcome) (*Record, error) {
+	r, _, err := s.update(ctx, "finish", id, func(r *Record, now time.Time) (bool, error) {
+		return true, r.ApplyFinish(fence, out, now)
+	})
+	return r, err
+}
+
+// SetStatusMessage implements Store.
+func (s *MemoryStore) SetStatusMessage(ctx context.Context, id string, fence int64, msg string) error {
+	_, _, err := s.update(ctx, "set status message", id, func(r *Record, now time.Time) (bool, error) {
+		return true, r.ApplyStatusMessage(fence, msg, now)
+	})
+	return err
+}
+
+// SubmitInput implements Store.
+func (s *MemoryStore) SubmitInput(ctx context.Context, id string, responses json.RawMessage) (bool, error) {
+	_, changed, err := s.update(ctx, "submit input", id, func(r *Record, now time.Time) (bool, error) {
+		return r.ApplyInput(responses, now)
+	})
+	return changed, err
+}
+
+// RequestCancel implements Store.
+func (s *MemoryStore) RequestCancel(ctx context.Context, id string) (*Record, error) {
+	r, _, err := s.update(ctx, "request cancel", id, func(r *Record, now time.Time) (bool, error) {
+		return r.ApplyCancel(now), nil
+	})
+	return r, err
+}
+
+// ExpireAndPurge implements Store.
+func (s *MemoryStore) ExpireAndPurge(ctx context.Context, now time.Time, opts SweepOptions) (SweepResult, error) {
+	opts, err := opts.Normalize()
+	if err != nil {
+		return SweepResult{}, err
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	var res SweepResult
+	var changed [][2]*Record
+	s.mu.Lock()
+	if err := s.check(ctx, "expire and purge"); err != nil {
+		s.mu.Unlock()
+		return res, err
+	}
+	for id, r := range s.tasks {
+		if res.Expired < opts.Limit && !r.Status.IsTerminal() && r.Expired(now) {
+			before := r.Clone()
+			r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage)
+			s.index(r)
+			changed = append(changed, [2]*Record{before, r.Clone()})
+			res.Expired++
+			continue
+		}
+		if res.Purged < opts.Limit && r.Purgeable(now, opts.Retention) {
+			delete(s.tasks, id)
+			delete(s.working, id)
+			res.Purged++
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range changed {
+		s.publish(ctx, c[0], c[1])
+	}
+	return res, nil
+}
+
+// Close implements Store. It drops all tasks.
+func (s *MemoryStore) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.tasks, s.working = nil, nil
+	s.mu.Unlock()
+	return s.hub.Close()
+}

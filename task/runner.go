@@ -1,0 +1,493 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Handler runs one step of a task. It returns the step's Outcome, or a Go
+// error, which fails the task with the sanitized InternalErrorJSON (the error
+// itself is only logged). A panic is recovered and treated the same way.
+//
+// The context is cancelled when the client requests cancellation
+// (context.Cause is ErrCancelRequested), when the lease is lost
+// (ErrLeaseLost), or when the Runner shuts down and the step overran the
+// shutdown timeout (ErrShutdown). After a cancellation request, returning an
+// error or Cancel() ends the task Cancelled; returning Complete(...) still
+// completes it.
+//
+// Steps run at least once: a step whose worker died is re-run, so side
+// effects should be made idempotent with Job.IdempotencyKey.
+type Handler func(ctx context.Context, job *Job) (Outcome, error)
+
+// Job is the view of a claimed task that a Handler gets.
+type Job struct {
+	rec   *Record
+	store Store
+}
+
+// ID returns the task ID.
+func (j *Job) ID() string { return j.rec.ID }
+
+// Owner returns the identity of the task's creator.
+func (j *Job) Owner() Owner { return j.rec.Owner }
+
+// Operation returns what the task runs (the tool name).
+func (j *Job) Operation() string { return j.rec.Operation }
+
+// Params returns the stored request parameters.
+func (j *Job) Params() json.RawMessage { return clone(j.rec.Params) }
+
+// State returns the continuation state stored by the previous step (nil for
+// the first step unless the task was created with one).
+func (j *Job) State() json.RawMessage { return clone(j.rec.State) }
+
+// InputResponses returns the JSON object of input responses received since
+// the previous step, keyed by input key (nil for the first step).
+func (j *Job) InputResponses() json.RawMessage { return clone(j.rec.InputResponses) }
+
+// Step returns the 1-based step number.
+func (j *Job) Step() int { return j.rec.Step }
+
+// Attempt returns how many times this step has been claimed, including this
+// one; above 1 means an earlier run was cut off.
+func (j *Job) Attempt() int { return j.rec.Attempts }
+
+// Fence returns the fencing token of this run's lease, for handlers that pass
+// it on to fenced external systems.
+func (j *Job) Fence() int64 { return j.rec.Fence }
+
+// IdempotencyKey returns "<task ID>/<step>": the same for every attempt of
+// this step and different for every other step.
+func (j *Job) IdempotencyKey() string { return j.rec.ID + "/" + strconv.Itoa(j.rec.Step) }
+
+// Progress sets the task's status message (a fenced write). It returns
+// ErrLeaseLost if this run no longer holds the task.
+func (j *Job) Progress(ctx context.Context, msg string) error {
+	return j.store.SetStatusMessage(ctx, j.rec.ID, j.rec.Fence, msg)
+}
+
+// Runner defaults.
+const (
+	DefaultWorkers         = 4
+	DefaultLease           = 30 * time.Second
+	DefaultPollInterval    = time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultSweepInterval   = time.Minute
+	DefaultRetention       = time.Hour
+)
+
+// Runner is a pool of workers that claim runnable tasks from Store and run
+// their steps with Handler. Configure the fields, then call Run. Several
+// runners, in one process or many, may share a store.
+type Runner struct {
+	// Store is where tasks live; required.
+	Store Store
+	// Handler runs steps; required.
+	Handler Handler
+	// Workers is the number of steps run concurrently (DefaultWorkers).
+	Workers int
+	// Lease is how long a claim lasts without renewal (DefaultLease); the
+	// lease is renewed every Lease/3 while the step runs.
+	Lease time.Duration
+	// PollInterval is how often an idle worker polls for work besides being
+	// woken by ChannelRunnable events (DefaultPollInterval). It bounds how
+	// long a task whose worker died waits after its lease expires.
+	PollInterval time.Duration
+	// ShutdownTimeout bounds how long Run waits for running steps after its
+	// context is done; steps still running are then cancelled with cause
+	// ErrShutdown and left leased, to be re-run elsewhere after the lease
+	// expires (DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// SweepInterval is how often the runner calls Store.ExpireAndPurge
+	// (DefaultSweepInterval); negative disables sweeping.
+	SweepInterval time.Duration
+	// Retention is passed to ExpireAndPurge (DefaultRetention).
+	Retention time.Duration
+	// ExpiredError is the error object of expired tasks (ExpiredErrorJSON).
+	ExpiredError json.RawMessage
+	// ExpiredMessage is the status message of expired tasks (ExpiredMessage).
+	ExpiredMessage string
+	// MaxAttempts, if positive, fails a step with InternalErrorJSON instead
+	// of running it once it has been claimed more than MaxAttempts times (a
+	// step that keeps killing its worker).
+	MaxAttempts int
+	// WorkerID names this runner in lease records; a random one by default.
+	WorkerID string
+	// Logger receives handler errors, panics and store trouble
+	// (slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock used for sweeping (time.Now).
+	Now func() time.Time
+}
+
+// run is the state of one Run call.
+type run struct {
+	cfg  Runner
+	log  *slog.Logger
+	base context.Context // Run's ctx without its cancellation, for values
+
+	wake chan struct{}
+
+	mu        sync.Mutex
+	steps     map[string]*stepRun
+	cutOff    bool
+	abandoned bool
+}
+
+type stepRun struct {
+	rec    *Record
+	cancel context.CancelCauseFunc
+	poke   chan struct{}
+}
+
+func (r *Runner) config() (Runner, error) {
+	c := *r
+	if c.Store == nil || c.Handler == nil {
+		return c, fmt.Errorf("task: runner: Store and Handler are required: %w", ErrInvalid)
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.WorkerID == "" {
+		id, err := NewID()
+		if err != nil {
+			return c, fmt.Errorf("task: runner: %w", err)
+		}
+		c.WorkerID = "runner-" + id[:12]
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done, then stops claiming, waits up to
+// ShutdownTimeout for running steps, cancels the ones still running (they
+// stay leased) and waits up to ShutdownTimeout more for their handlers to
+// return. It returns nil after a clean stop, an error if the configuration
+// is invalid, the store cannot be subscribed to, or handlers ignored
+// cancellation (their late outcomes are discarded).
+func (r *Runner) Run(ctx context.Context) error {
+	cfg, err := r.config()
+	if err != nil {
+		return err
+	}
+	rn := &run{
+		cfg:   cfg,
+		log:   cfg.Logger.With("worker", cfg.WorkerID),
+		base:  context.WithoutCancel(ctx),
+		wake:  make(chan struct{}, cfg.Workers),
+		steps: make(map[string]*stepRun),
+	}
+	subCtx, stopSubs := context.WithCancel(ctx)
+	defer stopSubs()
+	runnable, err := cfg.Store.Subscribe(subCtx, ChannelRunnable)
+	if err != nil {
+		return fmt.Errorf("task: runner: subscribe to runnable tasks: %w", err)
+	}
+	cancels, err := cfg.Store.Subscribe(subCtx, ChannelCancel)
+	if err != nil {
+		return fmt.Errorf("task: runner: subscribe to cancellations: %w", err)
+	}
+
+	var bg sync.WaitGroup // dispatcher and sweeper
+	bg.Go(func() { rn.dispatch(subCtx, runnable, cancels) })
+	if cfg.SweepInterval > 0 {
+		bg.Go(func() { rn.sweep(ctx) })
+	}
+	var workers sync.WaitGroup
+	for i := range cfg.Workers {
+		id := cfg.WorkerID + "#" + strconv.Itoa(i)
+		workers.Go(func() { rn.worker(ctx, id) })
+	}
+
+	<-ctx.Done()
+	defer bg.Wait()
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	timer := time.NewTimer(cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+	}
+	n := rn.cancelAll()
+	rn.log.Warn("task runner: shutdown timeout; cancelled running steps, left leased for re-run", "steps", n)
+	timer.Reset(cfg.ShutdownTimeout)
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+	}
+	rn.mu.Lock()
+	rn.abandoned = true
+	n = len(rn.steps)
+	rn.mu.Unlock()
+	return fmt.Errorf("task: runner stopped with %d handlers ignoring cancellation", n)
+}
+
+// dispatch turns bus events into worker wake-ups and cancellation pokes.
+func (rn *run) dispatch(ctx context.Context, runnable, cancels <-chan string) {
+	for runnable != nil || cancels != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-runnable:
+			if !ok {
+				runnable = nil
+				continue
+			}
+			select {
+			case rn.wake <- struct{}{}:
+			default:
+			}
+		case id, ok := <-cancels:
+			if !ok {
+				cancels = nil
+				continue
+			}
+			rn.mu.Lock()
+			if st := rn.steps[id]; st != nil {
+				select {
+				case st.poke <- struct{}{}:
+				default:
+				}
+			}
+			rn.mu.Unlock()
+		}
+	}
+}
+
+// sweep calls ExpireAndPurge every SweepInterval until ctx is done.
+func (rn *run) sweep(ctx context.Context) {
+	t := time.NewTicker(rn.cfg.SweepInterval)
+	defer t.Stop()
+	opts := SweepOptions{
+		Retention:      rn.cfg.Retention,
+		ExpiredError:   rn.cfg.ExpiredError,
+		ExpiredMessage: rn.cfg.ExpiredMessage,
+	}
+	for {
+		res, err := rn.cfg.Store.ExpireAndPurge(ctx, rn.cfg.Now(), opts)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			rn.log.Error("task runner: expire and purge failed", "err", err)
+		case res.Expired > 0 || res.Purged > 0:
+			rn.log.Debug("task runner: swept tasks", "expired", res.Expired, "purged", res.Purged)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// worker claims and runs steps until ctx is done.
+func (rn *run) worker(ctx context.Context, id string) {
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		rec, err := rn.cfg.Store.Claim(ctx, id, rn.cfg.Lease)
+		if err != nil && ctx.Err() == nil {
+			rn.log.Error("task runner: claim failed", "err", err)
+		}
+		if rec != nil {
+			rn.runStep(id, rec)
+			continue
+		}
+		poll.Reset(rn.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-rn.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// runStep runs one claimed step to its end and records the outcome.
+func (rn *run) runStep(worker string, rec *Record) {
+	log := rn.log.With("task", rec.ID, "operation", rec.Operation, "step", rec.Step, "attempt", rec.Attempts)
+	if rn.cfg.MaxAttempts > 0 && rec.Attempts > rn.cfg.MaxAttempts {
+		log.Error("task runner: step exceeded max attempts; failing task", "max_attempts", rn.cfg.MaxAttempts)
+		rn.finish(log, rec, Fail(json.RawMessage(InternalErrorJSON)))
+		return
+	}
+	stepCtx, cancel := context.WithCancelCause(rn.base)
+	defer cancel(nil)
+	st := &stepRun{rec: rec, cancel: cancel, poke: make(chan struct{}, 1)}
+	rn.mu.Lock()
+	rn.steps[rec.ID] = st
+	if rn.cutOff {
+		cancel(ErrShutdown)
+	}
+	rn.mu.Unlock()
+	defer func() {
+		rn.mu.Lock()
+		if rn.steps[rec.ID] == st {
+			delete(rn.steps, rec.ID)
+		}
+		rn.mu.Unlock()
+	}()
+
+	hbCtx, stopHB := context.WithCancel(rn.base)
+	var hb sync.WaitGroup
+	hb.Go(func() { rn.heartbeat(hbCtx, log, st) })
+	out, err, panicked := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
+	stopHB()
+	hb.Wait()
+
+	cause := context.Cause(stepCtx)
+	rn.mu.Lock()
+	abandoned := rn.abandoned
+	rn.mu.Unlock()
+	switch {
+	case abandoned:
+		log.Warn("task runner: discarding outcome of a step that returned after Run gave up on it")
+		return
+	case errors.Is(cause, ErrLeaseLost):
+		log.Warn("task runner: lease lost; discarding step outcome")
+		return
+	case errors.Is(cause, ErrShutdown):
+		log.Info("task runner: step cut off by shutdown; left leased for re-run")
+		return
+	}
+	switch {
+	case panicked:
+		out = Fail(json.RawMessage(InternalErrorJSON))
+	case err != nil && errors.Is(cause, ErrCancelRequested):
+		out = Cancel()
+	case err != nil:
+		log.Error("task runner: handler failed", "err", err)
+		out = Fail(json.RawMessage(InternalErrorJSON))
+	}
+	rn.finish(log, rec, out)
+}
+
+// call runs the handler, recovering a panic.
+func (rn *run) call(ctx context.Context, log *slog.Logger, job *Job) (out Outcome, err error, panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("task runner: handler panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			panicked = true
+		}
+	}()
+	out, err = rn.cfg.Handler(ctx, job)
+	return out, err, false
+}
+
+// heartbeat renews the lease every Lease/3 (or at once when poked by a
+// cancellation event) until ctx is done. It cancels the step with
+// ErrCancelRequested when cancellation was requested, and with ErrLeaseLost
+// when the lease is gone or could not be renewed for a whole lease period.
+func (rn *run) heartbeat(ctx context.Context, log *slog.Logger, st *stepRun) {
+	lease := rn.cfg.Lease
+	t := time.NewTicker(max(lease/3, time.Millisecond))
+	defer t.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-st.poke:
+		}
+		rctx, cancel := context.WithTimeout(ctx, max(lease/3, time.Millisecond))
+		cancelReq, err := rn.cfg.Store.Renew(rctx, st.rec.ID, st.rec.Fence, lease)
+		cancel()
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			st.cancel(ErrLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("task runner: lease renewal failed", "err", err)
+			if time.Since(lastOK) >= lease {
+				st.cancel(ErrLeaseLost)
+				return
+			}
+		default:
+			lastOK = time.Now()
+			if cancelReq {
+				st.cancel(ErrCancelRequested)
+			}
+		}
+	}
+}
+
+// finish records out, retrying transient store errors within one lease
+// period. An outcome the store rejects as invalid (bad JSON, reused input
+// key) is a handler bug: it is logged and the task fails instead.
+func (rn *run) finish(log *slog.Logger, rec *Record, out Outcome) {
+	ctx, cancel := context.WithTimeout(rn.base, rn.cfg.Lease)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	replaced := false
+	for {
+		_, err := rn.cfg.Store.Finish(ctx, rec.ID, rec.Fence, out)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, ErrLeaseLost):
+			log.Warn("task runner: lease lost before the outcome was stored", "err", err)
+			return
+		case errors.Is(err, ErrInvalid) || errors.Is(err, ErrKeyReused):
+			if replaced {
+				log.Error("task runner: store rejected the internal-error outcome", "err", err)
+				return
+			}
+			log.Error("task runner: handler returned an invalid outcome; failing task", "err", err)
+			out, replaced = Fail(json.RawMessage(InternalErrorJSON)), true
+			continue
+		}
+		log.Warn("task runner: storing step outcome failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			log.Error("task runner: giving up storing step outcome; the step will be re-run after its lease expires", "err", err)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// cancelAll cuts off every running step with ErrShutdown and returns how many
+// there were.
+func (rn *run) cancelAll() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.cutOff = true
+	for _, st := range rn.steps {
+		st.cancel(ErrShutdown)
+	}
+	return len(rn.steps)
+}

@@ -1,0 +1,353 @@
+package weft
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	gschema "github.com/google/jsonschema-go/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/hdr"
+)
+
+// Tool describes a tool. Name, Description and an object InputSchema are
+// required on the wire; [AddTool] infers the schemas from Go types when they
+// are left empty.
+type Tool struct {
+	// Name is 1-128 characters of [A-Za-z0-9_.-], unique per server.
+	Name        string
+	Title       string
+	Description string
+	// InputSchema is a JSON Schema 2020-12 document with root type "object".
+	// An authored schema is sent exactly as written (insignificant whitespace
+	// removed) and arguments are validated against it.
+	InputSchema []byte
+	// OutputSchema optionally describes structuredContent.
+	OutputSchema []byte
+	Annotations  *ToolAnnotations
+	Meta         exactjson.Value
+	// Inputs declares the client requests the handler may embed in an
+	// input_required result.
+	Inputs []InputDeclaration
+	// StateMode selects the protection of retry state.
+	StateMode StateMode
+}
+
+// ToolAnnotations are hints about a tool's behaviour.
+type ToolAnnotations struct {
+	Title           string
+	ReadOnlyHint    *bool
+	DestructiveHint *bool
+	IdempotentHint  *bool
+	OpenWorldHint   *bool
+}
+
+// ToolHandler handles tools/call. Return a result, or:
+//   - an [*InputRequired] to ask the client for input;
+//   - a [*ToolError] for an execution failure the model should see (isError);
+//   - an [*Error] for an application JSON-RPC error;
+//   - any other error for a failure the client sees only as "Internal error".
+type ToolHandler func(ctx context.Context, req *Request) (*CallToolResult, error)
+
+type toolEntry struct {
+	tool     Tool
+	op       *operation
+	handler  ToolHandler
+	input    *jsonschema.Schema
+	output   *jsonschema.Schema
+	inSchema []byte
+	outSchem []byte
+	mirrors  []mirror
+}
+
+// mirror is an x-mcp-header argument: header Mcp-Param-<Header> mirrors
+// arguments.<Path...>.
+type mirror struct {
+	header string
+	path   []string
+	typ    string // string, integer, boolean
+}
+
+// validToolName reports whether name follows the spec's tool-name rule.
+func validToolName(name string) bool {
+	if len(name) < 1 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// AddTool registers (or replaces) a tool with an untyped handler. The tool's
+// InputSchema must be set (use the generic [AddTool] to infer it).
+func (s *Server) AddTool(t Tool, h ToolHandler) error {
+	if h == nil {
+		return fmt.Errorf("weft: tool %q: nil handler", t.Name)
+	}
+	if !validToolName(t.Name) {
+		return fmt.Errorf("weft: tool name %q must be 1-128 characters of A-Z a-z 0-9 _ . -", t.Name)
+	}
+	if strings.TrimSpace(t.Description) == "" {
+		return fmt.Errorf("weft: tool %q needs a description", t.Name)
+	}
+	if len(t.InputSchema) == 0 {
+		t.InputSchema = []byte(`{"type":"object"}`)
+	}
+	e := &toolEntry{tool: t, handler: h}
+	var err error
+	if e.inSchema, e.input, err = compileSchema(t.InputSchema, "input", true); err != nil {
+		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
+	}
+	if len(t.OutputSchema) > 0 {
+		if e.outSchem, e.output, err = compileSchema(t.OutputSchema, "output", false); err != nil {
+			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
+		}
+	}
+	if e.mirrors, err = findMirrors(e.inSchema); err != nil {
+		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
+	}
+	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.tools.put(t.Name, e)
+	s.mu.Unlock()
+	s.bus.publish(event{kind: evToolsListChanged})
+	return nil
+}
+
+// RemoveTool removes a tool; it reports whether the tool existed.
+func (s *Server) RemoveTool(name string) bool {
+	s.mu.Lock()
+	ok := s.tools.remove(name)
+	s.mu.Unlock()
+	if ok {
+		s.bus.publish(event{kind: evToolsListChanged})
+	}
+	return ok
+}
+
+// TypedToolHandler is a tool handler with typed arguments and output. See
+// [ToolHandler] for the errors it may return. When Out is *CallToolResult the
+// result is sent as returned; otherwise the output becomes structuredContent
+// and a text block with its JSON.
+type TypedToolHandler[In, Out any] func(ctx context.Context, req *Request, in In) (Out, error)
+
+// AddTool registers a tool with typed arguments. Empty InputSchema and
+// OutputSchema are inferred from In and Out (json struct tags; fields without
+// omitempty/omitzero are required). Arguments are validated against the
+// input schema (violations become an isError result the model can correct)
+// and then decoded into In exactly: integers beyond 2^53 and decimals held in
+// [exactjson.Number] fields keep every digit.
+func AddTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error {
+	if h == nil {
+		return fmt.Errorf("weft: tool %q: nil handler", t.Name)
+	}
+	if len(t.InputSchema) == 0 {
+		b, err := inferSchema[In](true)
+		if err != nil {
+			return fmt.Errorf("weft: tool %q: infer input schema: %w", t.Name, err)
+		}
+		t.InputSchema = b
+	}
+	rawResult := reflect.TypeFor[Out]() == reflect.TypeFor[*CallToolResult]()
+	if len(t.OutputSchema) == 0 && !rawResult && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		b, err := inferSchema[Out](false)
+		if err != nil {
+			return fmt.Errorf("weft: tool %q: infer output schema: %w", t.Name, err)
+		}
+		t.OutputSchema = b
+	}
+	return s.AddTool(t, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		var in In
+		args := req.Arguments()
+		if args.Kind() == exactjson.KindNull {
+			args = exactjson.Object()
+		}
+		if err := exactjson.Unmarshal(args, &in); err != nil {
+			return &CallToolResult{IsError: true, Content: []Content{TextContent("Arguments could not be decoded: " + err.Error())}}, nil
+		}
+		out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		if rawResult {
+			r := any(out).(*CallToolResult)
+			if r == nil {
+				return nil, errors.New("weft: typed tool handler returned a nil *CallToolResult")
+			}
+			return r, nil
+		}
+		v, err := exactjson.FromGo(out)
+		if err != nil {
+			return nil, fmt.Errorf("weft: encode tool output: %w", err)
+		}
+		text, err := exactjson.Encode(v, 0)
+		if err != nil {
+			return nil, fmt.Errorf("weft: encode tool output: %w", err)
+		}
+		return &CallToolResult{StructuredContent: v, Content: []Content{TextContent(string(text))}}, nil
+	})
+}
+
+var numberSchema = &gschema.Schema{Type: "number"}
+
+func inferSchema[T any](object bool) ([]byte, error) {
+	opts := &gschema.ForOptions{TypeSchemas: map[reflect.Type]*gschema.Schema{
+		reflect.TypeFor[exactjson.Number](): numberSchema,
+		reflect.TypeFor[exactjson.Value]():  {},
+	}}
+	sch, err := gschema.For[T](opts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(sch)
+	if err != nil {
+		return nil, err
+	}
+	if object && !bytes.Contains(b, []byte(`"type":"object"`)) {
+		return nil, errors.New("tool arguments must be a struct or map type (the input schema root must be an object)")
+	}
+	return b, nil
+}
+
+// denyLoader refuses every external $ref: schemas are never fetched.
+type denyLoader struct{}
+
+func (denyLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema reference %q is not loaded", url)
+}
+
+// compileSchema validates an authored schema strictly, compacts it and
+// compiles it with a JSON Schema 2020-12 validator.
+func compileSchema(raw []byte, which string, requireObject bool) ([]byte, *jsonschema.Schema, error) {
+	v, err := exactjson.Parse(raw, exactjson.Limits{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema is not valid JSON: %w", which, err)
+	}
+	if v.Kind() != exactjson.KindObject {
+		return nil, nil, fmt.Errorf("%s schema must be a JSON object", which)
+	}
+	if requireObject {
+		if t, ok := v.Get("type"); !ok || !isString(t, "object") {
+			return nil, nil, fmt.Errorf(`%s schema must have root "type": "object"`, which)
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(denyLoader{})
+	const loc = "weft:///schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema does not compile: %w", which, err)
+	}
+	return buf.Bytes(), sch, nil
+}
+
+// toAny converts a value for the schema validator (numbers stay exact).
+func toAny(v exactjson.Value) any {
+	switch v.Kind() {
+	case exactjson.KindBool:
+		b, _ := v.AsBool()
+		return b
+	case exactjson.KindNumber:
+		n, _ := v.AsNumber()
+		return json.Number(n.String())
+	case exactjson.KindString:
+		s, _ := v.AsString()
+		return s
+	case exactjson.KindArray:
+		out := make([]any, 0, v.Len())
+		for e := range v.Values() {
+			out = append(out, toAny(e))
+		}
+		return out
+	case exactjson.KindObject:
+		out := make(map[string]any, v.Len())
+		for k, e := range v.All() {
+			out[k] = toAny(e)
+		}
+		return out
+	}
+	return nil
+}
+
+// findMirrors collects x-mcp-header declarations and enforces SEP-2243's
+// authoring rules: a token name, unique case-insensitively, only on string,
+// integer or boolean properties reachable through "properties" alone.
+func findMirrors(schema []byte) ([]mirror, error) {
+	v, err := exactjson.Parse(schema, exactjson.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	var out []mirror
+	seen := map[string]bool{}
+	var walk func(node exactjson.Value, path []string, pure bool) error
+	walk = func(node exactjson.Value, path []string, pure bool) error {
+		switch node.Kind() {
+		case exactjson.KindArray:
+			for e := range node.Values() {
+				if err := walk(e, path, false); err != nil {
+					return err
+				}
+			}
+		case exactjson.KindObject:
+			if h, ok := node.Get("x-mcp-header"); ok {
+				name, isStr := h.AsString()
+				switch {
+				case !pure || len(path) == 0:
+					return errors.New("x-mcp-header is allowed only on properties reached through a chain of \"properties\"")
+				case !isStr || !hdr.IsToken(name):
+					return fmt.Errorf("x-mcp-header of %q must be a non-empty HTTP token", strings.Join(path, "."))
+				case seen[strings.ToLower(name)]:
+					return fmt.Errorf("x-mcp-header %q is declared twice", name)
+				}
+				t, _ := node.Get("type")
+				typ, _ := t.AsString()
+				if typ != "string" && typ != "integer" && typ != "boolean" {
+					return fmt.Errorf("x-mcp-header %q must be on a string, integer or boolean property", name)
+				}
+				seen[strings.ToLower(name)] = true
+				out = append(out, mirror{header: name, path: append([]string(nil), path...), typ: typ})
+			}
+			for k, e := range node.All() {
+				if k == "properties" && pure && e.Kind() == exactjson.KindObject {
+					for pk, pv := range e.All() {
+						if err := walk(pv, append(path, pk), true); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if k == "x-mcp-header" {
+					continue
+				}
+				if err := walk(e, path, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out, walk(v, nil, true)
+}
