@@ -188,9 +188,8 @@ func isFiller(w string) bool {
 	return false
 }
 
-// match reports the first term of r found in toks. label says whether toks
-// come from a name or title (so Heads apply).
-func (r *compiledRule) match(toks []string, label bool) (string, bool) {
+// match reports the first phrase, stem or pattern term of r found in toks.
+func (r *compiledRule) match(toks []string) (string, bool) {
 	if len(toks) == 0 {
 		return "", false
 	}
@@ -203,7 +202,7 @@ func (r *compiledRule) match(toks []string, label bool) (string, bool) {
 	}
 	for i, t := range toks {
 		for pi, sq := range r.squashed {
-			if sq != "" && len(t) > len(sq) && strings.Contains(t, sq) && !r.suppressed(toks, i, i+1) {
+			if sq != "" && len(t) >= len(sq) && strings.Contains(t, sq) && !r.suppressed(toks, i, i+1) {
 				return r.rule.Phrases[pi], true
 			}
 		}
@@ -213,23 +212,27 @@ func (r *compiledRule) match(toks []string, label bool) (string, bool) {
 			}
 		}
 	}
-	if label && len(r.heads) > 0 {
-		end := headEnd(toks)
-		if end > 0 {
-			for hi, h := range r.heads {
-				start := end - len(h)
-				if start >= 0 && seqAt(toks, start, h, false) && !r.excepted(toks, start, end) {
-					return r.rule.Heads[hi], true
-				}
-				if len(h) == 1 && len(h[0]) >= 5 && len(toks[end-1]) > len(h[0]) &&
-					strings.HasSuffix(toks[end-1], h[0]) && !r.excepted(toks, end-1, end) {
-					return r.rule.Heads[hi], true
-				}
-			}
-		}
-	}
 	if r.rule.Pattern != nil && r.rule.Pattern.MatchString(strings.Join(toks, " ")) {
 		return r.rule.Pattern.String(), true
+	}
+	return "", false
+}
+
+// matchHead reports the first head of r that ends the label toks.
+func (r *compiledRule) matchHead(toks []string) (string, bool) {
+	end := headEnd(toks)
+	if end <= 0 {
+		return "", false
+	}
+	for hi, h := range r.heads {
+		start := end - len(h)
+		if start >= 0 && seqAt(toks, start, h, false) && !r.excepted(toks, start, end) {
+			return r.rule.Heads[hi], true
+		}
+		if len(h) == 1 && len(h[0]) >= 5 && len(toks[end-1]) > len(h[0]) &&
+			strings.HasSuffix(toks[end-1], h[0]) && !r.excepted(toks, end-1, end) {
+			return r.rule.Heads[hi], true
+		}
 	}
 	return "", false
 }
@@ -400,15 +403,29 @@ func (p SecretPolicy) CheckField(name, title, description string) error {
 		{"description", [][]string{descToks}, false},
 	}
 	titleAll := slices.Concat(titleToks...)
-	for i := range p.rules {
-		r := &p.rules[i]
-		if !r.hasContext(nameToks, titleAll, descToks) {
-			continue
-		}
-		for _, s := range surfaces {
-			for _, seg := range s.toks {
-				if term, ok := r.match(seg, s.label); ok {
-					return &SecretFieldError{Field: name, Rule: r.rule.ID, Reason: r.rule.Reason, Source: s.source, Term: term}
+	// Phrases, stems and patterns of every rule take precedence over heads,
+	// so "privateKey" is reported as a private key, not as "<vendor> key".
+	for pass := range 2 {
+		for i := range p.rules {
+			r := &p.rules[i]
+			if !r.hasContext(nameToks, titleAll, descToks) {
+				continue
+			}
+			for _, s := range surfaces {
+				if pass == 1 && !s.label {
+					continue
+				}
+				for _, seg := range s.toks {
+					var term string
+					var ok bool
+					if pass == 0 {
+						term, ok = r.match(seg)
+					} else {
+						term, ok = r.matchHead(seg)
+					}
+					if ok {
+						return &SecretFieldError{Field: name, Rule: r.rule.ID, Reason: r.rule.Reason, Source: s.source, Term: term}
+					}
 				}
 			}
 		}
@@ -418,8 +435,9 @@ func (p SecretPolicy) CheckField(name, title, description string) error {
 
 // labelWords splits a title into segments at bracketing and list
 // punctuation, so that each segment's last word can be a head: "GitHub token
-// (classic)" has heads "token" and "classic". Phrases still see every word
-// because each segment is matched separately and segments are whole phrases.
+// (classic)" has heads "token" and "classic". When there are several
+// segments the whole title is added as a last segment, so phrases that span
+// the punctuation are still seen.
 func labelWords(s string) [][]string {
 	if len(s) > maxPolicyText {
 		s = s[:maxPolicyText]
@@ -433,8 +451,6 @@ func labelWords(s string) [][]string {
 		}
 	}
 	if len(out) > 1 {
-		// Also match phrases that span punctuation ("API: key" is unusual,
-		// but "token (api)" must not hide a phrase split across segments).
 		out = append(out, words(s))
 	}
 	return out

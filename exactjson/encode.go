@@ -70,6 +70,15 @@ func (e *encoder) checkMax() error {
 	return nil
 }
 
+// precheck fails early if appending at least n more bytes would exceed
+// the output limit.
+func (e *encoder) precheck(n int) error {
+	if e.max > 0 && len(e.buf)-e.base+n > e.max {
+		return &LimitError{Limit: "MaxOutputBytes", Max: e.max, Offset: int64(e.max)}
+	}
+	return nil
+}
+
 func (e *encoder) value(v Value, depth int) error {
 	switch v.kind {
 	case KindNull:
@@ -95,6 +104,9 @@ func (e *encoder) value(v Value, depth int) error {
 			e.buf = append(e.buf, v.s...)
 		}
 	case KindString:
+		if err := e.precheck(len(v.s) + 2); err != nil {
+			return err
+		}
 		if err := e.str(v.s); err != nil {
 			return err
 		}
@@ -106,10 +118,13 @@ func (e *encoder) value(v Value, depth int) error {
 			}
 			return &LimitError{Limit: "MaxDepth", Max: MaxDepthCeiling, Offset: -1}
 		}
-		if v.b && v.s != "" && !e.canonical && !e.lenient {
+		if v.b && v.s != "" && !e.canonical && !e.lenient && depth+int(v.h) <= MaxDepthCeiling {
 			// Parsed container whose raw span is already compact.
+			if err := e.precheck(len(v.s)); err != nil {
+				return err
+			}
 			e.buf = append(e.buf, v.s...)
-			return e.checkMax()
+			return nil
 		}
 		var err error
 		if v.kind == KindArray {

@@ -343,3 +343,25 @@ func TestValueStringLenient(t *testing.T) {
 		t.Errorf("String() = %.80s", s)
 	}
 }
+
+func TestRawFastPathDepth(t *testing.T) {
+	// A parsed 256-deep value wrapped in a constructed array exceeds the
+	// encoding depth ceiling whichever path encodes it.
+	p, err := Parse([]byte(nested(MaxDepthCeiling)), Limits{MaxDepth: MaxDepthCeiling})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AppendJSON(nil, p); err != nil {
+		t.Fatalf("AppendJSON(256 deep) = %v", err)
+	}
+	w := Array(p)
+	if _, err := AppendJSON(nil, w); !errors.Is(err, ErrLimit) {
+		t.Errorf("AppendJSON(257 deep) = %v", err)
+	}
+	if _, err := Canonical(w); !errors.Is(err, ErrLimit) {
+		t.Errorf("Canonical(257 deep) = %v", err)
+	}
+	if b, err := AppendJSON(nil, Array(mustParse(t, nested(3)))); err != nil || string(b) != "[[[[]]]]" {
+		t.Errorf("AppendJSON(wrapped) = %s, %v", b, err)
+	}
+}

@@ -39,11 +39,12 @@ func ParseNumber(s string) (Number, error) {
 
 // NumberFromDecimal returns the number unscaled × 10^-scale (a nil unscaled
 // means 0). For scale >= 0 the literal is in plain notation with exactly
-// scale fraction digits (e.g. 350, 2 → "3.50"), except that scales above
-// MaxNumberLengthCeiling use the form "350E-5000" to avoid huge literals;
-// for scale < 0 it is "<unscaled>E+<-scale>" (e.g. 12, -3 → "12E+3").
-// Decimal returns (unscaled, scale) for the result. Numbers outside the
-// encoding limits can be constructed but fail to encode.
+// scale fraction digits (e.g. 350, 2 → "3.50"), except that when the plain
+// literal would be longer than DefaultMaxNumberLength the equivalent form
+// "<unscaled>E-<scale>" is used (e.g. 7, 5000 → "7E-5000"); for scale < 0
+// it is "<unscaled>E+<-scale>" (e.g. 12, -3 → "12E+3"). Either way Decimal
+// returns (unscaled, scale) for the result. Numbers outside the encoding
+// limits can be constructed but fail to encode.
 func NumberFromDecimal(unscaled *big.Int, scale int32) Number {
 	digits := "0"
 	neg := false
@@ -63,7 +64,7 @@ func NumberFromDecimal(unscaled *big.Int, scale int32) Number {
 		b.WriteString(digits)
 		b.WriteString("E+")
 		b.WriteString(strconv.FormatInt(-int64(scale), 10))
-	case scale > MaxNumberLengthCeiling:
+	case plainLength(neg, len(digits), int(scale)) > DefaultMaxNumberLength:
 		b.WriteString(digits)
 		b.WriteString("E-")
 		b.WriteString(strconv.FormatInt(int64(scale), 10))
@@ -80,6 +81,16 @@ func NumberFromDecimal(unscaled *big.Int, scale int32) Number {
 		b.WriteString(digits)
 	}
 	return Number{lit: b.String()}
+}
+
+// plainLength is the length of the plain literal with the given sign,
+// digit count and positive scale.
+func plainLength(neg bool, ndigits, scale int) int {
+	n := max(ndigits+1, scale+2)
+	if neg {
+		n++
+	}
+	return n
 }
 
 // String returns the literal exactly as written or constructed ("0" for

@@ -224,6 +224,11 @@ func TestNumberFromDecimal(t *testing.T) {
 		{big.NewInt(12), -3, "12E+3"},
 		{big.NewInt(-1), -1, "-1E+1"},
 		{big.NewInt(7), 5000, "7E-5000"},
+		{big.NewInt(7), 1022, "0." + strings.Repeat("0", 1021) + "7"},
+		{big.NewInt(-7), 1021, "-0." + strings.Repeat("0", 1020) + "7"},
+		{big.NewInt(-7), 1022, "-7E-1022"},
+		{big.NewInt(7), 1023, "7E-1023"},
+		{new(big.Int).Exp(big.NewInt(10), big.NewInt(1500), nil), 2, "1" + strings.Repeat("0", 1500) + "E-2"},
 		{big.NewInt(7), math.MaxInt32, "7E-2147483647"},
 		{big.NewInt(7), math.MinInt32, "7E+2147483648"},
 	}
@@ -369,3 +374,25 @@ func TestFloat(t *testing.T) {
 }
 
 func ratInt(i int64) *big.Rat { return new(big.Rat).SetInt64(i) }
+
+// Numbers built by NumberFromDecimal within the default limits always parse
+// with DefaultLimits.
+func TestNumberFromDecimalParses(t *testing.T) {
+	for _, scale := range []int32{0, 1, 5, 1000, 1021, 1022, 1023, 1024, 5000, 9999, -5, -9000} {
+		for _, u := range []int64{0, 7, -7, 123456789, -100} {
+			n := NumberFromDecimal(big.NewInt(u), scale)
+			p, err := ParseNumber(n.String())
+			if err != nil {
+				t.Errorf("NumberFromDecimal(%d, %d) = %.40s...: %v", u, scale, n, err)
+				continue
+			}
+			if p.Cmp(n) != 0 {
+				t.Errorf("value changed")
+			}
+			gu, gs := p.Decimal()
+			if gu.Int64() != u || gs != scale {
+				t.Errorf("NumberFromDecimal(%d, %d).Decimal() = %v, %d", u, scale, gu, gs)
+			}
+		}
+	}
+}

@@ -170,17 +170,19 @@ func (p *parser) array(start, depth int) (Value, int, error) {
 		return Value{}, i, p.eof(i, "array")
 	}
 	if p.src[i] == ']' {
-		return Value{kind: KindArray, s: p.src[start : i+1], b: p.dirty == d0}, i + 1, nil
+		return Value{kind: KindArray, s: p.src[start : i+1], b: p.dirty == d0, h: 1}, i + 1, nil
 	}
 	if p.stack == nil {
 		p.stack = make([]Member, 0, 16)
 	}
 	base := len(p.stack)
+	var h uint16 // height of the tallest child
 	for {
 		v, j, err := p.value(i, depth)
 		if err != nil {
 			return Value{}, j, err
 		}
+		h = max(h, v.h)
 		p.stack = append(p.stack, Member{Value: v})
 		i = p.ws(j)
 		if i >= len(p.src) {
@@ -199,7 +201,7 @@ func (p *parser) array(start, depth int) (Value, int, error) {
 	}
 	p.pos = i
 	kids := p.take(base)
-	return Value{kind: KindArray, s: p.src[start : i+1], kids: kids, b: p.dirty == d0}, i + 1, nil
+	return Value{kind: KindArray, s: p.src[start : i+1], kids: kids, b: p.dirty == d0, h: h + 1}, i + 1, nil
 }
 
 func (p *parser) object(start, depth int) (Value, int, error) {
@@ -212,12 +214,13 @@ func (p *parser) object(start, depth int) (Value, int, error) {
 		return Value{}, i, p.eof(i, "object")
 	}
 	if p.src[i] == '}' {
-		return Value{kind: KindObject, s: p.src[start : i+1], b: p.dirty == d0}, i + 1, nil
+		return Value{kind: KindObject, s: p.src[start : i+1], b: p.dirty == d0, h: 1}, i + 1, nil
 	}
 	if p.stack == nil {
 		p.stack = make([]Member, 0, 16)
 	}
 	base := len(p.stack)
+	var h uint16                 // height of the tallest child
 	var seen map[string]struct{} // used above smallObject members
 	for {
 		if p.src[i] != '"' {
@@ -262,6 +265,7 @@ func (p *parser) object(start, depth int) (Value, int, error) {
 		if err != nil {
 			return Value{}, j, err
 		}
+		h = max(h, v.h)
 		p.stack = append(p.stack, Member{Name: name, Value: v})
 		i = p.ws(j)
 		if i >= len(p.src) {
@@ -280,7 +284,7 @@ func (p *parser) object(start, depth int) (Value, int, error) {
 	}
 	p.pos = i
 	kids := p.take(base)
-	return Value{kind: KindObject, s: p.src[start : i+1], kids: kids, b: p.dirty == d0}, i + 1, nil
+	return Value{kind: KindObject, s: p.src[start : i+1], kids: kids, b: p.dirty == d0, h: h + 1}, i + 1, nil
 }
 
 func (p *parser) dupName(off int, name string) error {

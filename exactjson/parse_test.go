@@ -165,15 +165,15 @@ func TestParseStrict(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("error %q does not contain %q", err, tt.msg)
 			}
-			if !IsNullZero(v) {
+			if !isZeroValue(v) {
 				t.Errorf("Parse returned non-zero value with error: %v", v)
 			}
 		})
 	}
 }
 
-// IsNullZero reports whether v is the zero Value.
-func IsNullZero(v Value) bool { return v.kind == KindNull && v.s == "" && v.kids == nil && !v.b }
+// isZeroValue reports whether v is the zero Value.
+func isZeroValue(v Value) bool { return v.kind == KindNull && v.s == "" && v.kids == nil && !v.b }
 
 func TestSyntaxErrorFormat(t *testing.T) {
 	_, err := Parse([]byte(`[1,2,}`), Limits{})

@@ -56,6 +56,8 @@ type Value struct {
 	// b is the boolean (KindBool) or, for containers with a raw span,
 	// whether that span is byte-identical to the compact encoding.
 	b bool
+	// h is the nesting height of a parsed container ([] is 1); 0 otherwise.
+	h uint16
 }
 
 // Member is a named object member.

@@ -207,6 +207,9 @@ func decodeSecret(s string) ([]byte, error) {
 // contains every secret; besides [Key.Secret] it is the only way this
 // package reveals key bytes. Write it only to storage meant for secrets.
 func (r *Keyring) MarshalFile() ([]byte, error) {
+	if r == nil || !r.active.valid() {
+		return nil, errors.New("seal: MarshalFile: nil or zero Keyring")
+	}
 	var b bytes.Buffer
 	b.WriteString("{\n  \"version\": ")
 	b.WriteString(strconv.Itoa(KeyringFileVersion))

@@ -75,8 +75,10 @@ func newKeyring(active Key, verification []Key) (*Keyring, error) {
 		byID:         make(map[string]Key, 1+len(verification)),
 	}
 	slices.SortFunc(r.verification, func(a, b Key) int { return strings.Compare(a.id, b.id) })
-	all := append([]Key{active}, r.verification...)
-	for i, k := range all {
+	// Equal fingerprint keys (fkey) mean equal secret bytes: fkey is an
+	// HMAC-SHA-256 of the secret under a fixed key.
+	byFkey := make(map[[sha256.Size]byte]string, 1+len(verification))
+	for _, k := range append([]Key{active}, r.verification...) {
 		if !k.valid() {
 			return nil, fmt.Errorf("%w: zero Key (use NewKey or GenerateKey)", ErrInvalidKey)
 		}
@@ -86,12 +88,11 @@ func newKeyring(active Key, verification []Key) (*Keyring, error) {
 			}
 			return nil, fmt.Errorf("%w: key id %q is used for two different secrets", ErrKeyConflict, k.id)
 		}
-		for _, o := range all[:i] {
-			if sameSecret(k, o) {
-				return nil, fmt.Errorf("%w: keys %q and %q have the same secret bytes", ErrKeyConflict, o.id, k.id)
-			}
+		if o, dup := byFkey[k.mat().fkey]; dup {
+			return nil, fmt.Errorf("%w: keys %q and %q have the same secret bytes", ErrKeyConflict, o, k.id)
 		}
 		r.byID[k.id] = k
+		byFkey[k.mat().fkey] = k.id
 	}
 	r.fingerprint = fingerprintOf(r.active, r.verification)
 	return r, nil

@@ -63,10 +63,10 @@ type Manager struct {
 }
 
 // NewManager returns a manager whose keys are those of r. It panics if r is
-// nil.
+// nil or a zero Keyring not made by NewKeyring.
 func NewManager(r *Keyring, opts ...Option) *Manager {
-	if r == nil {
-		panic("seal: NewManager: nil Keyring")
+	if r == nil || !r.active.valid() {
+		panic("seal: NewManager: nil or zero Keyring (use NewKeyring)")
 	}
 	m := &Manager{
 		reserved:      make(map[string]*atomic.Int64),

@@ -261,13 +261,23 @@ func TestEphemeralManager(t *testing.T) {
 	}
 }
 
-func TestNewManagerNilPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("no panic")
-		}
-	}()
-	NewManager(nil)
+func TestNewManagerInvalidKeyringPanics(t *testing.T) {
+	for _, r := range []*Keyring{nil, {}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("NewManager(%v) did not panic", r)
+				}
+			}()
+			NewManager(r)
+		}()
+	}
+	if _, err := (&Keyring{}).MarshalFile(); err == nil {
+		t.Fatal("MarshalFile of a zero Keyring succeeded")
+	}
+	if err := WriteKeyringFile(t.TempDir()+"/k.json", nil); err == nil {
+		t.Fatal("WriteKeyringFile(nil) succeeded")
+	}
 }
 
 // TestConcurrentRotation seals and opens from many goroutines while another

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,10 +16,11 @@ type MemoryStore struct {
 	now func() time.Time
 	hub *Hub
 
-	mu      sync.Mutex
-	tasks   map[string]*Record
-	working map[string]*Record // status Working: the claim candidates
-	closed  bool
+	mu     sync.Mutex
+	tasks  map[string]*Record
+	ready  readyQueue         // Working and unleased, oldest first
+	leased map[string]*Record // Working and leased (live or lapsed)
+	closed bool
 }
 
 // MemoryOption configures NewMemoryStore.
@@ -37,10 +39,11 @@ func WithClock(now func() time.Time) MemoryOption {
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	s := &MemoryStore{
-		now:     time.Now,
-		hub:     NewHub(0),
-		tasks:   make(map[string]*Record),
-		working: make(map[string]*Record),
+		now:    time.Now,
+		hub:    NewHub(0),
+		tasks:  make(map[string]*Record),
+		ready:  readyQueue{pos: make(map[string]int)},
+		leased: make(map[string]*Record),
 	}
 	for _, o := range opts {
 		o(s)
@@ -74,12 +77,16 @@ func (s *MemoryStore) publish(ctx context.Context, before, after *Record) {
 	}
 }
 
-// index keeps the claim-candidate set in step with r's status.
+// index keeps the claim-candidate sets in step with r.
 func (s *MemoryStore) index(r *Record) {
-	if r.Status == Working {
-		s.working[r.ID] = r
-	} else {
-		delete(s.working, r.ID)
+	s.ready.remove(r.ID)
+	delete(s.leased, r.ID)
+	switch {
+	case r.Status != Working:
+	case r.LeaseOwner == "":
+		heap.Push(&s.ready, r)
+	default:
+		s.leased[r.ID] = r
 	}
 }
 
@@ -160,8 +167,9 @@ func (s *MemoryStore) update(ctx context.Context, op, id string, apply func(r *R
 	return after, changed, nil
 }
 
-// Claim implements Store. It scans the Working tasks for the oldest
-// claimable one under the store mutex.
+// Claim implements Store. Candidates are the unleased Working tasks (a heap
+// ordered by creation time) and the leased ones whose lease lapsed (a set as
+// small as the number of running steps).
 func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration) (*Record, error) {
 	if worker == "" || lease <= 0 {
 		return nil, fmt.Errorf("task: memory store claim: empty worker or non-positive lease: %w", ErrInvalid)
@@ -177,10 +185,21 @@ func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Durat
 	}
 	for claimed == nil {
 		var best *Record
-		for _, r := range s.working {
-			if r.Claimable(now) && (best == nil || r.CreatedAt.Before(best.CreatedAt)) {
+		for _, r := range s.leased {
+			if r.Claimable(now) && (best == nil || older(r, best)) {
 				best = r
 			}
+		}
+		for len(s.ready.items) > 0 {
+			r := s.ready.items[0]
+			if r.Claimable(now) {
+				if best == nil || older(r, best) {
+					best = r
+				}
+				break
+			}
+			// Expired: never claimable again; the sweep will fail it.
+			heap.Pop(&s.ready)
 		}
 		if best == nil {
 			break
@@ -201,13 +220,55 @@ func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Durat
 	return claimed, nil
 }
 
+func older(a, b *Record) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+// readyQueue is a min-heap of records by creation time with removal by ID.
+type readyQueue struct {
+	items []*Record
+	pos   map[string]int
+}
+
+func (q *readyQueue) Len() int           { return len(q.items) }
+func (q *readyQueue) Less(i, j int) bool { return older(q.items[i], q.items[j]) }
+func (q *readyQueue) Swap(i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	q.pos[q.items[i].ID] = i
+	q.pos[q.items[j].ID] = j
+}
+
+func (q *readyQueue) Push(x any) {
+	r := x.(*Record)
+	q.pos[r.ID] = len(q.items)
+	q.items = append(q.items, r)
+}
+
+func (q *readyQueue) Pop() any {
+	n := len(q.items) - 1
+	r := q.items[n]
+	q.items[n] = nil
+	q.items = q.items[:n]
+	delete(q.pos, r.ID)
+	return r
+}
+
+func (q *readyQueue) remove(id string) {
+	if i, ok := q.pos[id]; ok {
+		heap.Remove(q, i)
+	}
+}
+
 // Renew implements Store.
 func (s *MemoryStore) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
 	var cancel bool
 	_, _, err := s.update(ctx, "renew", id, func(r *Record, now time.Time) (bool, error) {
 		var err error
 		cancel, err = r.ApplyRenew(fence, now, lease)
-		return false, err // lease bookkeeping is not a visible change
+		return true, err // NotifyChannels publishes nothing for lease bookkeeping
 	})
 	return cancel, err
 }
@@ -269,7 +330,8 @@ func (s *MemoryStore) ExpireAndPurge(ctx context.Context, now time.Time, opts Sw
 		}
 		if res.Purged < opts.Limit && r.Purgeable(now, opts.Retention) {
 			delete(s.tasks, id)
-			delete(s.working, id)
+			s.ready.remove(id)
+			delete(s.leased, id)
 			res.Purged++
 		}
 	}
@@ -284,7 +346,8 @@ func (s *MemoryStore) ExpireAndPurge(ctx context.Context, now time.Time, opts Sw
 func (s *MemoryStore) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.tasks, s.working = nil, nil
+	s.tasks, s.leased = nil, nil
+	s.ready = readyQueue{pos: make(map[string]int)}
 	s.mu.Unlock()
 	return s.hub.Close()
 }

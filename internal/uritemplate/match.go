@@ -131,10 +131,12 @@ func compile(parts []part) []unit {
 //   - {?a,b} and {&a,b}: either nothing (all variables absent) or '?'
 //     (respectively '&') followed by '&'-separated name=value pairs whose
 //     names are variables of the expression, in any order, each at most
-//     once; unknown names end the expression. A pair runs to the next '&'
-//     or '#' or the end of the URI; "name" without '=' means an empty
-//     value. Values are pct-decoded like {var}. Absent variables are
-//     missing from the result.
+//     once; a name that is not a variable of the expression, or one
+//     already seen, ends the expression. A pair runs to the next '&' or
+//     '#' or the end of the URI, except that the value of the last pair
+//     may stop earlier when literal text of the template follows; "name"
+//     without '=' means an empty value. Values are pct-decoded like {var}.
+//     Absent variables are missing from the result.
 //
 // Prefix modifiers (:N) limit the value to N characters; explode modifiers
 // have no effect on string values. Literal text must match exactly, except
@@ -143,19 +145,28 @@ func compile(parts []part) []unit {
 //
 // When a URI can be split in several ways, Match picks one deterministic
 // split in which later expressions take the shortest possible values (so
-// earlier ones the longest). A variable that occurs more than once must
-// get the same value at every occurrence in that split, otherwise there is
-// no match.
+// earlier ones the longest).
+//
+// A template that references some variable more than once (such as
+// "{x}/{x}" or "{?x}{&x}") never matches: recovering one value consistent
+// with every occurrence would require unbounded backtracking. Such
+// templates can still be expanded; [Template.Matchable] reports this case.
 //
 // Matching runs in time linear in len(uri) times the template size and
 // gives up (reports no match) beyond [MaxMatchSteps]. The returned map is
 // non-nil on success and owned by the caller.
 func (t *Template) Match(uri string) (map[string]string, bool) {
-	if t == nil {
+	if !t.Matchable() {
 		return nil, false
 	}
 	m := matcher{units: t.units, vars: t.vars, uri: uri}
 	return m.run()
+}
+
+// Matchable reports whether [Template.Match] can ever succeed for t, which
+// is the case unless t is nil or references a variable more than once.
+func (t *Template) Matchable() bool {
+	return t != nil && !t.repeated
 }
 
 type matcher struct {

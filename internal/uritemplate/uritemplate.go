@@ -61,6 +61,9 @@ type Template struct {
 	parts []part
 	vars  []string // distinct variable names in order of first appearance
 	units []unit   // compiled reverse matcher, see match.go
+	// repeated is set when some variable is referenced more than once;
+	// such templates never match (see Match).
+	repeated bool
 }
 
 // part is either a literal (op == opLiteral) or an expression.
@@ -104,7 +107,7 @@ func Parse(s string) (*Template, error) {
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
-	t := &Template{raw: s, parts: p.parts, vars: p.vars}
+	t := &Template{raw: s, parts: p.parts, vars: p.vars, repeated: p.nSpecs != len(p.vars)}
 	t.units = compile(t.parts)
 	return t, nil
 }

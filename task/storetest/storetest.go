@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,13 @@ func newEnv(t *testing.T, f Factory) *env {
 	t.Helper()
 	c := &Clock{}
 	return &env{t: t, ctx: t.Context(), clock: c, s: f(t, c.Now)}
+}
+
+// with returns a copy of e reporting to t (for subtests).
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t, c.ctx = t, t.Context()
+	return &c
 }
 
 // Run runs the conformance suite against stores made by newStore; every
@@ -231,7 +239,14 @@ func (e *env) runner(h task.Handler, lease time.Duration) *task.Runner {
 		ShutdownTimeout: 5 * time.Second,
 		SweepInterval:   -1,
 		Now:             e.clock.Now,
+		Logger:          testLogger(e.t),
 	}
+}
+
+// testLogger returns a logger writing to t's output (shown on failure or
+// with -v).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), nil))
 }
 
 // startRunner runs r until the returned stop function is called; stop waits

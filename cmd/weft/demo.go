@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
+)
+
+// newDemoServer builds the demo: every tool shows one capability.
+func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string) (*weft.Server, error) {
+	s := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
+		Logger:       logger,
+		Protector:    protector,
+		Instructions: "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, prompts and resources.",
+	})
+	form := weft.FormElicitation(weft.Conditional)
+
+	// catalog.continue: the approval flow of the product page. It asks for
+	// form approval and carries a framework-protected phase between rounds.
+	if err := s.AddTool(weft.Tool{
+		Name:        "catalog.continue",
+		Description: "Continues a catalog workflow after the user approves catalog access.",
+		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
+		Inputs:      []weft.InputDeclaration{form},
+		StateMode:   weft.StateFramework,
+	}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+		state, ok := req.FrameworkState()
+		if !ok {
+			return nil, weft.AskInput("approval", weft.ElicitForm(form, "Approve catalog access?",
+				exactjson.Object(exactjson.Field("type", exactjson.String("object")),
+					exactjson.Field("properties", exactjson.Object())))).
+				WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("waiting-for-approval"))))
+		}
+		return continueFrom(state, req.InputResponses())
+	}); err != nil {
+		return nil, err
+	}
+
+	// refund.request: asks for an exact decimal amount and validates it.
+	if err := s.AddTool(weft.Tool{
+		Name:        "refund.request",
+		Description: "Requests a refund for an order; asks the user for the exact amount (at most 500.00).",
+		InputSchema: []byte(`{"type":"object","properties":{"orderId":{"type":"string","minLength":1}},"required":["orderId"],"additionalProperties":false}`),
+		Inputs:      []weft.InputDeclaration{form},
+		StateMode:   weft.StateFramework,
+	}, refundHandler(form)); err != nil {
+		return nil, err
+	}
+
+	if err := s.AddPrompt(weft.Prompt{
+		Name:        "summarize",
+		Description: "Summarize a text in a given tone.",
+		Arguments:   []weft.PromptArgument{{Name: "text", Required: true}, {Name: "tone", Description: "e.g. formal, friendly"}},
+		Complete: func(ctx context.Context, req *weft.Request, c weft.CompletionRequest) (weft.Completion, error) {
+			if c.Argument != "tone" {
+				return weft.Completion{}, nil
+			}
+			var out []string
+			for _, t := range []string{"formal", "friendly", "concise", "playful"} {
+				if len(t) >= len(c.Value) && t[:len(c.Value)] == c.Value {
+					out = append(out, t)
+				}
+			}
+			return weft.Completion{Values: out}, nil
+		},
+	}, func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
+		tone := args["tone"]
+		if tone == "" {
+			tone = "neutral"
+		}
+		return &weft.GetPromptResult{Messages: []weft.PromptMessage{{Role: weft.RoleUser,
+			Content: weft.TextContent(fmt.Sprintf("Summarize the following text in a %s tone:\n\n%s", tone, args["text"]))}}}, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "weft://demo/readme", Name: "readme",
+		Description: "What this demo shows.", MimeType: "text/markdown"}, Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
+		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/markdown", demoReadme)}}, nil
+		}); err != nil {
+		return nil, err
+	}
+	if err := s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "weft://demo/orders/{id}", Name: "order",
+		Description: "An order by id.", MimeType: "application/json"},
+		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+			id := req.URIParams()["id"]
+			body, err := exactjson.Encode(exactjson.Object(exactjson.Field("id", exactjson.String(id)),
+				exactjson.Field("status", exactjson.String("shipped"))), 0)
+			if err != nil {
+				return nil, err
+			}
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "application/json", string(body))}}, nil
+		}); err != nil {
+		return nil, err
+	}
+	_ = dataDir
+	return s, nil
+}
+
+const demoReadme = "# Weft demo\n\nTools: catalog.continue (form approval + sealed state), refund.request (exact decimal amounts).\n"
+
+// continueFrom validates the protected phase, branches on the elicitation
+// action and completes. It is the application-owned part of the flow.
+func continueFrom(state exactjson.Value, in weft.InputResponses) (*weft.CallToolResult, error) {
+	phase, _ := state.Get("phase")
+	if p, _ := phase.AsString(); p != "waiting-for-approval" {
+		return nil, &weft.ToolError{Message: "The workflow is in an unexpected phase; start again."}
+	}
+	resp, ok := in.Get("approval")
+	if !ok {
+		return nil, &weft.ToolError{Message: "No approval was received; start again."}
+	}
+	action, _ := resp.Get("action")
+	switch a, _ := action.AsString(); a {
+	case "accept":
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Catalog access approved; continuing.")}}, nil
+	case "decline":
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Catalog access was declined; nothing was changed.")}}, nil
+	default:
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Cancelled; nothing was changed.")}}, nil
+	}
+}
+
+func refundHandler(form weft.InputDeclaration) weft.ToolHandler {
+	maxAmount, _ := exactjson.ParseNumber("500.00")
+	schema := exactjson.Object(
+		exactjson.Field("type", exactjson.String("object")),
+		exactjson.Field("properties", exactjson.Object(exactjson.Field("amount", exactjson.Object(
+			exactjson.Field("type", exactjson.String("number")),
+			exactjson.Field("title", exactjson.String("Refund amount")),
+			exactjson.Field("minimum", exactjson.Int(0)),
+			exactjson.Field("maximum", exactjson.NumberValue(maxAmount)))))),
+		exactjson.Field("required", exactjson.Array(exactjson.String("amount"))))
+	ask := func(order, message string) error {
+		return weft.AskInput("amount", weft.ElicitForm(form, message, schema)).
+			WithFrameworkState(exactjson.Object(exactjson.Field("order", exactjson.String(order))))
+	}
+	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+		ov, _ := req.Arguments().Get("orderId")
+		order, _ := ov.AsString()
+		state, ok := req.FrameworkState()
+		if !ok {
+			return nil, ask(order, fmt.Sprintf("How much should be refunded for order %s?", order))
+		}
+		if so, _ := state.Get("order"); !exactjson.Equal(so, exactjson.String(order)) {
+			return nil, &weft.ToolError{Message: "The refund state belongs to another order."}
+		}
+		resp, ok := req.InputResponses().Get("amount")
+		if !ok {
+			return nil, ask(order, "Please enter the refund amount.")
+		}
+		if a, _ := resp.Get("action"); !exactjsonIs(a, "accept") {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Refund cancelled.")}}, nil
+		}
+		content, _ := resp.Get("content")
+		av, _ := content.Get("amount")
+		amount, isNum := av.AsNumber()
+		zero, _ := exactjson.ParseNumber("0")
+		if !isNum || amount.Cmp(zero) <= 0 || amount.Cmp(maxAmount) > 0 {
+			return nil, ask(order, "The amount must be a number greater than 0 and at most 500.00. Please enter it again.")
+		}
+		if _, scale := amount.Decimal(); scale > 2 {
+			return nil, ask(order, "The amount may have at most two decimal places. Please enter it again.")
+		}
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(fmt.Sprintf("Refund of %s for order %s requested.", amount.String(), order))}}, nil
+	}
+}
+
+func exactjsonIs(v exactjson.Value, s string) bool { x, ok := v.AsString(); return ok && x == s }

@@ -1,0 +1,181 @@
+// Command weft runs the Weft demo server and the operator tools.
+//
+//	weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
+//	weft keys generate --id ID --keyring FILE
+//	weft keys fingerprint --keyring FILE
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/seal"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "weft:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
+  weft keys generate --id ID --keyring FILE
+  weft keys fingerprint --keyring FILE`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdin, stdout, stderr)
+	case "keys":
+		return keys(args[1:], stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	data := fs.String("data", "./weft-data", "data directory (created on first start)")
+	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
+	stdio := fs.Bool("stdio", false, "serve the demo over stdin/stdout instead of HTTP")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := os.MkdirAll(*data, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	path := *keyring
+	if path == "" {
+		path = filepath.Join(*data, "keyring.json")
+	}
+	kr, created, err := loadOrCreateKeyring(path)
+	if err != nil {
+		return err
+	}
+	if created {
+		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
+	}
+	mgr := seal.NewManager(kr)
+	srv, err := newDemoServer(logger, mgr, *data)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *stdio {
+		logger.Info("weft demo on stdio", "versions", weft.ProtocolVersion, "keyring", kr.Fingerprint().String())
+		return srv.ServeStdio(ctx, stdin, stdout)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	hs := weft.NewHTTPServer(*addr, mux)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, weft.ProtocolVersion, *data, kr.Fingerprint())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// loadOrCreateKeyring loads the keyring file, creating a fresh one (mode
+// 0600) when it does not exist.
+func loadOrCreateKeyring(path string) (*seal.Keyring, bool, error) {
+	kr, err := seal.LoadKeyringFile(path)
+	if err == nil {
+		return kr, false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("load keyring: %w", err)
+	}
+	k, err := seal.GenerateKey("dev-" + time.Now().UTC().Format("20060102"))
+	if err != nil {
+		return nil, false, err
+	}
+	if kr, err = seal.NewKeyring(k); err != nil {
+		return nil, false, err
+	}
+	if err := seal.WriteKeyringFile(path, kr); err != nil {
+		return nil, false, fmt.Errorf("write keyring: %w", err)
+	}
+	return kr, true, nil
+}
+
+func keys(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
+	id := fs.String("id", "", "key id (1-64 HTTP token characters)")
+	path := fs.String("keyring", "", "keyring file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *path == "" {
+		return errors.New("--keyring is required")
+	}
+	switch args[0] {
+	case "generate":
+		if *id == "" {
+			return errors.New("--id is required")
+		}
+		k, err := seal.GenerateKey(*id)
+		if err != nil {
+			return err
+		}
+		kr, err := seal.LoadKeyringFile(*path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			kr, err = seal.NewKeyring(k)
+		case err == nil:
+			// The new key joins as a verification key; activate it on the
+			// running servers (see docs/key-rotation.md).
+			kr, err = seal.NewKeyring(kr.Active(), append(kr.Verification(), k)...)
+		}
+		if err != nil {
+			return err
+		}
+		if err := seal.WriteKeyringFile(*path, kr); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "key %s written to %s\nfingerprint %s\n", k.ID(), *path, kr.Fingerprint())
+		return nil
+	case "fingerprint":
+		kr, err := seal.LoadKeyringFile(*path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, kr.Fingerprint())
+		return nil
+	}
+	return fmt.Errorf("unknown keys command %q", args[0])
+}

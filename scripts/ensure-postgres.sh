@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Makes sure a PostgreSQL server accepts trusted connections on
+# 127.0.0.1:5432 with a database "test" (the DSN the tests default to).
+# Uses the running server when there is one; otherwise installs Debian's
+# packages and starts a cluster. Safe to run repeatedly.
+set -euo pipefail
+
+if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  echo "postgres: already accepting connections on 127.0.0.1:5432"
+  exit 0
+fi
+
+if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+  echo "postgres: installing from Debian packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq postgresql >/dev/null
+fi
+
+ver=$(ls /etc/postgresql | sort -V | tail -n1)
+if [ -z "$ver" ]; then
+  echo "postgres: no cluster found after install" >&2
+  exit 1
+fi
+conf=/etc/postgresql/$ver/main
+# Trust local loopback connections (test machines only).
+if ! grep -q "weft-ci" "$conf/pg_hba.conf"; then
+  {
+    echo "# weft-ci: trust loopback for the test suite"
+    echo "local all all trust"
+    echo "host all all 127.0.0.1/32 trust"
+    echo "host all all ::1/128 trust"
+    cat "$conf/pg_hba.conf"
+  } > "$conf/pg_hba.conf.new"
+  mv "$conf/pg_hba.conf.new" "$conf/pg_hba.conf"
+fi
+sed -i "s/^#\?listen_addresses.*/listen_addresses = '127.0.0.1'/" "$conf/postgresql.conf"
+pg_ctlcluster --skip-systemctl-redirect "$ver" main start || pg_ctlcluster --skip-systemctl-redirect "$ver" main restart
+
+for _ in $(seq 1 30); do
+  pg_isready -q -h 127.0.0.1 -p 5432 && break
+  sleep 1
+done
+pg_isready -h 127.0.0.1 -p 5432
+
+psql_su() { su postgres -c "psql -v ON_ERROR_STOP=1 -q -h 127.0.0.1 $*"; }
+psql_su "-tc \"SELECT 1 FROM pg_roles WHERE rolname='root'\"" | grep -q 1 || psql_su "-c 'CREATE ROLE root SUPERUSER LOGIN'"
+psql_su "-tc \"SELECT 1 FROM pg_database WHERE datname='test'\"" | grep -q 1 || psql_su "-c 'CREATE DATABASE test OWNER root'"
+echo "postgres: ready on 127.0.0.1:5432"

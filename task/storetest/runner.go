@@ -1,0 +1,309 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/task"
+)
+
+// rounds is a handler doing two input rounds: step 1 asks "a-<n>", step 2
+// asks "b-<n>", step 3 completes with {"sum": n + a + b}. It counts the
+// executions of every (task, step).
+type rounds struct {
+	mu   sync.Mutex
+	runs map[string]int // "<id>/<step>" -> executions
+}
+
+type roundsParams struct {
+	N int `json:"n"`
+}
+
+type roundsState struct {
+	A int `json:"a"`
+}
+
+func newRounds() *rounds { return &rounds{runs: map[string]int{}} }
+
+func (h *rounds) handle(ctx context.Context, job *task.Job) (task.Outcome, error) {
+	h.mu.Lock()
+	h.runs[job.IdempotencyKey()]++
+	h.mu.Unlock()
+	var p roundsParams
+	if err := json.Unmarshal(job.Params(), &p); err != nil {
+		return task.Outcome{}, fmt.Errorf("decode params: %w", err)
+	}
+	resp := map[string]int{}
+	if in := job.InputResponses(); in != nil {
+		if err := json.Unmarshal(in, &resp); err != nil {
+			return task.Outcome{}, fmt.Errorf("decode responses: %w", err)
+		}
+	}
+	switch job.Step() {
+	case 1:
+		return task.NeedInput(json.RawMessage(fmt.Sprintf(`{"a-%d":{"ask":"a"}}`, p.N)), nil), nil
+	case 2:
+		st, _ := json.Marshal(roundsState{A: resp[fmt.Sprintf("a-%d", p.N)]})
+		if err := job.Progress(ctx, "got a"); err != nil {
+			return task.Outcome{}, err
+		}
+		return task.NeedInput(json.RawMessage(fmt.Sprintf(`{"b-%d":{"ask":"b"}}`, p.N)), st), nil
+	default:
+		var st roundsState
+		if err := json.Unmarshal(job.State(), &st); err != nil {
+			return task.Outcome{}, fmt.Errorf("decode state: %w", err)
+		}
+		sum := p.N + st.A + resp[fmt.Sprintf("b-%d", p.N)]
+		return task.Complete(json.RawMessage(fmt.Sprintf(`{"sum":%d}`, sum))), nil
+	}
+}
+
+// answer answers every outstanding request of r: key "a-<n>" with 10*n and
+// "b-<n>" with 100*n, so the expected sum is 111*n.
+func answer(ctx context.Context, s task.Store, r *task.Record) error {
+	var reqs map[string]json.RawMessage
+	if err := json.Unmarshal(r.InputRequests, &reqs); err != nil {
+		return fmt.Errorf("decode input requests of %s: %w", r.ID, err)
+	}
+	resp := map[string]int{}
+	for k := range reqs {
+		var n int
+		switch {
+		case strings.HasPrefix(k, "a-"):
+			fmt.Sscanf(k, "a-%d", &n)
+			resp[k] = 10 * n
+		case strings.HasPrefix(k, "b-"):
+			fmt.Sscanf(k, "b-%d", &n)
+			resp[k] = 100 * n
+		}
+	}
+	b, _ := json.Marshal(resp)
+	_, err := s.SubmitInput(ctx, r.ID, b)
+	return err
+}
+
+// drive plays the client for ids until every task is terminal: it polls,
+// answers input (twice, to exercise idempotency) and returns the final
+// records.
+func drive(ctx context.Context, s task.Store, ids []string, timeout time.Duration) (map[string]*task.Record, error) {
+	done := make(map[string]*task.Record, len(ids))
+	deadline := time.Now().Add(timeout)
+	for len(done) < len(ids) {
+		if time.Now().After(deadline) {
+			return done, fmt.Errorf("%d of %d tasks not terminal after %v", len(ids)-len(done), len(ids), timeout)
+		}
+		for _, id := range ids {
+			if done[id] != nil {
+				continue
+			}
+			r, err := s.Get(ctx, id)
+			if err != nil {
+				return done, err
+			}
+			switch {
+			case r.Status.IsTerminal():
+				done[id] = r
+			case r.Status == task.InputRequired:
+				for range 2 {
+					if err := answer(ctx, s, r); err != nil {
+						return done, err
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return done, nil
+}
+
+// check verifies that every task completed with sum 111*n and every step ran
+// exactly once.
+func (h *rounds) check(t *testing.T, want map[string]int, got map[string]*task.Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d tasks finished, want %d", len(got), len(want))
+	}
+	for id, n := range want {
+		r := got[id]
+		if r == nil || r.Status != task.Completed {
+			t.Fatalf("task %s (n=%d) = %s %s, want completed", id, n, summary(r), r.Error)
+		}
+		wantJSON(t, "result of "+id, r.Result, fmt.Sprintf(`{"sum":%d}`, 111*n))
+		if len(r.IssuedKeys) != 2 || r.Step != 3 {
+			t.Fatalf("task %s: keys %v step %d, want 2 keys, step 3", id, r.IssuedKeys, r.Step)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.runs) != 3*len(want) {
+		t.Fatalf("%d distinct steps ran, want %d", len(h.runs), 3*len(want))
+	}
+	for key, n := range h.runs {
+		if n != 1 {
+			t.Fatalf("step %s ran %d times, want once", key, n)
+		}
+	}
+}
+
+func testRunnerInputRounds(t *testing.T, e *env) {
+	h := newRounds()
+	stop1 := startRunner(t, e.runner(h.handle, 10*time.Second))
+	stop2 := startRunner(t, e.runner(h.handle, 10*time.Second))
+	const n = 30
+	want := map[string]int{}
+	var ids []string
+	for i := 1; i <= n; i++ {
+		r := e.create(task.NewTask{Params: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		want[r.ID] = i
+		ids = append(ids, r.ID)
+	}
+	got, err := drive(e.ctx, e.s, ids, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.check(t, want, got)
+	for _, stop := range []func() error{stop1, stop2} {
+		if err := stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+}
+
+func testRunnerTakeover(t *testing.T, e *env) {
+	const lease = 3 * time.Second
+	started := make(chan struct{}, 1)
+	crashing := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		started <- struct{}{}
+		<-ctx.Done() // "killed": never finishes on its own
+		return task.Outcome{}, context.Cause(ctx)
+	}, lease)
+	crashing.ShutdownTimeout = 50 * time.Millisecond
+	crashing.WorkerID = "crashing"
+	stopA := startRunner(t, crashing)
+
+	r := e.create(task.NewTask{})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("first runner did not start the step")
+	}
+	if err := stopA(); err != nil {
+		t.Fatalf("Run of the killed runner: %v", err)
+	}
+	left := e.wantStatus(r.ID, task.Working)
+	if !strings.HasPrefix(left.LeaseOwner, "crashing") || left.Attempts != 1 {
+		t.Fatalf("after kill: lease %q attempts %d; want left leased by the killed runner", left.LeaseOwner, left.Attempts)
+	}
+
+	var mu sync.Mutex
+	var keys []string
+	rescuer := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		mu.Lock()
+		keys = append(keys, job.IdempotencyKey())
+		mu.Unlock()
+		return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+	}, lease)
+	startRunner(t, rescuer)
+	time.Sleep(100 * time.Millisecond)
+	if got := e.get(r.ID); got.Status != task.Working || got.Attempts != 1 {
+		t.Fatalf("task taken over before its lease expired: %+v", got)
+	}
+	e.clock.Advance(lease + time.Second)
+	waitFor(t, 10*time.Second, "takeover", func() bool { return e.get(r.ID).Status.IsTerminal() })
+	done := e.wantStatus(r.ID, task.Completed)
+	wantJSON(t, "Result", done.Result, `{"attempt":2}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 1 || keys[0] != r.ID+"/1" {
+		t.Fatalf("rescuer ran %v, want one run of %s/1", keys, r.ID)
+	}
+}
+
+func testRunnerCancel(t *testing.T, e *env) {
+	var mu sync.Mutex
+	causes := map[string]error{}
+	started := make(chan string, 8)
+	handler := func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		switch job.Operation() {
+		case "block":
+			started <- job.ID()
+			<-ctx.Done()
+			mu.Lock()
+			causes[job.ID()] = context.Cause(ctx)
+			mu.Unlock()
+			return task.Outcome{}, ctx.Err()
+		case "error":
+			return task.Outcome{}, errors.New("secret database password in error text")
+		case "panic":
+			panic("handler bug")
+		case "reuse":
+			if job.Step() == 1 {
+				return task.NeedInput(json.RawMessage(`{"k":{}}`), nil), nil
+			}
+			return task.NeedInput(json.RawMessage(`{"k":{}}`), nil), nil
+		case "fail":
+			return task.Fail(json.RawMessage(`{"code":-32602,"message":"bad arguments"}`)), nil
+		}
+		return task.Outcome{}, nil // invalid outcome
+	}
+	// The heartbeat is 1s; the cancel event must make cancellation faster.
+	stop := startRunner(t, e.runner(handler, 3*time.Second))
+
+	blocked := e.create(task.NewTask{Operation: "block"})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("step did not start")
+	}
+	if _, err := e.s.RequestCancel(e.ctx, blocked.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "cancellation", func() bool { return e.get(blocked.ID).Status.IsTerminal() })
+	e.wantStatus(blocked.ID, task.Cancelled)
+	mu.Lock()
+	if !errors.Is(causes[blocked.ID], task.ErrCancelRequested) {
+		t.Fatalf("handler context cause = %v, want ErrCancelRequested", causes[blocked.ID])
+	}
+	mu.Unlock()
+
+	tests := []struct {
+		op     string
+		status task.Status
+		rpcErr string
+	}{
+		{"error", task.Failed, task.InternalErrorJSON},
+		{"panic", task.Failed, task.InternalErrorJSON},
+		{"invalid", task.Failed, task.InternalErrorJSON},
+		{"reuse", task.Failed, task.InternalErrorJSON},
+		{"fail", task.Failed, `{"code":-32602,"message":"bad arguments"}`},
+	}
+	ids := map[string]string{}
+	for _, tc := range tests {
+		ids[tc.op] = e.create(task.NewTask{Operation: tc.op}).ID
+	}
+	for _, tc := range tests {
+		t.Run(tc.op, func(t *testing.T) {
+			e := e.with(t)
+			id := ids[tc.op]
+			waitFor(t, 10*time.Second, tc.op+" task", func() bool {
+				r := e.get(id)
+				if r.Status == task.InputRequired {
+					_ = answer(e.ctx, e.s, r)
+					_, _ = e.s.SubmitInput(e.ctx, id, json.RawMessage(`{"k":1}`))
+				}
+				return r.Status.IsTerminal()
+			})
+			r := e.wantStatus(id, tc.status)
+			wantJSON(t, "Error", r.Error, tc.rpcErr)
+		})
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
