@@ -85,15 +85,22 @@ func Int(i int64) Value { return Value{kind: KindNumber, s: strconv.FormatInt(i,
 func Uint(u uint64) Value { return Value{kind: KindNumber, s: strconv.FormatUint(u, 10)} }
 
 // Float returns a JSON number holding the shortest decimal that round-trips
-// to f (strconv 'g' with precision -1, normalized to JSON: an exponent is
-// written as E followed by a sign and no leading zeros, e.g. 1E+21, 1E-7).
+// to f, written like encoding/json writes floats: plain notation for
+// 1e-6 <= |f| < 1e21 (50, 0.25, 123456789), otherwise scientific with E, a
+// sign and no leading exponent zeros (1E+21, 1E-7).
 // It reports an error for NaN and infinities.
 func Float(f float64) (Value, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return Value{}, fmt.Errorf("exactjson: cannot represent %v as a JSON number", f)
 	}
 	var buf [32]byte
-	b := strconv.AppendFloat(buf[:0], f, 'g', -1, 64)
+	// Like encoding/json: plain notation for 1e-6 <= |f| < 1e21, shortest
+	// scientific notation otherwise.
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'g'
+	}
+	b := strconv.AppendFloat(buf[:0], f, format, -1, 64)
 	if i := indexByte(b, 'e'); i >= 0 {
 		// b[i+1] is the sign; strip leading zeros of the exponent digits.
 		j := i + 2

@@ -192,10 +192,13 @@ func (p *parser) parseExpression(start int) (int, error) {
 			if i >= len(s) {
 				return 0, parseErrorf(start, "unclosed expression")
 			}
-			if s[i] == '%' {
+			switch {
+			case s[i] == '%':
 				return 0, parseErrorf(i, "'%%' not followed by two hexadecimal digits")
+			case s[i] == '}' && len(ex.specs) == 0:
+				return 0, parseErrorf(start, "empty expression")
 			}
-			return 0, parseErrorf(i, "expected a variable name, found %q", s[i])
+			return 0, parseErrorf(i, "expected a variable name, found %s", describeAt(s, i))
 		}
 		if i-nameStart > MaxVariableNameBytes {
 			return 0, parseErrorf(nameStart, "variable name is %d bytes, limit is %d", i-nameStart, MaxVariableNameBytes)
@@ -249,9 +252,18 @@ func (p *parser) parseExpression(start int) (int, error) {
 		case ':', '*':
 			return 0, parseErrorf(i, "a variable may have at most one modifier")
 		default:
-			return 0, parseErrorf(i, "unexpected character %q in expression", s[i])
+			return 0, parseErrorf(i, "unexpected %s in expression", describeAt(s, i))
 		}
 	}
+}
+
+// describeAt describes the character at s[i] for an error message.
+func describeAt(s string, i int) string {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte 0x%02x", s[i])
+	}
+	return fmt.Sprintf("%q", r)
 }
 
 // scanVarname scans varname = varchar *( ["."] varchar ) starting at i and

@@ -1,0 +1,617 @@
+// Package sqlitestore is a task.Store on a SQLite database file, using the
+// pure-Go modernc.org/sqlite driver (no cgo).
+//
+// The database runs in WAL mode with a busy timeout. Every state change is a
+// read-modify-write in a BEGIN IMMEDIATE transaction (SQLite's write lock is
+// taken up front, so transactions never deadlock on lock upgrades), applying
+// the task.Record rules; claims additionally guard their UPDATE with the fence
+// they read. Within a process, writes go through a single connection, so they
+// queue in Go instead of spinning on SQLite's busy handler; reads use a small
+// separate pool and never wait for writers.
+//
+// Several processes may open the same file: SQLite's file locks serialize
+// their writes and the fence keeps claims exclusive. Change notifications
+// (task.Bus) are delivered only within the process that made the change;
+// runners in other processes find work by polling (task.Runner.PollInterval).
+//
+// Schema (version 1) is created on Open if missing: one table (Options.Table)
+// with partial indexes for claiming, expiry and purging.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftmcp/weft/task"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Table is the table name (default "weft_tasks"); letters, digits and
+	// underscores, not starting with a digit.
+	Table string
+	// BusyTimeout is how long a write waits for another process's write lock
+	// before failing (default 10s).
+	BusyTimeout time.Duration
+	// Synchronous is the SQLite synchronous setting: "FULL" (default: a
+	// committed task survives power loss) or "NORMAL" (faster; a committed
+	// task survives a process crash but the last commits may be lost on power
+	// loss).
+	Synchronous string
+	// ReadConns is the size of the read connection pool (default 4).
+	ReadConns int
+	// Now is the clock (default time.Now). Processes sharing a file should
+	// have reasonably synchronized clocks; fencing keeps claims safe when
+	// they do not, but leases may then lapse early or late.
+	Now func() time.Time
+}
+
+// Store is a task.Store on a SQLite file. It is safe for concurrent use.
+type Store struct {
+	write *sql.DB // exactly one connection; transactions BEGIN IMMEDIATE
+	read  *sql.DB
+	hub   *task.Hub
+	now   func() time.Time
+	q     queries
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ task.Store = (*Store)(nil)
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// Open opens (creating if needed) the SQLite database at path, creates the
+// schema if missing, and returns the store. path is a file path (not a
+// ":memory:" database or a URI) and must not contain '?'.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path: %w", path, task.ErrInvalid)
+	}
+	if opts.Table == "" {
+		opts.Table = "weft_tasks"
+	}
+	if !identRE.MatchString(opts.Table) {
+		return nil, fmt.Errorf("sqlitestore: open: table name %q: %w", opts.Table, task.ErrInvalid)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	switch strings.ToUpper(opts.Synchronous) {
+	case "":
+		opts.Synchronous = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("sqlitestore: open: synchronous %q (want FULL or NORMAL): %w", opts.Synchronous, task.ErrInvalid)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+
+	params := url.Values{}
+	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+	params.Add("_pragma", "journal_mode(WAL)")
+	params.Add("_pragma", "synchronous("+strings.ToUpper(opts.Synchronous)+")")
+	params.Set("_txlock", "immediate")
+	write, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	params.Add("_pragma", "query_only(1)")
+	read, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		_ = write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s for reading: %w", path, err)
+	}
+	read.SetMaxOpenConns(opts.ReadConns)
+	read.SetMaxIdleConns(opts.ReadConns)
+
+	s := &Store{write: write, read: read, hub: task.NewHub(0), now: opts.Now, q: newQueries(opts.Table)}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrate creates the schema if it is missing.
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: create schema: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, stmt := range s.q.schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlitestore: create schema: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlitestore: create schema: commit: %w", err)
+	}
+	return nil
+}
+
+// queries holds the SQL for one table name.
+type queries struct {
+	schema                                   []string
+	insert, load, update, get, claim, expire string
+	purge                                    string
+}
+
+const columns = `id, principal, partition_key, operation, params, status, status_message,
+	created_at, updated_at, ttl, poll_interval, expires_at,
+	input_requests, input_responses, issued_keys, state, result, error,
+	cancel_requested, step, attempts, lease_owner, lease_expires_at, fence`
+
+func newQueries(t string) queries {
+	return queries{
+		schema: []string{
+			`CREATE TABLE IF NOT EXISTS ` + t + ` (
+	id               TEXT PRIMARY KEY,
+	principal        TEXT NOT NULL,
+	partition_key    TEXT NOT NULL,
+	operation        TEXT NOT NULL,
+	params           BLOB,
+	status           TEXT NOT NULL,
+	status_message   TEXT NOT NULL,
+	created_at       INTEGER NOT NULL, -- Unix nanoseconds
+	updated_at       INTEGER NOT NULL,
+	ttl              INTEGER NOT NULL, -- nanoseconds; 0 = unlimited
+	poll_interval    INTEGER NOT NULL,
+	expires_at       INTEGER,          -- NULL = never
+	input_requests   BLOB,             -- JSON object of outstanding requests
+	input_responses  BLOB,             -- JSON object
+	issued_keys      BLOB NOT NULL,    -- JSON array of strings
+	state            BLOB,
+	result           BLOB,
+	error            BLOB,
+	cancel_requested INTEGER NOT NULL,
+	step             INTEGER NOT NULL,
+	attempts         INTEGER NOT NULL,
+	lease_owner      TEXT,
+	lease_expires_at INTEGER,
+	fence            INTEGER NOT NULL
+) WITHOUT ROWID`,
+			`CREATE INDEX IF NOT EXISTS ` + t + `_claim ON ` + t + ` (created_at, id) WHERE status = 'working'`,
+			`CREATE INDEX IF NOT EXISTS ` + t + `_expiry ON ` + t + ` (expires_at) WHERE expires_at IS NOT NULL AND status IN ('working', 'input_required')`,
+			`CREATE INDEX IF NOT EXISTS ` + t + `_purge ON ` + t + ` (updated_at) WHERE status IN ('completed', 'failed', 'cancelled')`,
+		},
+		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		load:   `SELECT ` + columns + ` FROM ` + t + ` WHERE id = ?`,
+		update: `UPDATE ` + t + ` SET status = ?, status_message = ?, updated_at = ?, ttl = ?, poll_interval = ?, expires_at = ?,
+	input_requests = ?, input_responses = ?, issued_keys = ?, state = ?, result = ?, error = ?,
+	cancel_requested = ?, step = ?, attempts = ?, lease_owner = ?, lease_expires_at = ?, fence = ?
+	WHERE id = ? AND fence = ?`,
+		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working'
+	AND (lease_owner IS NULL OR lease_expires_at <= ?1)
+	AND (expires_at IS NULL OR expires_at > ?1)
+	ORDER BY created_at, id LIMIT 1`,
+		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= ?
+	AND status IN ('working', 'input_required') LIMIT ?`,
+		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
+	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= ?1
+	AND max(coalesce(expires_at, 0), updated_at) <= ?1 LIMIT ?2)`,
+	}
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRecord(sc scanner) (*task.Record, error) {
+	var (
+		r                                              task.Record
+		created, updated, ttl, poll                    int64
+		expires, leaseExpires                          sql.NullInt64
+		leaseOwner                                     sql.NullString
+		params, reqs, resps, keys, state, result, rerr []byte
+		status                                         string
+		cancel                                         int64
+	)
+	err := sc.Scan(&r.ID, &r.Owner.Principal, &r.Owner.Partition, &r.Operation, &params, &status, &r.StatusMessage,
+		&created, &updated, &ttl, &poll, &expires,
+		&reqs, &resps, &keys, &state, &result, &rerr,
+		&cancel, &r.Step, &r.Attempts, &leaseOwner, &leaseExpires, &r.Fence)
+	if err != nil {
+		return nil, err
+	}
+	r.Params, r.InputRequests, r.InputResponses = raw(params), raw(reqs), raw(resps)
+	r.State, r.Result, r.Error = raw(state), raw(result), raw(rerr)
+	if err := json.Unmarshal(keys, &r.IssuedKeys); err != nil {
+		return nil, fmt.Errorf("decode issued keys of task %s: %w", r.ID, err)
+	}
+	if len(r.IssuedKeys) == 0 {
+		r.IssuedKeys = nil
+	}
+	r.Status = task.Status(status)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	r.TTL, r.PollInterval = time.Duration(ttl), time.Duration(poll)
+	r.ExpiresAt, r.LeaseExpiresAt = nullTime(expires), nullTime(leaseExpires)
+	r.LeaseOwner = leaseOwner.String
+	r.CancelRequested = cancel != 0
+	return &r, nil
+}
+
+func raw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func blob(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func nullTime(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromNanos(n.Int64)
+}
+
+func nanos(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func issuedKeys(keys []string) ([]byte, error) {
+	if keys == nil {
+		keys = []string{}
+	}
+	return json.Marshal(keys)
+}
+
+// timestamp returns the current time as stored (UTC, microseconds, like the
+// other stores).
+func (s *Store) timestamp() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqlitestore: %s: %w", op, task.ErrClosed)
+	}
+	return nil
+}
+
+// Publish implements task.Bus (in-process fan-out only).
+func (s *Store) Publish(ctx context.Context, channel, payload string) error {
+	return s.hub.Publish(ctx, channel, payload)
+}
+
+// Subscribe implements task.Bus (in-process fan-out only).
+func (s *Store) Subscribe(ctx context.Context, channel string) (<-chan string, error) {
+	return s.hub.Subscribe(ctx, channel)
+}
+
+func (s *Store) publish(ctx context.Context, before, after *task.Record) {
+	for _, ch := range task.NotifyChannels(before, after) {
+		_ = s.hub.Publish(context.WithoutCancel(ctx), ch, after.ID)
+	}
+}
+
+// Create implements task.Store: one INSERT (autocommit).
+func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, error) {
+	if err := s.check("create"); err != nil {
+		return nil, err
+	}
+	r, err := task.NewRecord(spec, s.timestamp())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := issuedKeys(r.IssuedKeys)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
+	}
+	_, err = s.write.ExecContext(ctx, s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+		blob(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(),
+		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
+		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
+		nullString(r.LeaseOwner), nanos(r.LeaseExpiresAt), r.Fence)
+	if err != nil {
+		if isConstraint(err) {
+			return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, task.ErrExists)
+		}
+		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
+	}
+	s.publish(ctx, nil, r)
+	return r.Clone(), nil
+}
+
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// Get implements task.Store: one SELECT on the read pool.
+func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	if err := s.check("get"); err != nil {
+		return nil, err
+	}
+	r, err := scanRecord(s.read.QueryRowContext(ctx, s.q.load, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlitestore: get %s: %w", id, task.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: get %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// store writes r back, guarded by the fence it was loaded with.
+func (s *Store) store(ctx context.Context, tx *sql.Tx, r *task.Record, loadedFence int64) error {
+	keys, err := issuedKeys(r.IssuedKeys)
+	if err != nil {
+		return fmt.Errorf("encode issued keys: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.q.update, string(r.Status), r.StatusMessage, r.UpdatedAt.UnixNano(),
+		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
+		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
+		nullString(r.LeaseOwner), nanos(r.LeaseExpiresAt), r.Fence, r.ID, loadedFence)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("fenced update of task %s matched %d rows (err %v): %w", r.ID, n, err, task.ErrLeaseLost)
+	}
+	return nil
+}
+
+// update is the read-modify-write of one task in a write transaction.
+func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Record, now time.Time) (bool, error)) (*task.Record, bool, error) {
+	if err := s.check(op); err != nil {
+		return nil, false, err
+	}
+	now := s.timestamp()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlitestore: %s %s: begin: %w", op, id, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	r, err := scanRecord(tx.QueryRowContext(ctx, s.q.load, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("sqlitestore: %s %s: %w", op, id, task.ErrNotFound)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlitestore: %s %s: load: %w", op, id, err)
+	}
+	before := r.Clone()
+	changed, err := apply(r, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if !changed {
+		return r, false, nil
+	}
+	if err := s.store(ctx, tx, r, before.Fence); err != nil {
+		return nil, false, fmt.Errorf("sqlitestore: %s %s: store: %w", op, id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, fmt.Errorf("sqlitestore: %s %s: commit: %w", op, id, err)
+	}
+	s.publish(ctx, before, r)
+	return r, true, nil
+}
+
+// maxClaimScan bounds how many cancelled-on-claim tasks one Claim call
+// settles before giving up for this call.
+const maxClaimScan = 32
+
+// Claim implements task.Store: in one write transaction, select the oldest
+// claimable task, apply the claim and UPDATE it WHERE its fence is still the
+// one read.
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (*task.Record, error) {
+	if worker == "" || lease <= 0 {
+		return nil, fmt.Errorf("sqlitestore: claim: empty worker or non-positive lease: %w", task.ErrInvalid)
+	}
+	if err := s.check("claim"); err != nil {
+		return nil, err
+	}
+	now := s.timestamp()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: claim: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var settled [][2]*task.Record
+	var claimed *task.Record
+	for range maxClaimScan {
+		r, err := scanRecord(tx.QueryRowContext(ctx, s.q.claim, now.UnixNano()))
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlitestore: claim: select: %w", err)
+		}
+		before := r.Clone()
+		ok, changed := r.ApplyClaim(worker, now, lease)
+		if !changed {
+			return nil, fmt.Errorf("sqlitestore: claim: task %s selected but not claimable", r.ID)
+		}
+		if err := s.store(ctx, tx, r, before.Fence); err != nil {
+			return nil, fmt.Errorf("sqlitestore: claim %s: %w", r.ID, err)
+		}
+		if ok {
+			claimed = r
+			break
+		}
+		settled = append(settled, [2]*task.Record{before, r})
+	}
+	if claimed == nil && len(settled) == 0 {
+		return nil, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: claim: commit: %w", err)
+	}
+	for _, c := range settled {
+		s.publish(ctx, c[0], c[1])
+	}
+	return claimed, nil
+}
+
+// Renew implements task.Store.
+func (s *Store) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
+	var cancel bool
+	_, _, err := s.update(ctx, "renew", id, func(r *task.Record, now time.Time) (bool, error) {
+		var err error
+		cancel, err = r.ApplyRenew(fence, now, lease)
+		return true, err
+	})
+	return cancel, err
+}
+
+// Finish implements task.Store.
+func (s *Store) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
+	r, _, err := s.update(ctx, "finish", id, func(r *task.Record, now time.Time) (bool, error) {
+		return true, r.ApplyFinish(fence, out, now)
+	})
+	return r, err
+}
+
+// SetStatusMessage implements task.Store.
+func (s *Store) SetStatusMessage(ctx context.Context, id string, fence int64, msg string) error {
+	_, _, err := s.update(ctx, "set status message", id, func(r *task.Record, now time.Time) (bool, error) {
+		return true, r.ApplyStatusMessage(fence, msg, now)
+	})
+	return err
+}
+
+// SubmitInput implements task.Store.
+func (s *Store) SubmitInput(ctx context.Context, id string, responses json.RawMessage) (bool, error) {
+	_, changed, err := s.update(ctx, "submit input", id, func(r *task.Record, now time.Time) (bool, error) {
+		return r.ApplyInput(responses, now)
+	})
+	return changed, err
+}
+
+// RequestCancel implements task.Store.
+func (s *Store) RequestCancel(ctx context.Context, id string) (*task.Record, error) {
+	r, _, err := s.update(ctx, "request cancel", id, func(r *task.Record, now time.Time) (bool, error) {
+		return r.ApplyCancel(now), nil
+	})
+	return r, err
+}
+
+// ExpireAndPurge implements task.Store: expiry is one write transaction over
+// up to Limit tasks, purge one DELETE of up to Limit tasks.
+func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.SweepOptions) (task.SweepResult, error) {
+	var res task.SweepResult
+	opts, err := opts.Normalize()
+	if err != nil {
+		return res, err
+	}
+	if err := s.check("expire and purge"); err != nil {
+		return res, err
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	changed, err := s.expire(ctx, now, opts)
+	if err != nil {
+		return res, err
+	}
+	res.Expired = len(changed)
+	for _, c := range changed {
+		s.publish(ctx, c[0], c[1])
+	}
+	out, err := s.write.ExecContext(ctx, s.q.purge, now.Add(-opts.Retention).UnixNano(), opts.Limit)
+	if err != nil {
+		return res, fmt.Errorf("sqlitestore: purge: %w", err)
+	}
+	n, err := out.RowsAffected()
+	if err != nil {
+		return res, fmt.Errorf("sqlitestore: purge: %w", err)
+	}
+	res.Purged = int(n)
+	return res, nil
+}
+
+func (s *Store) expire(ctx context.Context, now time.Time, opts task.SweepOptions) ([][2]*task.Record, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: expire: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, s.q.expire, now.UnixNano(), opts.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: expire: select: %w", err)
+	}
+	var recs []*task.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("sqlitestore: expire: scan: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: expire: select: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: expire: select: %w", err)
+	}
+	var changed [][2]*task.Record
+	for _, r := range recs {
+		before := r.Clone()
+		if !r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage) {
+			continue
+		}
+		if err := s.store(ctx, tx, r, before.Fence); err != nil {
+			return nil, fmt.Errorf("sqlitestore: expire %s: %w", r.ID, err)
+		}
+		changed = append(changed, [2]*task.Record{before, r})
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: expire: commit: %w", err)
+	}
+	return changed, nil
+}
+
+// Close implements task.Store: it closes subscriptions and both connection
+// pools. It is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = errors.Join(s.hub.Close(), s.write.Close(), s.read.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("sqlitestore: close: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}

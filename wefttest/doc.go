@@ -1,0 +1,48 @@
+// Package wefttest tests Weft servers without a network, as net/http/httptest
+// does for net/http handlers.
+//
+// A [Client] talks to a *weft.Server (or any http.Handler in front of one)
+// in memory: each request goes through the handler's ServeHTTP with an
+// in-process http.ResponseWriter, so the whole Streamable HTTP pipeline runs
+// (Host and Origin guards, header validation, admission, capability checks,
+// request-state sealing, SSE streaming) but no socket is opened. The client
+// fills in what a conforming MCP 2026-07-28 client sends on every request:
+//
+//   - params._meta with io.modelcontextprotocol/protocolVersion,
+//     io.modelcontextprotocol/clientCapabilities and
+//     io.modelcontextprotocol/clientInfo (and progressToken / logLevel when
+//     asked to);
+//   - the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers, and the
+//     Mcp-Param-{Name} headers of tool arguments whose input-schema property
+//     carries "x-mcp-header". Values that are not plain visible ASCII are sent
+//     in the Base64 sentinel form "=?base64?...?=";
+//   - a fresh integer JSON-RPC id per request.
+//
+// Handlers are tested through the client: a *weft.Request cannot be built
+// outside package weft (its input responses and verified state are
+// unexported), and going through the real pipeline is what makes a test
+// meaningful anyway. A typical test:
+//
+//	srv := weft.NewServer(weft.Implementation{Name: "demo"}, nil)
+//	_ = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."}, add)
+//	c := wefttest.NewClient(srv)
+//	res, err := c.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})
+//	// res.Text(), res.StructuredContent, res.IsError ...
+//
+// Multi round-trip requests (input_required results) are driven by hand with
+// [Client.Retry] or automatically with [Client.CallToolWithInput] and a
+// [Responder] such as [AcceptForm], [Decline], [SampleText] or [RootsOf].
+// The client declares no optional capabilities unless told to: use
+// [WithCapabilities] (for example with [Capabilities]) to declare
+// elicitation, sampling or roots.
+//
+// Besides decoding, the client checks what it receives: a response that
+// breaks the protocol (a missing or wrong id, a JSON-RPC request on the SSE
+// stream, a result without resultType, an input request the client did not
+// declare support for, ...) is reported as an error wrapping [ErrProtocol].
+// JSON-RPC errors are not Go errors of [Client.Call] (they are in
+// [Response.Error]); the typed methods return them as *[RPCError].
+//
+// A Client is cheap: make one per configuration (capabilities, headers,
+// endpoint) rather than reconfiguring one. It is safe for concurrent use.
+package wefttest
