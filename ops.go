@@ -87,9 +87,12 @@ func (s *Server) finishOperation(ctx context.Context, req *Request, res any, err
 	if err != nil {
 		var ir *InputRequired
 		var te *ToolError
+		var rt *runAsTask
 		switch {
 		case errors.As(err, &ir):
 			return s.inputRequired(ctx, req, ir)
+		case errors.As(err, &rt) && req.Method == "tools/call":
+			return s.createTask(ctx, req, rt)
 		case errors.As(err, &te) && req.Method == "tools/call":
 			return encode(&CallToolResult{IsError: true, Content: []Content{TextContent(te.Message)}}), OutcomeComplete
 		case ctx.Err() != nil:
@@ -217,6 +220,9 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request, in *inbound)
 	args, hasArgs := req.Params.Get("arguments")
 	if hasArgs && args.Kind() != exactjson.KindObject && args.Kind() != exactjson.KindNull {
 		return errReply(req.ID, withStatus(InvalidParams("params.arguments must be an object"), http.StatusBadRequest))
+	}
+	if t.tool.Task == TaskRequired && !req.TasksSupported() {
+		return errReply(req.ID, errMissingCapabilities(tasksCapability()))
 	}
 	if in.header != nil && len(t.mirrors) > 0 {
 		if e := checkMirrors(in.header, t.mirrors, args); e != nil {

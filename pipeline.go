@@ -183,6 +183,12 @@ func (s *Server) methods(method string) (methodHandler, bool) {
 		return s.handleResourcesRead, nr > 0
 	case "completion/complete":
 		return s.handleComplete, np > 0 || nr > 0
+	case "tasks/get":
+		return s.handleTasksGet, s.taskEngine() != nil
+	case "tasks/update":
+		return s.handleTasksUpdate, s.taskEngine() != nil
+	case "tasks/cancel":
+		return s.handleTasksCancel, s.taskEngine() != nil
 	}
 	return nil, false
 }

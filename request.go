@@ -153,6 +153,7 @@ type Request struct {
 	hasFwState     bool
 	stateMeta      *stateMeta
 	uriParams      map[string]string
+	task           *TaskInfo
 
 	progressToken exactjson.Value
 	logLevel      int // index into logLevels; -1 = no logging requested

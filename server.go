@@ -152,6 +152,7 @@ type Server struct {
 	templates  catalog[*templateEntry]
 	protector  seal.Protector
 	ephemeral  bool
+	tasks      *taskEngine
 	extensions map[string]exactjson.Value
 
 	bus      *bus
@@ -223,7 +224,7 @@ func (s *Server) stateProtector() seal.Protector {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.protector == nil {
-		s.protector = seal.NewEphemeralManager()
+		s.protector = seal.NewEphemeralManager(seal.WithMaxTokenBytes(s.state.MaxEncodedBytes))
 		s.ephemeral = true
 		s.log.Warn("weft: DEVELOPMENT ONLY: framework-protected request state is sealed with an ephemeral in-memory key; " +
 			"state will not survive a restart or open on another instance. Configure Options.Protector with a keyring for production.")
@@ -341,6 +342,9 @@ func (s *Server) visible(ctx context.Context, req *Request, kind ItemKind, name 
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
+	if err := s.stopTasks(ctx); err != nil {
+		return fmt.Errorf("weft: shutdown: stopping the task runner: %w", err)
+	}
 	waited := make(chan struct{})
 	go func() { s.inflight.Wait(); close(waited) }()
 	select {

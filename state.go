@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
 )
 
 // Domain-separation strings of the request-state binding (docs/request-state.md).
@@ -171,7 +172,11 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	}
 	plain, err := s.stateProtector().Open(ctx, token, binding)
 	if err != nil {
-		return fail("open: " + err.Error())
+		reason := seal.Reason(err)
+		if reason == "" {
+			reason = err.Error()
+		}
+		return fail("open: " + reason)
 	}
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail("decoded too large")

@@ -36,6 +36,9 @@ type Tool struct {
 	Inputs []InputDeclaration
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
+	// Task declares whether the tool may continue as a durable task
+	// (see [RunAsTask] and [Server.EnableTasks]).
+	Task TaskSupport
 }
 
 // ToolAnnotations are hints about a tool's behaviour.

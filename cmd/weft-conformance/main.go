@@ -158,6 +158,7 @@ func newServer(logger *slog.Logger) (*weft.Server, error) {
 			return text("Region: " + req.Arguments().String()), nil
 		}))
 
+	addTaskTools(s, add)
 	addPrompts(s, add)
 	addResources(s, add)
 	return s, errors.Join(errs...)

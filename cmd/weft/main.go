@@ -76,7 +76,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if created {
 		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
 	}
-	mgr := seal.NewManager(kr)
+	mgr := seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
 	srv, err := newDemoServer(logger, mgr, *data)
 	if err != nil {
 		return err

@@ -49,7 +49,8 @@ type qname struct {
 
 type unit struct {
 	kind     unitKind
-	lit      string   // unitLit
+	lit      string   // unitLit: literal symbols, see litSymbols
+	fail     []int32  // unitLit: KMP failure function of lit
 	class    capClass // unitCap
 	varIdx   int      // unitCap
 	maxRunes int      // unitCap; 0 means unlimited
@@ -109,7 +110,76 @@ func compile(parts []part) []unit {
 			}
 		}
 	}
+	for i := range us {
+		if u := &us[i]; u.kind == unitLit {
+			u.lit = litSymbols(u.lit)
+			u.fail = kmpFailure(u.lit)
+		}
+	}
 	return us
+}
+
+// litSymbols converts literal text to the symbol string it is matched as:
+// a pct-encoded triplet for a non-ASCII byte becomes that byte, everything
+// else stays as is. URIs are read the same way (see uriToken), so a
+// non-ASCII character matches both its raw and its pct-encoded form.
+func litSymbols(text string) string {
+	var b []byte
+	for i := 0; i < len(text); i++ {
+		if sym, size := uriToken(text, i); size == 3 {
+			if b == nil {
+				b = append(make([]byte, 0, len(text)), text[:i]...)
+			}
+			b = append(b, sym)
+			i += 2
+		} else if b != nil {
+			b = append(b, sym)
+		}
+	}
+	if b == nil {
+		return text
+	}
+	return string(b)
+}
+
+// kmpFailure returns the Knuth-Morris-Pratt failure function of p: f[i] is
+// the length of the longest proper prefix of p[:i+1] that is also its
+// suffix.
+func kmpFailure(p string) []int32 {
+	f := make([]int32, len(p))
+	k := int32(0)
+	for i := 1; i < len(p); i++ {
+		for k > 0 && p[i] != p[k] {
+			k = f[k-1]
+		}
+		if p[i] == p[k] {
+			k++
+		}
+		f[i] = k
+	}
+	return f
+}
+
+// uriToken reads the symbol at s[pos]: a pct-encoded triplet whose value is
+// a non-ASCII byte is that byte (size 3); any other byte is itself.
+func uriToken(s string, pos int) (sym byte, size int) {
+	if s[pos] == '%' && pos+2 < len(s) && isHex(s[pos+1]) && isHex(s[pos+2]) {
+		if b := unhex(s[pos+1])<<4 | unhex(s[pos+2]); b >= utf8.RuneSelf {
+			return b, 3
+		}
+	}
+	return s[pos], 1
+}
+
+// uriTokenBefore reads the symbol that ends at s[end-1]. Triplets cannot
+// overlap, so this agrees with reading forward with uriToken.
+func uriTokenBefore(s string, end int) (sym byte, size int) {
+	if end >= 3 && s[end-3] == '%' && isHex(s[end-2]) && isHex(s[end-1]) {
+		if b := unhex(s[end-2])<<4 | unhex(s[end-1]); b >= utf8.RuneSelf {
+			return b, 3
+		}
+	}
+	return s[end-1], 1
 }
 
 // Match reports whether uri is an expansion of the template and, if so,
@@ -174,6 +244,7 @@ type matcher struct {
 	vars  []string
 	uri   string
 	steps int
+	ring  []int32 // scratch buffer for litScan
 }
 
 func (m *matcher) run() (map[string]string, bool) {
@@ -200,14 +271,7 @@ func (m *matcher) run() (map[string]string, bool) {
 		}
 		switch u.kind {
 		case unitLit:
-			for p := first; p >= 0; p = in.next(p + 1) {
-				if e, ok := m.litForward(u.lit, p); ok {
-					out.set(e)
-				}
-				if m.steps > MaxMatchSteps {
-					return nil, false
-				}
-			}
+			m.litScan(u, in, out, first)
 		case unitCap:
 			m.sweep(u, in, out, first, -1)
 		case unitQuery:
@@ -283,81 +347,61 @@ func assign(vals map[string]string, name, v string) bool {
 	return true
 }
 
-// litForward matches lit at uri[p:] and returns the end offset. Every
-// compared byte is charged to the step budget.
-func (m *matcher) litForward(lit string, p int) (int, bool) {
-	s := m.uri
-	for i := 0; i < len(lit); {
-		c := lit[i]
-		if c < utf8.RuneSelf {
-			m.steps++
-			if p >= len(s) || s[p] != c {
-				return 0, false
-			}
-			p++
-			i++
-			continue
-		}
-		_, size := utf8.DecodeRuneInString(lit[i:])
-		r := lit[i : i+size]
-		m.steps += size
-		if strings.HasPrefix(s[p:], r) {
-			p += size
-			i += size
-			continue
-		}
-		for k := 0; k < size; k++ {
-			m.steps++
-			if !pctByteAt(s, p, r[k]) {
-				return 0, false
-			}
-			p += 3
-		}
-		i += size
+// litScan finds every occurrence of literal unit u that starts at a
+// position in in, reading the URI as symbols (see uriToken) from the
+// reachable position first, and adds the occurrence ends to out. It is a
+// Knuth-Morris-Pratt scan, linear in the URI length.
+func (m *matcher) litScan(u *unit, in, out bitset, first int) {
+	s, lit := m.uri, u.lit
+	n := len(lit)
+	if cap(m.ring) < n {
+		m.ring = make([]int32, n)
 	}
-	return p, true
+	ring := m.ring[:n] // start offsets of the last n symbols
+	k, count := 0, 0
+	for pos := first; pos < len(s); {
+		if k == 0 {
+			// No partial match pending: skip to the next possible
+			// start, a reachable position and hence a symbol boundary.
+			if pos = in.next(pos); pos < 0 || pos >= len(s) {
+				return
+			}
+		}
+		sym, size := uriToken(s, pos)
+		ring[count%n] = int32(pos)
+		count++
+		for k > 0 && lit[k] != sym {
+			k = int(u.fail[k-1])
+		}
+		if lit[k] == sym {
+			k++
+		}
+		pos += size
+		if k == n {
+			if in.has(int(ring[(count-n)%n])) {
+				out.set(pos)
+			}
+			k = int(u.fail[n-1])
+		}
+	}
 }
 
-// litBackward matches lit so that it ends at uri[end] and returns its
-// start. Both the raw and the pct-encoded form of a non-ASCII literal
-// character are accepted; they are distinguishable by their last byte, so
-// the match is unique and agrees with litForward.
+// litBackward matches the literal symbols lit so that they end at
+// uri[end] and returns their start.
 func (m *matcher) litBackward(lit string, end int) (int, bool) {
 	s := m.uri
 	q := end
-	for i := len(lit); i > 0; {
-		c := lit[i-1]
-		if c < utf8.RuneSelf {
-			if q == 0 || s[q-1] != c {
-				return 0, false
-			}
-			q--
-			i--
-			continue
+	for i := len(lit) - 1; i >= 0; i-- {
+		if q == 0 {
+			return 0, false
 		}
-		_, size := utf8.DecodeLastRuneInString(lit[:i])
-		r := lit[i-size : i]
-		if strings.HasSuffix(s[:q], r) {
-			q -= size
-			i -= size
-			continue
+		sym, size := uriTokenBefore(s, q)
+		if sym != lit[i] {
+			return 0, false
 		}
-		for k := size - 1; k >= 0; k-- {
-			if q < 3 || !pctByteAt(s, q-3, r[k]) {
-				return 0, false
-			}
-			q -= 3
-		}
-		i -= size
+		q -= size
 	}
 	return q, true
-}
-
-// pctByteAt reports whether s[p:p+3] is a pct-encoded triplet for b (hex
-// digits in either case).
-func pctByteAt(s string, p int, b byte) bool {
-	return p+2 < len(s) && s[p] == '%' && isHex(s[p+1]) && isHex(s[p+2]) &&
-		unhex(s[p+1])<<4|unhex(s[p+2]) == b
 }
 
 // excludedByte reports whether a byte other than '%' can never be part of a

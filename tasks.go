@@ -1,0 +1,531 @@
+package weft
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/task"
+)
+
+// TasksExtension is the identifier of the MCP tasks extension.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// TaskSupport declares whether a tool may continue as a durable task.
+type TaskSupport uint8
+
+const (
+	// TaskNone: the tool always answers synchronously (the default).
+	TaskNone TaskSupport = iota
+	// TaskOptional: the handler may return [RunAsTask] when the client
+	// declared the tasks extension on the request.
+	TaskOptional
+	// TaskRequired: the tool cannot be served without a task; a client that
+	// does not declare the tasks extension gets -32021 before the handler runs.
+	TaskRequired
+)
+
+// TaskOptions configure durable tasks for [Server.EnableTasks].
+type TaskOptions struct {
+	// Store persists tasks; required. Use task.NewMemoryStore for tests,
+	// task/sqlitestore for one machine and task/pgstore for fleets.
+	Store task.Store
+	// Workers is the number of task steps run concurrently by this server
+	// (default task.DefaultWorkers).
+	Workers int
+	// Lease is the lease of a running step (default task.DefaultLease).
+	Lease time.Duration
+	// TTL is the lifetime of each task from creation (default 1 hour).
+	TTL time.Duration
+	// PollInterval is the polling interval suggested to clients (default 500ms).
+	PollInterval time.Duration
+	// Retention is how long finished tasks stay readable (default task.DefaultRetention).
+	Retention time.Duration
+	// NoRunner disables running steps on this server (a front-end that only
+	// creates and serves tasks while other instances run them).
+	NoRunner bool
+}
+
+type taskEngine struct {
+	opts   TaskOptions
+	store  task.Store
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// EnableTasks turns on the tasks extension: it is advertised in
+// server/discover, tasks/get, tasks/update and tasks/cancel are served, tools
+// declared with [TaskOptional] or [TaskRequired] may continue as durable
+// tasks, and (unless NoRunner) a runner claims and runs task steps until
+// [Server.Shutdown].
+func (s *Server) EnableTasks(opts TaskOptions) error {
+	if opts.Store == nil {
+		return errors.New("weft: TaskOptions.Store is required")
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = time.Hour
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &taskEngine{opts: opts, store: opts.Store, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.tasks != nil {
+		s.mu.Unlock()
+		cancel()
+		return errors.New("weft: tasks are already enabled")
+	}
+	s.tasks = e
+	s.mu.Unlock()
+	s.EnableExtension(TasksExtension, exactjson.Object())
+	if opts.NoRunner {
+		close(e.done)
+		return nil
+	}
+	r := &task.Runner{Store: opts.Store, Handler: s.runTaskStep, Workers: opts.Workers, Lease: opts.Lease,
+		Retention: opts.Retention, Logger: s.log}
+	go func() {
+		defer close(e.done)
+		if err := r.Run(ctx); err != nil {
+			s.log.Error("weft: task runner stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (s *Server) taskEngine() *taskEngine {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tasks
+}
+
+// stopTasks stops the runner and waits for it (bounded by ctx).
+func (s *Server) stopTasks(ctx context.Context) error {
+	e := s.taskEngine()
+	if e == nil {
+		return nil
+	}
+	e.cancel()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TasksSupported reports whether the client declared the tasks extension on
+// this request, so a handler may return [RunAsTask].
+func (r *Request) TasksSupported() bool {
+	if r.srv == nil || r.srv.taskEngine() == nil {
+		return false
+	}
+	return declaresTasks(r.ClientCapabilities)
+}
+
+func declaresTasks(caps exactjson.Value) bool {
+	ext, _ := caps.Get("extensions")
+	t, ok := ext.Get(TasksExtension)
+	return ok && t.Kind() == exactjson.KindObject
+}
+
+func tasksCapability() exactjson.Value {
+	return exactjson.Object(exactjson.Field("extensions", exactjson.Object(
+		exactjson.Field(TasksExtension, exactjson.Object()))))
+}
+
+// TaskInfo describes the durable task a handler runs in.
+type TaskInfo struct {
+	// ID is the task id.
+	ID string
+	// Step is the 1-based step number: it advances after each input round.
+	Step int
+	// Attempt counts runs of this step; above 1 means an earlier run was cut off.
+	Attempt int
+	// IdempotencyKey is stable across attempts of one step: use it to make
+	// side effects idempotent (steps run at least once).
+	IdempotencyKey string
+}
+
+// Task returns the task this handler runs in, or nil when the handler runs
+// for an ordinary request.
+func (r *Request) Task() *TaskInfo { return r.task }
+
+// runAsTask is the signal returned by [RunAsTask].
+type runAsTask struct{ state exactjson.Value }
+
+func (*runAsTask) Error() string { return "weft: continue as a task" }
+
+// RunAsTask is returned by a tool handler (through its error result) to
+// continue the call as a durable task: the framework stores the task (with
+// state, any JSON, handed back through [Request.FrameworkState] in the task)
+// and answers resultType "task"; a runner then calls the same handler again
+// with [Request.Task] set. Only valid when [Request.TasksSupported].
+func RunAsTask(state exactjson.Value) error { return &runAsTask{state: state} }
+
+// createTask stores a new task for req and encodes the CreateTaskResult.
+func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (reply, Outcome) {
+	e := s.taskEngine()
+	if e == nil || !declaresTasks(req.ClientCapabilities) {
+		s.log.Error("weft: handler returned RunAsTask but the client did not declare the tasks extension (check Request.TasksSupported)", "tool", req.Name)
+		return errReply(req.ID, internalError(errors.New("RunAsTask without the tasks extension"))), OutcomeInternalError
+	}
+	params := req.Params.Without("inputResponses", "requestState", "task")
+	pb, err := exactjson.Encode(params, 0)
+	if err != nil {
+		return errReply(req.ID, internalError(err)), OutcomeInternalError
+	}
+	var state json.RawMessage
+	if rt.state.Kind() != exactjson.KindNull {
+		b, err := exactjson.Encode(rt.state, 0)
+		if err != nil {
+			return errReply(req.ID, internalError(err)), OutcomeInternalError
+		}
+		state = b
+	}
+	rec, err := e.store.Create(ctx, task.NewTask{
+		Owner:        task.Owner{Principal: req.Identity.Principal, Partition: req.Identity.Partition},
+		Operation:    req.Name,
+		Params:       pb,
+		TTL:          e.opts.TTL,
+		PollInterval: e.opts.PollInterval,
+		State:        state,
+	})
+	if err != nil {
+		s.log.Error("weft: storing a task failed", "tool", req.Name, "err", err)
+		return errReply(req.ID, internalError(err)), OutcomeInternalError
+	}
+	return s.resultReply("task", func(enc *enc) { encodeTaskFields(enc, rec, false) }, nil, exactjson.Value{}), OutcomeTask
+}
+
+func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// encodeTaskFields writes the Task members; detailed adds the status payloads.
+func encodeTaskFields(e *enc, r *task.Record, detailed bool) {
+	e.str("taskId", r.ID)
+	e.str("status", string(r.Status))
+	e.strOpt("statusMessage", r.StatusMessage)
+	e.str("createdAt", isoTime(r.CreatedAt))
+	e.str("lastUpdatedAt", isoTime(r.UpdatedAt))
+	if r.TTL > 0 {
+		e.integer("ttlMs", millis(r.TTL))
+	} else {
+		e.raw("ttlMs", []byte("null"))
+	}
+	if r.PollInterval > 0 {
+		e.integer("pollIntervalMs", max(millis(r.PollInterval), 1))
+	}
+	if !detailed {
+		return
+	}
+	switch r.Status {
+	case task.InputRequired:
+		if len(r.InputRequests) > 0 {
+			e.raw("inputRequests", r.InputRequests)
+		}
+	case task.Completed:
+		if len(r.Result) > 0 {
+			e.raw("result", r.Result)
+		}
+	case task.Failed:
+		if len(r.Error) > 0 {
+			e.raw("error", r.Error)
+		}
+	}
+}
+
+// lookupTask resolves and authorizes the task of a tasks/* request. Unknown,
+// expired and foreign tasks get the same -32602.
+func (s *Server) lookupTask(ctx context.Context, req *Request) (*task.Record, *Error) {
+	if !declaresTasks(req.ClientCapabilities) {
+		return nil, errMissingCapabilities(tasksCapability())
+	}
+	notFound := withStatus(InvalidParams("Unknown task"), http.StatusBadRequest)
+	rec, err := s.taskEngine().store.Get(ctx, req.Name)
+	if err != nil {
+		if !errors.Is(err, task.ErrNotFound) {
+			s.log.Error("weft: reading a task failed", "err", err)
+			return nil, internalError(err)
+		}
+		return nil, notFound
+	}
+	if rec.Owner.Principal != req.Identity.Principal || rec.Owner.Partition != req.Identity.Partition ||
+		rec.Expired(s.now()) && !rec.Status.IsTerminal() {
+		return nil, notFound
+	}
+	return rec, nil
+}
+
+func (s *Server) handleTasksGet(ctx context.Context, req *Request, in *inbound) reply {
+	rec, e := s.lookupTask(ctx, req)
+	if e != nil {
+		return errReply(req.ID, e)
+	}
+	return s.resultReply("complete", func(enc *enc) { encodeTaskFields(enc, rec, true) }, nil, exactjson.Value{})
+}
+
+func (s *Server) handleTasksUpdate(ctx context.Context, req *Request, in *inbound) reply {
+	rec, e := s.lookupTask(ctx, req)
+	if e != nil {
+		return errReply(req.ID, e)
+	}
+	ir, ok := req.Params.Get("inputResponses")
+	if !ok || ir.Kind() != exactjson.KindObject {
+		return errReply(req.ID, withStatus(InvalidParams("params.inputResponses must be an object"), http.StatusBadRequest))
+	}
+	if ir.Len() > s.limits.MaxInputResponses {
+		return errReply(req.ID, withStatus(InvalidParams("Too many input responses"), http.StatusBadRequest))
+	}
+	outstanding := map[string]string{}
+	if len(rec.InputRequests) > 0 {
+		if reqs, err := exactjson.Parse(rec.InputRequests, exactjson.Limits{}); err == nil {
+			for k, v := range reqs.All() {
+				m, _ := v.Get("method")
+				outstanding[k], _ = m.AsString()
+			}
+		}
+	}
+	for k, v := range ir.All() {
+		method, ok := outstanding[k]
+		if !ok {
+			continue // not outstanding: ignored by the store
+		}
+		if err := checkInputResponse(v, method); err != nil {
+			return errReply(req.ID, withStatus(InvalidParams(fmt.Sprintf("Invalid input response %q: %v", k, err)), http.StatusBadRequest))
+		}
+	}
+	b, err := exactjson.Encode(ir, 0)
+	if err != nil {
+		return errReply(req.ID, internalError(err))
+	}
+	if _, err := s.taskEngine().store.SubmitInput(ctx, rec.ID, b); err != nil {
+		if errors.Is(err, task.ErrNotFound) {
+			return errReply(req.ID, withStatus(InvalidParams("Unknown task"), http.StatusBadRequest))
+		}
+		s.log.Error("weft: submitting task input failed", "err", err)
+		return errReply(req.ID, internalError(err))
+	}
+	return s.resultReply("complete", nil, nil, exactjson.Value{})
+}
+
+func (s *Server) handleTasksCancel(ctx context.Context, req *Request, in *inbound) reply {
+	rec, e := s.lookupTask(ctx, req)
+	if e != nil {
+		return errReply(req.ID, e)
+	}
+	if _, err := s.taskEngine().store.RequestCancel(ctx, rec.ID); err != nil && !errors.Is(err, task.ErrNotFound) {
+		s.log.Error("weft: cancelling a task failed", "err", err)
+		return errReply(req.ID, internalError(err))
+	}
+	return s.resultReply("complete", nil, nil, exactjson.Value{})
+}
+
+// taskState is how a step's continuation state is stored.
+type taskState struct {
+	Mode  string          `json:"mode"` // "framework" or "application"
+	Value json.RawMessage `json:"value"`
+}
+
+// taskNotifier turns progress into the task's status message.
+type taskNotifier struct {
+	ctx context.Context
+	job *task.Job
+}
+
+func (n *taskNotifier) notify(method string, params exactjson.Value) error {
+	if method != "notifications/progress" {
+		return nil // log messages are not delivered for tasks
+	}
+	msg := ""
+	if m, ok := params.Get("message"); ok {
+		msg, _ = m.AsString()
+	}
+	p, _ := params.Get("progress")
+	pn, _ := p.AsNumber()
+	status := pn.String()
+	if t, ok := params.Get("total"); ok {
+		tn, _ := t.AsNumber()
+		status += "/" + tn.String()
+	}
+	if msg != "" {
+		status = msg + " (" + status + ")"
+	}
+	return n.job.Progress(n.ctx, status)
+}
+
+// runTaskStep runs one step of a task: the tool's handler, re-entered with
+// the stored params, state and the input responses received since.
+func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, error) {
+	s.mu.RLock()
+	t, ok := s.tools.get(job.Operation())
+	s.mu.RUnlock()
+	if !ok {
+		return task.Outcome{}, fmt.Errorf("weft: task %s runs tool %q, which is not registered", job.ID(), job.Operation())
+	}
+	params, err := exactjson.Parse(job.Params(), exactjson.Limits{})
+	if err != nil {
+		return task.Outcome{}, fmt.Errorf("weft: task params: %w", err)
+	}
+	meta, _ := params.Get("_meta")
+	version, caps, _ := requiredMeta(meta)
+	req := &Request{
+		Method: "tools/call", ProtocolVersion: version, Name: job.Operation(), Params: params, Meta: meta,
+		ClientCapabilities: caps, Endpoint: "task",
+		Identity: Identity{Principal: job.Owner().Principal, Partition: job.Owner().Partition},
+		srv:      s, op: t.op, logLevel: -1,
+		progressToken: exactjson.String("task"),
+		task:          &TaskInfo{ID: job.ID(), Step: job.Step(), Attempt: job.Attempt(), IdempotencyKey: job.IdempotencyKey()},
+	}
+	req.ClientInfo, _ = meta.Get(metaClientInfo)
+	req.out = &taskNotifier{ctx: ctx, job: job}
+	if len(job.InputResponses()) > 0 {
+		v, err := exactjson.Parse(job.InputResponses(), exactjson.Limits{})
+		if err != nil {
+			return task.Outcome{}, fmt.Errorf("weft: task input: %w", err)
+		}
+		req.inputResponses = InputResponses{v}
+	}
+	if len(job.State()) > 0 {
+		var st taskState
+		if err := json.Unmarshal(job.State(), &st); err == nil && st.Mode != "" {
+			if st.Mode == "application" {
+				_ = json.Unmarshal(st.Value, &req.appState)
+				req.hasAppState = true
+			} else if v, err := exactjson.Parse(st.Value, exactjson.Limits{}); err == nil {
+				req.fwState, req.hasFwState = v, true
+			}
+		} else if v, err := exactjson.Parse(job.State(), exactjson.Limits{}); err == nil {
+			// State given to RunAsTask.
+			req.fwState, req.hasFwState = v, true
+		}
+	}
+	res, herr := s.callTaskHandler(ctx, req, t)
+	return s.taskOutcome(ctx, req, res, herr)
+}
+
+func (s *Server) callTaskHandler(ctx context.Context, req *Request, t *toolEntry) (res *CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("weft: task handler panic", "tool", req.Name, "task", req.task.ID, "panic", p)
+			err = fmt.Errorf("weft: task handler panic: %v", p)
+		}
+	}()
+	call := func(ctx context.Context) (any, error) { return t.handler(ctx, req) }
+	var out any
+	if ic := s.opts.Interceptor; ic != nil {
+		out, err = ic(ctx, req, call)
+	} else {
+		out, err = call(ctx)
+	}
+	if r, ok := out.(*CallToolResult); ok {
+		res = r
+	}
+	return res, err
+}
+
+func (s *Server) taskOutcome(ctx context.Context, req *Request, res *CallToolResult, err error) (task.Outcome, error) {
+	var ir *InputRequired
+	var te *ToolError
+	var rt *runAsTask
+	switch {
+	case err == nil:
+		if res == nil {
+			return task.Outcome{}, errors.New("weft: task handler returned no result")
+		}
+		b, err := s.encodeResult("complete", res.encode, nil, res.Meta)
+		if err != nil {
+			return task.Outcome{}, err
+		}
+		return task.Complete(b), nil
+	case errors.As(err, &te):
+		b, err := s.encodeResult("complete", (&CallToolResult{IsError: true, Content: []Content{TextContent(te.Message)}}).encode, nil, exactjson.Value{})
+		if err != nil {
+			return task.Outcome{}, err
+		}
+		return task.Complete(b), nil
+	case errors.As(err, &ir):
+		return s.taskInput(req, ir)
+	case errors.As(err, &rt):
+		return task.Outcome{}, errors.New("weft: RunAsTask returned from inside a task")
+	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), task.ErrCancelRequested):
+		return task.Cancel(), nil
+	}
+	var e *Error
+	if errors.As(err, &e) && !(e.reserved && e.Code == CodeInternalError) {
+		b := appendRPCError(nil, e)
+		return task.Fail(b), nil
+	}
+	return task.Outcome{}, err
+}
+
+// taskInput turns an InputRequired from a task step into stored requests and
+// state. Keys must be new over the task's life (the store enforces it).
+func (s *Server) taskInput(req *Request, ir *InputRequired) (task.Outcome, error) {
+	if ir.err != nil {
+		return task.Outcome{}, ir.err
+	}
+	if len(ir.keys) == 0 {
+		return task.Outcome{}, errors.New("weft: a task step asked for input without input requests")
+	}
+	e := &enc{}
+	e.open()
+	for i, k := range ir.keys {
+		r := ir.requests[i]
+		if d, ok := req.op.declaration(r.decl.kind); !ok || d != r.decl {
+			return task.Outcome{}, fmt.Errorf("weft: input request %q (%s) is not declared by %q", k, r.decl.kind, req.op.name)
+		}
+		e.name(k)
+		e.open()
+		e.str("method", r.Method())
+		e.value("params", r.params)
+		e.close()
+	}
+	e.close()
+	if e.err != nil {
+		return task.Outcome{}, e.err
+	}
+	var st taskState
+	switch ir.mode {
+	case StateApplication:
+		v, _ := json.Marshal(ir.appState)
+		st = taskState{Mode: "application", Value: v}
+	case StateFramework:
+		v, err := exactjson.Encode(ir.fwState, 0)
+		if err != nil {
+			return task.Outcome{}, err
+		}
+		st = taskState{Mode: "framework", Value: v}
+	}
+	var state json.RawMessage
+	if st.Mode != "" {
+		b, err := json.Marshal(st)
+		if err != nil {
+			return task.Outcome{}, err
+		}
+		state = b
+	}
+	return task.NeedInput(e.b, state), nil
+}
+
+func appendRPCError(dst []byte, e *Error) []byte {
+	dst = append(dst, `{"code":`...)
+	dst = strconv.AppendInt(dst, int64(e.Code), 10)
+	dst = append(dst, `,"message":`...)
+	dst = appendQuoted(dst, e.Message)
+	if e.Data.Kind() != exactjson.KindNull {
+		if b, err := exactjson.AppendJSON(nil, e.Data); err == nil {
+			dst = append(dst, `,"data":`...)
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, '}')
+}
+
