@@ -51,7 +51,9 @@ func AudioContent(data []byte, mimeType string) Content {
 func EmbeddedResource(rc ResourceContents) Content { return Content{Type: "resource", Resource: &rc} }
 
 // ResourceLinkContent returns a block linking to a resource.
-func ResourceLinkContent(info ResourceInfo) Content { return Content{Type: "resource_link", Link: &info} }
+func ResourceLinkContent(info ResourceInfo) Content {
+	return Content{Type: "resource_link", Link: &info}
+}
 
 func (c *Content) encode(e *enc) {
 	e.open()

@@ -93,4 +93,3 @@ func (e *enc) goValue(n string, v any) {
 	}
 	e.b = append(e.b, b...)
 }
-

@@ -13,13 +13,13 @@ import (
 // Codes from -32768 to -32000 are reserved by JSON-RPC and MCP; application
 // code can never emit them through [NewError]. The framework emits them itself.
 const (
-	CodeParseError                = -32700 // body is not valid JSON
-	CodeInvalidRequest            = -32600 // not a valid JSON-RPC request
-	CodeMethodNotFound            = -32601 // unknown, removed or unadvertised method
-	CodeInvalidParams             = -32602 // malformed params, unknown tool, bad request state
-	CodeInternalError             = -32603 // unexpected server failure
-	CodeHeaderMismatch            = -32020 // HTTP metadata header missing or differing from the body
-	CodeMissingRequiredCapability = -32021 // the request needs a client capability it did not declare
+	CodeParseError                 = -32700 // body is not valid JSON
+	CodeInvalidRequest             = -32600 // not a valid JSON-RPC request
+	CodeMethodNotFound             = -32601 // unknown, removed or unadvertised method
+	CodeInvalidParams              = -32602 // malformed params, unknown tool, bad request state
+	CodeInternalError              = -32603 // unexpected server failure
+	CodeHeaderMismatch             = -32020 // HTTP metadata header missing or differing from the body
+	CodeMissingRequiredCapability  = -32021 // the request needs a client capability it did not declare
 	CodeUnsupportedProtocolVersion = -32022 // the protocol version is not served here
 	// CodeRateLimited is the implementation-defined code Weft uses for rate
 	// limiting (HTTP 429); it lies in the legacy implementation-defined range.

@@ -16,11 +16,11 @@ type InputKind uint8
 
 // The input kinds.
 const (
-	InputFormElicitation InputKind = iota + 1 // elicitation/create, form mode
-	InputURLElicitation                       // elicitation/create, URL mode
-	InputSampling                             // sampling/createMessage
-	InputSamplingWithTools                    // sampling/createMessage with tools
-	InputRoots                                // roots/list
+	InputFormElicitation   InputKind = iota + 1 // elicitation/create, form mode
+	InputURLElicitation                         // elicitation/create, URL mode
+	InputSampling                               // sampling/createMessage
+	InputSamplingWithTools                      // sampling/createMessage with tools
+	InputRoots                                  // roots/list
 )
 
 // String returns a short name for the kind.
@@ -87,7 +87,9 @@ type InputDeclaration struct {
 }
 
 // FormElicitation declares form-mode elicitation.
-func FormElicitation(r Requirement) InputDeclaration { return InputDeclaration{InputFormElicitation, r} }
+func FormElicitation(r Requirement) InputDeclaration {
+	return InputDeclaration{InputFormElicitation, r}
+}
 
 // URLElicitation declares URL-mode elicitation.
 func URLElicitation(r Requirement) InputDeclaration { return InputDeclaration{InputURLElicitation, r} }

@@ -69,15 +69,15 @@ type Outcome uint8
 
 // The outcomes.
 const (
-	OutcomeComplete           Outcome = iota + 1 // a complete result (including tool results with isError)
-	OutcomeInputRequired                         // an input_required result
-	OutcomeTask                                  // a task was created
-	OutcomeRejected                              // admission, rate limit or capacity rejected it
-	OutcomeProtocolError                         // a protocol error (-32600, -32602, -32020, ...)
-	OutcomeApplicationError                      // the handler returned an application *Error
-	OutcomeInternalError                         // a handler failure or panic (-32603)
-	OutcomeCancelled                             // the client cancelled or disconnected
-	OutcomeDeadlineExceeded                      // the request deadline passed
+	OutcomeComplete         Outcome = iota + 1 // a complete result (including tool results with isError)
+	OutcomeInputRequired                       // an input_required result
+	OutcomeTask                                // a task was created
+	OutcomeRejected                            // admission, rate limit or capacity rejected it
+	OutcomeProtocolError                       // a protocol error (-32600, -32602, -32020, ...)
+	OutcomeApplicationError                    // the handler returned an application *Error
+	OutcomeInternalError                       // a handler failure or panic (-32603)
+	OutcomeCancelled                           // the client cancelled or disconnected
+	OutcomeDeadlineExceeded                    // the request deadline passed
 )
 
 // String names the outcome.

@@ -323,7 +323,9 @@ func (op *operation) declaration(k InputKind) (InputDeclaration, bool) {
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.
-func (s *Server) NotifyResourceUpdated(uri string) { s.bus.publish(event{kind: evResourceUpdated, uri: uri}) }
+func (s *Server) NotifyResourceUpdated(uri string) {
+	s.bus.publish(event{kind: evResourceUpdated, uri: uri})
+}
 
 // NotifyResourcesChanged tells subscribers that the resource list changed.
 func (s *Server) NotifyResourcesChanged() { s.bus.publish(event{kind: evResourcesListChanged}) }
@@ -354,4 +356,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("weft: shutdown: %w", ctx.Err())
 	}
 }
-

@@ -3,8 +3,12 @@ package weft
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/weftmcp/weft/task"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -136,7 +140,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 	}
 	if rs, ok := nv.Get("resourceSubscriptions"); ok {
 		if rs.Kind() != exactjson.KindArray || rs.Len() > s.limits.MaxResourceSubscriptions {
-			return errReply(req.ID, withStatus(InvalidParams("params.notifications.resourceSubscriptions must be an array of at most "+itoa(s.limits.MaxResourceSubscriptions)+" URIs"), http.StatusBadRequest))
+			return errReply(req.ID, withStatus(InvalidParams("params.notifications.resourceSubscriptions must be an array of at most "+strconv.Itoa(s.limits.MaxResourceSubscriptions)+" URIs"), http.StatusBadRequest))
 		}
 		for u := range rs.Values() {
 			us, ok := u.AsString()
@@ -145,6 +149,19 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 			}
 			f.uris = append(f.uris, us)
 		}
+	}
+	taskIDs, e := s.listenTaskIDs(ctx, req, nv)
+	if e != nil {
+		return errReply(req.ID, e)
+	}
+	var taskEvents <-chan string
+	if len(taskIDs) > 0 {
+		ch, err := s.taskEngine().store.Subscribe(ctx, task.ChannelChanged)
+		if err != nil {
+			s.log.Error("weft: subscribing to task events failed", "err", err)
+			return errReply(req.ID, internalError(err))
+		}
+		taskEvents = ch
 	}
 	s.mu.RLock()
 	nt, np, nr := s.tools.len(), s.prompts.len(), s.resources.len()+s.templates.len()
@@ -169,6 +186,14 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 	if len(f.uris) > 0 {
 		accepted = append(accepted, exactjson.Field("resourceSubscriptions", stringArray(f.uris)))
 	}
+	if len(taskIDs) > 0 {
+		ids := make([]string, 0, len(taskIDs))
+		for id := range taskIDs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		accepted = append(accepted, exactjson.Field("taskIds", stringArray(ids)))
+	}
 	subMeta := exactjson.Object(exactjson.Field(metaSubscriptionID, req.ID.v))
 	sub := s.bus.subscribe()
 	defer s.bus.unsubscribe(sub)
@@ -183,6 +208,33 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 			return reply{none: true} // the client went away: nothing more is sent
 		case <-s.done:
 			return s.resultReply("complete", nil, nil, subMeta)
+		case id, ok := <-taskEvents:
+			if !ok {
+				taskEvents = nil
+				continue
+			}
+			if !taskIDs[id] {
+				continue
+			}
+			rec, e := s.authorizedTask(ctx, req, id)
+			if e != nil {
+				continue // gone or no longer authorized: nothing is sent
+			}
+			params := &enc{}
+			params.open()
+			encodeTaskFields(params, rec, true)
+			params.value("_meta", subMeta)
+			params.close()
+			if params.err != nil {
+				continue
+			}
+			pv, err := exactjson.Parse(params.b, exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling})
+			if err != nil {
+				continue
+			}
+			if err := in.out.notify("notifications/tasks", pv); err != nil {
+				return reply{none: true}
+			}
 		case <-sub.wake:
 			for _, ev := range sub.drain() {
 				if !f.wants(ev) {
@@ -210,13 +262,31 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 	}
 }
 
-func itoa(i int) string {
-	b := []byte{}
-	if i == 0 {
-		return "0"
+// MaxTaskSubscriptions bounds the task ids of one subscriptions/listen.
+const MaxTaskSubscriptions = 256
+
+// listenTaskIDs validates notifications.taskIds and keeps the ids the caller
+// may see (a fresh authorization check; others are left out of the ack).
+func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.Value) (map[string]bool, *Error) {
+	tv, ok := nv.Get("taskIds")
+	if !ok {
+		return nil, nil
 	}
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
+	if !declaresTasks(req.ClientCapabilities) || s.taskEngine() == nil {
+		return nil, errMissingCapabilities(tasksCapability())
 	}
-	return string(b)
+	if tv.Kind() != exactjson.KindArray || tv.Len() > MaxTaskSubscriptions {
+		return nil, withStatus(InvalidParams("params.notifications.taskIds must be an array of at most "+strconv.Itoa(MaxTaskSubscriptions)+" task ids"), http.StatusBadRequest)
+	}
+	ids := map[string]bool{}
+	for v := range tv.Values() {
+		id, ok := v.AsString()
+		if !ok {
+			return nil, withStatus(InvalidParams("task ids must be strings"), http.StatusBadRequest)
+		}
+		if _, e := s.authorizedTask(ctx, req, id); e == nil {
+			ids[id] = true
+		}
+	}
+	return ids, nil
 }

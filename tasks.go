@@ -248,8 +248,13 @@ func (s *Server) lookupTask(ctx context.Context, req *Request) (*task.Record, *E
 	if !declaresTasks(req.ClientCapabilities) {
 		return nil, errMissingCapabilities(tasksCapability())
 	}
+	return s.authorizedTask(ctx, req, req.Name)
+}
+
+// authorizedTask reads a task and checks it belongs to the caller.
+func (s *Server) authorizedTask(ctx context.Context, req *Request, id string) (*task.Record, *Error) {
 	notFound := withStatus(InvalidParams("Unknown task"), http.StatusBadRequest)
-	rec, err := s.taskEngine().store.Get(ctx, req.Name)
+	rec, err := s.taskEngine().store.Get(ctx, id)
 	if err != nil {
 		if !errors.Is(err, task.ErrNotFound) {
 			s.log.Error("weft: reading a task failed", "err", err)
@@ -528,4 +533,3 @@ func appendRPCError(dst []byte, e *Error) []byte {
 	}
 	return append(dst, '}')
 }
-

@@ -53,7 +53,7 @@ func main() {
 
 // A 1x1 PNG and a tiny WAV header.
 var (
-	pngPixel, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+	pngPixel, _  = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 	wavSample, _ = base64.StdEncoding.DecodeString("UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=")
 )
 
@@ -130,7 +130,9 @@ func newServer(logger *slog.Logger) (*weft.Server, error) {
 	})
 	simple("test_trigger_tool_change", "Re-adds a tool so that listeners hear tools/list_changed.", func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 		err := weft.AddTool(s, weft.Tool{Name: "__transient_tool_for_list_changed", Description: "Added by test_trigger_tool_change."},
-			func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) { return text("transient"), nil })
+			func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
+				return text("transient"), nil
+			})
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +191,9 @@ const jsonSchema2020 = `{
 }`
 
 func addPrompts(s *weft.Server, add func(error)) {
-	msg := func(role weft.Role, c weft.Content) weft.PromptMessage { return weft.PromptMessage{Role: role, Content: c} }
+	msg := func(role weft.Role, c weft.Content) weft.PromptMessage {
+		return weft.PromptMessage{Role: role, Content: c}
+	}
 	add(s.AddPrompt(weft.Prompt{Name: "test_simple_prompt", Description: "A simple prompt without arguments."},
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 			return &weft.GetPromptResult{Messages: []weft.PromptMessage{msg(weft.RoleUser, weft.TextContent("This is a simple prompt for testing."))}}, nil
