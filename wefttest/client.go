@@ -144,7 +144,9 @@ func WithLogLevel(level weft.LogLevel) Option {
 }
 
 // WithMeta adds a member to every request's _meta (for example
-// "traceparent"). It does not replace a member the params already carry.
+// "traceparent"). It does not replace a member already there: one the
+// params carry, or one the client sets itself (protocol version,
+// capabilities, clientInfo, progressToken).
 func WithMeta(key string, v exactjson.Value) Option {
 	return func(c *Client) { c.meta = append(c.meta, exactjson.Field(key, v)) }
 }
@@ -239,10 +241,12 @@ func (e *RPCError) Error() string {
 // metadata headers from the final body.
 //
 // A JSON-RPC error is not an error of Call: it is in [Response.Error]. The
-// error is non-nil for a transport or protocol failure, and when ctx is
-// done: the server's handler sees the cancellation (its request context is
-// ctx) and Call returns the partial response (the notifications received so
-// far) with ctx's error once the handler returned.
+// error is non-nil for a transport or protocol failure, and when ctx is done
+// before the handler returns: the handler sees the cancellation (its request
+// context is ctx) and Call returns the partial response (the notifications
+// received so far) with ctx's error once the handler returned, or after
+// [CancelGrace] with [ErrHandlerRunning] joined to it if the handler does not
+// return.
 func (c *Client) Call(ctx context.Context, method string, params exactjson.Value) (*Response, error) {
 	resp, _, err := c.call(ctx, method, params)
 	return resp, err
@@ -469,6 +473,7 @@ func (c *Client) post(ctx context.Context, body []byte, header http.Header, id e
 	req.RequestURI = c.endpoint
 	rec := newRecorder(c.onNote)
 	done := make(chan struct{})
+	cancelled := false // ctx was done before the handler returned; read after done
 	go func() {
 		defer close(done)
 		defer func() {
@@ -479,10 +484,14 @@ func (c *Client) post(ctx context.Context, body []byte, header http.Header, id e
 			}
 		}()
 		c.h.ServeHTTP(rec, req)
+		cancelled = ctx.Err() != nil
 	}()
 	select {
 	case <-done:
 		rec.close()
+		if cancelled {
+			return rec.partial(id), ctx.Err()
+		}
 		return rec.response(id, notification)
 	case <-ctx.Done():
 	}

@@ -226,7 +226,9 @@ func answer(r *Result, respond Responder) (map[string]exactjson.Value, error) {
 // reached the error wraps [ErrMaxRounds].
 func (c *Client) CallToolWithInput(ctx context.Context, name string, args any, respond Responder, maxRounds int) (final *ToolResult, rounds []*ToolResult, err error) {
 	return drive(func() (*ToolResult, error) { return c.CallTool(ctx, name, args) },
-		func(prev *ToolResult, rs map[string]exactjson.Value) (*ToolResult, error) { return c.Retry(ctx, prev, rs) },
+		func(prev *ToolResult, rs map[string]exactjson.Value) (*ToolResult, error) {
+			return c.Retry(ctx, prev, rs)
+		},
 		respond, maxRounds)
 }
 

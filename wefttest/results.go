@@ -426,6 +426,11 @@ func decodeResourceContents(v exactjson.Value) (ResourceContents, error) {
 // CallTool calls a tool. args is nil (no arguments), an exactjson.Value, or
 // any Go value that marshals to a JSON object. A JSON-RPC error is returned
 // as *[RPCError]; a tool execution error is a result with IsError set.
+//
+// To send the Mcp-Param-{Name} headers the client needs the tool's input
+// schema: the first call with arguments lists the tools once (an extra
+// tools/list request, visible to admission), and [Client.ListTools]
+// refreshes that cache.
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
 	params := exactjson.Object(exactjson.Field("name", exactjson.String(name)))
 	switch a := args.(type) {

@@ -1,0 +1,54 @@
+// Package testpg connects tests to PostgreSQL: the DSN comes from
+// WEFT_TEST_POSTGRES (default postgres://root@127.0.0.1:5432/test?sslmode=disable).
+// When the server is unreachable a test fails in CI (env CI set) and is
+// skipped elsewhere, so CI can never pass by skipping.
+package testpg
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+)
+
+// DefaultDSN is used when WEFT_TEST_POSTGRES is empty.
+const DefaultDSN = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+
+// DSN returns the test database DSN.
+func DSN() string {
+	if d := os.Getenv("WEFT_TEST_POSTGRES"); d != "" {
+		return d
+	}
+	return DefaultDSN
+}
+
+// Open returns a database/sql handle on the test database, or fails/skips.
+func Open(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", DSN())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI but unreachable at %s: %v", DSN(), err)
+		}
+		t.Skipf("PostgreSQL unreachable at %s (set WEFT_TEST_POSTGRES): %v", DSN(), err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// Name returns a unique identifier with the given prefix, for tables or schemas.
+func Name(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
