@@ -20,6 +20,7 @@ const (
 	shapeTitledMulti
 )
 
+// String names the shape's field kind for error messages.
 func (s fieldShape) String() string {
 	switch s {
 	case shapeString:
@@ -51,8 +52,9 @@ type Field struct {
 	hasTitle, hasDesc  bool
 	required           bool
 	minLen, maxLen     int
-	hasMinLen, hasMax  bool
-	hasMaxLen, hasMin  bool
+	hasMinLen          bool
+	hasMaxLen          bool
+	hasMin, hasMax     bool
 	format             Format
 	minimum, maximum   exactjson.Number
 	minItems, maxItems int
@@ -272,6 +274,19 @@ func (f Field) DefaultString(s string) Field { return f.Default(exactjson.String
 
 // DefaultBool is Default(exactjson.Bool(b)).
 func (f Field) DefaultBool(b bool) Field { return f.Default(exactjson.Bool(b)) }
+
+// DefaultInt is Default(exactjson.Int(i)), for number and integer fields.
+func (f Field) DefaultInt(i int64) Field { return f.Default(exactjson.Int(i)) }
+
+// DefaultDecimal sets a number or integer default from a JSON number literal
+// such as "1.50", kept exactly as written.
+func (f Field) DefaultDecimal(literal string) Field {
+	n, err := exactjson.ParseNumber(literal)
+	if err != nil {
+		return f.fail("DefaultDecimal %s: %w", quoteTrunc(literal), err)
+	}
+	return f.Default(exactjson.NumberValue(n))
+}
 
 // DefaultStrings sets a multi-select default from the given values.
 func (f Field) DefaultStrings(values ...string) Field {

@@ -125,9 +125,9 @@ func checkSample(t *testing.T, s *Schema) {
 	if err := s.Validate(sample); err != nil {
 		t.Fatalf("generated content %s fails its schema %s: %v", sample, s.Value(), err)
 	}
-		content, outcome, err := Answer(s, exactjson.Object(
-			exactjson.Field("action", exactjson.String("accept")),
-			exactjson.Field("content", sample)))
+	content, outcome, err := Answer(s, exactjson.Object(
+		exactjson.Field("action", exactjson.String("accept")),
+		exactjson.Field("content", sample)))
 	if err != nil || outcome != Accepted || !exactjson.Equal(content, sample) {
 		t.Fatalf("Answer(%s) = %s, %v, %v", sample, content, outcome, err)
 	}

@@ -188,34 +188,41 @@ func isFiller(w string) bool {
 	return false
 }
 
-// match reports the first phrase, stem or pattern term of r found in toks.
-func (r *compiledRule) match(toks []string) (string, bool) {
-	if len(toks) == 0 {
-		return "", false
-	}
-	for pi, p := range r.phrases {
-		for i := 0; i+len(p) <= len(toks); i++ {
-			if seqAt(toks, i, p, true) && !r.suppressed(toks, i, i+len(p)) {
-				return r.rule.Phrases[pi], true
+// policyIndex speeds up matching: phrases are looked up by their first
+// word, and substring terms (run-together phrases and stems) are kept in one
+// list. It is immutable once built and shared by policy copies.
+type policyIndex struct {
+	byFirst    map[string][]termRef
+	subs       []termRef
+	hasPattern bool
+}
+
+// termRef names one term of one rule.
+type termRef struct {
+	rule int    // index into SecretPolicy.rules
+	term int    // index into the rule's phrases (or stems when stem is set)
+	sub  string // the substring to look for (subs only)
+	stem bool
+}
+
+func buildIndex(rules []compiledRule) *policyIndex {
+	idx := &policyIndex{byFirst: make(map[string][]termRef)}
+	for ri := range rules {
+		r := &rules[ri]
+		for pi, p := range r.phrases {
+			idx.byFirst[p[0]] = append(idx.byFirst[p[0]], termRef{rule: ri, term: pi})
+			if r.squashed[pi] != "" {
+				idx.subs = append(idx.subs, termRef{rule: ri, term: pi, sub: r.squashed[pi]})
 			}
 		}
-	}
-	for i, t := range toks {
-		for pi, sq := range r.squashed {
-			if sq != "" && len(t) >= len(sq) && strings.Contains(t, sq) && !r.suppressed(toks, i, i+1) {
-				return r.rule.Phrases[pi], true
-			}
+		for si, st := range r.rule.Stems {
+			idx.subs = append(idx.subs, termRef{rule: ri, term: si, sub: st, stem: true})
 		}
-		for _, st := range r.rule.Stems {
-			if strings.Contains(t, st) && !r.suppressed(toks, i, i+1) {
-				return st, true
-			}
+		if r.rule.Pattern != nil {
+			idx.hasPattern = true
 		}
 	}
-	if r.rule.Pattern != nil && r.rule.Pattern.MatchString(strings.Join(toks, " ")) {
-		return r.rule.Pattern.String(), true
-	}
-	return "", false
+	return idx
 }
 
 // matchHead reports the first head of r that ends the label toks.
@@ -301,14 +308,19 @@ func (r *compiledRule) hasContext(all ...[]string) bool {
 type SecretPolicy struct {
 	set   bool
 	rules []compiledRule
+	idx   *policyIndex
 	err   error
 }
 
 // DefaultSecretPolicy returns the reviewed default policy. It is the same as
 // the zero SecretPolicy.
 func DefaultSecretPolicy() SecretPolicy {
-	return NewSecretPolicy(DefaultRules()...)
+	return defaultPolicy
 }
+
+// defaultPolicy is the compiled default rule set: computed once at package
+// initialisation and never modified (policies only ever copy it).
+var defaultPolicy = NewSecretPolicy(DefaultRules()...)
 
 // NewSecretPolicy returns a policy with exactly the given rules, without the
 // defaults. Most callers want DefaultSecretPolicy().With(...) instead.
@@ -339,6 +351,7 @@ func (p SecretPolicy) add(rules []Rule) SecretPolicy {
 		}
 		out.rules = append(out.rules, c)
 	}
+	out.idx = buildIndex(out.rules)
 	return out
 }
 
@@ -366,6 +379,7 @@ func (p SecretPolicy) Without(ids ...string) SecretPolicy {
 			out.rules = append(out.rules, r)
 		}
 	}
+	out.idx = buildIndex(out.rules)
 	return out
 }
 
@@ -402,30 +416,95 @@ func (p SecretPolicy) CheckField(name, title, description string) error {
 		{"title", titleToks, true},
 		{"description", [][]string{descToks}, false},
 	}
+	if p.idx == nil {
+		p.idx = buildIndex(p.rules)
+	}
 	titleAll := slices.Concat(titleToks...)
-	// Phrases, stems and patterns of every rule take precedence over heads,
-	// so "privateKey" is reported as a private key, not as "<vendor> key".
-	for pass := range 2 {
-		for i := range p.rules {
-			r := &p.rules[i]
-			if !r.hasContext(nameToks, titleAll, descToks) {
-				continue
+	ctx := make([]int8, len(p.rules)) // 0 unknown, 1 present, -1 absent
+	hasContext := func(ri int) bool {
+		if ctx[ri] == 0 {
+			ctx[ri] = -1
+			if p.rules[ri].hasContext(nameToks, titleAll, descToks) {
+				ctx[ri] = 1
 			}
-			for _, s := range surfaces {
-				if pass == 1 && !s.label {
+		}
+		return ctx[ri] == 1
+	}
+	// Phrases, stems and patterns of every rule take precedence over heads
+	// (so "privateKey" is reported as a private key, not as "<vendor>
+	// key"); among those, the rule listed first wins, then the surface in
+	// the order name, title, description.
+	best := len(p.rules)
+	var found *SecretFieldError
+	hit := func(ri int, source, term string) {
+		r := &p.rules[ri]
+		best = ri
+		found = &SecretFieldError{Field: name, Rule: r.rule.ID, Reason: r.rule.Reason, Source: source, Term: term}
+	}
+	subMemo := make(map[string][]int)
+	for _, s := range surfaces {
+		for _, seg := range s.toks {
+			for i, t := range seg {
+				cands := p.idx.byFirst[t]
+				if n := len(t); n > 1 && t[n-1] == 's' {
+					cands = slices.Concat(cands, p.idx.byFirst[t[:n-1]])
+				}
+				for _, c := range cands {
+					r := &p.rules[c.rule]
+					ph := r.phrases[c.term]
+					if c.rule < best && seqAt(seg, i, ph, true) && hasContext(c.rule) && !r.suppressed(seg, i, i+len(ph)) {
+						hit(c.rule, s.source, r.rule.Phrases[c.term])
+					}
+				}
+				if len(t) < 3 {
 					continue
 				}
-				for _, seg := range s.toks {
-					var term string
-					var ok bool
-					if pass == 0 {
-						term, ok = r.match(seg)
-					} else {
-						term, ok = r.matchHead(seg)
+				subs, ok := subMemo[t]
+				if !ok {
+					for k, c := range p.idx.subs {
+						if len(t) >= len(c.sub) && strings.Contains(t, c.sub) {
+							subs = append(subs, k)
+						}
 					}
-					if ok {
-						return &SecretFieldError{Field: name, Rule: r.rule.ID, Reason: r.rule.Reason, Source: s.source, Term: term}
+					subMemo[t] = subs
+				}
+				for _, k := range subs {
+					c := p.idx.subs[k]
+					r := &p.rules[c.rule]
+					if c.rule < best && hasContext(c.rule) && !r.suppressed(seg, i, i+1) {
+						term := c.sub
+						if !c.stem {
+							term = r.rule.Phrases[c.term]
+						}
+						hit(c.rule, s.source, term)
 					}
+				}
+			}
+			if p.idx.hasPattern && len(seg) > 0 {
+				joined := strings.Join(seg, " ")
+				for ri := 0; ri < best; ri++ {
+					if pat := p.rules[ri].rule.Pattern; pat != nil && hasContext(ri) && pat.MatchString(joined) {
+						hit(ri, s.source, pat.String())
+					}
+				}
+			}
+		}
+	}
+	if found != nil {
+		return found
+	}
+	for ri := range p.rules {
+		if len(p.rules[ri].heads) == 0 || !hasContext(ri) {
+			continue
+		}
+		for _, s := range surfaces {
+			if !s.label {
+				continue
+			}
+			for _, seg := range s.toks {
+				if term, ok := p.rules[ri].matchHead(seg); ok {
+					hit(ri, s.source, term)
+					return found
 				}
 			}
 		}

@@ -46,6 +46,7 @@ func urlErr(format string, args ...any) error {
 // origin is a normalised scheme://host:port.
 type origin struct{ scheme, host, port string }
 
+// String returns the origin as scheme://host:port.
 func (o origin) String() string {
 	h := o.host
 	if strings.Contains(h, ":") {

@@ -116,13 +116,3 @@ func seqAt(toks []string, i int, p []string, plural bool) bool {
 	}
 	return true
 }
-
-// lastWord returns the index of the last non-numeric token, or -1.
-func lastWord(toks []string) int {
-	for i := len(toks) - 1; i >= 0; i-- {
-		if !isNumeric(toks[i]) {
-			return i
-		}
-	}
-	return -1
-}
