@@ -109,35 +109,28 @@ func stdHeaders(body []byte) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-			Name *string                    `json:"name"`
-			URI  *string                    `json:"uri"`
-		} `json:"params"`
-	}
+	var msg map[string]any
 	if json.Unmarshal(body, &msg) != nil {
 		return h
 	}
-	if pv, ok := msg.Params.Meta[metaProtocolVersion]; ok {
-		var s string
-		if json.Unmarshal(pv, &s) == nil {
-			h.Set("MCP-Protocol-Version", s)
-		}
+	method, _ := msg["method"].(string)
+	p, _ := msg["params"].(map[string]any)
+	m, _ := p["_meta"].(map[string]any)
+	if pv, ok := m[metaProtocolVersion].(string); ok {
+		h.Set("MCP-Protocol-Version", pv)
 	}
-	if msg.Method != "" {
-		h.Set("Mcp-Method", msg.Method)
+	if method != "" {
+		h.Set("Mcp-Method", method)
 	}
-	switch msg.Method {
+	member := ""
+	switch method {
 	case "tools/call", "prompts/get":
-		if msg.Params.Name != nil {
-			h.Set("Mcp-Name", *msg.Params.Name)
-		}
+		member = "name"
 	case "resources/read":
-		if msg.Params.URI != nil {
-			h.Set("Mcp-Name", *msg.Params.URI)
-		}
+		member = "uri"
+	}
+	if v, ok := p[member].(string); ok && member != "" {
+		h.Set("Mcp-Name", v)
 	}
 	return h
 }

@@ -479,9 +479,9 @@ func TestAdmission(t *testing.T) {
 		}
 		return Identity{}, &AdmissionError{Status: 401, Message: "Unauthorized", Challenge: `Bearer resource_metadata="https://x/.well-known/oauth-protected-resource"`}
 	}})
-	var got Identity
+	got := make(chan Identity, 1)
 	must(t, s.AddTool(Tool{Name: "who", Description: "Reports the identity."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
-		got = req.Identity
+		got <- req.Identity
 		return textResult(req.Identity.Principal), nil
 	}))
 	ts := startHTTP(t, s)
@@ -490,8 +490,8 @@ func TestAdmission(t *testing.T) {
 	if r := rpc(t, ts.URL, 1, "tools/call", toolCall(nil, "who", nil), auth("good")); r.Status != 200 || r.text(t) != "alice" {
 		t.Fatalf("admitted call: %v", r)
 	}
-	if got.Partition != "tenant-a" {
-		t.Errorf("handler saw partition %q", got.Partition)
+	if id := <-got; id.Partition != "tenant-a" {
+		t.Errorf("handler saw partition %q", id.Partition)
 	}
 	r := rpc(t, ts.URL, "req-1", "tools/call", toolCall(nil, "who", nil), auth("bad"))
 	if r.Status != 401 || r.Msg.Error == nil {

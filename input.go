@@ -7,6 +7,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -490,35 +491,8 @@ func checkInputResponse(v exactjson.Value, method string) error {
 }
 
 func checkElicitResult(v exactjson.Value) error {
-	a, ok := v.Get("action")
-	act, isStr := a.AsString()
-	if !ok || !isStr || (act != "accept" && act != "decline" && act != "cancel") {
-		return errors.New(`elicitation result needs action "accept", "decline" or "cancel"`)
-	}
-	c, ok := v.Get("content")
-	if !ok || c.Kind() == exactjson.KindNull {
-		return nil
-	}
-	if act != "accept" {
-		return errors.New("elicitation content is allowed only with accept")
-	}
-	if c.Kind() != exactjson.KindObject {
-		return errors.New("elicitation content must be an object")
-	}
-	for _, fv := range c.All() {
-		switch fv.Kind() {
-		case exactjson.KindString, exactjson.KindNumber, exactjson.KindBool:
-		case exactjson.KindArray:
-			for e := range fv.Values() {
-				if e.Kind() != exactjson.KindString {
-					return errors.New("elicitation content arrays may hold only strings")
-				}
-			}
-		default:
-			return errors.New("elicitation content values must be strings, numbers, booleans or arrays of strings")
-		}
-	}
-	return nil
+	_, err := elicit.ParseResult(v)
+	return err
 }
 
 func checkSamplingResult(v exactjson.Value) error {
@@ -550,3 +524,46 @@ func checkRootsResult(v exactjson.Value) error {
 
 // Keys returns the request keys in the order they were added.
 func (ir *InputRequired) Keys() []string { return append([]string(nil), ir.keys...) }
+
+// checkElicitation applies the server's form and URL policies to an emitted
+// elicitation: form fields that ask for secrets and unsafe URLs are refused
+// before anything reaches the client.
+func (s *Server) checkElicitation(r InputRequest) error {
+	switch r.kind {
+	case InputFormElicitation:
+		schemaValue, _ := r.params.Get("requestedSchema")
+		schema, err := elicit.ParseSchema(schemaValue)
+		if err != nil {
+			return err
+		}
+		return s.opts.SecretPolicy.CheckSchema(schema)
+	case InputURLElicitation:
+		u, _ := r.params.Get("url")
+		us, _ := u.AsString()
+		if _, err := s.opts.URLElicitation.Check(us); err != nil {
+			return fmt.Errorf("%w (configure Options.URLElicitation)", err)
+		}
+	}
+	return nil
+}
+
+// Elicit builds an embedded elicitation request from an [elicit.Request]
+// (built with elicit.Form or elicit.URL) under declaration d.
+func Elicit(d InputDeclaration, r elicit.Request) InputRequest {
+	ir, _ := NewInputRequest(d, r.Params())
+	return ir
+}
+
+// Answer reads the response under key to the elicitation r: it reports
+// whether a response is present, the outcome (accept, decline, cancel) and,
+// for an accepted form, the content validated against r's schema. A present
+// but invalid answer returns an error (a *elicit.ValidationError for content
+// that breaks the schema) that is safe to show to the user; ask again.
+func Answer(in InputResponses, key string, r elicit.Request) (content exactjson.Value, outcome elicit.Outcome, present bool, err error) {
+	v, ok := in.Get(key)
+	if !ok {
+		return exactjson.Value{}, 0, false, nil
+	}
+	content, outcome, err = r.Answer(v)
+	return content, outcome, true, err
+}

@@ -160,6 +160,9 @@ func (s *Server) inputRequired(ctx context.Context, req *Request, ir *InputRequi
 		if !clientSupports(req.ClientCapabilities, r.kind) {
 			missing = mergeCapabilities(missing, capabilityFor(r.kind))
 		}
+		if err := s.checkElicitation(r); err != nil {
+			return programming(fmt.Errorf("input request %q: %w", k, err))
+		}
 	}
 	if missing.Kind() != exactjson.KindNull {
 		return errReply(req.ID, errMissingCapabilities(missing)), OutcomeProtocolError

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
@@ -49,6 +50,15 @@ type Options struct {
 
 	// Limits bounds what a client can make large.
 	Limits Limits
+
+	// SecretPolicy refuses form elicitations whose fields ask for secrets
+	// (passwords, API keys, tokens, payment cards, verification codes...).
+	// The zero value is elicit.DefaultSecretPolicy(); extend it with With.
+	SecretPolicy elicit.SecretPolicy
+	// URLElicitation says which URLs URL-mode elicitations may carry: HTTPS
+	// on server-owned origins (Development also allows loopback). The zero
+	// value allows none, so URL elicitation needs this configured.
+	URLElicitation elicit.URLPolicy
 
 	// Cache is the caching hint for server/discover and the list results.
 	// Default: 0 ms, private when Admission or Visible is set, else public.

@@ -8,9 +8,11 @@ import (
 
 // MaxMatchSteps bounds the work of one [Template.Match] call. The base
 // cost of a match is (units+1)*(len(uri)+1), where units is the number of
-// matching steps the template compiles to (roughly one per literal run and
-// one per variable); literal comparisons and query-parameter scanning are
-// charged on top. A match whose cost exceeds MaxMatchSteps fails.
+// steps the template compiles to (one per literal run, one per variable of
+// a non-query expression and one per query expression); the bytes scanned
+// while reading query parameters are charged on top. A match whose cost
+// exceeds MaxMatchSteps fails. The actual work is proportional to the
+// cost.
 const MaxMatchSteps = 8388608
 
 type unitKind uint8
@@ -209,9 +211,11 @@ func uriTokenBefore(s string, end int) (sym byte, size int) {
 //     Absent variables are missing from the result.
 //
 // Prefix modifiers (:N) limit the value to N characters; explode modifiers
-// have no effect on string values. Literal text must match exactly, except
-// that a non-ASCII literal character also matches its pct-encoded UTF-8
-// form (which is what Expand produces).
+// have no effect on string values. Literal text must match exactly
+// (ASCII is case-sensitive, and so are pct-encoded ASCII characters), except
+// that a non-ASCII byte and its pct-encoded form (hex digits in either
+// case) are interchangeable, in the URI as well as in the template: "ü/"
+// matches both "ü/" and "%C3%BC/", the form Expand produces.
 //
 // When a URI can be split in several ways, Match picks one deterministic
 // split in which later expressions take the shortest possible values (so
@@ -222,8 +226,9 @@ func uriTokenBefore(s string, end int) (sym byte, size int) {
 // with every occurrence would require unbounded backtracking. Such
 // templates can still be expanded; [Template.Matchable] reports this case.
 //
-// Matching runs in time linear in len(uri) times the template size and
-// gives up (reports no match) beyond [MaxMatchSteps]. The returned map is
+// Matching never backtracks: it runs in time linear in len(uri) times the
+// template size, plus the query parameters it scans, and gives up (reports
+// no match) when that cost exceeds [MaxMatchSteps]. The returned map is
 // non-nil on success and owned by the caller.
 func (t *Template) Match(uri string) (map[string]string, bool) {
 	if !t.Matchable() {
@@ -259,9 +264,6 @@ func (m *matcher) run() (map[string]string, bool) {
 	reach := func(i int) bitset { return bitset(store[i*words : (i+1)*words]) }
 	reach(0).set(0)
 
-	// qpred[i][end] is the latest start from which query unit i reaches
-	// end by consuming at least one parameter.
-	var qpred []map[int]int
 	for i := range m.units {
 		u := &m.units[i]
 		in, out := reach(i), reach(i+1)
@@ -275,14 +277,9 @@ func (m *matcher) run() (map[string]string, bool) {
 		case unitCap:
 			m.sweep(u, in, out, first, -1)
 		case unitQuery:
-			if qpred == nil {
-				qpred = make([]map[int]int, nu)
-			}
-			pred := make(map[int]int)
-			qpred[i] = pred
 			for p := first; p >= 0; p = in.next(p + 1) {
-				out.set(p)
-				m.queryForward(u, p, out, pred)
+				out.set(p) // all variables absent
+				m.queryWalk(u, p, out, -1)
 				if m.steps > MaxMatchSteps {
 					return nil, false
 				}
@@ -321,11 +318,22 @@ func (m *matcher) run() (map[string]string, bool) {
 			}
 			cur = p
 		case unitQuery:
-			if p, ok := qpred[i][cur]; ok {
-				if !m.queryCollect(u, p, cur, vals) {
+			// Prefer the latest start from which at least one parameter
+			// leads to cur; walks never cross '#'.
+			best := -1
+			for p := in.next(m.fragmentStart(cur)); p >= 0 && p < cur; p = in.next(p + 1) {
+				if m.queryWalk(u, p, nil, cur) {
+					best = p
+				}
+				if m.steps > MaxMatchSteps {
 					return nil, false
 				}
-				cur = p
+			}
+			if best >= 0 {
+				if !m.queryCollect(u, best, cur, vals) {
+					return nil, false
+				}
+				cur = best
 			} else if !in.has(cur) {
 				return nil, false
 			}
@@ -404,6 +412,31 @@ func (m *matcher) litBackward(lit string, end int) (int, bool) {
 	return q, true
 }
 
+// Byte sets as pairs of 64-bit masks (bytes 0-63 and 64-127).
+const (
+	digitsLo     = 0x3FF << '0'
+	upperHi      = 0x3FFFFFF << ('A' - 64)
+	lowerHi      = 0x3FFFFFF << ('a' - 64)
+	unreservedLo = digitsLo | 1<<'-' | 1<<'.'
+	unreservedHi = upperHi | lowerHi | 1<<('_'-64) | 1<<('~'-64)
+	reservedLo   = 1<<':' | 1<<'/' | 1<<'?' | 1<<'#' | 1<<'!' | 1<<'$' | 1<<'&' | 1<<'\'' |
+		1<<'(' | 1<<')' | 1<<'*' | 1<<'+' | 1<<',' | 1<<';' | 1<<'='
+	reservedHi = 1<<('['-64) | 1<<(']'-64) | 1<<('@'-64)
+	// Characters admitted in raw (reserved/fragment) values besides '%'.
+	rawLo = unreservedLo | reservedLo
+	rawHi = unreservedHi | reservedHi
+)
+
+func inSet(c byte, lo, hi uint64) bool {
+	if c < 64 {
+		return lo&(1<<c) != 0
+	}
+	if c < 128 {
+		return hi&(1<<(c-64)) != 0
+	}
+	return false
+}
+
 // excludedByte reports whether a byte other than '%' can never be part of a
 // value of class cls.
 func excludedByte(c byte, cls capClass) bool {
@@ -413,9 +446,9 @@ func excludedByte(c byte, cls capClass) bool {
 	case classQuery:
 		return c == '&' || c == '#'
 	case classReserved:
-		return c == '?' || c == '#' || !(isUnreserved(c) || isReserved(c))
+		return c == '?' || c == '#' || !inSet(c, rawLo, rawHi)
 	default: // classFragment
-		return c == '#' || !(isUnreserved(c) || isReserved(c))
+		return c == '#' || !inSet(c, rawLo, rawHi)
 	}
 }
 
@@ -595,56 +628,68 @@ func pick(u *unit, seen uint64, name string, chars int) int {
 	return -1
 }
 
-// queryForward follows the parameters of query unit u starting at p. The
-// unit may end after any complete parameter, and also inside the value of
-// the last one at any character boundary (so that literal text may follow
-// a query expression); each such end is added to out with p recorded as
-// its start.
-func (m *matcher) queryForward(u *unit, p int, out bitset, pred map[int]int) {
+// queryWalk follows the parameters of query unit u starting at p. The unit
+// may end after any complete parameter, and also inside the value of the
+// last one at any character boundary (so that literal text may follow a
+// query expression). With out != nil every such end is added to out; with
+// target >= 0 queryWalk reports whether target is such an end.
+func (m *matcher) queryWalk(u *unit, p int, out bitset, target int) bool {
 	s := m.uri
 	if p >= len(s) || s[p] != u.first {
-		return
+		return false
+	}
+	reached := func(c int) bool {
+		if out != nil {
+			out.set(c)
+		}
+		return c == target
 	}
 	var seen uint64
-	for pos := p; ; {
+	for pos := p; target < 0 || pos < target; {
 		end, eq := m.pairBounds(pos)
 		k := -1
 		if eq < 0 {
 			name := s[pos+1 : end]
-			if k = pick(u, seen, name, 0); k >= 0 {
-				out.set(end)
-				pred[end] = p
+			if k = pick(u, seen, name, 0); k >= 0 && reached(end) {
+				return true
 			}
 		} else {
 			name := s[pos+1 : eq]
 			chars := 0
 			for c := eq + 1; ; {
-				k = pick(u, seen, name, chars)
-				if k >= 0 {
-					out.set(c)
-					pred[c] = p
+				if k = pick(u, seen, name, chars); k >= 0 && reached(c) {
+					return true
 				}
 				if c == end {
 					break
 				}
+				if target >= 0 && c >= target {
+					return false
+				}
 				l := tokenLen(s, c, classQuery)
 				if l == 0 {
-					return
+					return false
 				}
 				size, _, ok := runeAt(s, c, l, classQuery)
 				if !ok {
-					return
+					return false
 				}
 				chars++
 				c += size
 			}
 		}
 		if k < 0 || end >= len(s) || s[end] != '&' {
-			return
+			return false
 		}
 		seen |= 1 << uint(k)
 		pos = end
 	}
+	return false
+}
+
+// fragmentStart returns the offset just past the last '#' before end, or 0.
+func (m *matcher) fragmentStart(end int) int {
+	return strings.LastIndexByte(m.uri[:end], '#') + 1
 }
 
 // queryCollect re-walks query unit u from p to end, as queryForward did,

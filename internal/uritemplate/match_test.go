@@ -408,3 +408,15 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestByteSets(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if got, want := inSet(b, rawLo, rawHi), isUnreserved(b) || isReserved(b); got != want {
+			t.Errorf("raw set(%q) = %v, want %v", b, got, want)
+		}
+		if got, want := inSet(b, unreservedLo, unreservedHi), isUnreserved(b); got != want {
+			t.Errorf("unreserved set(%q) = %v, want %v", b, got, want)
+		}
+	}
+}

@@ -64,6 +64,7 @@ type Store struct {
 	hub   *task.Hub
 	now   func() time.Time
 	q     queries
+	st    stmts
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -131,7 +132,41 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.prepare(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// stmts are the prepared statements (the writer's live on its single
+// connection; database/sql re-prepares the reader's per connection).
+type stmts struct {
+	insert, load, update, claim, expire, purge *sql.Stmt
+	get                                        *sql.Stmt
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}{
+		{s.write, &s.st.insert, s.q.insert},
+		{s.write, &s.st.load, s.q.load},
+		{s.write, &s.st.update, s.q.update},
+		{s.write, &s.st.claim, s.q.claim},
+		{s.write, &s.st.expire, s.q.expire},
+		{s.write, &s.st.purge, s.q.purge},
+		{s.read, &s.st.get, s.q.load},
+	} {
+		st, err := p.db.PrepareContext(ctx, p.text)
+		if err != nil {
+			return fmt.Errorf("sqlitestore: prepare statement: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
 }
 
 // migrate creates the schema if it is missing.
@@ -337,7 +372,7 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 	}
-	_, err = s.write.ExecContext(ctx, s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+	_, err = s.st.insert.ExecContext(ctx, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
 		blob(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(),
 		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
 		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
@@ -362,7 +397,7 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	if err := s.check("get"); err != nil {
 		return nil, err
 	}
-	r, err := scanRecord(s.read.QueryRowContext(ctx, s.q.load, id))
+	r, err := scanRecord(s.st.get.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlitestore: get %s: %w", id, task.ErrNotFound)
 	}
@@ -378,7 +413,7 @@ func (s *Store) store(ctx context.Context, tx *sql.Tx, r *task.Record, loadedFen
 	if err != nil {
 		return fmt.Errorf("encode issued keys: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, s.q.update, string(r.Status), r.StatusMessage, r.UpdatedAt.UnixNano(),
+	res, err := tx.StmtContext(ctx, s.st.update).ExecContext(ctx, string(r.Status), r.StatusMessage, r.UpdatedAt.UnixNano(),
 		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
 		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
 		nullString(r.LeaseOwner), nanos(r.LeaseExpiresAt), r.Fence, r.ID, loadedFence)
@@ -402,7 +437,7 @@ func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Re
 		return nil, false, fmt.Errorf("sqlitestore: %s %s: begin: %w", op, id, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	r, err := scanRecord(tx.QueryRowContext(ctx, s.q.load, id))
+	r, err := scanRecord(tx.StmtContext(ctx, s.st.load).QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, fmt.Errorf("sqlitestore: %s %s: %w", op, id, task.ErrNotFound)
 	}
@@ -450,7 +485,7 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (
 	var settled [][2]*task.Record
 	var claimed *task.Record
 	for range maxClaimScan {
-		r, err := scanRecord(tx.QueryRowContext(ctx, s.q.claim, now.UnixNano()))
+		r, err := scanRecord(tx.StmtContext(ctx, s.st.claim).QueryRowContext(ctx, now.UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
 			break
 		}
@@ -546,7 +581,7 @@ func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.Swe
 	for _, c := range changed {
 		s.publish(ctx, c[0], c[1])
 	}
-	out, err := s.write.ExecContext(ctx, s.q.purge, now.Add(-opts.Retention).UnixNano(), opts.Limit)
+	out, err := s.st.purge.ExecContext(ctx, now.Add(-opts.Retention).UnixNano(), opts.Limit)
 	if err != nil {
 		return res, fmt.Errorf("sqlitestore: purge: %w", err)
 	}
@@ -564,7 +599,7 @@ func (s *Store) expire(ctx context.Context, now time.Time, opts task.SweepOption
 		return nil, fmt.Errorf("sqlitestore: expire: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := tx.QueryContext(ctx, s.q.expire, now.UnixNano(), opts.Limit)
+	rows, err := tx.StmtContext(ctx, s.st.expire).QueryContext(ctx, now.UnixNano(), opts.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: expire: select: %w", err)
 	}
@@ -608,7 +643,14 @@ func (s *Store) expire(ctx context.Context, now time.Time, opts task.SweepOption
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.closeErr = errors.Join(s.hub.Close(), s.write.Close(), s.read.Close())
+		errs := []error{s.hub.Close()}
+		for _, st := range []*sql.Stmt{s.st.insert, s.st.load, s.st.update, s.st.claim, s.st.expire, s.st.purge, s.st.get} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
+		errs = append(errs, s.write.Close(), s.read.Close())
+		s.closeErr = errors.Join(errs...)
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlitestore: close: %w", s.closeErr)
 		}

@@ -134,9 +134,11 @@ func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test skipped in -short mode")
 	}
+	// synchronous=NORMAL: this test is about concurrency, not about fsync
+	// latency (see the benchmark for FULL).
 	path := filepath.Join(t.TempDir(), "load.db")
-	a := open(t, path, sqlitestore.Options{})
-	b := open(t, path, sqlitestore.Options{})
+	a := open(t, path, sqlitestore.Options{Synchronous: "NORMAL"})
+	b := open(t, path, sqlitestore.Options{Synchronous: "NORMAL"})
 	storetest.RunLoad(t, []task.Store{a, b}, storetest.LoadConfig{})
 }
 

@@ -84,6 +84,31 @@ func RunLoad(t *testing.T, stores []task.Store, cfg LoadConfig) {
 		})
 	}
 
+	// Clients learn about changes from ChannelChanged events, routed to the
+	// creator owning the task, with a slow fallback poll (events are hints;
+	// a handle does not hear changes made through another handle).
+	var routeMu sync.Mutex
+	route := map[string]chan string{}
+	for _, s := range stores {
+		ch, err := s.Subscribe(ctx, task.ChannelChanged)
+		if err != nil {
+			t.Fatalf("Subscribe: %v", err)
+		}
+		go func() {
+			for id := range ch {
+				routeMu.Lock()
+				inbox := route[id]
+				routeMu.Unlock()
+				if inbox != nil {
+					select {
+					case inbox <- id:
+					default:
+					}
+				}
+			}
+		}()
+	}
+
 	var created, completed atomic.Int64
 	errs := make(chan error, cfg.Creators)
 	var wg sync.WaitGroup
@@ -91,51 +116,74 @@ func RunLoad(t *testing.T, stores []task.Store, cfg LoadConfig) {
 	for c := range cfg.Creators {
 		wg.Go(func() {
 			s := stores[c%len(stores)]
+			inbox := make(chan string, 4*per)
 			want := map[string]int{}
 			for i := range per {
 				n := c*per + i
 				if n >= cfg.Tasks {
 					break
 				}
-				r, err := s.Create(ctx, task.NewTask{Operation: "load", Params: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))})
+				id, err := task.NewID()
 				if err != nil {
 					errs <- err
 					return
 				}
-				created.Add(1)
-				want[r.ID] = n
-			}
-			deadline := time.Now().Add(cfg.Timeout)
-			for len(want) > 0 {
-				if time.Now().After(deadline) {
-					errs <- fmt.Errorf("creator %d: %d tasks unfinished after %v", c, len(want), cfg.Timeout)
+				routeMu.Lock()
+				route[id] = inbox
+				routeMu.Unlock()
+				if _, err := s.Create(ctx, task.NewTask{ID: id, Operation: "load", Params: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}); err != nil {
+					errs <- err
 					return
 				}
-				for id, n := range want {
-					r, err := s.Get(ctx, id)
-					if err != nil {
-						errs <- err
-						return
-					}
-					switch r.Status {
-					case task.InputRequired:
-						if _, err := s.SubmitInput(ctx, id, json.RawMessage(fmt.Sprintf(`{"x":%d}`, n%1000))); err != nil {
-							errs <- err
-							return
-						}
-					case task.Completed:
-						if !jsonEqual(r.Result, fmt.Appendf(nil, `{"v":%d}`, n*1000+n%1000)) {
-							errs <- fmt.Errorf("task %s (n=%d): result %s", id, n, r.Result)
-							return
-						}
-						completed.Add(1)
-						delete(want, id)
-					case task.Failed, task.Cancelled:
-						errs <- fmt.Errorf("task %s (n=%d) ended %s: %s", id, n, r.Status, r.Error)
-						return
-					}
+				created.Add(1)
+				want[id] = n
+			}
+			visit := func(id string) error {
+				n, ok := want[id]
+				if !ok {
+					return nil
 				}
-				time.Sleep(20 * time.Millisecond)
+				r, err := s.Get(ctx, id)
+				if err != nil {
+					return err
+				}
+				switch r.Status {
+				case task.InputRequired:
+					if _, err := s.SubmitInput(ctx, id, json.RawMessage(fmt.Sprintf(`{"x":%d}`, n%1000))); err != nil {
+						return err
+					}
+				case task.Completed:
+					if !jsonEqual(r.Result, fmt.Appendf(nil, `{"v":%d}`, n*1000+n%1000)) {
+						return fmt.Errorf("task %s (n=%d): result %s", id, n, r.Result)
+					}
+					completed.Add(1)
+					delete(want, id)
+				case task.Failed, task.Cancelled:
+					return fmt.Errorf("task %s (n=%d) ended %s: %s", id, n, r.Status, r.Error)
+				}
+				return nil
+			}
+			poll := time.NewTicker(time.Second)
+			defer poll.Stop()
+			deadline := time.After(cfg.Timeout)
+			for len(want) > 0 {
+				var err error
+				select {
+				case id := <-inbox:
+					err = visit(id)
+				case <-poll.C:
+					for id := range want {
+						if err = visit(id); err != nil {
+							break
+						}
+					}
+				case <-deadline:
+					err = fmt.Errorf("creator %d: %d tasks unfinished after %v", c, len(want), cfg.Timeout)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
 			}
 		})
 	}
