@@ -2,21 +2,75 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/task"
+	"github.com/weftmcp/weft/task/sqlitestore"
 )
 
-// newDemoServer builds the demo: every tool shows one capability.
-func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string) (*weft.Server, error) {
+// demo is the running demo: the MCP server and what it owns.
+type demo struct {
+	srv    *weft.Server
+	stores *demoStores
+	tasks  task.Store
+}
+
+// Close releases the demo's stores.
+func (d *demo) Close() error {
+	return errors.Join(d.tasks.Close(), d.stores.db.Close())
+}
+
+// newDemo builds the demo: every tool shows one capability. Tasks and
+// handles live in SQLite files under dataDir (or tasks in tasksStore when
+// one is given).
+func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector, dataDir, baseURL string, admission weft.Admission, tasksStore task.Store) (*demo, error) {
 	s := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
-		Logger:       logger,
-		Protector:    protector,
-		Instructions: "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, prompts and resources.",
+		Logger:         logger,
+		Protector:      protector,
+		Admission:      admission,
+		URLElicitation: elicit.URLPolicy{Development: true},
+		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
+	if tasksStore == nil {
+		var err error
+		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(dataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
+			return nil, fmt.Errorf("open task store: %w", err)
+		}
+	}
+	stores, err := openDemoStores(ctx, dataDir, baseURL)
+	if err != nil {
+		_ = tasksStore.Close()
+		return nil, err
+	}
+	d := &demo{srv: s, stores: stores, tasks: tasksStore}
+	if err := d.register(); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *demo) register() error {
+	s := d.srv
+	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks}); err != nil {
+		return err
+	}
+	for _, add := range []func() error{
+		func() error { return addCart(s, d.stores) },
+		func() error { return addAccountLink(s, d.stores) },
+		func() error { return addReport(s) },
+	} {
+		if err := add(); err != nil {
+			return err
+		}
+	}
 	form := weft.FormElicitation(weft.Conditional)
 
 	// catalog.continue: the approval flow of the product page. It asks for
@@ -37,7 +91,7 @@ func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string
 		}
 		return continueFrom(state, req.InputResponses())
 	}); err != nil {
-		return nil, err
+		return err
 	}
 
 	// refund.request: asks for an exact decimal amount and validates it.
@@ -48,7 +102,7 @@ func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string
 		Inputs:      []weft.InputDeclaration{form},
 		StateMode:   weft.StateFramework,
 	}, refundHandler(form)); err != nil {
-		return nil, err
+		return err
 	}
 
 	if err := s.AddPrompt(weft.Prompt{
@@ -75,14 +129,14 @@ func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string
 		return &weft.GetPromptResult{Messages: []weft.PromptMessage{{Role: weft.RoleUser,
 			Content: weft.TextContent(fmt.Sprintf("Summarize the following text in a %s tone:\n\n%s", tone, args["text"]))}}}, nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "weft://demo/readme", Name: "readme",
 		Description: "What this demo shows.", MimeType: "text/markdown"}, Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/markdown", demoReadme)}}, nil
 		}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "weft://demo/orders/{id}", Name: "order",
 		Description: "An order by id.", MimeType: "application/json"},
@@ -95,10 +149,9 @@ func newDemoServer(logger *slog.Logger, protector seal.Protector, dataDir string
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "application/json", string(body))}}, nil
 		}); err != nil {
-		return nil, err
+		return err
 	}
-	_ = dataDir
-	return s, nil
+	return nil
 }
 
 const demoReadme = "# Weft demo\n\nTools: catalog.continue (form approval + sealed state), refund.request (exact decimal amounts).\n"

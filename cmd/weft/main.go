@@ -77,18 +77,21 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
 	}
 	mgr := seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
-	srv, err := newDemoServer(logger, mgr, *data)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d, err := newDemo(ctx, logger, mgr, *data, "http://"+*addr, nil, nil)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer d.Close()
+	srv := d.srv
 	if *stdio {
 		logger.Info("weft demo on stdio", "versions", weft.ProtocolVersion, "keyring", kr.Fingerprint().String())
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
+	mux.HandleFunc("/link/", d.stores.linkPage)
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()

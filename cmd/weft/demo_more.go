@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/handle"
+	_ "modernc.org/sqlite" // the embedded database driver
+)
+
+// demoStores are the demo's embedded stores in the data directory.
+type demoStores struct {
+	db      *sql.DB
+	handles *handle.Store
+	links   sync.Map // handle -> struct{}: URL-elicitation links completed in the browser
+	baseURL string   // where the link page is served, e.g. http://127.0.0.1:8080
+}
+
+func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, error) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "handles.db")+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, fmt.Errorf("open handle database: %w", err)
+	}
+	hs, err := handle.New(ctx, db, handle.SQLite)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &demoStores{db: db, handles: hs, baseURL: baseURL}, nil
+}
+
+func binding(req *weft.Request, op string) handle.Binding {
+	return handle.Binding{Principal: req.Identity.Principal, Partition: req.Identity.Partition, Operation: op}
+}
+
+// addCart registers cart.checkout: application-protected state carrying a
+// rotating durable handle; every retry redeems the handle and gets a new one.
+func addCart(s *weft.Server, st *demoStores) error {
+	form := weft.FormElicitation(weft.Conditional)
+	confirm, err := elicit.Form("Check out these items?", elicit.BooleanField("confirm").Title("Confirm the order").Required())
+	if err != nil {
+		return err
+	}
+	shipping, err := elicit.Form("How should we ship?", elicit.EnumField("speed", "standard", "express").Title("Shipping").Required())
+	if err != nil {
+		return err
+	}
+	type cart struct {
+		Items []string `json:"items"`
+		Step  string   `json:"step"`
+	}
+	type args struct {
+		Items []string `json:"items" jsonschema:"the items to buy"`
+	}
+	return weft.AddTool(s, weft.Tool{Name: "cart.checkout", Description: "Checks out a cart in two confirmation rounds; the cart lives server-side behind a rotating handle.",
+		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateApplication},
+		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
+			b := binding(req, "cart.checkout")
+			h, retry := req.ApplicationState()
+			if !retry {
+				payload, _ := json.Marshal(cart{Items: in.Items, Step: "confirm"})
+				h, err := st.handles.Issue(ctx, b, payload, 15*time.Minute)
+				if err != nil {
+					return nil, err
+				}
+				return nil, weft.AskInput("confirm", weft.Elicit(form, confirm)).WithApplicationState(h)
+			}
+			var c cart
+			switch payload, err := st.handles.Consume(ctx, h, b); {
+			case errors.Is(err, handle.ErrInvalid):
+				return nil, &weft.ToolError{Message: "This checkout is invalid or has expired; start again."}
+			case err != nil:
+				return nil, err
+			default:
+				if err := json.Unmarshal(payload, &c); err != nil {
+					return nil, err
+				}
+			}
+			reissue := func(c cart, key string, r elicit.Request) error {
+				payload, _ := json.Marshal(c)
+				next, err := st.handles.Issue(ctx, b, payload, 15*time.Minute)
+				if err != nil {
+					return err
+				}
+				return weft.AskInput(key, weft.Elicit(form, r)).WithApplicationState(next)
+			}
+			switch c.Step {
+			case "confirm":
+				content, outcome, present, err := weft.Answer(req.InputResponses(), "confirm", confirm)
+				switch {
+				case !present || err != nil:
+					return nil, reissue(c, "confirm", confirm)
+				case outcome != elicit.Accepted:
+					return text("Checkout cancelled; nothing was ordered."), nil
+				}
+				if ok, _ := content.Get("confirm"); !exactjson.Equal(ok, exactjson.Bool(true)) {
+					return text("Checkout not confirmed; nothing was ordered."), nil
+				}
+				c.Step = "shipping"
+				return nil, reissue(c, "shipping", shipping)
+			case "shipping":
+				content, outcome, present, err := weft.Answer(req.InputResponses(), "shipping", shipping)
+				switch {
+				case !present || err != nil:
+					return nil, reissue(c, "shipping", shipping)
+				case outcome != elicit.Accepted:
+					return text("Checkout cancelled; nothing was ordered."), nil
+				}
+				speed, _ := content.Get("speed")
+				sp, _ := speed.AsString()
+				return text(fmt.Sprintf("Ordered %s with %s shipping.", strings.Join(c.Items, ", "), sp)), nil
+			}
+			return nil, &weft.ToolError{Message: "This checkout is in an unknown state; start again."}
+		})
+}
+
+func text(s string) *weft.CallToolResult {
+	return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(s)}}
+}
+
+// addAccountLink registers account.link: URL-mode elicitation to a page the
+// server owns, with an opaque single-purpose handle in the path.
+func addAccountLink(s *weft.Server, st *demoStores) error {
+	urlDecl := weft.URLElicitation(weft.Conditional)
+	return s.AddTool(weft.Tool{Name: "account.link", Description: "Links an external account: the user opens a page, then retries.",
+		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
+		Inputs:      []weft.InputDeclaration{urlDecl}, StateMode: weft.StateFramework},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			b := binding(req, "account.link")
+			ask := func(h string) error {
+				link, err := elicit.HandleURL(st.baseURL+"/link", h)
+				if err != nil {
+					return err
+				}
+				r, err := elicit.URL("Open this page to link your account, then come back.", link, elicit.URLPolicy{Development: true})
+				if err != nil {
+					return err
+				}
+				return weft.AskInput("link", weft.Elicit(urlDecl, r)).
+					WithFrameworkState(exactjson.Object(exactjson.Field("handle", exactjson.String(h))))
+			}
+			state, ok := req.FrameworkState()
+			if !ok {
+				h, err := st.handles.Issue(ctx, b, nil, 15*time.Minute)
+				if err != nil {
+					return nil, err
+				}
+				return nil, ask(h)
+			}
+			hv, _ := state.Get("handle")
+			h, _ := hv.AsString()
+			if resp, ok := req.InputResponses().Get("link"); ok {
+				if a, _ := resp.Get("action"); !exactjson.Equal(a, exactjson.String("accept")) {
+					return text("Account linking was cancelled."), nil
+				}
+			}
+			if _, done := st.links.Load(h); !done {
+				return nil, ask(h) // not finished in the browser yet: ask again
+			}
+			if _, err := st.handles.Consume(ctx, h, b); err != nil {
+				return nil, &weft.ToolError{Message: "This link is invalid or has expired; start again."}
+			}
+			st.links.Delete(h)
+			return text("Account linked."), nil
+		})
+}
+
+// linkPage serves the demo's account-link page (development only: a real
+// server verifies that the browser user is the MCP user before completing).
+func (st *demoStores) linkPage(w http.ResponseWriter, r *http.Request) {
+	h := strings.TrimPrefix(r.URL.Path, "/link/")
+	if len(h) != 43 || strings.ContainsAny(h, "/?#") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method == http.MethodPost {
+		st.links.Store(h, struct{}{})
+		fmt.Fprint(w, "<!doctype html><title>Linked</title><p>Account linked. Return to your assistant.</p>")
+		return
+	}
+	fmt.Fprintf(w, `<!doctype html><title>Link account</title><form method="post" action="/link/%s"><button>Link my account</button></form>`, html.EscapeString(h))
+}
+
+// addReport registers report.generate: a durable task with progress that
+// asks for input through tasks/update.
+func addReport(s *weft.Server) error {
+	form := weft.FormElicitation(weft.Conditional)
+	charts, err := elicit.Form("Include charts in the report?", elicit.BooleanField("charts").Title("Charts").Required())
+	if err != nil {
+		return err
+	}
+	type args struct {
+		Topic string `json:"topic"`
+	}
+	return weft.AddTool(s, weft.Tool{Name: "report.generate", Description: "Generates a report as a durable task (progress, then a question through tasks/update).",
+		Task: weft.TaskOptional, Inputs: []weft.InputDeclaration{form}},
+		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
+			if req.Task() == nil && req.TasksSupported() {
+				return nil, weft.RunAsTask(exactjson.Value{})
+			}
+			content, outcome, present, err := weft.Answer(req.InputResponses(), "charts", charts)
+			if !present || err != nil {
+				for i := 1; i <= 4; i++ {
+					_ = req.Progress(float64(i*25), 100, "collecting data")
+					select {
+					case <-time.After(250 * time.Millisecond):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				if req.Task() == nil {
+					// Served synchronously (no tasks extension): no charts.
+					return text("Report on " + in.Topic + " (without charts)."), nil
+				}
+				return nil, weft.AskInput("charts", weft.Elicit(form, charts))
+			}
+			withCharts := false
+			if outcome == elicit.Accepted {
+				v, _ := content.Get("charts")
+				withCharts = exactjson.Equal(v, exactjson.Bool(true))
+			}
+			if withCharts {
+				return text("Report on " + in.Topic + " with charts."), nil
+			}
+			return text("Report on " + in.Topic + " without charts."), nil
+		})
+}
