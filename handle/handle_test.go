@@ -17,7 +17,7 @@ import (
 
 type clock struct{ t atomic.Int64 }
 
-func (c *clock) now() time.Time     { return time.UnixMilli(c.t.Load()) }
+func (c *clock) now() time.Time      { return time.UnixMilli(c.t.Load()) }
 func (c *clock) add(d time.Duration) { c.t.Add(d.Milliseconds()) }
 
 func stores(t *testing.T) map[string]func(t *testing.T, c *clock) *handle.Store {

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/sqlitestore"

@@ -45,7 +45,6 @@ func client(d *demo, user string, kinds ...weft.InputKind) *wefttest.Client {
 	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(kinds...)))
 }
 
-
 func TestCatalogContinue(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
