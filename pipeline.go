@@ -105,6 +105,9 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		return errReply(m.id, methodNotFound(m.method))
 	}
 	name, e := targetName(m.method, m.params)
+	if cm, ok := s.customMethod(m.method); ok && cm.opts.NameParam != "" {
+		name, e = nameParam(cm.opts.NameParam, m.params)
+	}
 	if e != nil {
 		return errReply(m.id, e)
 	}
@@ -189,6 +192,9 @@ func (s *Server) methods(method string) (methodHandler, bool) {
 		return s.handleTasksUpdate, s.taskEngine() != nil
 	case "tasks/cancel":
 		return s.handleTasksCancel, s.taskEngine() != nil
+	}
+	if m, ok := s.customMethod(method); ok {
+		return s.handleCustom(m), true
 	}
 	return nil, false
 }
@@ -312,6 +318,10 @@ func targetName(method string, params exactjson.Value) (target, *Error) {
 	default:
 		return target{}, nil
 	}
+	return nameParam(member, params)
+}
+
+func nameParam(member string, params exactjson.Value) (target, *Error) {
 	v, ok := params.Get(member)
 	s, isStr := v.AsString()
 	if !ok || !isStr {

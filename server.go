@@ -163,6 +163,7 @@ type Server struct {
 	protector  seal.Protector
 	ephemeral  bool
 	tasks      *taskEngine
+	custom     map[string]customMethod
 	extensions map[string]exactjson.Value
 
 	bus      *bus

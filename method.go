@@ -1,0 +1,118 @@
+package weft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// MethodHandler handles a custom or extension method registered with
+// [Server.HandleMethod]. It returns the result's members; the framework adds
+// resultType and _meta serverInfo. Errors follow the rules of [ToolHandler]
+// (an *Error is sent as is, anything else as "Internal error").
+type MethodHandler func(ctx context.Context, req *Request) (*MethodResult, error)
+
+// MethodResult is the result of a [MethodHandler].
+type MethodResult struct {
+	// Body holds the result members: a JSON object (null means none).
+	Body exactjson.Value
+	// Cache adds ttlMs and cacheScope (for cacheable results).
+	Cache *CachePolicy
+	// Meta is merged into the result's _meta.
+	Meta exactjson.Value
+}
+
+type customMethod struct {
+	handler MethodHandler
+	opts    MethodOptions
+}
+
+// MethodOptions describe a custom method.
+type MethodOptions struct {
+	// NameParam names the params member that the Mcp-Name header mirrors
+	// (for example "uri"); empty means the method has no Mcp-Name.
+	NameParam string
+}
+
+// HandleMethod registers a handler for a method that is not built in, such as
+// an extension's (for example "skills/list"). The request passes the same
+// validation, admission and observer as built-in methods. Built-in and
+// reserved methods (notifications/*, tasks/*) cannot be registered.
+func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler) error {
+	if h == nil {
+		return fmt.Errorf("weft: method %q: nil handler", method)
+	}
+	if method == "" || strings.HasPrefix(method, "notifications/") || strings.HasPrefix(method, "tasks/") {
+		return fmt.Errorf("weft: method %q cannot be registered", method)
+	}
+	if legacyOnly(method) {
+		return fmt.Errorf("weft: method %q is reserved", method)
+	}
+	switch method {
+	case "server/discover", "subscriptions/listen", "tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read", "completion/complete":
+		return fmt.Errorf("weft: method %q is built in", method)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.custom == nil {
+		s.custom = map[string]customMethod{}
+	}
+	s.custom[method] = customMethod{handler: h, opts: opts}
+	return nil
+}
+
+func (s *Server) customMethod(method string) (customMethod, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.custom[method]
+	return m, ok
+}
+
+func (s *Server) handleCustom(m customMethod) methodHandler {
+	return func(ctx context.Context, req *Request, in *inbound) reply {
+		if obs := s.opts.Observer; obs != nil {
+			obs.RequestStarted(ctx, req)
+		}
+		res, err := m.handler(ctx, req)
+		var rep reply
+		outcome := OutcomeComplete
+		switch {
+		case err != nil:
+			e := asError(err)
+			if e.reserved && e.Code == CodeInternalError {
+				s.log.Error("weft: method handler failed", "method", req.Method, "err", err)
+				outcome = OutcomeInternalError
+			} else {
+				outcome = OutcomeApplicationError
+			}
+			rep = errReply(req.ID, e)
+		case res == nil:
+			rep, outcome = errReply(req.ID, internalError(errors.New("method handler returned no result"))), OutcomeInternalError
+		default:
+			body := res.Body
+			rep = s.resultReply("complete", func(e *enc) {
+				for k, v := range body.All() {
+					if k == "resultType" || k == "_meta" || k == "ttlMs" || k == "cacheScope" {
+						continue
+					}
+					e.value(k, v)
+				}
+			}, res.Cache, res.Meta)
+			if rep.err != nil {
+				outcome = OutcomeInternalError
+			}
+		}
+		if obs := s.opts.Observer; obs != nil {
+			var e error
+			if rep.err != nil {
+				e = rep.err
+			}
+			obs.RequestFinished(ctx, req, outcome, e)
+		}
+		return rep
+	}
+}
