@@ -1,0 +1,18 @@
+// Package client is an MCP 2026-07-28 client: stateless requests carrying
+// their own _meta (protocol version, client capabilities, client info),
+// the Streamable HTTP and stdio transports, an automatic multi round-trip
+// (MRTR) loop that answers the server's input requests (elicitation,
+// sampling, roots) through registered handlers, and the tasks extension
+// (io.modelcontextprotocol/tasks): following a task to its result by
+// polling tasks/get, answering its input requests with tasks/update, and
+// cancelling it with tasks/cancel.
+//
+//	c := client.New(client.NewHTTPTransport("http://127.0.0.1:3917/mcp", nil), client.Options{
+//		Handlers: client.Handlers{Elicit: askUser},
+//	})
+//	res, err := c.CallTool(ctx, "get_weather", map[string]any{"city": "Paris"})
+//
+// Errors sent by the server are *RPCError; local failures are plain
+// errors (ErrClosed, ErrProtocol, ErrTooManyRounds, *MissingHandlerError,
+// *HTTPError, *TaskError).
+package client

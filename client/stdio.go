@@ -1,0 +1,381 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// StdioTransport speaks MCP's stdio framing (one JSON-RPC message per line)
+// over a byte stream pair. Concurrent requests are multiplexed by id;
+// progress notifications are routed to their request by progressToken,
+// subscription notifications by their subscriptionId, and a notification
+// no request claims goes to the request if only one is in flight, otherwise
+// to the unrouted handler. A request whose context ends is cancelled with
+// notifications/cancelled.
+type StdioTransport struct {
+	w      io.Writer
+	closer func() error
+
+	wmu sync.Mutex // serializes writes
+
+	mu       sync.Mutex
+	pending  map[string]*stdioCall // by id key
+	tokens   map[string]*stdioCall // by progress token key
+	unrouted func(Notification)
+	closed   bool
+	err      error // why the transport is closed
+	done     chan struct{}
+	closeMu  sync.Once
+	maxLine  int
+	closeErr error
+}
+
+type stdioCall struct {
+	mu    sync.Mutex
+	notes []Notification
+	resp  *Response
+	wake  chan struct{}
+}
+
+func (c *stdioCall) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NewStdioTransport runs the stdio framing over r (server to client) and w
+// (client to server). Close closes w and r when they are io.Closers.
+func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
+	t := newStdio(r, w)
+	t.closer = func() error {
+		var errs []error
+		if c, ok := w.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+		if c, ok := r.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+	return t
+}
+
+func newStdio(r io.Reader, w io.Writer) *StdioTransport {
+	t := &StdioTransport{
+		w:       w,
+		pending: map[string]*stdioCall{},
+		tokens:  map[string]*stdioCall{},
+		done:    make(chan struct{}),
+		maxLine: exactjson.MaxInputBytesCeiling,
+	}
+	go t.readLoop(r)
+	return t
+}
+
+// CommandShutdownTimeout is how long Close waits for a command started by
+// [CommandTransport] to exit after its stdin is closed, and again after
+// SIGTERM, before killing it.
+const CommandShutdownTimeout = 5 * time.Second
+
+// CommandTransport starts cmd as an MCP server speaking stdio and returns
+// its transport. cmd's Stdin and Stdout must be unset; Stderr is left as
+// configured (nil discards it). Close shuts the server down the way the
+// spec asks: close its stdin, wait, then SIGTERM, then SIGKILL.
+func CommandTransport(cmd *exec.Cmd) (*StdioTransport, error) {
+	if cmd.Stdin != nil || cmd.Stdout != nil {
+		return nil, errors.New("client: CommandTransport needs a command without Stdin and Stdout")
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("client: starting %s: %w", cmd.Path, err)
+	}
+	inR.Close()
+	outW.Close()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t := newStdio(outR, inW)
+	t.closer = func() error {
+		inW.Close()
+		wait := func() bool {
+			select {
+			case <-exited:
+				return true
+			case <-time.After(CommandShutdownTimeout):
+				return false
+			}
+		}
+		if !wait() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if !wait() {
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+		outR.Close()
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			return nil // the server's exit status is not the client's error
+		}
+		return waitErr
+	}
+	return t, nil
+}
+
+// SetUnroutedHandler sets the handler for notifications no in-flight
+// request claims. It runs on the reader goroutine and must not block.
+func (t *StdioTransport) SetUnroutedHandler(f func(Notification)) {
+	t.mu.Lock()
+	t.unrouted = f
+	t.mu.Unlock()
+}
+
+// Close closes the transport (for a command: shuts the server down) and
+// fails requests in flight with ErrClosed.
+func (t *StdioTransport) Close() error {
+	t.closeMu.Do(func() {
+		t.fail(ErrClosed)
+		if t.closer != nil {
+			t.closeErr = t.closer()
+		}
+	})
+	return t.closeErr
+}
+
+// fail marks the transport closed and wakes every pending call.
+func (t *StdioTransport) fail(err error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed, t.err = true, err
+	calls := t.pending
+	t.pending, t.tokens = map[string]*stdioCall{}, map[string]*stdioCall{}
+	t.mu.Unlock()
+	close(t.done)
+	for _, c := range calls {
+		c.signal()
+	}
+}
+
+func (t *StdioTransport) write(line []byte) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	line = append(line, '\n')
+	_, err := t.w.Write(line)
+	return err
+}
+
+// Do sends req and waits for its response, delivering routed notifications
+// on the calling goroutine.
+func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notification)) (*Response, error) {
+	line, err := encodeRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
+	}
+	key := idKey(exactjson.Int(req.ID))
+	call := &stdioCall{wake: make(chan struct{}, 1)}
+	var tokenKey string
+	if tok, ok := metaOf(req.Params).Get("progressToken"); ok {
+		tokenKey = idKey(tok)
+	}
+	t.mu.Lock()
+	if t.closed {
+		err := t.err
+		t.mu.Unlock()
+		return nil, err
+	}
+	if _, dup := t.pending[key]; dup {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("client: request id %d is already in flight", req.ID)
+	}
+	t.pending[key] = call
+	if tokenKey != "" {
+		t.tokens[tokenKey] = call
+	}
+	t.mu.Unlock()
+	unregister := func() {
+		t.mu.Lock()
+		if t.pending[key] == call {
+			delete(t.pending, key)
+		}
+		if tokenKey != "" && t.tokens[tokenKey] == call {
+			delete(t.tokens, tokenKey)
+		}
+		t.mu.Unlock()
+	}
+	cancelMsg := func() []byte {
+		params := exactjson.Object(
+			exactjson.Field("requestId", exactjson.Int(req.ID)),
+			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error())))
+		b, _ := encodeNotification("notifications/cancelled", params)
+		return b
+	}
+	// Write without letting a stalled peer hold the caller past ctx.
+	written := make(chan error, 1)
+	go func() { written <- t.write(line) }()
+	select {
+	case err := <-written:
+		if err != nil {
+			unregister()
+			err = fmt.Errorf("%w: write: %v", ErrClosed, err)
+			t.fail(err)
+			return nil, err
+		}
+	case <-ctx.Done():
+		unregister()
+		msg := cancelMsg()
+		go func() {
+			if <-written == nil && msg != nil {
+				_ = t.write(msg)
+			}
+		}()
+		return nil, ctx.Err()
+	}
+	// drain delivers queued notifications and reports the response if it
+	// has arrived (after every notification that preceded it).
+	drain := func() *Response {
+		for {
+			call.mu.Lock()
+			notes, resp := call.notes, call.resp
+			call.notes = nil
+			call.mu.Unlock()
+			for _, n := range notes {
+				if notify != nil {
+					notify(n)
+				}
+			}
+			if len(notes) == 0 {
+				return resp
+			}
+		}
+	}
+	for {
+		select {
+		case <-call.wake:
+			if resp := drain(); resp != nil {
+				return resp, nil
+			}
+		case <-t.done:
+			if resp := drain(); resp != nil {
+				return resp, nil
+			}
+			t.mu.Lock()
+			err := t.err
+			t.mu.Unlock()
+			return nil, err
+		case <-ctx.Done():
+			unregister()
+			if resp := drain(); resp != nil {
+				return resp, nil
+			}
+			// Tell the server; do not wait for the write.
+			if msg := cancelMsg(); msg != nil {
+				go func() { _ = t.write(msg) }()
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (t *StdioTransport) readLoop(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, t.maxLine)
+		if len(line) > 0 {
+			t.handleLine(line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				t.fail(fmt.Errorf("%w: the server closed its output", ErrClosed))
+			} else {
+				t.fail(fmt.Errorf("%w: read: %v", ErrClosed, err))
+			}
+			return
+		}
+	}
+}
+
+func (t *StdioTransport) handleLine(line []byte) {
+	m, err := parseMessage(line)
+	if err != nil {
+		return // not a protocol message: ignore it
+	}
+	switch m.kind {
+	case msgResponse:
+		key := idKey(m.id)
+		t.mu.Lock()
+		call := t.pending[key]
+		delete(t.pending, key)
+		for k, c := range t.tokens {
+			if c == call {
+				delete(t.tokens, k)
+			}
+		}
+		t.mu.Unlock()
+		if call != nil {
+			call.mu.Lock()
+			call.resp = m.resp
+			call.mu.Unlock()
+			call.signal()
+		}
+	case msgNotification:
+		n := Notification{Method: m.method, Params: m.params}
+		call, unrouted := t.route(n)
+		if call != nil {
+			call.mu.Lock()
+			call.notes = append(call.notes, n)
+			call.mu.Unlock()
+			call.signal()
+		} else if unrouted != nil {
+			unrouted(n)
+		}
+	}
+}
+
+// route finds the call a notification belongs to.
+func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tok, ok := n.Params.Get("progressToken"); ok && n.Method == "notifications/progress" {
+		return t.tokens[idKey(tok)], t.unrouted
+	}
+	if sid, ok := metaOf(n.Params).Get(metaSubscriptionID); ok {
+		return t.pending[idKey(sid)], t.unrouted
+	}
+	if len(t.pending) == 1 {
+		for _, c := range t.pending {
+			return c, nil
+		}
+	}
+	return nil, t.unrouted
+}

@@ -1,0 +1,192 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// Request is one outgoing JSON-RPC request as a [Transport] sees it.
+type Request struct {
+	// ID is the JSON-RPC id. The [Client] gives every request, including
+	// every MRTR retry, a fresh one.
+	ID int64
+	// Method is the JSON-RPC method.
+	Method string
+	// Params is the params object, _meta included.
+	Params exactjson.Value
+	// Header holds extra HTTP request-metadata headers, i.e. the
+	// Mcp-Param-{Name} mirrors of x-mcp-header tool arguments. Transports
+	// without a header layer ignore it. The standard headers
+	// (MCP-Protocol-Version, Mcp-Method, Mcp-Name) are derived from the
+	// body by the HTTP transport itself.
+	Header http.Header
+}
+
+// Response is a JSON-RPC response: exactly one of Result and Error is set.
+type Response struct {
+	Result exactjson.Value
+	Error  *RPCError
+}
+
+// Notification is a JSON-RPC notification sent by the server: request
+// scoped (notifications/progress, notifications/message) or delivered on a
+// subscriptions/listen stream.
+type Notification struct {
+	Method string
+	Params exactjson.Value
+}
+
+// Transport carries requests to one MCP server.
+//
+// Do sends req and waits for its response. Notifications the server sends
+// for this request are passed to notify, in order and on the calling
+// goroutine, before Do returns. When ctx ends first, Do cancels the request
+// on the wire (closing the HTTP response stream, or sending
+// notifications/cancelled on stdio) and returns ctx's error. Errors returned
+// by Do are local (transport) errors; a JSON-RPC error from the server is a
+// Response with Error set.
+type Transport interface {
+	Do(ctx context.Context, req *Request, notify func(Notification)) (*Response, error)
+	Close() error
+}
+
+// ParamHeaderTransport is implemented by transports that mirror
+// x-mcp-header tool arguments into Mcp-Param-{Name} headers (Streamable
+// HTTP). For such a transport the [Client] keeps the tool input schemas from
+// tools/list, lists the tools once before its first tools/call, drops tools
+// whose x-mcp-header annotations are invalid, and fills [Request.Header].
+type ParamHeaderTransport interface {
+	Transport
+	MirrorsParamHeaders() bool
+}
+
+// UnroutedNotifier is implemented by transports that can receive
+// notifications no in-flight request claims (on stdio, a log message while
+// several requests are running). [New] installs the client's notification
+// dispatcher as the handler. The handler runs on the transport's reader and
+// must not block.
+type UnroutedNotifier interface {
+	SetUnroutedHandler(func(Notification))
+}
+
+// ErrClosed is returned for requests on a closed or broken transport.
+var ErrClosed = errors.New("client: transport closed")
+
+// ErrProtocol marks a malformed or unexpected message from the server.
+var ErrProtocol = errors.New("client: protocol error")
+
+func protocolErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// parseLimits are the exactjson limits for server messages.
+var parseLimits = exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling, MaxStringBytes: exactjson.MaxStringBytesCeiling}
+
+// encodeRequest returns the compact JSON of req.
+func encodeRequest(req *Request) ([]byte, error) {
+	params := req.Params
+	if params.Kind() != exactjson.KindObject {
+		params = exactjson.Object()
+	}
+	return exactjson.Encode(exactjson.Object(
+		exactjson.Field("jsonrpc", exactjson.String("2.0")),
+		exactjson.Field("id", exactjson.Int(req.ID)),
+		exactjson.Field("method", exactjson.String(req.Method)),
+		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
+}
+
+func encodeNotification(method string, params exactjson.Value) ([]byte, error) {
+	return exactjson.Encode(exactjson.Object(
+		exactjson.Field("jsonrpc", exactjson.String("2.0")),
+		exactjson.Field("method", exactjson.String(method)),
+		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
+}
+
+// message is a classified incoming JSON-RPC message.
+type message struct {
+	kind   msgKind
+	id     exactjson.Value // responses and server requests
+	method string          // notifications and server requests
+	params exactjson.Value
+	resp   *Response
+}
+
+type msgKind uint8
+
+const (
+	msgResponse msgKind = iota + 1
+	msgNotification
+	msgRequest // the server must not send these; they are ignored
+)
+
+// parseMessage classifies one incoming message.
+func parseMessage(data []byte) (message, error) {
+	v, err := exactjson.Parse(data, parseLimits)
+	if err != nil {
+		return message{}, protocolErrorf("invalid JSON from server: %v", err)
+	}
+	if v.Kind() != exactjson.KindObject {
+		return message{}, protocolErrorf("server message is not an object")
+	}
+	id, hasID := v.Get("id")
+	if mv, ok := v.Get("method"); ok {
+		method, isStr := mv.AsString()
+		if !isStr {
+			return message{}, protocolErrorf("method is not a string")
+		}
+		params, _ := v.Get("params")
+		if hasID {
+			return message{kind: msgRequest, id: id, method: method, params: params}, nil
+		}
+		return message{kind: msgNotification, method: method, params: params}, nil
+	}
+	if ev, ok := v.Get("error"); ok {
+		return message{kind: msgResponse, id: id, resp: &Response{Error: parseRPCError(ev)}}, nil
+	}
+	if rv, ok := v.Get("result"); ok {
+		if rv.Kind() != exactjson.KindObject {
+			return message{}, protocolErrorf("result is not an object")
+		}
+		return message{kind: msgResponse, id: id, resp: &Response{Result: rv}}, nil
+	}
+	return message{}, protocolErrorf("message is neither a response nor a notification")
+}
+
+// idKey is the routing key of a JSON-RPC id or progress token: its compact
+// JSON, so that 5 and "5" stay distinct.
+func idKey(v exactjson.Value) string {
+	if n, ok := v.AsNumber(); ok {
+		if i, ok := n.Int64(); ok {
+			return strconv.FormatInt(i, 10)
+		}
+	}
+	b, err := exactjson.Encode(v, 0)
+	if err != nil {
+		return v.String()
+	}
+	return string(b)
+}
+
+// metaOf returns params._meta.
+func metaOf(params exactjson.Value) exactjson.Value {
+	m, _ := params.Get("_meta")
+	return m
+}
+
+// targetMember names the params member mirrored into Mcp-Name.
+func targetMember(method string) string {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name"
+	case "resources/read":
+		return "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return "taskId"
+	}
+	return ""
+}
