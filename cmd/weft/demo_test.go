@@ -41,14 +41,14 @@ func newTestDemo(t *testing.T) *demo {
 	return d
 }
 
-func client(d *demo, user string, kinds ...weft.InputKind) *wefttest.Client {
+func testClient(d *demo, user string, kinds ...weft.InputKind) *wefttest.Client {
 	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(kinds...)))
 }
 
 func TestCatalogContinue(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := client(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.InputFormElicitation)
 	for _, tc := range []struct {
 		action, want string
 	}{
@@ -72,7 +72,7 @@ func TestCatalogContinue(t *testing.T) {
 		}
 	}
 	// Without any elicitation capability the conditional request is refused with -32021.
-	if _, err := client(d, "alice").CallTool(ctx, "catalog.continue", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
+	if _, err := testClient(d, "alice").CallTool(ctx, "catalog.continue", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("missing capability: got %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestCatalogContinue(t *testing.T) {
 func TestRefundExactDecimal(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := client(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.InputFormElicitation)
 	first, err := c.CallTool(ctx, "refund.request", map[string]any{"orderId": "A-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +118,8 @@ func TestRefundExactDecimal(t *testing.T) {
 func TestCartHandles(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	alice := client(d, "alice", weft.InputFormElicitation)
-	bob := client(d, "bob", weft.InputFormElicitation)
+	alice := testClient(d, "alice", weft.InputFormElicitation)
+	bob := testClient(d, "bob", weft.InputFormElicitation)
 	a1, err := alice.CallTool(ctx, "cart.checkout", map[string]any{"items": []string{"tea"}})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestCartHandles(t *testing.T) {
 func TestAccountLink(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := client(d, "alice", weft.InputURLElicitation)
+	c := testClient(d, "alice", weft.InputURLElicitation)
 	first, err := c.CallTool(ctx, "account.link", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestAccountLink(t *testing.T) {
 		t.Fatalf("after the browser step: %v %q", err, final.Text())
 	}
 	// Form-only clients cannot be sent a URL request.
-	if _, err := client(d, "alice", weft.InputFormElicitation).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
+	if _, err := testClient(d, "alice", weft.InputFormElicitation).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("form-only client: %v", err)
 	}
 }

@@ -32,8 +32,12 @@ func main() {
 
 const usage = `usage:
   weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
+             [--admin 127.0.0.1:8081 --admin-token-file FILE]
   weft keys generate --id ID --keyring FILE
-  weft keys fingerprint --keyring FILE`
+  weft keys fingerprint --keyring FILE
+  weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
+  weft tools URL
+  weft call URL TOOL [--args JSON]`
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -44,6 +48,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serve(ctx, args[1:], stdin, stdout, stderr)
 	case "keys":
 		return keys(args[1:], stdout)
+	case "admin":
+		return adminCmd(ctx, args[1:], stdout)
+	case "tools":
+		return toolsCmd(ctx, args[1:], stdout)
+	case "call":
+		return callCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -58,6 +68,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	data := fs.String("data", "./weft-data", "data directory (created on first start)")
 	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
 	stdio := fs.Bool("stdio", false, "serve the demo over stdin/stdout instead of HTTP")
+	adminAddr := fs.String("admin", "", "admin listener address (loopback only; off when empty)")
+	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token (created with a random token when missing)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -93,7 +105,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	mux.Handle("/mcp", srv)
 	mux.HandleFunc("/link/", d.stores.linkPage)
 	hs := weft.NewHTTPServer(*addr, mux)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	if *adminAddr != "" {
+		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, path, logger)
+		if err != nil {
+			return err
+		}
+		defer as.Close()
+		go func() { errc <- as.ListenAndServe() }()
+		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n", *adminAddr)
+	}
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, weft.ProtocolVersion, *data, kr.Fingerprint())
 	select {

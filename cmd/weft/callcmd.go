@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// toolsCmd: weft tools URL.
+func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: weft tools URL")
+	}
+	c := client.New(client.NewHTTPTransport(args[0], http.DefaultClient), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
+	defer c.Close()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		return friendly(err)
+	}
+	for _, t := range tools {
+		fmt.Fprintf(stdout, "%-28s %s\n", t.Name, t.Description)
+	}
+	return nil
+}
+
+// callCmd: weft call URL TOOL [--args JSON].
+func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) < 2 {
+		return errors.New("usage: weft call URL TOOL [--args JSON]")
+	}
+	url, tool := args[0], args[1]
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object")
+	if err := fs.Parse(args[2:]); err != nil {
+		return err
+	}
+	argv, err := exactjson.Parse([]byte(*argsJSON), exactjson.Limits{})
+	if err != nil || argv.Kind() != exactjson.KindObject {
+		return errors.New("--args must be a JSON object")
+	}
+	t := &terminal{in: bufio.NewReader(stdin), out: stdout}
+	c := client.New(client.NewHTTPTransport(url, http.DefaultClient), client.Options{
+		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
+		Handlers:     client.Handlers{Elicit: t.elicit, Roots: roots},
+		TasksEnabled: true,
+		OnProgress:   t.progress,
+		OnTaskStatus: t.taskStatus,
+	})
+	defer c.Close()
+	res, err := c.CallTool(ctx, tool, argv)
+	t.endProgress()
+	if err != nil {
+		return friendly(err)
+	}
+	if res.IsError {
+		fmt.Fprintln(stdout, "The tool reported an error:")
+	}
+	fmt.Fprintln(stdout, res.Text())
+	if res.StructuredContent.Kind() != exactjson.KindNull && res.Text() == "" {
+		fmt.Fprintln(stdout, res.StructuredContent.String())
+	}
+	if res.IsError {
+		return errors.New("the tool call failed")
+	}
+	return nil
+}
+
+// friendly turns client errors into one clear sentence.
+func friendly(err error) error {
+	var rpc *client.RPCError
+	if errors.As(err, &rpc) {
+		return fmt.Errorf("the server refused the request: %s (code %d)", rpc.Message, rpc.Code)
+	}
+	return err
+}
+
+func roots(ctx context.Context) (exactjson.Value, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return exactjson.Value{}, err
+	}
+	return exactjson.Object(exactjson.Field("roots", exactjson.Array(exactjson.Object(
+		exactjson.Field("uri", exactjson.String("file://"+wd)),
+		exactjson.Field("name", exactjson.String("working directory")))))), nil
+}
+
+// terminal asks the user for elicitation answers and shows progress.
+type terminal struct {
+	mu       sync.Mutex
+	in       *bufio.Reader
+	out      io.Writer
+	barShown bool
+}
+
+func (t *terminal) readLine(prompt string) (string, error) {
+	fmt.Fprint(t.out, prompt)
+	line, err := t.in.ReadString('\n')
+	if err != nil && line == "" {
+		return "", fmt.Errorf("no answer on standard input: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+func action(a string) exactjson.Value {
+	return exactjson.Object(exactjson.Field("action", exactjson.String(a)))
+}
+
+func (t *terminal) elicit(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endProgressLocked()
+	msg, _ := params.Get("message")
+	m, _ := msg.AsString()
+	mode, _ := params.Get("mode")
+	if md, _ := mode.AsString(); md == "url" {
+		u, _ := params.Get("url")
+		us, _ := u.AsString()
+		fmt.Fprintf(t.out, "\n%s\n  Open: %s\n", m, us)
+		ans, err := t.readLine("Press Enter when done, or type d to decline, c to cancel: ")
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		switch ans {
+		case "d", "decline":
+			return action("decline"), nil
+		case "c", "cancel":
+			return action("cancel"), nil
+		}
+		return action("accept"), nil
+	}
+	sv, _ := params.Get("requestedSchema")
+	schema, err := elicit.ParseSchema(sv)
+	if err != nil {
+		return exactjson.Value{}, fmt.Errorf("the server sent a form this client cannot show: %w", err)
+	}
+	fmt.Fprintf(t.out, "\n%s\n", m)
+	for {
+		ans, err := t.readLine("[a]ccept, [d]ecline or [c]ancel? ")
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		switch strings.ToLower(ans) {
+		case "d", "decline":
+			return action("decline"), nil
+		case "c", "cancel":
+			return action("cancel"), nil
+		case "a", "accept", "":
+		default:
+			continue
+		}
+		content, err := t.fill(schema)
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		if err := schema.Validate(content); err != nil {
+			fmt.Fprintf(t.out, "That does not fit the form: %v\n", err)
+			continue
+		}
+		return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", content)), nil
+	}
+}
+
+// fill asks for each field with typed parsing, re-asking on bad input.
+func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
+	var members []exactjson.Member
+	for _, f := range schema.Fields() {
+		label := f.Title
+		if label == "" {
+			label = f.Name
+		}
+		hint := kindHint(f)
+		for {
+			ans, err := t.readLine(fmt.Sprintf("  %s (%s): ", label, hint))
+			if err != nil {
+				return exactjson.Value{}, err
+			}
+			if ans == "" {
+				if f.Default.Kind() != exactjson.KindNull {
+					members = append(members, exactjson.Field(f.Name, f.Default))
+					break
+				}
+				if !f.Required {
+					break
+				}
+				fmt.Fprintln(t.out, "  This field is required.")
+				continue
+			}
+			v, err := parseAnswer(f, ans)
+			if err != nil {
+				fmt.Fprintf(t.out, "  %v\n", err)
+				continue
+			}
+			members = append(members, exactjson.Field(f.Name, v))
+			break
+		}
+	}
+	return exactjson.Object(members...), nil
+}
+
+func kindHint(f elicit.FieldInfo) string {
+	var opts []string
+	for _, o := range f.Options {
+		opts = append(opts, o.Value)
+	}
+	req := ""
+	if f.Required {
+		req = ", required"
+	}
+	switch f.Kind {
+	case elicit.KindBoolean:
+		return "yes/no" + req
+	case elicit.KindNumber:
+		return "number" + req
+	case elicit.KindInteger:
+		return "whole number" + req
+	case elicit.KindSingleSelect:
+		return "one of " + strings.Join(opts, ", ") + req
+	case elicit.KindMultiSelect:
+		return "comma-separated from " + strings.Join(opts, ", ") + req
+	}
+	if f.Format != "" {
+		return string(f.Format) + req
+	}
+	return "text" + req
+}
+
+func parseAnswer(f elicit.FieldInfo, ans string) (exactjson.Value, error) {
+	switch f.Kind {
+	case elicit.KindBoolean:
+		switch strings.ToLower(ans) {
+		case "y", "yes", "true":
+			return exactjson.Bool(true), nil
+		case "n", "no", "false":
+			return exactjson.Bool(false), nil
+		}
+		return exactjson.Value{}, errors.New("answer yes or no")
+	case elicit.KindNumber, elicit.KindInteger:
+		n, err := exactjson.ParseNumber(ans)
+		if err != nil || (f.Kind == elicit.KindInteger && !n.IsInteger()) {
+			return exactjson.Value{}, errors.New("enter a number such as 12 or 3.50")
+		}
+		return exactjson.NumberValue(n), nil
+	case elicit.KindMultiSelect:
+		var vs []exactjson.Value
+		for _, p := range strings.Split(ans, ",") {
+			vs = append(vs, exactjson.String(strings.TrimSpace(p)))
+		}
+		return exactjson.Array(vs...), nil
+	}
+	return exactjson.String(ans), nil
+}
+
+func (t *terminal) progress(progress, total float64, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.drawBar(progress, total, message)
+}
+
+func (t *terminal) drawBar(progress, total float64, message string) {
+	const width = 30
+	filled := 0
+	if total > 0 {
+		filled = min(int(progress/total*width), width)
+	}
+	fmt.Fprintf(t.out, "\r[%s%s] %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), message)
+	t.barShown = true
+}
+
+func (t *terminal) taskStatus(status, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if status == "input_required" {
+		return
+	}
+	fmt.Fprintf(t.out, "\rtask %s: %s\033[K", status, message)
+	t.barShown = true
+}
+
+func (t *terminal) endProgress() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endProgressLocked()
+}
+
+func (t *terminal) endProgressLocked() {
+	if t.barShown {
+		fmt.Fprintln(t.out)
+		t.barShown = false
+	}
+}
