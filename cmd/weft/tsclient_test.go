@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/weftmcp/weft/internal/nodetest"
+)
+
+// TestTypeScriptClientCatalog drives catalog.continue on a running demo with
+// the TypeScript SDK v2 client (@modelcontextprotocol/client): it resolves
+// the elicitation through its handler and retries with the echoed state.
+func TestTypeScriptClientCatalog(t *testing.T) {
+	node := nodetest.Node(t)
+	dir := nodetest.Install(t, filepath.Join("testdata", "tsclient"))
+	addr := freeAddr(t)
+	startServe(t, "--addr", addr, "--data", t.TempDir())
+	waitPort(t, addr)
+	cmd := exec.Command(node, "catalog.mjs", "http://"+addr+"/mcp")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Asked  []string `json:"asked"`
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		ToolCount int `json:"toolCount"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if len(got.Asked) != 1 || got.Asked[0] != "Approve catalog access?" {
+		t.Fatalf("elicitations asked: %v", got.Asked)
+	}
+	if len(got.Result.Content) != 1 || got.Result.Content[0].Text != "Catalog access approved; continuing." {
+		t.Fatalf("result: %s", out)
+	}
+	if got.ToolCount < 5 {
+		t.Fatalf("tools listed: %d", got.ToolCount)
+	}
+}
