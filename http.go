@@ -139,6 +139,8 @@ type httpResponder struct {
 	stop chan struct{}
 }
 
+func (h *httpResponder) canStream() bool { return h.sseOK }
+
 var errNoStream = errors.New("weft: the client does not accept an event stream or the response is finished")
 
 func (h *httpResponder) notify(method string, params exactjson.Value) error {

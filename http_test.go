@@ -1020,3 +1020,72 @@ func TestSubscriptionsListenClientClose(t *testing.T) {
 	defer cancel()
 	must(t, s.Shutdown(ctx))
 }
+
+// TestListenWithoutEventStreamAccept: subscriptions/listen from a client
+// whose Accept excludes text/event-stream is a request, so it must get a
+// JSON-RPC response echoing its id, never a bare 202 (which means "accepted
+// notification").
+func TestListenWithoutEventStreamAccept(t *testing.T) {
+	s := listenServer(t, nil)
+	ts := startHTTP(t, s)
+	r := rpc(t, ts.URL, "L1", "subscriptions/listen", params(M{"notifications": M{"toolsListChanged": true}}), setHeader("Accept", "application/json"))
+	if r.Status == http.StatusAccepted || r.Msg.Error == nil || string(r.Msg.ID) != `"L1"` {
+		t.Fatalf("want a JSON-RPC error echoing \"L1\", got %v (headers %v)", r, r.Header)
+	}
+	if r.Status < 400 || r.Status > 499 {
+		t.Errorf("status %d, want a 4xx", r.Status)
+	}
+}
+
+// TestSSEErrorAfterProgress: once the stream is committed, a failure is the
+// final frame (HTTP 200 already sent), still sanitized.
+func TestSSEErrorAfterProgress(t *testing.T) {
+	s, _ := newServer(t, nil)
+	must(t, AddTool(s, Tool{Name: "fail", Description: "Fails after progress."},
+		func(ctx context.Context, req *Request, _ noArgs) (*CallToolResult, error) {
+			if err := req.Progress(1, 0, ""); err != nil {
+				return nil, err
+			}
+			return nil, errBoom
+		}))
+	ts := startHTTP(t, s)
+	r := rpc(t, ts.URL, 8, "tools/call", withMeta(toolCall(nil, "fail", nil), M{"progressToken": 1}))
+	if r.Status != 200 || len(r.Frames) != 2 {
+		t.Fatalf("%v", r)
+	}
+	if want := `{"jsonrpc":"2.0","id":8,"error":{"code":-32603,"message":"Internal error"}}`; string(r.Frames[1]) != want {
+		t.Errorf("final frame %s, want %s", r.Frames[1], want)
+	}
+}
+
+// TestShutdownWaitsForInflight: Shutdown refuses new requests at once and
+// returns when in-flight requests finish (or its context ends first).
+func TestShutdownWaitsForInflight(t *testing.T) {
+	s, _ := newServer(t, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	must(t, AddTool(s, Tool{Name: "slow", Description: "Waits for release."},
+		func(ctx context.Context, req *Request, _ noArgs) (*CallToolResult, error) {
+			close(started)
+			<-release
+			return textResult("finished"), nil
+		}))
+	ts := startHTTP(t, s)
+	done := make(chan resp, 1)
+	go func() { done <- rpc(t, ts.URL, 1, "tools/call", toolCall(nil, "slow", nil)) }()
+	waitFor(t, started, "the handler starting")
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(expired); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown with an in-flight request and an ended context = %v", err)
+	}
+	if r := rpc(t, ts.URL, 2, "server/discover", params(nil)); r.Status != http.StatusServiceUnavailable || string(r.Msg.ID) != "2" {
+		t.Errorf("a request during shutdown: %v", r)
+	}
+	close(release)
+	ctx, cancel2 := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel2()
+	must(t, s.Shutdown(ctx))
+	if r := waitFor(t, done, "the in-flight response"); r.Status != 200 || r.text(t) != "finished" {
+		t.Errorf("the in-flight request: %v", r)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
@@ -160,7 +161,9 @@ func TestInputResponsesPreserved(t *testing.T) {
 	if _, ok, err := Decode[elicitResult](in, "absent"); ok || err != nil {
 		t.Errorf("Decode of an absent key: %v %v", ok, err)
 	}
-	if _, ok, err := Decode[struct{ Action int }](in, "zeta"); !ok || err == nil {
+	if _, ok, err := Decode[struct {
+		Action int `json:"action"`
+	}](in, "zeta"); !ok || err == nil {
 		t.Errorf("Decode into a wrong type must fail: %v", err)
 	}
 }
@@ -231,13 +234,19 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 			return AskInput("e", ElicitForm(form, "a", approveSchema)).WithFrameworkState(exactjson.Object())
 		}},
 		{"nil", StateNone, func() *InputRequired { return nil }},
+		{"form field asking for a secret", StateNone, func() *InputRequired {
+			return AskInput("e", ElicitForm(form, "Sign in", mustParse(t, `{"type":"object","properties":{"password":{"type":"string"}}}`)))
+		}},
+		{"URL outside the URL policy", StateNone, func() *InputRequired {
+			return AskInput("u", ElicitURL(URLElicitation(Conditional), "Sign in", "https://evil.example/login"))
+		}},
 	}
 	caps := M{"elicitation": M{"form": M{}, "url": M{}}, "sampling": M{"tools": M{}}, "roots": M{}}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			prot := &countingProtector{inner: managerFor(t, fixedKey(t, "k", 1))}
 			s, lc := newServer(t, &Options{Protector: prot})
-			must(t, s.AddTool(Tool{Name: "bad", Description: "Returns an invalid input_required.", Inputs: []InputDeclaration{form, sampling}, StateMode: c.mode},
+			must(t, s.AddTool(Tool{Name: "bad", Description: "Returns an invalid input_required.", Inputs: []InputDeclaration{form, sampling, URLElicitation(Conditional)}, StateMode: c.mode},
 				func(ctx context.Context, req *Request) (*CallToolResult, error) {
 					ir := c.ir()
 					if ir == nil {
@@ -265,16 +274,18 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 // kinds listed in the "emit" argument, with framework state.
 func conditionalServer(t testing.TB) (*Server, *countingProtector, *atomic.Int32, chan [3]any) {
 	prot := &countingProtector{inner: managerFor(t, fixedKey(t, "k", 1))}
-	s, _ := newServer(t, &Options{Protector: prot})
+	s, _ := newServer(t, &Options{Protector: prot, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	decls := map[string]InputDeclaration{
 		"form": FormElicitation(Conditional), "url": URLElicitation(Conditional),
 		"sampling": Sampling(Conditional), "roots": Roots(Conditional),
 	}
 	reqs := map[string]func() InputRequest{
-		"form":     func() InputRequest { return ElicitForm(decls["form"], "Name?", approveSchema) },
-		"url":      func() InputRequest { return ElicitURL(decls["url"], "Sign in.", "https://example.com/auth?h=1") },
-		"sampling": func() InputRequest { return CreateMessage(decls["sampling"], mustParse(t, `{"messages":[],"maxTokens":10}`)) },
-		"roots":    func() InputRequest { return ListRoots(decls["roots"]) },
+		"form": func() InputRequest { return ElicitForm(decls["form"], "Name?", approveSchema) },
+		"url":  func() InputRequest { return ElicitURL(decls["url"], "Sign in.", "https://example.com/auth?h=1") },
+		"sampling": func() InputRequest {
+			return CreateMessage(decls["sampling"], mustParse(t, `{"messages":[],"maxTokens":10}`))
+		},
+		"roots": func() InputRequest { return ListRoots(decls["roots"]) },
 	}
 	var runs atomic.Int32
 	held := make(chan [3]any, 16)

@@ -26,6 +26,9 @@ type Limits struct {
 	// MaxResourceSubscriptions bounds the URIs of one subscriptions/listen.
 	// Default 256, ceiling 4,096.
 	MaxResourceSubscriptions int
+	// MaxSubscriptionsPerPartition bounds the open subscriptions/listen
+	// streams of one authorization partition. Default 32, ceiling 4,096.
+	MaxSubscriptionsPerPartition int
 	// JSON bounds the request body's JSON (depth, nodes, numbers, strings).
 	// MaxInputBytes is always set to MaxBodyBytes.
 	JSON exactjson.Limits
@@ -33,21 +36,23 @@ type Limits struct {
 
 // Limit defaults and ceilings.
 const (
-	DefaultMaxBodyBytes             = 10 << 20
-	MaxBodyBytesCeiling             = 16 << 20
-	DefaultMaxOutputBytes           = 4 << 20
-	MaxOutputBytesCeiling           = 16 << 20
-	DefaultMaxHeaderCount           = 100
-	MaxHeaderCountCeiling           = 1000
-	DefaultMaxHeaderBytes           = 64 << 10
-	DefaultMaxCursorBytes           = 4096
-	MaxCursorBytesCeiling           = 174762
-	DefaultMaxURIBytes              = 65536
-	MaxURIBytesCeiling              = 1 << 20
-	DefaultMaxInputResponses        = 64
-	MaxInputResponsesCeiling        = 1024
-	DefaultMaxResourceSubscriptions = 256
-	MaxResourceSubscriptionsCeiling = 4096
+	DefaultMaxBodyBytes                 = 10 << 20
+	MaxBodyBytesCeiling                 = 16 << 20
+	DefaultMaxOutputBytes               = 4 << 20
+	MaxOutputBytesCeiling               = 16 << 20
+	DefaultMaxHeaderCount               = 100
+	MaxHeaderCountCeiling               = 1000
+	DefaultMaxHeaderBytes               = 64 << 10
+	DefaultMaxCursorBytes               = 4096
+	MaxCursorBytesCeiling               = 174762
+	DefaultMaxURIBytes                  = 65536
+	MaxURIBytesCeiling                  = 1 << 20
+	DefaultMaxInputResponses            = 64
+	MaxInputResponsesCeiling            = 1024
+	DefaultMaxResourceSubscriptions     = 256
+	MaxResourceSubscriptionsCeiling     = 4096
+	DefaultMaxSubscriptionsPerPartition = 32
+	MaxSubscriptionsPerPartitionCeiling = 4096
 )
 
 func limitField(name string, v *int, def, ceiling int) error {
@@ -73,6 +78,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxURIBytes", &l.MaxURIBytes, DefaultMaxURIBytes, MaxURIBytesCeiling},
 		{"MaxInputResponses", &l.MaxInputResponses, DefaultMaxInputResponses, MaxInputResponsesCeiling},
 		{"MaxResourceSubscriptions", &l.MaxResourceSubscriptions, DefaultMaxResourceSubscriptions, MaxResourceSubscriptionsCeiling},
+		{"MaxSubscriptionsPerPartition", &l.MaxSubscriptionsPerPartition, DefaultMaxSubscriptionsPerPartition, MaxSubscriptionsPerPartitionCeiling},
 	} {
 		if err := limitField(f.name, f.v, f.def, f.max); err != nil {
 			return l, err

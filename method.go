@@ -74,9 +74,6 @@ func (s *Server) customMethod(method string) (customMethod, bool) {
 
 func (s *Server) handleCustom(m customMethod) methodHandler {
 	return func(ctx context.Context, req *Request, in *inbound) reply {
-		if obs := s.opts.Observer; obs != nil {
-			obs.RequestStarted(ctx, req)
-		}
 		res, err := m.handler(ctx, req)
 		var rep reply
 		outcome := OutcomeComplete
@@ -106,13 +103,7 @@ func (s *Server) handleCustom(m customMethod) methodHandler {
 				outcome = OutcomeInternalError
 			}
 		}
-		if obs := s.opts.Observer; obs != nil {
-			var e error
-			if rep.err != nil {
-				e = rep.err
-			}
-			obs.RequestFinished(ctx, req, outcome, e)
-		}
+		rep.outcome = outcome
 		return rep
 	}
 }

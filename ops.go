@@ -54,9 +54,6 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 // runOperation calls the handler through the observer and interceptor and
 // turns its outcome into a reply. encode writes a complete result.
 func (s *Server) runOperation(ctx context.Context, req *Request, call func(context.Context) (any, error), encode func(result any) reply) reply {
-	if obs := s.opts.Observer; obs != nil {
-		obs.RequestStarted(ctx, req)
-	}
 	var res any
 	var err error
 	func() {
@@ -73,13 +70,7 @@ func (s *Server) runOperation(ctx context.Context, req *Request, call func(conte
 		}
 	}()
 	rep, outcome := s.finishOperation(ctx, req, res, err, encode)
-	if obs := s.opts.Observer; obs != nil {
-		var e error
-		if rep.err != nil {
-			e = rep.err
-		}
-		obs.RequestFinished(ctx, req, outcome, e)
-	}
+	rep.outcome = outcome
 	return rep
 }
 

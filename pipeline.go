@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
@@ -53,8 +54,26 @@ type reply struct {
 	id     ID     // echoed id
 	result []byte // encoded result object
 	err    *Error
-	header http.Header // extra response headers (admission challenges)
-	status int         // HTTP status override for admission rejections
+	header  http.Header // extra response headers (admission challenges)
+	status  int         // HTTP status override for admission rejections
+	outcome Outcome     // for observers; derived from err when zero
+}
+
+// classify derives the outcome of a reply that does not carry one.
+func (r reply) classify() Outcome {
+	switch {
+	case r.outcome != 0:
+		return r.outcome
+	case r.err == nil:
+		return OutcomeComplete
+	case r.err.Code == CodeRateLimited || r.status >= 400 && r.status != http.StatusBadRequest || r.err.HTTPStatus() == http.StatusServiceUnavailable:
+		return OutcomeRejected
+	case !r.err.reserved:
+		return OutcomeApplicationError
+	case r.err.Code == CodeInternalError:
+		return OutcomeInternalError
+	}
+	return OutcomeProtocolError
 }
 
 func errReply(id ID, e *Error) reply { return reply{id: id, err: e} }
@@ -119,6 +138,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	// 5. Admission.
 	ident, rej := s.admit(ctx, in, m.method)
 	if rej != nil {
+		rej.id = m.id // JSON-RPC: an error echoes the id it could read
 		return *rej
 	}
 	req := &Request{
@@ -146,17 +166,76 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 			return errReply(m.id, InvalidParams("Unknown log level"))
 		}
 	}
-	s.inflight.Add(1)
-	defer s.inflight.Done()
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("weft: handler panic", "method", m.method, "panic", p, "stack", string(debug.Stack()))
-			rep = errReply(m.id, internalError(fmt.Errorf("panic: %v", p)))
+	if obs := s.opts.Observer; obs != nil {
+		obs.RequestStarted(ctx, req)
+		defer func() {
+			var err error
+			if rep.err != nil {
+				err = rep.err
+			}
+			obs.RequestFinished(ctx, req, rep.classify(), err)
+		}()
+	}
+	if rl := s.opts.RateLimiter; rl != nil {
+		if ok, retry := rl.Allow(ctx, rateKey(ident, in)); !ok {
+			rep = rateLimitedReply(retry)
+			rep.id = m.id
+			return rep
 		}
+	}
+	if m.method == "subscriptions/listen" {
+		// Long-lived: bounded per partition, exempt from the handler gate and deadline.
+		s.inflight.Add(1)
+		defer s.inflight.Done()
+		rep = s.guarded(ctx, req, in, h)
+		rep.id = m.id
+		return rep
+	}
+	if err := s.gate.acquire(ctx); err != nil {
+		rep = busyReply()
+		rep.id = m.id
+		return rep
+	}
+	s.inflight.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	done := make(chan reply, 1)
+	go func() {
+		defer s.inflight.Done()
+		defer s.gate.release() // a handler that ignores its context keeps its slot until it returns
+		done <- s.guarded(ctx, req, in, h)
 	}()
-	rep = h(ctx, req, in)
+	select {
+	case rep = <-done:
+		cancel()
+	case <-ctx.Done():
+		cancel()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.log.Warn("weft: request deadline exceeded", "method", m.method, "name", req.Name)
+			rep = deadlineReply()
+			rep.outcome = OutcomeDeadlineExceeded
+		} else {
+			// The client went away; wait briefly so a cooperative handler can finish.
+			select {
+			case rep = <-done:
+			case <-time.After(100 * time.Millisecond):
+				rep = errReply(m.id, internalError(ctx.Err()))
+				rep.outcome = OutcomeCancelled
+			}
+		}
+	}
 	rep.id = m.id
 	return rep
+}
+
+// guarded runs a method handler, turning a panic into an internal error.
+func (s *Server) guarded(ctx context.Context, req *Request, in *inbound, h methodHandler) (rep reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("weft: handler panic", "method", req.Method, "panic", p, "stack", string(debug.Stack()))
+			rep = errReply(req.ID, internalError(fmt.Errorf("panic: %v", p)))
+		}
+	}()
+	return h(ctx, req, in)
 }
 
 type methodHandler func(ctx context.Context, req *Request, in *inbound) reply

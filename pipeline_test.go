@@ -738,3 +738,35 @@ func TestPromptsAndResourcesErrors(t *testing.T) {
 		t.Errorf("completion %v", c)
 	}
 }
+
+// TestObserverSeesEveryAdmittedRequest: Options.Observer is documented to get
+// start and finish callbacks, exactly once each, for every admitted request,
+// including list requests and calls rejected after admission.
+func TestObserverSeesEveryAdmittedRequest(t *testing.T) {
+	obs := &outcomeRecorder{}
+	s, _ := newServer(t, &Options{Observer: obs})
+	must(t, s.AddTool(Tool{Name: "needs", Description: "Needs roots.", Inputs: []InputDeclaration{Roots(Required)}},
+		func(ctx context.Context, req *Request) (*CallToolResult, error) { return textResult("x"), nil }))
+	for i, c := range []struct {
+		method string
+		p      M
+		want   Outcome
+	}{
+		{"tools/list", params(nil), OutcomeComplete},
+		{"server/discover", params(nil), OutcomeComplete},
+		{"tools/call", toolCall(nil, "unknown", nil), OutcomeProtocolError},
+		{"tools/call", toolCall(nil, "needs", nil), OutcomeProtocolError},
+		{"tools/call", toolCall(M{"roots": M{}}, "needs", M{}), OutcomeComplete},
+	} {
+		obs.mu.Lock()
+		startedBefore, finishedBefore := obs.started, len(obs.finished)
+		obs.mu.Unlock()
+		rpcRec(t, s, "/mcp", i, c.method, c.p)
+		obs.mu.Lock()
+		started, finished := obs.started-startedBefore, obs.finished[finishedBefore:]
+		obs.mu.Unlock()
+		if started != 1 || len(finished) != 1 || finished[0] != c.want {
+			t.Errorf("%s %v: %d starts, finishes %v; want one each, outcome %v", c.method, c.p["name"], started, finished, c.want)
+		}
+	}
+}

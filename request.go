@@ -168,6 +168,9 @@ type Request struct {
 // notifier sends request-scoped notifications on the request's response stream.
 type notifier interface {
 	notify(method string, params exactjson.Value) error
+	// canStream reports whether notifications can reach the client at all
+	// (an HTTP client that does not accept text/event-stream cannot get any).
+	canStream() bool
 }
 
 // InputResponses returns the keyed responses of a retry (empty on a first call).
@@ -217,7 +220,7 @@ var ErrProgressNotIncreasing = errors.New("weft: progress must increase with eac
 func (r *Request) CanReportProgress() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.progressToken.Kind() != exactjson.KindNull && !r.holdOutput && r.out != nil
+	return r.progressToken.Kind() != exactjson.KindNull && !r.holdOutput && r.out != nil && r.out.canStream()
 }
 
 // Progress sends notifications/progress for this request. Progress must
@@ -225,7 +228,7 @@ func (r *Request) CanReportProgress() bool {
 // notification on HTTP switches the response to an SSE stream.
 func (r *Request) Progress(progress, total float64, message string) error {
 	r.mu.Lock()
-	if r.progressToken.Kind() == exactjson.KindNull || r.holdOutput || r.out == nil {
+	if r.progressToken.Kind() == exactjson.KindNull || r.holdOutput || r.out == nil || !r.out.canStream() {
 		r.mu.Unlock()
 		return ErrNoProgress
 	}
@@ -293,7 +296,7 @@ func (r *Request) Log(level LogLevel, logger string, data exactjson.Value) (bool
 		return false, fmt.Errorf("weft: unknown log level %q", level)
 	}
 	r.mu.Lock()
-	send := r.logLevel >= 0 && li >= r.logLevel && !r.holdOutput && r.out != nil
+	send := r.logLevel >= 0 && li >= r.logLevel && !r.holdOutput && r.out != nil && r.out.canStream()
 	out := r.out
 	r.mu.Unlock()
 	if !send {

@@ -128,6 +128,9 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	if err != nil {
 		return fmt.Errorf("weft: resource template: %w", err)
 	}
+	if !p.Matchable() {
+		return fmt.Errorf("weft: resource template %q repeats a variable, so URIs cannot be matched to it", t.URITemplate)
+	}
 	op, err := newOperation(KindResourceTemplate, t.URITemplate, t.Inputs, t.StateMode)
 	if err != nil {
 		return err

@@ -82,6 +82,21 @@ type Options struct {
 	KeepAlive time.Duration
 	// BodyTimeout bounds reading one HTTP request body. Default 60s.
 	BodyTimeout time.Duration
+
+	// MaxConcurrent bounds handlers running at once (default 64); MaxQueue
+	// bounds requests waiting for a slot (default 256), each for at most
+	// QueueTimeout (default 5s). A full queue or a timed-out wait answers
+	// HTTP 503 with Retry-After.
+	MaxConcurrent int
+	MaxQueue      int
+	QueueTimeout  time.Duration
+	// RequestTimeout is each request's deadline (default 60s; listen
+	// streams are exempt): the handler's context is cancelled and the client
+	// gets HTTP 504.
+	RequestTimeout time.Duration
+	// RateLimiter, when set, is charged once per admitted request (429 with
+	// Retry-After when denied). See NewTokenBucket.
+	RateLimiter RateLimiter
 }
 
 // StateLimits bound framework-protected request state.
@@ -164,6 +179,7 @@ type Server struct {
 	ephemeral  bool
 	tasks      *taskEngine
 	custom     map[string]customMethod
+	gate       *gate
 	extensions map[string]exactjson.Value
 
 	bus      *bus
@@ -205,6 +221,19 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	if s.opts.PageSize <= 0 {
 		s.opts.PageSize = 256
 	}
+	if s.opts.MaxConcurrent <= 0 {
+		s.opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if s.opts.MaxQueue <= 0 {
+		s.opts.MaxQueue = DefaultMaxQueue
+	}
+	if s.opts.QueueTimeout <= 0 {
+		s.opts.QueueTimeout = DefaultQueueTimeout
+	}
+	if s.opts.RequestTimeout <= 0 {
+		s.opts.RequestTimeout = DefaultRequestTimeout
+	}
+	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxQueue, s.opts.QueueTimeout)
 	if s.opts.BodyTimeout <= 0 {
 		s.opts.BodyTimeout = 60 * time.Second
 	}

@@ -194,6 +194,8 @@ type stdioNotifier struct {
 	ctx context.Context
 }
 
+func (n *stdioNotifier) canStream() bool { return true }
+
 func (n *stdioNotifier) notify(method string, params exactjson.Value) error {
 	if n.ctx.Err() != nil {
 		return n.ctx.Err()

@@ -33,6 +33,26 @@ type event struct {
 type bus struct {
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
+	open map[string]int // open listen streams per partition
+}
+
+// reserve counts a listen stream against its partition's limit.
+func (b *bus) reserve(partition string, limit int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open[partition] >= limit {
+		return false
+	}
+	b.open[partition]++
+	return true
+}
+
+func (b *bus) unreserve(partition string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open[partition]--; b.open[partition] <= 0 {
+		delete(b.open, partition)
+	}
 }
 
 type subscriber struct {
@@ -42,7 +62,7 @@ type subscriber struct {
 	wake    chan struct{}
 }
 
-func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}} }
+func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}, open: map[string]int{}} }
 
 func (b *bus) subscribe() *subscriber {
 	s := &subscriber{pending: map[event]struct{}{}, wake: make(chan struct{}, 1)}
@@ -109,8 +129,8 @@ func (f *filter) wants(ev event) bool {
 }
 
 func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) reply {
-	if in.out == nil {
-		return errReply(req.ID, InvalidParams("subscriptions/listen needs a streaming transport"))
+	if in.out == nil || !in.out.canStream() {
+		return errReply(req.ID, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable))
 	}
 	nv, ok := req.Params.Get("notifications")
 	if !ok || nv.Kind() != exactjson.KindObject {
@@ -194,6 +214,12 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 		slices.Sort(ids)
 		accepted = append(accepted, exactjson.Field("taskIds", stringArray(ids)))
 	}
+	if !s.bus.reserve(req.Identity.Partition, s.limits.MaxSubscriptionsPerPartition) {
+		r := errReply(req.ID, protocolError(CodeRateLimited, "Too many open subscriptions", exactjson.Value{}))
+		r.header = http.Header{"Retry-After": {"5"}}
+		return r
+	}
+	defer s.bus.unreserve(req.Identity.Partition)
 	subMeta := exactjson.Object(exactjson.Field(metaSubscriptionID, req.ID.v))
 	sub := s.bus.subscribe()
 	defer s.bus.unsubscribe(sub)

@@ -345,6 +345,8 @@ type taskNotifier struct {
 	job *task.Job
 }
 
+func (n *taskNotifier) canStream() bool { return true }
+
 func (n *taskNotifier) notify(method string, params exactjson.Value) error {
 	if method != "notifications/progress" {
 		return nil // log messages are not delivered for tasks

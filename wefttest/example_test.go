@@ -108,7 +108,7 @@ func ExampleClient_Retry() {
 			state, _ := req.ApplicationState()
 			if !ok || state != "deploy-42" {
 				return nil, weft.AskInput("approve", weft.ElicitForm(form, "Deploy build 42?",
-					exactjson.Object(exactjson.Field("type", exactjson.String("object"))))).
+					exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object())))).
 					WithApplicationState("deploy-42")
 			}
 			action, _ := resp.Get("action")

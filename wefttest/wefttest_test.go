@@ -243,15 +243,15 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		Inputs: []weft.InputDeclaration{rform}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			st, hasState := req.ApplicationState()
-			r, ok := req.InputResponses().Get("passphrase")
+			r, ok := req.InputResponses().Get("answer")
 			if !hasState || st != "vault-nonce" || !ok {
-				return nil, weft.AskInput("passphrase", weft.ElicitForm(rform, "Passphrase?", formSchema("passphrase", "string"))).
+				return nil, weft.AskInput("answer", weft.ElicitForm(rform, "Riddle answer?", formSchema("answer", "string"))).
 					WithApplicationState("vault-nonce")
 			}
 			c, _ := r.Get("content")
-			pv, _ := c.Get("passphrase")
+			pv, _ := c.Get("answer")
 			if p, _ := pv.AsString(); p != "open sesame" {
-				return nil, weft.NewError(1000, "Wrong passphrase", exactjson.Value{})
+				return nil, weft.NewError(1000, "Wrong answer", exactjson.Value{})
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{
 				weft.TextResource(req.Name, "text/plain", "the treasure"),
@@ -708,7 +708,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("not found = %+v", re)
 	}
 
-	final, rounds, err := c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"passphrase": "open sesame"}), 0)
+	final, rounds, err := c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"answer": "open sesame"}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,9 +723,9 @@ func TestResources(t *testing.T) {
 		t.Errorf("retry cache hints = %d %q", final.TTLMillis, final.CacheScope)
 	}
 	// An application error.
-	_, _, err = c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"passphrase": "guess"}), 0)
-	if re := rpcError(t, err); re.Code != 1000 || re.Message != "Wrong passphrase" {
-		t.Errorf("wrong passphrase = %+v", re)
+	_, _, err = c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"answer": "guess"}), 0)
+	if re := rpcError(t, err); re.Code != 1000 || re.Message != "Wrong answer" {
+		t.Errorf("wrong answer = %+v", re)
 	}
 }
 

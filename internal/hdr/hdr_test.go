@@ -27,6 +27,8 @@ func TestDecode(t *testing.T) {
 		{name: "spec method", raw: "tools/call", want: "tools/call"},
 
 		{name: "hello", raw: "=?base64?SGVsbG8=?=", want: "Hello"},
+		{name: "needlessly encoded", raw: "=?base64?dXMtd2VzdDE=?=", want: "us-west1"},
+		{name: "encoded control chars", raw: "=?base64?AAEC?=", want: "\x00\x01\x02"},
 		{name: "missing padding", raw: "=?base64?SGVsbG8?=", wantErr: "not a multiple of 4"},
 		{name: "excess padding", raw: "=?base64?SGVs====?=", wantErr: "malformed"},
 		{name: "excess padding length", raw: "=?base64?SGVsbG8==?=", wantErr: "not a multiple of 4"},

@@ -80,6 +80,12 @@ func FuzzMatch(f *testing.F) {
 			return
 		}
 		vals, ok := tp.Match(uri)
+		if len(uri) <= 64 && tp.Matchable() {
+			o := oracle{units: tp.units, uri: uri, memo: map[[2]int]bool{}}
+			if want := o.match(0, 0); ok != want {
+				t.Fatalf("Match(%q, %q) = %v, exhaustive oracle says %v", tmpl, uri, ok, want)
+			}
+		}
 		if !ok {
 			return
 		}

@@ -270,13 +270,13 @@ func TestMatchAdversarial(t *testing.T) {
 		uri   string
 		match bool
 	}{
-		{"adjacent simple, no match", many("{vN}", 32, "") + "!", strings.Repeat("a", 100000), false},
-		{"adjacent simple, match", many("{vN}", 32, "") + "!", strings.Repeat("a", 100000) + "!", true},
-		{"adjacent reserved", many("{+vN}", 32, "") + "?", strings.Repeat("a/", 50000), false},
-		{"separated by a", many("{vN}", 32, "a"), strings.Repeat("a", 100000) + "/", false},
-		{"separated by a, match", many("{vN}", 32, "a"), strings.Repeat("a", 100000), true},
-		{"comma list", "{" + many("vN", 32, ",") + "}x", strings.Repeat(",", 100000), false},
-		{"long literal after var", "{v}" + strings.Repeat("a", 4000) + "b", strings.Repeat("a", 100000), false},
+		{"adjacent simple, no match", many("{vN}", 32, "") + "!", strings.Repeat("a", 50000), false},
+		{"adjacent simple, match", many("{vN}", 32, "") + "!", strings.Repeat("a", 50000) + "!", true},
+		{"adjacent reserved", many("{+vN}", 32, "") + "?", strings.Repeat("a/", 25000), false},
+		{"separated by a", many("{vN}", 32, "a"), strings.Repeat("a", 50000) + "/", false},
+		{"separated by a, match", many("{vN}", 32, "a"), strings.Repeat("a", 50000), true},
+		{"comma list", "{" + many("vN", 32, ",") + "}x", strings.Repeat(",", 50000), false},
+		{"long literal after var", "{v}" + strings.Repeat("a", 4000) + "b", strings.Repeat("a", 50000), false},
 		{"long literal after var, match", "{v}" + strings.Repeat("a", 4000) + "b", strings.Repeat("a", 10000) + "b", true},
 		{"pct soup", many("{vN}", 32, "") + "!", strings.Repeat("%C3%A9%", 10000), false},
 		{"broken utf8 soup", many("{vN}", 32, "") + "!", strings.Repeat("%C3%C3", 10000) + "!", false},

@@ -54,8 +54,8 @@ func parseErrorf(offset int, format string, args ...any) error {
 	return &ParseError{Offset: offset, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Template is a parsed URI template. The zero value is not usable; obtain
-// templates from [Parse].
+// Template is a parsed URI template, obtained from [Parse]. The zero value
+// is the empty template, which expands to "" and matches only "".
 type Template struct {
 	raw   string
 	parts []part
