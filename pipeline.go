@@ -50,10 +50,10 @@ type inbound struct {
 
 // reply is the pipeline's answer; the transport writes it.
 type reply struct {
-	none   bool   // a notification: nothing to send (HTTP 202)
-	id     ID     // echoed id
-	result []byte // encoded result object
-	err    *Error
+	none    bool   // a notification: nothing to send (HTTP 202)
+	id      ID     // echoed id
+	result  []byte // encoded result object
+	err     *Error
 	header  http.Header // extra response headers (admission challenges)
 	status  int         // HTTP status override for admission rejections
 	outcome Outcome     // for observers; derived from err when zero
