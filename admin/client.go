@@ -21,7 +21,9 @@ type Client struct {
 }
 
 // Status returns the keyring status.
-func (c *Client) Status(ctx context.Context) (Status, error) { return c.do(ctx, http.MethodGet, "/admin/keys", "") }
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	return c.do(ctx, http.MethodGet, "/admin/keys", "")
+}
 
 // Stage stages key id from the server's keyring file.
 func (c *Client) Stage(ctx context.Context, id string) (Status, error) { return c.op(ctx, "stage", id) }
@@ -32,10 +34,14 @@ func (c *Client) Activate(ctx context.Context, id string) (Status, error) {
 }
 
 // Rotate stages and activates key id.
-func (c *Client) Rotate(ctx context.Context, id string) (Status, error) { return c.op(ctx, "rotate", id) }
+func (c *Client) Rotate(ctx context.Context, id string) (Status, error) {
+	return c.op(ctx, "rotate", id)
+}
 
 // Remove removes verification key id.
-func (c *Client) Remove(ctx context.Context, id string) (Status, error) { return c.op(ctx, "remove", id) }
+func (c *Client) Remove(ctx context.Context, id string) (Status, error) {
+	return c.op(ctx, "remove", id)
+}
 
 func (c *Client) op(ctx context.Context, op, id string) (Status, error) {
 	body, err := json.Marshal(keyRequest{ID: id})
