@@ -1,0 +1,45 @@
+// Package auth makes a weft server an OAuth 2.1 resource server, as the MCP
+// 2026-07-28 authorization specification asks of HTTP servers that protect
+// themselves.
+//
+// It has three parts:
+//
+//   - [ResourceMetadata] is the OAuth 2.0 Protected Resource Metadata document
+//     (RFC 9728) that tells clients which authorization servers issue tokens
+//     for this server. [ResourceMetadata.Handler] serves it and
+//     [ResourceMetadata.WellKnownPaths] says where to mount it. [Challenge]
+//     builds the WWW-Authenticate values of 401 and 403 responses.
+//   - [StaticTokens] admits requests carrying one of a fixed set of bearer
+//     tokens read from a file: for demos, tests and small private
+//     deployments.
+//   - [JWTValidator] validates JWT access tokens (RFC 9068 profile) against
+//     the signing keys of one authorization server ([KeySource]: a JWKS file
+//     or URL), checks their audience (RFC 8707), lifetime and scopes, and
+//     turns them into a [weft.Identity].
+//
+// Both admission functions plug into [weft.Options].Admission:
+//
+//	meta := &auth.ResourceMetadata{
+//		Resource:             "https://mcp.example.com/mcp",
+//		AuthorizationServers: []string{"https://auth.example.com"},
+//		ScopesSupported:      []string{"mcp:read"},
+//	}
+//	keys, _ := auth.JWKSURL("https://auth.example.com/jwks.json", nil, 0, 0)
+//	v := &auth.JWTValidator{Issuer: "https://auth.example.com", JWKS: keys}
+//	srv := weft.NewServer(impl, &weft.Options{Admission: v.Admission(meta)})
+//	h, _ := meta.Handler()
+//	mux := http.NewServeMux()
+//	mux.Handle("/mcp", srv)
+//	for _, p := range meta.WellKnownPaths() {
+//		mux.Handle(p, h)
+//	}
+//
+// Authorization applies to the HTTP transport. On stdio a request carries no
+// bearer token, so these admission functions reject every stdio request; a
+// stdio server takes its credentials from its environment instead.
+//
+// The package never logs, stores or returns a bearer token: errors and
+// challenges describe what failed without quoting the token, and
+// [StaticTokens] keeps only SHA-256 digests. It holds no package-level
+// mutable state.
+package auth
