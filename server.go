@@ -12,6 +12,9 @@ import (
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/task"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ProtocolVersion is the MCP revision this package serves natively.
@@ -74,6 +77,17 @@ type Options struct {
 	AllowedOrigins []string
 	AllowedHosts   []string
 
+	// Events, when set, carries list-changed and resource-updated events
+	// between the instances of a fleet, so that a subscriptions/listen stream
+	// on one instance hears about changes made on another. The PostgreSQL
+	// task store (task/pgstore) is such a bus (LISTEN/NOTIFY).
+	Events task.Bus
+
+	// Legacy, when set, also serves MCP 2025-11-25 clients (initialize,
+	// sessions, server-to-client requests) on the same endpoint with the
+	// same registrations (legacy.go, docs/legacy.md). Nil: 2026-07-28 only.
+	Legacy *LegacyOptions
+
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -97,6 +111,20 @@ type Options struct {
 	// RateLimiter, when set, is charged once per admitted request (429 with
 	// Retry-After when denied). See NewTokenBucket.
 	RateLimiter RateLimiter
+
+	// TracerProvider, when set, traces every request with OpenTelemetry: a
+	// server span continuing the W3C trace context of params._meta
+	// (traceparent, tracestate, baggage; SEP-414) and child spans for
+	// admission, request state and the handler, plus a span per task step.
+	// Nil: no tracing. See docs/operations.md.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records request, state, keyring, task and
+	// subscription metrics (docs/operations.md; package metrics exports
+	// them for Prometheus). Nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// QuietRequests turns off the one Info line ("mcp request") that the
+	// Logger gets per finished request.
+	QuietRequests bool
 }
 
 // StateLimits bound framework-protected request state.
@@ -188,6 +216,8 @@ type Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	cfgErr   error
+	tel      *telemetry    // weft: tracing, metrics and request logs (otel.go)
+	legacy   *legacyServer // weft: 2025-11-25 era (legacy.go); nil when off
 }
 
 // NewServer returns a server with the given implementation info and options
@@ -241,6 +271,16 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.opts.KeepAlive = 15 * time.Second
 	}
 	s.protector = s.opts.Protector
+	// weft: telemetry hook (otel.go)
+	s.tel = newTelemetry(s)
+	if s.legacy, err = newLegacyServer(s, s.opts.Legacy); err != nil { // weft: 2025-11-25 era hook
+		s.cfgErr = errors.Join(s.cfgErr, err)
+	}
+	s.bus.log = s.log
+	if s.opts.Events != nil {
+		s.bus.remote = s.opts.Events
+		go s.bus.relay(s.done)
+	}
 	return s
 }
 

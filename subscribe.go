@@ -2,11 +2,13 @@ package weft
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weftmcp/weft/task"
 
@@ -31,9 +33,11 @@ type event struct {
 // coalescing set of pending events, so a slow subscriber never blocks
 // publishers and never loses the fact that something changed.
 type bus struct {
-	mu   sync.Mutex
-	subs map[*subscriber]struct{}
-	open map[string]int // open listen streams per partition
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	open   map[string]int // open listen streams per partition
+	remote task.Bus       // fleet-wide bus (Options.Events), or nil
+	log    *slog.Logger
 }
 
 // reserve counts a listen stream against its partition's limit.
@@ -78,7 +82,81 @@ func (b *bus) unsubscribe(s *subscriber) {
 	b.mu.Unlock()
 }
 
+// EventsChannel is the channel of [Options.Events] on which catalog and
+// resource events travel between the instances of a fleet.
+const EventsChannel = "weft.events"
+
+func (ev event) encode() string {
+	switch ev.kind {
+	case evToolsListChanged:
+		return "tools"
+	case evPromptsListChanged:
+		return "prompts"
+	case evResourcesListChanged:
+		return "resources"
+	case evResourceUpdated:
+		return "updated:" + ev.uri
+	}
+	return ""
+}
+
+func decodeEvent(s string) (event, bool) {
+	switch {
+	case s == "tools":
+		return event{kind: evToolsListChanged}, true
+	case s == "prompts":
+		return event{kind: evPromptsListChanged}, true
+	case s == "resources":
+		return event{kind: evResourcesListChanged}, true
+	case strings.HasPrefix(s, "updated:") && len(s) > len("updated:"):
+		return event{kind: evResourceUpdated, uri: s[len("updated:"):]}, true
+	}
+	return event{}, false
+}
+
+// publish sends an event to every listener of the fleet: through the
+// external bus when one is configured (which delivers it back here too),
+// locally otherwise or when the external bus fails.
 func (b *bus) publish(ev event) {
+	if b.remote != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := b.remote.Publish(ctx, EventsChannel, ev.encode())
+		cancel()
+		if err == nil {
+			return
+		}
+		if b.log != nil {
+			b.log.Warn("weft: publishing an event on the fleet bus failed; delivering it locally only", "err", err)
+		}
+	}
+	b.deliver(ev)
+}
+
+// relay feeds events from the external bus to local listeners until done.
+func (b *bus) relay(done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-done; cancel() }()
+	for ctx.Err() == nil {
+		ch, err := b.remote.Subscribe(ctx, EventsChannel)
+		if err != nil {
+			if b.log != nil {
+				b.log.Warn("weft: subscribing to the fleet event bus failed; retrying", "err", err)
+			}
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		for payload := range ch {
+			if ev, ok := decodeEvent(payload); ok {
+				b.deliver(ev)
+			}
+		}
+	}
+}
+
+func (b *bus) deliver(ev event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {

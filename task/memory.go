@@ -233,20 +233,27 @@ type readyQueue struct {
 	pos   map[string]int
 }
 
-func (q *readyQueue) Len() int           { return len(q.items) }
+// Len implements heap.Interface.
+func (q *readyQueue) Len() int { return len(q.items) }
+
+// Less implements heap.Interface.
 func (q *readyQueue) Less(i, j int) bool { return older(q.items[i], q.items[j]) }
+
+// Swap implements heap.Interface.
 func (q *readyQueue) Swap(i, j int) {
 	q.items[i], q.items[j] = q.items[j], q.items[i]
 	q.pos[q.items[i].ID] = i
 	q.pos[q.items[j].ID] = j
 }
 
+// Push implements heap.Interface.
 func (q *readyQueue) Push(x any) {
 	r := x.(*Record)
 	q.pos[r.ID] = len(q.items)
 	q.items = append(q.items, r)
 }
 
+// Pop implements heap.Interface.
 func (q *readyQueue) Pop() any {
 	n := len(q.items) - 1
 	r := q.items[n]

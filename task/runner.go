@@ -198,6 +198,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	rn := &run{
 		cfg:   cfg,
 		log:   cfg.Logger.With("worker", cfg.WorkerID),
@@ -320,7 +323,7 @@ func (rn *run) worker(ctx context.Context, id string) {
 			rn.log.Error("task runner: claim failed", "err", err)
 		}
 		if rec != nil {
-			rn.runStep(id, rec)
+			rn.runStep(rec)
 			continue
 		}
 		poll.Reset(rn.cfg.PollInterval)
@@ -333,7 +336,7 @@ func (rn *run) worker(ctx context.Context, id string) {
 }
 
 // runStep runs one claimed step to its end and records the outcome.
-func (rn *run) runStep(worker string, rec *Record) {
+func (rn *run) runStep(rec *Record) {
 	log := rn.log.With("task", rec.ID, "operation", rec.Operation, "step", rec.Step, "attempt", rec.Attempts)
 	if rn.cfg.MaxAttempts > 0 && rec.Attempts > rn.cfg.MaxAttempts {
 		log.Error("task runner: step exceeded max attempts; failing task", "max_attempts", rn.cfg.MaxAttempts)
@@ -360,7 +363,7 @@ func (rn *run) runStep(worker string, rec *Record) {
 	hbCtx, stopHB := context.WithCancel(rn.base)
 	var hb sync.WaitGroup
 	hb.Go(func() { rn.heartbeat(hbCtx, log, st) })
-	out, err, panicked := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
+	out, panicked, err := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
 	stopHB()
 	hb.Wait()
 
@@ -392,7 +395,7 @@ func (rn *run) runStep(worker string, rec *Record) {
 }
 
 // call runs the handler, recovering a panic.
-func (rn *run) call(ctx context.Context, log *slog.Logger, job *Job) (out Outcome, err error, panicked bool) {
+func (rn *run) call(ctx context.Context, log *slog.Logger, job *Job) (out Outcome, panicked bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			log.Error("task runner: handler panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -400,7 +403,7 @@ func (rn *run) call(ctx context.Context, log *slog.Logger, job *Job) (out Outcom
 		}
 	}()
 	out, err = rn.cfg.Handler(ctx, job)
-	return out, err, false
+	return out, false, err
 }
 
 // heartbeat renews the lease every Lease/3 (or at once when poked by a

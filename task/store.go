@@ -39,7 +39,7 @@ const MaxChannelLen = 128
 type Bus interface {
 	// Publish sends payload to every current subscriber of channel. Channel
 	// names are 1..MaxChannelLen bytes without NUL or newline; a store may
-	// also limit the payload size (PostgreSQL: MaxPayload bytes).
+	// also limit the payload size (pgstore: pgstore.MaxPayload bytes).
 	Publish(ctx context.Context, channel, payload string) error
 	// Subscribe returns a buffered channel of the payloads published on
 	// channel from now on. The returned channel is closed when ctx is done or

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
+	"github.com/weftmcp/weft/task/pgstore"
 	"github.com/weftmcp/weft/task/sqlitestore"
 )
 
@@ -20,6 +22,7 @@ type demo struct {
 	srv    *weft.Server
 	stores *demoStores
 	tasks  task.Store
+	lease  time.Duration
 }
 
 // Close releases the demo's stores.
@@ -27,29 +30,53 @@ func (d *demo) Close() error {
 	return errors.Join(d.tasks.Close(), d.stores.db.Close())
 }
 
-// newDemo builds the demo: every tool shows one capability. Tasks and
-// handles live in SQLite files under dataDir (or tasks in tasksStore when
-// one is given).
-func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector, dataDir, baseURL string, admission weft.Admission, tasksStore task.Store) (*demo, error) {
+// demoConfig says where the demo keeps its state.
+type demoConfig struct {
+	dataDir   string         // SQLite files (tasks.db, handles.db) when postgres is empty
+	baseURL   string         // where the demo's web pages are served
+	postgres  string         // PostgreSQL URL: tasks, handles and fleet events
+	schema    string         // PostgreSQL schema (tests isolate themselves)
+	taskLease time.Duration  // task step lease (0: default)
+	admission weft.Admission // nil: anonymous
+}
+
+// newDemo builds the demo: every tool shows one capability. State lives in
+// SQLite files under dataDir, or in PostgreSQL for a fleet.
+func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg demoConfig) (*demo, error) {
+	var (
+		tasksStore task.Store
+		events     task.Bus
+		stores     *demoStores
+		err        error
+	)
+	if cfg.postgres != "" {
+		pg, err := pgstore.Open(ctx, cfg.postgres, pgstore.Options{Schema: cfg.schema, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
+		}
+		tasksStore, events = pg, pg
+		if stores, err = openDemoStoresPostgres(ctx, cfg); err != nil {
+			_ = pg.Close()
+			return nil, err
+		}
+	} else {
+		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.dataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
+			return nil, fmt.Errorf("open task store: %w", err)
+		}
+		if stores, err = openDemoStores(ctx, cfg.dataDir, cfg.baseURL); err != nil {
+			_ = tasksStore.Close()
+			return nil, err
+		}
+	}
 	s := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
 		Logger:         logger,
 		Protector:      protector,
-		Admission:      admission,
+		Admission:      cfg.admission,
+		Events:         events,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
-	if tasksStore == nil {
-		var err error
-		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(dataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
-			return nil, fmt.Errorf("open task store: %w", err)
-		}
-	}
-	stores, err := openDemoStores(ctx, dataDir, baseURL)
-	if err != nil {
-		_ = tasksStore.Close()
-		return nil, err
-	}
-	d := &demo{srv: s, stores: stores, tasks: tasksStore}
+	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease}
 	if err := d.register(); err != nil {
 		_ = d.Close()
 		return nil, err
@@ -59,7 +86,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 
 func (d *demo) register() error {
 	s := d.srv
-	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks}); err != nil {
+	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease}); err != nil {
 		return err
 	}
 	for _, add := range []func() error{

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL database/sql driver
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
@@ -40,6 +42,41 @@ func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, 
 	}
 	return &demoStores{db: db, handles: hs, baseURL: baseURL}, nil
 }
+
+// openDemoStoresPostgres keeps handles in PostgreSQL so every instance of a
+// fleet redeems the same handles.
+func openDemoStoresPostgres(ctx context.Context, cfg demoConfig) (*demoStores, error) {
+	dsn := cfg.postgres
+	if cfg.schema != "" {
+		// pgx sends unknown URL parameters as run-time settings.
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("parse the PostgreSQL URL: %w", err)
+		}
+		q := u.Query()
+		q.Set("search_path", cfg.schema)
+		u.RawQuery = q.Encode()
+		dsn = u.String()
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open PostgreSQL: %w", err)
+	}
+	if cfg.schema != "" {
+		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(cfg.schema)); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("create schema: %w", err)
+		}
+	}
+	hs, err := handle.New(ctx, db, handle.Postgres)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &demoStores{db: db, handles: hs, baseURL: cfg.baseURL}, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func binding(req *weft.Request, op string) handle.Binding {
 	return handle.Binding{Principal: req.Identity.Principal, Partition: req.Identity.Partition, Operation: op}

@@ -28,7 +28,8 @@ func headerAdmission(ctx context.Context, r *weft.AdmissionRequest) (weft.Identi
 func newTestDemo(t *testing.T) *demo {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := newDemo(context.Background(), logger, seal.NewEphemeralManager(), t.TempDir(), "http://127.0.0.1:8080", headerAdmission, nil)
+	d, err := newDemo(context.Background(), logger, seal.NewEphemeralManager(), demoConfig{dataDir: t.TempDir(),
+		baseURL: "http://127.0.0.1:8080", admission: headerAdmission})
 	if err != nil {
 		t.Fatal(err)
 	}

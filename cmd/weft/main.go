@@ -32,6 +32,7 @@ func main() {
 
 const usage = `usage:
   weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
+             [--postgres URL [--schema NAME]] [--task-lease 30s]
              [--admin 127.0.0.1:8081 --admin-token-file FILE]
   weft keys generate --id ID --keyring FILE
   weft keys fingerprint --keyring FILE
@@ -68,6 +69,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	data := fs.String("data", "./weft-data", "data directory (created on first start)")
 	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
 	stdio := fs.Bool("stdio", false, "serve the demo over stdin/stdout instead of HTTP")
+	postgres := fs.String("postgres", "", "PostgreSQL URL: tasks, handles and fleet events live there instead of SQLite")
+	schema := fs.String("schema", "", "PostgreSQL schema for the demo's tables (default: the search_path)")
+	taskLease := fs.Duration("task-lease", 0, "lease of a running task step (default 30s); a crashed worker's task is taken over after it")
 	adminAddr := fs.String("admin", "", "admin listener address (loopback only; off when empty)")
 	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token (created with a random token when missing)")
 	if err := fs.Parse(args); err != nil {
@@ -91,7 +95,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	mgr := seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d, err := newDemo(ctx, logger, mgr, *data, "http://"+*addr, nil, nil)
+	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
+		postgres: *postgres, schema: *schema, taskLease: *taskLease})
 	if err != nil {
 		return err
 	}

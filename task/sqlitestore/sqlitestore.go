@@ -189,9 +189,8 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // queries holds the SQL for one table name.
 type queries struct {
-	schema                                   []string
-	insert, load, update, get, claim, expire string
-	purge                                    string
+	schema                                     []string
+	insert, load, update, claim, expire, purge string
 }
 
 const columns = `id, principal, partition_key, operation, params, status, status_message,

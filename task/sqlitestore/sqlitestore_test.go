@@ -139,7 +139,7 @@ func TestLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "load.db")
 	a := open(t, path, sqlitestore.Options{Synchronous: "NORMAL"})
 	b := open(t, path, sqlitestore.Options{Synchronous: "NORMAL"})
-	storetest.RunLoad(t, []task.Store{a, b}, storetest.LoadConfig{})
+	storetest.RunLoad(t, []task.Store{a, b}, loadConfig())
 }
 
 func BenchmarkCreateToComplete(b *testing.B) {
@@ -149,4 +149,13 @@ func BenchmarkCreateToComplete(b *testing.B) {
 			storetest.Bench(b, s, 4)
 		})
 	}
+}
+
+// loadConfig is the full 1,000-task load, shrunk under the race detector
+// (whose instrumentation slows the drivers down many times over).
+func loadConfig() storetest.LoadConfig {
+	if storetest.RaceEnabled {
+		return storetest.LoadConfig{Tasks: 250, Creators: 25}
+	}
+	return storetest.LoadConfig{Tasks: 1000, Creators: 50, Runners: 4}
 }

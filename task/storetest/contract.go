@@ -206,11 +206,11 @@ func testClaimManyExclusive(t *testing.T, e *env) {
 
 func testLeaseExpiryReclaim(t *testing.T, e *env) {
 	r := e.create(task.NewTask{})
-	first := e.claimID(r.ID, "w1", 10*time.Second)
-	e.clock.Advance(5 * time.Second)
+	first := e.claimID(r.ID, "w1", time.Minute)
+	e.clock.Advance(30 * time.Second)
 	e.noClaim()
-	e.clock.Advance(6 * time.Second)
-	second := e.claimID(r.ID, "w2", 10*time.Second)
+	e.clock.Advance(31 * time.Second)
+	second := e.claimID(r.ID, "w2", time.Minute)
 	if second.Fence <= first.Fence || second.Attempts != 2 || second.LeaseOwner != "w2" || second.Step != 1 {
 		t.Fatalf("re-claim = fence %d attempts %d owner %q step %d; want fence > %d, attempts 2, owner w2, step 1",
 			second.Fence, second.Attempts, second.LeaseOwner, second.Step, first.Fence)
@@ -241,25 +241,25 @@ func testLeaseExpiryReclaim(t *testing.T, e *env) {
 
 func testRenewExtendsLease(t *testing.T, e *env) {
 	r := e.create(task.NewTask{})
-	c := e.claimID(r.ID, "w", 10*time.Second)
-	e.clock.Advance(8 * time.Second)
-	cancel, err := e.s.Renew(e.ctx, r.ID, c.Fence, 10*time.Second)
+	c := e.claimID(r.ID, "w", time.Minute)
+	e.clock.Advance(50 * time.Second)
+	cancel, err := e.s.Renew(e.ctx, r.ID, c.Fence, time.Minute)
 	if err != nil || cancel {
 		t.Fatalf("Renew = %v, %v; want false, nil", cancel, err)
 	}
-	e.clock.Advance(8 * time.Second)
+	e.clock.Advance(50 * time.Second)
 	e.noClaim()
 	// A lapsed lease nobody re-claimed may still be renewed (fencing keeps
 	// it safe)...
-	e.clock.Advance(3 * time.Second)
-	if _, err := e.s.Renew(e.ctx, r.ID, c.Fence, 10*time.Second); err != nil {
+	e.clock.Advance(15 * time.Second)
+	if _, err := e.s.Renew(e.ctx, r.ID, c.Fence, time.Minute); err != nil {
 		t.Fatalf("Renew of a lapsed, unclaimed lease: %v", err)
 	}
 	e.noClaim()
 	// ...but not once someone else has it.
-	e.clock.Advance(11 * time.Second)
-	e.claimID(r.ID, "w2", 10*time.Second)
-	_, err = e.s.Renew(e.ctx, r.ID, c.Fence, 10*time.Second)
+	e.clock.Advance(61 * time.Second)
+	e.claimID(r.ID, "w2", time.Minute)
+	_, err = e.s.Renew(e.ctx, r.ID, c.Fence, time.Minute)
 	wantErr(t, "Renew after re-claim", err, task.ErrLeaseLost)
 }
 
@@ -533,7 +533,7 @@ func testExpireAndPurge(t *testing.T, e *env) {
 		}
 	}
 	sweep(30*time.Second, task.SweepResult{})
-	sweep(61*time.Second, task.SweepResult{Expired: 3})
+	sweep(90*time.Second, task.SweepResult{Expired: 3})
 	for _, id := range []string{queued.ID, waiting.ID, running.ID} {
 		r := e.wantStatus(id, task.Failed)
 		wantJSON(t, "expired Error", r.Error, `{"code":-32001,"message":"too slow"}`)
@@ -545,18 +545,19 @@ func testExpireAndPurge(t *testing.T, e *env) {
 	wantErr(t, "Finish after expiry", err, task.ErrLeaseLost)
 	e.wantStatus(doneTTL.ID, task.Completed)
 	e.wantStatus(unlimited.ID, task.Working)
-	sweep(62*time.Second, task.SweepResult{}) // idempotent
+	sweep(91*time.Second, task.SweepResult{}) // idempotent
 
 	// Retention counts from the later of the terminal transition and expiry:
-	// doneUnlimited finished near t0 (purgeable from ~t0+10m); the others
-	// expired at t0+1m or were marked at t0+61s (purgeable from ~t0+11m1s).
+	// doneUnlimited finished near t0 (purgeable from ~t0+10m), doneTTL
+	// expires near t0+1m (purgeable from ~t0+11m), the expired ones were
+	// marked at t0+90s (purgeable from t0+11m30s).
 	sweep(10*time.Minute+30*time.Second, task.SweepResult{Purged: 1})
 	if _, err := e.s.Get(e.ctx, doneUnlimited.ID); err == nil {
 		t.Fatalf("purged task still found")
 	} else {
 		wantErr(t, "Get purged task", err, task.ErrNotFound)
 	}
-	sweep(11*time.Minute+2*time.Second, task.SweepResult{Purged: 4})
+	sweep(11*time.Minute+30*time.Second, task.SweepResult{Purged: 4})
 	for _, id := range []string{queued.ID, waiting.ID, running.ID, doneTTL.ID} {
 		_, err := e.s.Get(e.ctx, id)
 		wantErr(t, "Get purged task", err, task.ErrNotFound)

@@ -221,6 +221,7 @@ type countingStore struct {
 	all    chan struct{}
 }
 
+// Finish implements task.Store, counting completions.
 func (c *countingStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
 	r, err := c.Store.Finish(ctx, id, fence, out)
 	if err == nil && r.Status == task.Completed && c.done.Add(1) == c.target {

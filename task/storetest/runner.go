@@ -176,7 +176,7 @@ func testRunnerInputRounds(t *testing.T, e *env) {
 }
 
 func testRunnerTakeover(t *testing.T, e *env) {
-	const lease = 3 * time.Second
+	const lease = 20 * time.Second
 	started := make(chan struct{}, 1)
 	crashing := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 		started <- struct{}{}

@@ -1,0 +1,616 @@
+// Package pgstore is a task.Store on PostgreSQL, using a pgx/v5 connection
+// pool (pgxpool) plus one dedicated listening connection.
+//
+// Every state change is a read-modify-write of one row in a transaction that
+// holds the row lock (SELECT ... FOR UPDATE), applying the task.Record rules,
+// so all instances sharing the database agree. Claims select with FOR UPDATE
+// SKIP LOCKED, so concurrent claimers on any number of instances never block
+// on, or double-claim, the same task.
+//
+// Change notifications use LISTEN/NOTIFY: state changes are announced with
+// pg_notify inside the changing transaction (delivered on commit), and every
+// Store keeps one listening connection that fans received events out to its
+// local subscribers. All logical task.Bus channels share one PostgreSQL
+// channel per schema and prefix, so every instance hears every event;
+// Publish can carry application events too (payload limit MaxPayload). Events
+// sent while a listener reconnects are lost (they are hints; poll as well).
+//
+// Open creates the schema (Options.Schema, if set) and the table
+// (Options.Prefix + "tasks") if missing, under an advisory lock so that
+// instances starting together do not race. Tests isolate themselves with a
+// fresh random schema.
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/weftmcp/weft/task"
+)
+
+// MaxPayload is the largest channel-plus-payload size Publish accepts
+// (PostgreSQL's NOTIFY payload limit is 8000 bytes; one byte separates the
+// channel from the payload).
+const MaxPayload = 7998
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// Schema is the PostgreSQL schema holding the table; it is created if
+	// missing. Empty means the connection's search_path (usually public).
+	Schema string
+	// Prefix is prepended to the table name "tasks" (default "weft_").
+	Prefix string
+	// MaxConns caps the connection pool, not counting the listener
+	// connection (default 10).
+	MaxConns int
+	// Now is the clock (default time.Now). Instances should have reasonably
+	// synchronized clocks; fencing keeps claims safe when they do not, but
+	// leases may then lapse early or late.
+	Now func() time.Time
+	// Logger receives listener reconnections (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is a task.Store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	hub     *task.Hub
+	now     func() time.Time
+	log     *slog.Logger
+	q       queries
+	channel string // the PostgreSQL notification channel
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ task.Store = (*Store)(nil)
+
+var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
+
+// Open connects to the database at dsn (a PostgreSQL URL or keyword/value
+// string), creates the schema objects if missing, starts the notification
+// listener and returns the store.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "weft_"
+	}
+	if !identRE.MatchString(opts.Prefix) || (opts.Schema != "" && !identRE.MatchString(opts.Schema)) {
+		return nil, fmt.Errorf("pgstore: open: schema %q / prefix %q: lower-case letters, digits and underscores only: %w",
+			opts.Schema, opts.Prefix, task.ErrInvalid)
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 10
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: parse dsn: %w", err)
+	}
+	cfg.MaxConns = int32(min(opts.MaxConns, 1<<20))
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	sum := sha256.Sum256([]byte(opts.Schema + "." + opts.Prefix))
+	s := &Store{
+		pool:    pool,
+		hub:     task.NewHub(0),
+		now:     opts.Now,
+		log:     opts.Logger,
+		q:       newQueries(opts.Schema, opts.Prefix),
+		channel: "weft_" + hex.EncodeToString(sum[:12]),
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.startListener(ctx, cfg.ConnConfig); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+type queries struct {
+	table                                      string
+	schema                                     []string
+	insert, load, update, claim, expire, purge string
+}
+
+const columns = `id, principal, partition_key, operation, params, status, status_message,
+	created_at, updated_at, ttl, poll_interval, expires_at,
+	input_requests, input_responses, issued_keys, state, result, error,
+	cancel_requested, step, attempts, lease_owner, lease_expires_at, fence`
+
+func newQueries(schema, prefix string) queries {
+	name := prefix + "tasks"
+	t := pgx.Identifier{name}.Sanitize()
+	if schema != "" {
+		t = pgx.Identifier{schema, name}.Sanitize()
+	}
+	idx := func(suffix string) string { return pgx.Identifier{name + "_" + suffix}.Sanitize() }
+	var ddl []string
+	if schema != "" {
+		ddl = append(ddl, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize())
+	}
+	ddl = append(ddl,
+		`CREATE TABLE IF NOT EXISTS `+t+` (
+	id               text PRIMARY KEY,
+	principal        text NOT NULL,
+	partition_key    text NOT NULL,
+	operation        text NOT NULL,
+	params           bytea,
+	status           text NOT NULL,
+	status_message   text NOT NULL,
+	created_at       timestamptz NOT NULL,
+	updated_at       timestamptz NOT NULL,
+	ttl              bigint NOT NULL, -- nanoseconds; 0 = unlimited
+	poll_interval    bigint NOT NULL, -- nanoseconds
+	expires_at       timestamptz,     -- NULL = never
+	input_requests   bytea,           -- JSON object of outstanding requests
+	input_responses  bytea,           -- JSON object
+	issued_keys      text[] NOT NULL,
+	state            bytea,
+	result           bytea,
+	error            bytea,
+	cancel_requested boolean NOT NULL,
+	step             integer NOT NULL,
+	attempts         integer NOT NULL,
+	lease_owner      text,
+	lease_expires_at timestamptz,
+	fence            bigint NOT NULL
+)`,
+		`CREATE INDEX IF NOT EXISTS `+idx("claim")+` ON `+t+` (created_at, id) WHERE status = 'working'`,
+		`CREATE INDEX IF NOT EXISTS `+idx("expiry")+` ON `+t+` (expires_at) WHERE expires_at IS NOT NULL AND status IN ('working', 'input_required')`,
+		`CREATE INDEX IF NOT EXISTS `+idx("purge")+` ON `+t+` (updated_at) WHERE status IN ('completed', 'failed', 'cancelled')`,
+	)
+	return queries{
+		table:  t,
+		schema: ddl,
+		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`,
+		load:   `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
+		update: `UPDATE ` + t + ` SET status = $2, status_message = $3, updated_at = $4, ttl = $5, poll_interval = $6, expires_at = $7,
+	input_requests = $8, input_responses = $9, issued_keys = $10, state = $11, result = $12, error = $13,
+	cancel_requested = $14, step = $15, attempts = $16, lease_owner = $17, lease_expires_at = $18, fence = $19
+	WHERE id = $1 AND fence = $20`,
+		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working'
+	AND (lease_owner IS NULL OR lease_expires_at <= $1)
+	AND (expires_at IS NULL OR expires_at > $1)
+	ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= $1
+	AND status IN ('working', 'input_required') LIMIT $2 FOR UPDATE SKIP LOCKED`,
+		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
+	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= $1
+	AND greatest(coalesce(expires_at, updated_at), updated_at) <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+	}
+}
+
+// migrate creates the schema objects under a transaction-scoped advisory
+// lock.
+func (s *Store) migrate(ctx context.Context) error {
+	h := fnv.New64a()
+	h.Write([]byte("weft-task-schema:" + s.q.table))
+	return s.withTx(ctx, "create schema", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(h.Sum64())); err != nil {
+			return err
+		}
+		for _, stmt := range s.q.schema {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// check fails with ErrClosed after Close.
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: %s: %w", op, task.ErrClosed)
+	}
+	return nil
+}
+
+// withTx runs fn in a transaction on a pooled connection and commits it.
+func (s *Store) withTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := pgx.BeginFunc(ctx, s.pool, fn); err != nil {
+		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	return nil
+}
+
+func scanRecord(row pgx.Row) (*task.Record, error) {
+	var (
+		r                                          task.Record
+		status                                     string
+		ttl, poll                                  int64
+		expires, leaseExpires                      *time.Time
+		leaseOwner                                 *string
+		params, reqs, resps, state, result, rpcErr []byte
+	)
+	err := row.Scan(&r.ID, &r.Owner.Principal, &r.Owner.Partition, &r.Operation, &params, &status, &r.StatusMessage,
+		&r.CreatedAt, &r.UpdatedAt, &ttl, &poll, &expires,
+		&reqs, &resps, &r.IssuedKeys, &state, &result, &rpcErr,
+		&r.CancelRequested, &r.Step, &r.Attempts, &leaseOwner, &leaseExpires, &r.Fence)
+	if err != nil {
+		return nil, err
+	}
+	r.Params, r.InputRequests, r.InputResponses = raw(params), raw(reqs), raw(resps)
+	r.State, r.Result, r.Error = raw(state), raw(result), raw(rpcErr)
+	if len(r.IssuedKeys) == 0 {
+		r.IssuedKeys = nil
+	}
+	r.Status = task.Status(status)
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	r.TTL, r.PollInterval = time.Duration(ttl), time.Duration(poll)
+	if expires != nil {
+		r.ExpiresAt = expires.UTC()
+	}
+	if leaseExpires != nil {
+		r.LeaseExpiresAt = leaseExpires.UTC()
+	}
+	if leaseOwner != nil {
+		r.LeaseOwner = *leaseOwner
+	}
+	return &r, nil
+}
+
+func raw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func bytesOrNil(b json.RawMessage) []byte {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func stringOrNil(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
+
+func keysOf(r *task.Record) []string {
+	if r.IssuedKeys == nil {
+		return []string{}
+	}
+	return r.IssuedKeys
+}
+
+// timestamp returns the current time as stored (UTC, microseconds: the
+// precision of timestamptz).
+func (s *Store) timestamp() time.Time {
+	return s.now().UTC().Truncate(time.Microsecond)
+}
+
+// notify queues, inside tx, the notifications for the change before→after
+// (delivered by PostgreSQL when tx commits).
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, changes ...[2]*task.Record) error {
+	var payloads []string
+	for _, c := range changes {
+		for _, ch := range task.NotifyChannels(c[0], c[1]) {
+			payloads = append(payloads, ch+"\n"+c[1].ID)
+		}
+	}
+	if len(payloads) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, payloads)
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// Create implements task.Store: INSERT and NOTIFY in one transaction.
+func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, error) {
+	r, err := task.NewRecord(spec, s.timestamp())
+	if err != nil {
+		return nil, err
+	}
+	err = s.withTx(ctx, "create "+r.ID, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+			bytesOrNil(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt, r.UpdatedAt,
+			int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
+			bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
+			r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence)
+		if err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				return task.ErrExists
+			}
+			return err
+		}
+		return s.notify(ctx, tx, [2]*task.Record{nil, r})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.Clone(), nil
+}
+
+// Get implements task.Store: one SELECT.
+func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	if err := s.check("get " + id); err != nil {
+		return nil, err
+	}
+	r, err := scanRecord(s.pool.QueryRow(ctx, s.q.load, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("pgstore: get %s: %w", id, task.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// store writes r back, guarded by the fence it was loaded with.
+func (s *Store) store(ctx context.Context, tx pgx.Tx, r *task.Record, loadedFence int64) error {
+	tag, err := tx.Exec(ctx, s.q.update, r.ID, string(r.Status), r.StatusMessage, r.UpdatedAt,
+		int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
+		bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
+		r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence,
+		loadedFence)
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", r.ID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("fenced update of task %s matched %d rows: %w", r.ID, tag.RowsAffected(), task.ErrLeaseLost)
+	}
+	return nil
+}
+
+// update is the read-modify-write of one task under its row lock.
+func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Record, now time.Time) (bool, error)) (*task.Record, bool, error) {
+	now := s.timestamp()
+	var out *task.Record
+	var changed bool
+	var applyErr error
+	err := s.withTx(ctx, op+" "+id, func(tx pgx.Tx) error {
+		r, err := scanRecord(tx.QueryRow(ctx, s.q.load+" FOR UPDATE", id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return task.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		before := r.Clone()
+		changed, applyErr = apply(r, now)
+		if applyErr != nil {
+			return applyErr
+		}
+		out = r
+		if !changed {
+			return nil
+		}
+		if err := s.store(ctx, tx, r, before.Fence); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, [2]*task.Record{before, r})
+	})
+	if applyErr != nil {
+		return nil, false, applyErr
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, changed, nil
+}
+
+// maxClaimScan bounds how many cancelled-on-claim tasks one Claim call
+// settles before giving up for this call.
+const maxClaimScan = 32
+
+// Claim implements task.Store: SELECT the oldest claimable row FOR UPDATE
+// SKIP LOCKED, apply the claim and UPDATE it, in one transaction.
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (*task.Record, error) {
+	if worker == "" || lease <= 0 {
+		return nil, fmt.Errorf("pgstore: claim: empty worker or non-positive lease: %w", task.ErrInvalid)
+	}
+	now := s.timestamp()
+	var claimed *task.Record
+	err := s.withTx(ctx, "claim", func(tx pgx.Tx) error {
+		claimed = nil
+		var settled [][2]*task.Record
+		for range maxClaimScan {
+			r, err := scanRecord(tx.QueryRow(ctx, s.q.claim, now))
+			if errors.Is(err, pgx.ErrNoRows) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("select: %w", err)
+			}
+			before := r.Clone()
+			ok, changed := r.ApplyClaim(worker, now, lease)
+			if !changed {
+				return fmt.Errorf("task %s selected but not claimable", r.ID)
+			}
+			if err := s.store(ctx, tx, r, before.Fence); err != nil {
+				return err
+			}
+			if ok {
+				claimed = r
+				break
+			}
+			settled = append(settled, [2]*task.Record{before, r})
+		}
+		return s.notify(ctx, tx, settled...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// Renew implements task.Store.
+func (s *Store) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
+	var cancel bool
+	_, _, err := s.update(ctx, "renew", id, func(r *task.Record, now time.Time) (bool, error) {
+		var err error
+		cancel, err = r.ApplyRenew(fence, now, lease)
+		return true, err
+	})
+	return cancel, err
+}
+
+// Finish implements task.Store.
+func (s *Store) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
+	r, _, err := s.update(ctx, "finish", id, func(r *task.Record, now time.Time) (bool, error) {
+		return true, r.ApplyFinish(fence, out, now)
+	})
+	return r, err
+}
+
+// SetStatusMessage implements task.Store.
+func (s *Store) SetStatusMessage(ctx context.Context, id string, fence int64, msg string) error {
+	_, _, err := s.update(ctx, "set status message", id, func(r *task.Record, now time.Time) (bool, error) {
+		return true, r.ApplyStatusMessage(fence, msg, now)
+	})
+	return err
+}
+
+// SubmitInput implements task.Store.
+func (s *Store) SubmitInput(ctx context.Context, id string, responses json.RawMessage) (bool, error) {
+	_, changed, err := s.update(ctx, "submit input", id, func(r *task.Record, now time.Time) (bool, error) {
+		return r.ApplyInput(responses, now)
+	})
+	return changed, err
+}
+
+// RequestCancel implements task.Store.
+func (s *Store) RequestCancel(ctx context.Context, id string) (*task.Record, error) {
+	r, _, err := s.update(ctx, "request cancel", id, func(r *task.Record, now time.Time) (bool, error) {
+		return r.ApplyCancel(now), nil
+	})
+	return r, err
+}
+
+// ExpireAndPurge implements task.Store: expiry is one transaction over up to
+// Limit rows (locked with SKIP LOCKED, so concurrent sweepers split the
+// work), purge one DELETE of up to Limit rows.
+func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.SweepOptions) (task.SweepResult, error) {
+	var res task.SweepResult
+	opts, err := opts.Normalize()
+	if err != nil {
+		return res, err
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	err = s.withTx(ctx, "expire", func(tx pgx.Tx) error {
+		res.Expired = 0
+		rows, err := tx.Query(ctx, s.q.expire, now, opts.Limit)
+		if err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
+		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*task.Record, error) { return scanRecord(row) })
+		if err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
+		var changed [][2]*task.Record
+		for _, r := range recs {
+			before := r.Clone()
+			if !r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage) {
+				continue
+			}
+			if err := s.store(ctx, tx, r, before.Fence); err != nil {
+				return err
+			}
+			changed = append(changed, [2]*task.Record{before, r})
+		}
+		res.Expired = len(changed)
+		return s.notify(ctx, tx, changed...)
+	})
+	if err != nil {
+		return task.SweepResult{}, err
+	}
+	tag, err := s.pool.Exec(ctx, s.q.purge, now.Add(-opts.Retention), opts.Limit)
+	res.Purged = int(tag.RowsAffected())
+	if err != nil {
+		return res, fmt.Errorf("pgstore: purge: %w", err)
+	}
+	return res, nil
+}
+
+// Publish implements task.Bus with pg_notify: every Store on the same
+// database, schema and prefix delivers payload to its subscribers of
+// channel. len(channel)+len(payload) must not exceed MaxPayload, and payload
+// must be valid UTF-8 without NUL bytes.
+func (s *Store) Publish(ctx context.Context, channel, payload string) error {
+	if err := task.ValidateChannel(channel); err != nil {
+		return err
+	}
+	if len(channel)+len(payload) > MaxPayload || strings.ContainsRune(payload, 0) {
+		return fmt.Errorf("pgstore: publish on %q: payload of %d bytes (max %d, no NUL): %w",
+			channel, len(payload), MaxPayload-len(channel), task.ErrInvalid)
+	}
+	if err := s.check("publish"); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, channel+"\n"+payload); err != nil {
+		return fmt.Errorf("pgstore: publish on %q: %w", channel, err)
+	}
+	return nil
+}
+
+// NotifyChannel returns the PostgreSQL notification channel this store
+// listens and publishes on (derived from the schema and prefix), for
+// operators and tests.
+func (s *Store) NotifyChannel() string { return s.channel }
+
+// Subscribe implements task.Bus: it subscribes to the events this store's
+// listener receives from PostgreSQL.
+func (s *Store) Subscribe(ctx context.Context, channel string) (<-chan string, error) {
+	return s.hub.Subscribe(ctx, channel)
+}
+
+// Close implements task.Store: it stops the listener, closes subscriptions
+// and the connection pool (waiting for operations in flight). It is
+// idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stopListen()
+		<-s.listenDone
+		_ = s.hub.Close()
+		s.pool.Close()
+	})
+	return nil
+}

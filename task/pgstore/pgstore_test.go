@@ -1,0 +1,252 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/weftmcp/weft/task"
+	"github.com/weftmcp/weft/task/pgstore"
+	"github.com/weftmcp/weft/task/storetest"
+)
+
+// defaultDSN is the local test database (trust authentication as root).
+const defaultDSN = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+
+// testDSN returns the test database DSN, skipping the test if PostgreSQL is
+// unreachable (failing instead when CI is set: CI must not silently skip).
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("WEFT_TEST_POSTGRES")
+	if dsn == "" {
+		dsn = defaultDSN
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err == nil {
+		err = c.Ping(ctx)
+		_ = c.Close(ctx)
+	}
+	if err != nil {
+		msg := "PostgreSQL unreachable at " + redact(dsn) + " (set WEFT_TEST_POSTGRES): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dsn
+}
+
+func redact(dsn string) string {
+	if cfg, err := pgx.ParseConfig(dsn); err == nil {
+		return cfg.User + "@" + cfg.Host + "/" + cfg.Database
+	}
+	return "<unparsable dsn>"
+}
+
+// freshSchema returns a new random schema name and drops it when t ends.
+func freshSchema(t testing.TB, dsn string) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := "weft_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+func open(t testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), dsn, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	dsn := testDSN(t)
+	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store {
+		return open(t, dsn, pgstore.Options{Schema: freshSchema(t, dsn), Now: now})
+	})
+}
+
+// TestTwoInstances runs the suite's runner scenarios with clients on one
+// instance and events crossing to another through LISTEN/NOTIFY.
+func TestTwoInstancesNotify(t *testing.T) {
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	a := open(t, dsn, pgstore.Options{Schema: schema})
+	b := open(t, dsn, pgstore.Options{Schema: schema})
+	other := open(t, dsn, pgstore.Options{Schema: schema, Prefix: "other_"})
+	ctx := t.Context()
+	onB, err := b.Subscribe(ctx, task.ChannelRunnable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onOther, err := other.Subscribe(ctx, task.ChannelRunnable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Create(ctx, task.NewTask{Operation: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-onB:
+		if id != r.ID {
+			t.Fatalf("instance b heard %q, want %q", id, r.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("instance b did not hear the creation on instance a")
+	}
+	if got, err := b.Claim(ctx, "w", time.Minute); err != nil || got == nil || got.ID != r.ID {
+		t.Fatalf("claim on b = %v, %v", got, err)
+	}
+	select {
+	case id := <-onOther:
+		t.Fatalf("a store with another prefix heard %q", id)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := a.Publish(ctx, "x", strings.Repeat("p", pgstore.MaxPayload)); err == nil {
+		t.Fatal("Publish of an oversized payload succeeded")
+	}
+}
+
+func TestOpenInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		dsn  string
+		opts pgstore.Options
+	}{
+		{"bad prefix", defaultDSN, pgstore.Options{Prefix: "Robert'); DROP"}},
+		{"bad schema", defaultDSN, pgstore.Options{Schema: "a.b"}},
+		{"bad dsn", "postgres://%zz", pgstore.Options{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, err := pgstore.Open(t.Context(), tc.dsn, tc.opts); err == nil {
+				_ = s.Close()
+				t.Fatal("Open succeeded, want error")
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test skipped in -short mode")
+	}
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	a := open(t, dsn, pgstore.Options{Schema: schema})
+	b := open(t, dsn, pgstore.Options{Schema: schema})
+	storetest.RunLoad(t, []task.Store{a, b}, loadConfig())
+}
+
+func BenchmarkCreateToComplete(b *testing.B) {
+	dsn := testDSN(b)
+	s := open(b, dsn, pgstore.Options{Schema: freshSchema(b, dsn)})
+	storetest.Bench(b, s, 4)
+}
+
+// loadConfig is the full 1,000-task load, shrunk under the race detector
+// (whose instrumentation slows the drivers down many times over).
+func loadConfig() storetest.LoadConfig {
+	if storetest.RaceEnabled {
+		return storetest.LoadConfig{Tasks: 250, Creators: 25}
+	}
+	return storetest.LoadConfig{Tasks: 1000, Creators: 50, Runners: 4}
+}
+
+func TestClosed(t *testing.T) {
+	dsn := testDSN(t)
+	s := open(t, dsn, pgstore.Options{Schema: freshSchema(t, dsn)})
+	sub, err := s.Subscribe(t.Context(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-sub; ok {
+		t.Fatal("subscription still open after Close")
+	}
+	calls := map[string]error{}
+	_, calls["Get"] = s.Get(t.Context(), "x")
+	_, calls["Create"] = s.Create(t.Context(), task.NewTask{Operation: "x"})
+	_, calls["Claim"] = s.Claim(t.Context(), "w", time.Minute)
+	calls["Publish"] = s.Publish(t.Context(), "x", "y")
+	_, calls["Subscribe"] = s.Subscribe(t.Context(), "x")
+	for name, err := range calls {
+		if !errors.Is(err, task.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestListenerReconnects kills the listening backend; the store reconnects
+// and events flow again.
+func TestListenerReconnects(t *testing.T) {
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	s := open(t, dsn, pgstore.Options{Schema: schema, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	ctx := t.Context()
+	sub, err := s.Subscribe(ctx, "ping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	tag, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND query = $1`, "LISTEN "+pgx.Identifier{s.NotifyChannel()}.Sanitize())
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("terminate listener: %v (%d rows)", err, tag.RowsAffected())
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ {
+		want := "p" + strconv.Itoa(i)
+		if err := s.Publish(ctx, "ping", want); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-sub:
+			if strings.HasPrefix(got, "p") {
+				return // events flow again
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no events after the listener was killed")
+		}
+	}
+}

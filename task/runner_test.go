@@ -1,0 +1,455 @@
+package task_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/weftmcp/weft/task"
+)
+
+// faultyStore wraps a Store to inject failures and deafness.
+type faultyStore struct {
+	task.Store
+	renewFails  atomic.Int64 // remaining Renew failures; negative = forever
+	finishFails atomic.Int64
+	deaf        bool // Subscribe never delivers (like another process's store)
+}
+
+var errInjected = errors.New("injected transient failure")
+
+func take(n *atomic.Int64) bool {
+	for {
+		v := n.Load()
+		if v == 0 {
+			return false
+		}
+		if v < 0 || n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+func (f *faultyStore) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
+	if take(&f.renewFails) {
+		return false, errInjected
+	}
+	return f.Store.Renew(ctx, id, fence, lease)
+}
+
+func (f *faultyStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
+	if take(&f.finishFails) {
+		return nil, errInjected
+	}
+	return f.Store.Finish(ctx, id, fence, out)
+}
+
+func (f *faultyStore) Subscribe(ctx context.Context, channel string) (<-chan string, error) {
+	if !f.deaf {
+		return f.Store.Subscribe(ctx, channel)
+	}
+	ch := make(chan string)
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch, nil
+}
+
+// harness runs one Runner over a memory store inside a synctest bubble.
+type harness struct {
+	t     *testing.T
+	mem   *task.MemoryStore
+	store *faultyStore
+	stop  context.CancelFunc
+	done  chan error
+}
+
+func newHarness(t *testing.T) *harness {
+	mem := task.NewMemoryStore()
+	return &harness{t: t, mem: mem, store: &faultyStore{Store: mem}}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func (h *harness) start(r task.Runner) {
+	if r.Store == nil {
+		r.Store = h.store
+	}
+	if r.Logger == nil {
+		r.Logger = quiet
+	}
+	ctx, cancel := context.WithCancel(h.t.Context())
+	h.stop, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- r.Run(ctx) }()
+}
+
+// shutdown stops the runner, returns Run's error and closes the store.
+func (h *harness) shutdown() error {
+	h.stop()
+	err := <-h.done
+	_ = h.mem.Close()
+	return err
+}
+
+func (h *harness) create(spec task.NewTask) string {
+	h.t.Helper()
+	if spec.Operation == "" {
+		spec.Operation = "op"
+	}
+	r, err := h.mem.Create(h.t.Context(), spec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r.ID
+}
+
+func (h *harness) get(id string) *task.Record {
+	h.t.Helper()
+	r, err := h.mem.Get(h.t.Context(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// waitTerminal sleeps (in bubble time) until id is terminal or limit passes.
+func (h *harness) waitTerminal(id string, limit time.Duration) *task.Record {
+	h.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if r := h.get(id); r.Status.IsTerminal() {
+			return r
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("task %s not terminal within %v: %+v", id, limit, h.get(id))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRunnerConfig(t *testing.T) {
+	h := func(context.Context, *task.Job) (task.Outcome, error) { return task.Cancel(), nil }
+	for _, r := range []*task.Runner{{Handler: h}, {Store: task.NewMemoryStore()}} {
+		if err := r.Run(t.Context()); !errors.Is(err, task.ErrInvalid) {
+			t.Fatalf("Run with missing fields = %v, want ErrInvalid", err)
+		}
+	}
+}
+
+func TestRunnerJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		seen := make(chan string, 4)
+		release := make(chan struct{})
+		h.start(task.Runner{Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			if job.Step() == 1 {
+				if err := job.Progress(ctx, "halfway"); err != nil {
+					return task.Outcome{}, err
+				}
+				<-release
+				return task.NeedInput(json.RawMessage(`{"q":{}}`), json.RawMessage(`{"s":1}`)), nil
+			}
+			seen <- fmt.Sprintf("%t|%s|%s|%s|%s|%s|%d|%d|%d|%t", job.ID() != "", job.Owner().Principal, job.Operation(),
+				job.Params(), job.State(), job.InputResponses(), job.Step(), job.Attempt(), job.Fence(), job.IdempotencyKey() == job.ID()+"/2")
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		id := h.create(task.NewTask{Owner: task.Owner{Principal: "alice"}, Operation: "tool", Params: json.RawMessage(`{"p":1}`)})
+		synctest.Wait()
+		if r := h.get(id); r.StatusMessage != "halfway" || r.Status != task.Working {
+			t.Fatalf("progress not visible: %+v", r)
+		}
+		close(release)
+		synctest.Wait()
+		if _, err := h.mem.SubmitInput(t.Context(), id, json.RawMessage(`{"q":"A"}`)); err != nil {
+			t.Fatal(err)
+		}
+		h.waitTerminal(id, time.Second)
+		if got, want := <-seen, `true|alice|tool|{"p":1}|{"s":1}|{"q":"A"}|2|1|2|true`; got != want {
+			t.Fatalf("job view = %s, want %s", got, want)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerHeartbeat: a step running for many lease periods keeps its lease,
+// so a second runner never steals it.
+func TestRunnerHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var runs atomic.Int32
+		handler := func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			runs.Add(1)
+			select {
+			case <-time.After(5 * time.Minute):
+			case <-ctx.Done():
+				return task.Outcome{}, ctx.Err()
+			}
+			return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+		}
+		h.start(task.Runner{Handler: handler, Lease: 30 * time.Second})
+		other := &task.Runner{Store: h.store, Handler: handler, Lease: 30 * time.Second, Logger: quiet}
+		ctx, cancel := context.WithCancel(t.Context())
+		otherDone := make(chan error, 1)
+		go func() { otherDone <- other.Run(ctx) }()
+
+		id := h.create(task.NewTask{})
+		r := h.waitTerminal(id, 10*time.Minute)
+		if string(r.Result) != `{"attempt":1}` || runs.Load() != 1 {
+			t.Fatalf("result %s after %d runs; want attempt 1, one run", r.Result, runs.Load())
+		}
+		cancel()
+		if err := <-otherDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerCancelWithoutEvents: with no bus events (another process's
+// store), the heartbeat still notices a cancellation within Lease/3.
+func TestRunnerCancelWithoutEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.store.deaf = true
+		cause := make(chan error, 1)
+		h.start(task.Runner{Lease: 30 * time.Second, PollInterval: time.Second, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return task.Outcome{}, ctx.Err()
+		}})
+		id := h.create(task.NewTask{})
+		time.Sleep(2 * time.Second) // poll fallback claims it
+		if r := h.get(id); r.LeaseOwner == "" {
+			t.Fatalf("not claimed by polling: %+v", r)
+		}
+		start := time.Now()
+		if _, err := h.mem.RequestCancel(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		r := h.waitTerminal(id, time.Minute)
+		if r.Status != task.Cancelled || time.Since(start) > 11*time.Second {
+			t.Fatalf("status %s after %v; want cancelled within Lease/3", r.Status, time.Since(start))
+		}
+		if err := <-cause; !errors.Is(err, task.ErrCancelRequested) {
+			t.Fatalf("cause = %v", err)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerLeaseLost: when the task is taken away (here: expired by the
+// sweep), the handler's context ends with ErrLeaseLost and its outcome is
+// discarded.
+func TestRunnerLeaseLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		cause := make(chan error, 1)
+		h.start(task.Runner{Lease: 30 * time.Second, SweepInterval: -1, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return task.Complete(json.RawMessage(`{"too":"late"}`)), nil
+		}})
+		id := h.create(task.NewTask{TTL: time.Minute})
+		time.Sleep(time.Minute)
+		if res, err := h.mem.ExpireAndPurge(t.Context(), time.Now(), task.SweepOptions{}); err != nil || res.Expired != 1 {
+			t.Fatalf("ExpireAndPurge = %+v, %v", res, err)
+		}
+		if err := <-cause; !errors.Is(err, task.ErrLeaseLost) {
+			t.Fatalf("cause = %v, want ErrLeaseLost", err)
+		}
+		synctest.Wait()
+		if r := h.get(id); r.Status != task.Failed || string(r.Error) != task.ExpiredErrorJSON {
+			t.Fatalf("late outcome was stored: %+v", r)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerRenewFailures: a step whose lease cannot be renewed for a whole
+// lease period is cancelled (someone else may run it now).
+func TestRunnerRenewFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.store.renewFails.Store(-1)
+		cause := make(chan error, 1)
+		h.start(task.Runner{Lease: 30 * time.Second, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return task.Outcome{}, ctx.Err()
+		}})
+		h.create(task.NewTask{})
+		start := time.Now()
+		if err := <-cause; !errors.Is(err, task.ErrLeaseLost) {
+			t.Fatalf("cause = %v, want ErrLeaseLost", err)
+		}
+		if d := time.Since(start); d < 30*time.Second || d > 41*time.Second {
+			t.Fatalf("gave up after %v, want about one lease (30s..40s)", d)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRunnerFinishRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.store.finishFails.Store(3)
+		h.start(task.Runner{Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			return task.Complete(json.RawMessage(`{"ok":true}`)), nil
+		}})
+		id := h.create(task.NewTask{})
+		if r := h.waitTerminal(id, time.Minute); r.Status != task.Completed {
+			t.Fatalf("status %s, want completed after retries", r.Status)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRunnerShutdown(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler task.Handler
+		wantErr bool
+		status  task.Status
+		leased  bool
+	}{
+		{"drains running steps", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			time.Sleep(5 * time.Second)
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}, false, task.Completed, false},
+		{"cuts off overrunning steps", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), task.ErrShutdown) {
+				return task.Outcome{}, fmt.Errorf("cause %v", context.Cause(ctx))
+			}
+			return task.Outcome{}, ctx.Err()
+		}, false, task.Working, true},
+		{"gives up on handlers ignoring cancellation", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			time.Sleep(time.Hour)
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}, true, task.Working, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t)
+				h.start(task.Runner{Handler: tc.handler, ShutdownTimeout: 10 * time.Second})
+				id := h.create(task.NewTask{})
+				time.Sleep(time.Second)
+				h.stop()
+				err := <-h.done
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("Run = %v, want error %v", err, tc.wantErr)
+				}
+				time.Sleep(2 * time.Hour) // let ignored handlers return; their outcome is dropped
+				r := h.get(id)
+				if r.Status != tc.status || (r.LeaseOwner != "") != tc.leased {
+					t.Fatalf("after shutdown: %s lease %q; want %s, leased %v", r.Status, r.LeaseOwner, tc.status, tc.leased)
+				}
+				_ = h.mem.Close()
+			})
+		})
+	}
+}
+
+func TestRunnerMaxAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		id := h.create(task.NewTask{})
+		for range 2 { // two workers that died
+			if r, err := h.mem.Claim(t.Context(), "dead", time.Second); err != nil || r == nil {
+				t.Fatalf("Claim = %v, %v", r, err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		var called atomic.Bool
+		h.start(task.Runner{MaxAttempts: 2, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			called.Store(true)
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		r := h.waitTerminal(id, time.Minute)
+		if r.Status != task.Failed || string(r.Error) != task.InternalErrorJSON || called.Load() {
+			t.Fatalf("status %s error %s handler called %v; want failed internal error, not called", r.Status, r.Error, called.Load())
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRunnerSweeps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.start(task.Runner{
+			SweepInterval: time.Minute,
+			Retention:     time.Hour,
+			ExpiredError:  json.RawMessage(`{"code":-32000,"message":"took too long"}`),
+			Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+				return task.NeedInput(json.RawMessage(`{"never":{}}`), nil), nil
+			},
+		})
+		id := h.create(task.NewTask{TTL: 30 * time.Second})
+		time.Sleep(61 * time.Second)
+		r := h.get(id)
+		if r.Status != task.Failed || string(r.Error) != `{"code":-32000,"message":"took too long"}` {
+			t.Fatalf("after TTL: %s %s; want failed with the configured error", r.Status, r.Error)
+		}
+		time.Sleep(time.Hour + time.Minute)
+		if _, err := h.mem.Get(t.Context(), id); !errors.Is(err, task.ErrNotFound) {
+			t.Fatalf("after retention: Get = %v, want ErrNotFound", err)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerConcurrency: Workers bounds concurrent steps.
+func TestRunnerConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var mu sync.Mutex
+		running, peak := 0, 0
+		h.start(task.Runner{Workers: 3, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			mu.Unlock()
+			time.Sleep(time.Second)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		var ids []string
+		for range 10 {
+			ids = append(ids, h.create(task.NewTask{}))
+		}
+		for _, id := range ids {
+			h.waitTerminal(id, time.Minute)
+		}
+		if peak != 3 {
+			t.Fatalf("peak concurrency %d, want 3", peak)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
