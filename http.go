@@ -31,6 +31,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusForbidden, "Origin not allowed")
 		return
 	}
+	if r.Method != http.MethodPost && s.serveLegacyHTTP(w, r) { // weft: 2025-11-25 era hook (legacy_http.go)
+		return
+	}
 	if r.Method != http.MethodPost {
 		h.Set("Allow", http.MethodPost)
 		writePlainError(w, http.StatusMethodNotAllowed, "Method not allowed: use POST")

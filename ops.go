@@ -36,7 +36,7 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 		}
 		req.inputResponses = InputResponses{ir}
 	}
-	if e := s.openState(ctx, req, op); e != nil {
+	if e := s.openStateObserved(ctx, req, op); e != nil { // weft: telemetry hook (otel.go)
 		return e
 	}
 	for k, v := range req.inputResponses.All() {
@@ -173,7 +173,7 @@ func (s *Server) inputRequired(ctx context.Context, req *Request, ir *InputRequi
 			return programming(fmt.Errorf("%q returned framework state but declares %s", op.name, op.stateMode))
 		}
 		var e *Error
-		if token, e = s.sealState(ctx, req, ir); e != nil {
+		if token, e = s.sealStateObserved(ctx, req, ir); e != nil { // weft: telemetry hook (otel.go)
 			return errReply(req.ID, e), OutcomeInternalError
 		}
 	}

@@ -83,9 +83,14 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if s.cfgErr != nil {
 		return errReply(ID{}, internalError(s.cfgErr))
 	}
+	rt := s.tel.begin(ctx, in) // weft: telemetry hook (observe.go): span, metrics, request log
+	defer rt.end(&rep)
 	v, err := exactjson.Parse(in.body, s.limits.JSON)
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
+	}
+	if rep, ok := s.serveLegacy(ctx, in, v); ok { // weft: 2025-11-25 era hook (legacy.go)
+		return rep
 	}
 	m, perr := parseMessage(v)
 	if perr != nil {
@@ -96,6 +101,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		// notifications/cancelled is handled by the stdio transport.
 		return reply{none: true}
 	}
+	ctx = rt.parsed(ctx, &m) // weft: telemetry hook: the server span continues params._meta traceparent
 	if s.closing.Load() {
 		return errReply(m.id, withStatus(protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), http.StatusServiceUnavailable))
 	}
@@ -136,7 +142,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		}
 	}
 	// 5. Admission.
-	ident, rej := s.admit(ctx, in, m.method)
+	ident, rej := s.admitObserved(ctx, in, m.method) // weft: telemetry hook (otel.go)
 	if rej != nil {
 		rej.id = m.id // JSON-RPC: an error echoes the id it could read
 		return *rej
@@ -166,6 +172,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 			return errReply(m.id, InvalidParams("Unknown log level"))
 		}
 	}
+	rt.admitted(req) // weft: telemetry hook
 	if obs := s.opts.Observer; obs != nil {
 		obs.RequestStarted(ctx, req)
 		defer func() {
@@ -229,6 +236,8 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 
 // guarded runs a method handler, turning a panic into an internal error.
 func (s *Server) guarded(ctx context.Context, req *Request, in *inbound, h methodHandler) (rep reply) {
+	ctx, endSpan := s.handlerSpan(ctx, req) // weft: telemetry hook (otel.go): the mcp.handler span
+	defer endSpan(&rep)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("weft: handler panic", "method", req.Method, "panic", p, "stack", string(debug.Stack()))

@@ -196,6 +196,19 @@ func newStateFixture(t testing.TB, opts *Options) *stateFixture {
 			}
 			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema))
 		}))
+	// sized seals a string of arguments.n bytes.
+	must(t, f.s.AddTool(Tool{Name: "sized", Description: "Seals state of a given size.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+		func(ctx context.Context, req *Request) (*CallToolResult, error) {
+			f.record("sized", req)
+			if _, ok := req.FrameworkState(); ok {
+				return textResult("resumed"), nil
+			}
+			nv, _ := req.Arguments().Get("n")
+			num, _ := nv.AsNumber()
+			n, _ := num.Int64()
+			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema)).
+				WithFrameworkState(exactjson.String(strings.Repeat("s", int(n))))
+		}))
 	must(t, f.s.AddPrompt(Prompt{Name: "flow", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
 			f.record("prompt", req)
@@ -381,18 +394,7 @@ func TestStateBindingNoOracle(t *testing.T) {
 	tokPrompt := tokenOf(t, f.send(t, "/mcp", 1, "prompts/get", paramsCaps(elicitCaps, M{"name": "flow"}), alice))
 	tokExpiring := tokenOf(t, f.call(t, "/mcp", 1, "flow", nil, nil, alice))
 	crafted := func(version string, p seal.Protector) string {
-		retryParams := toolCall(elicitCaps, "flow", nil)
-		pv, err := exactjson.ParseString(mustJSON(retryParams), exactjson.Limits{})
-		must(t, err)
-		bind, err := stateBinding("/mcp", version, "tools/call", "tenant-alice", pv)
-		must(t, err)
-		now := f.clock.now()
-		plain, err := encodePlaintext(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
-			Round: 1, RequestID: IntID(1), Keys: map[string]string{"approve": "elicitation/create"}}, mustParse(t, originalState))
-		must(t, err)
-		tok, err := p.Seal(context.Background(), bind, plain)
-		must(t, err)
-		return tok
+		return f.craft(t, p, "/mcp", version, "tenant-alice", toolCall(elicitCaps, "flow", nil), mustParse(t, originalState))
 	}
 	other := seal.NewManager(mustRing(t, fixedKey(t, "test-1", 0x02))) // the same key id, other bytes
 
@@ -476,6 +478,23 @@ func TestStateBindingNoOracle(t *testing.T) {
 	if n := f.calls() - before; n != 1 { // only the before-expiry control ran
 		t.Errorf("handlers ran %d times, want 1", n)
 	}
+}
+
+// craft seals state the way the server does, for a retry with params p
+// (without inputResponses and requestState) under the given binding parts.
+func (f *stateFixture) craft(t testing.TB, p seal.Protector, endpoint, version, partition string, params M, state exactjson.Value) string {
+	t.Helper()
+	pv, err := exactjson.ParseString(mustJSON(params), exactjson.Limits{})
+	must(t, err)
+	bind, err := stateBinding(endpoint, version, "tools/call", partition, pv)
+	must(t, err)
+	now := f.clock.now()
+	plain, err := encodePlaintext(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
+		Round: 1, RequestID: IntID(1), Keys: map[string]string{"approve": "elicitation/create"}}, state)
+	must(t, err)
+	tok, err := p.Seal(context.Background(), bind, plain)
+	must(t, err)
+	return tok
 }
 
 func mustRing(t testing.TB, keys ...seal.Key) *seal.Keyring {
@@ -724,5 +743,33 @@ func TestEphemeralProtectorWarnsOnce(t *testing.T) {
 	}
 	if m, ok := f.s.protector.(*seal.Manager); !ok || !m.IsEphemeral() {
 		t.Errorf("protector %v is not the ephemeral manager", f.s.protector)
+	}
+}
+
+// TestStateSizeLimits: state over MaxDecodedBytes fails at sealing (-32603,
+// HTTP 200, nothing emitted) and, if crafted, at opening (-32602).
+func TestStateSizeLimits(t *testing.T) {
+	f := newStateFixture(t, &Options{State: StateLimits{MaxDecodedBytes: 1024, MaxEncodedBytes: 4096}})
+	if r := f.call(t, "/mcp", 1, "sized", M{"n": 100}, nil); r.Status != 200 {
+		t.Fatalf("small state: %v", r)
+	}
+	wantSealFailure(t, f.call(t, "/mcp", 2, "sized", M{"n": 1200}, nil), 2)
+	if f.lc.count(slog.LevelError, "MaxDecodedBytes") != 1 {
+		t.Errorf("not logged: %v", f.lc.records())
+	}
+	// A token whose plaintext is too large is refused when opened, even
+	// though it authenticates (the key is the server's own).
+	retryParams := func() M { return toolCall(elicitCaps, "flow", nil) }
+	small := f.craft(t, f.mgr, "/mcp", ProtocolVersion, "", retryParams(), exactjson.String("s"))
+	large := f.craft(t, f.mgr, "/mcp", ProtocolVersion, "", retryParams(), exactjson.String(strings.Repeat("s", 1100)))
+	if r := f.retry(t, "/mcp", 99, "flow", nil, small); r.Status != 200 {
+		t.Errorf("crafted small state: %v", r)
+	}
+	before := f.calls()
+	if r := f.retry(t, "/mcp", 99, "flow", nil, large); r.Status != 400 || string(r.Body) != invalidState {
+		t.Errorf("crafted large state: %v", r)
+	}
+	if f.calls() != before {
+		t.Errorf("the handler ran")
 	}
 }

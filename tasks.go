@@ -84,11 +84,12 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 	s.tasks = e
 	s.mu.Unlock()
 	s.EnableExtension(TasksExtension, exactjson.Object())
+	s.tel.watchTasks(opts.Store) // weft: telemetry hook (taskwatch.go): the weft.tasks gauge
 	if opts.NoRunner {
 		close(e.done)
 		return nil
 	}
-	r := &task.Runner{Store: opts.Store, Handler: s.runTaskStep, Workers: opts.Workers, Lease: opts.Lease,
+	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers, Lease: opts.Lease,
 		Retention: opts.Retention, Logger: s.log}
 	go func() {
 		defer close(e.done)

@@ -1,0 +1,238 @@
+package weft
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/sessionstore"
+)
+
+// serveLegacyHTTP is the ServeHTTP hook for the legacy era's GET (the
+// session's event stream) and DELETE (session termination). It reports false
+// for requests without Mcp-Session-Id, which keep the modern answer (405).
+func (s *Server) serveLegacyHTTP(w http.ResponseWriter, r *http.Request) bool {
+	l := s.legacy
+	if l == nil {
+		return false
+	}
+	sids := r.Header.Values("Mcp-Session-Id")
+	if len(sids) == 0 {
+		return false
+	}
+	if len(sids) > 1 {
+		writePlainError(w, http.StatusBadRequest, "Mcp-Session-Id appears more than once")
+		return true
+	}
+	switch r.Method {
+	case http.MethodGet:
+		l.serveGet(w, r, sids[0])
+	case http.MethodDelete:
+		l.serveDelete(w, r, sids[0])
+	default:
+		return false
+	}
+	return true
+}
+
+// writeReply writes a reply that ends an HTTP exchange before any stream.
+func writeReply(w http.ResponseWriter, rep reply) {
+	for k, vs := range rep.header {
+		w.Header()[k] = vs
+	}
+	status := rep.status
+	if status == 0 {
+		status = rep.err.HTTPStatus()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(appendErrorResponse(nil, rep.id, rep.err))
+}
+
+// openHTTP admits r and loads its session.
+func (l *legacyServer) openHTTP(w http.ResponseWriter, r *http.Request, sid string) *legacyConn {
+	in := &inbound{header: r.Header, endpoint: path.Clean("/" + r.URL.Path), transport: "http", remoteAddr: r.RemoteAddr}
+	ident, rej := l.srv.admit(r.Context(), in, "")
+	if rej != nil {
+		writeReply(w, *rej)
+		return nil
+	}
+	c, rep := l.open(r.Context(), in, sid, l.store, ident, "http")
+	if c == nil {
+		writeReply(w, rep)
+	}
+	return c
+}
+
+// serveDelete ends a session: its record goes, and so does what this
+// instance holds for it (its GET stream, its in-flight calls). Other
+// instances notice at their next store read.
+func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid string) {
+	c := l.openHTTP(w, r, sid)
+	if c == nil {
+		return
+	}
+	if _, err := l.store.Delete(r.Context(), sid); err != nil {
+		l.srv.log.Error("weft: deleting a legacy session failed", "err", err)
+		writePlainError(w, http.StatusServiceUnavailable, "Session could not be deleted")
+		return
+	}
+	l.local.end(sid)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// legacyStream is a session's GET event stream on this instance.
+type legacyStream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+
+	mu      sync.Mutex
+	done    bool
+	ended   chan struct{}
+	endOnce sync.Once
+}
+
+func (st *legacyStream) end() { st.endOnce.Do(func() { close(st.ended) }) }
+
+func (st *legacyStream) write(b []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done {
+		return errNoStream
+	}
+	if _, err := st.w.Write(b); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
+func (st *legacyStream) send(msg []byte) error {
+	b := make([]byte, 0, len(msg)+8)
+	b = append(b, "data: "...)
+	b = append(b, msg...)
+	return st.write(append(b, '\n', '\n'))
+}
+
+func (st *legacyStream) notify(method string, params exactjson.Value) error {
+	b := []byte(`{"jsonrpc":"2.0","method":`)
+	b = appendQuoted(b, method)
+	if params.Kind() != exactjson.KindNull {
+		b = append(b, `,"params":`...)
+		var err error
+		if b, err = exactjson.AppendJSON(b, params); err != nil {
+			return err
+		}
+	}
+	return st.send(append(b, '}'))
+}
+
+// serveGet holds the session's event stream: list-changed notifications,
+// resources/updated for the session's subscriptions, and server requests
+// that cannot travel on their call's own stream. It ends when the client
+// leaves, the session ends or the server shuts down.
+func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid string) {
+	s := l.srv
+	if !acceptsSSE(r.Header.Values("Accept")) {
+		writePlainError(w, http.StatusNotAcceptable, "Accept must include text/event-stream")
+		return
+	}
+	c := l.openHTTP(w, r, sid)
+	if c == nil {
+		return
+	}
+	st := &legacyStream{w: w, rc: http.NewResponseController(w), ended: make(chan struct{})}
+	// Hold the stream's lock until the headers are out: once registered,
+	// server requests of the session's calls may be written to it.
+	st.mu.Lock()
+	if !l.local.addStream(sid, st) {
+		st.mu.Unlock()
+		writePlainError(w, http.StatusConflict, "Conflict: this session already has an event stream open")
+		return
+	}
+	defer l.local.removeStream(sid, st)
+	defer func() {
+		st.mu.Lock()
+		st.done = true
+		st.mu.Unlock()
+	}()
+	sub := s.bus.subscribe()
+	defer s.bus.unsubscribe(sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_ = st.rc.Flush()
+	st.mu.Unlock()
+
+	keep := time.NewTicker(s.opts.KeepAlive)
+	defer keep.Stop()
+	// Re-reading the session keeps it alive while the stream is open (up
+	// to its absolute expiry) and notices its end on another instance.
+	check := time.NewTicker(max(min(l.opts.IdleTimeout/3, 30*time.Second), 10*time.Millisecond))
+	defer check.Stop()
+	subs := c.sess.Subscriptions
+	reload := func(ctx context.Context) bool {
+		sess, err := l.store.Get(ctx, sid)
+		if errors.Is(err, sessionstore.ErrNotFound) {
+			return false
+		}
+		if err == nil {
+			subs = sess.Subscriptions
+		}
+		return true
+	}
+	ctx := r.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-st.ended:
+			return
+		case <-keep.C:
+			if st.write([]byte(": keep-alive\n\n")) != nil {
+				return
+			}
+		case <-check.C:
+			if !reload(ctx) {
+				return
+			}
+		case <-sub.wake:
+			reloaded := false
+			for _, ev := range sub.drain() {
+				var method string
+				params := exactjson.Value{}
+				switch ev.kind {
+				case evToolsListChanged:
+					method = "notifications/tools/list_changed"
+				case evPromptsListChanged:
+					method = "notifications/prompts/list_changed"
+				case evResourcesListChanged:
+					method = "notifications/resources/list_changed"
+				case evResourceUpdated:
+					if !reloaded {
+						if !reload(ctx) {
+							return
+						}
+						reloaded = true
+					}
+					if !(&filter{uris: subs}).wants(ev) {
+						continue
+					}
+					method = "notifications/resources/updated"
+					params = exactjson.Object(exactjson.Field("uri", exactjson.String(ev.uri)))
+				default:
+					continue
+				}
+				if st.notify(method, params) != nil {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// MemoryOptions configure a [Memory] store.
+type MemoryOptions struct {
+	Limits Limits
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Memory is an in-process [Store]: sessions live as long as the process and
+// are visible only to it. It is the default store.
+type Memory struct {
+	now    func() time.Time
+	limits Limits
+
+	mu        sync.Mutex
+	sessions  map[string]*Session
+	slots     map[slotKey]*slot
+	perSess   map[string]int // session id -> open slots
+	lastSweep time.Time
+}
+
+type slotKey struct{ session, request string }
+
+type slot struct {
+	expires time.Time
+	msg     []byte
+	filled  bool
+	gone    bool          // removed (session deleted or slot expired)
+	wake    chan struct{} // closed when filled or gone
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory(opts MemoryOptions) *Memory {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Memory{now: opts.Now, limits: opts.Limits.WithDefaults(),
+		sessions: map[string]*Session{}, slots: map[slotKey]*slot{}, perSess: map[string]int{}}
+}
+
+// Len returns the number of stored sessions, expired ones not yet purged
+// included.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// sweep purges expired sessions and slots. Caller holds m.mu.
+func (m *Memory) sweep(now time.Time) {
+	m.lastSweep = now
+	for id, s := range m.sessions {
+		if !s.Live(now) {
+			m.removeLocked(id)
+		}
+	}
+	for k, sl := range m.slots {
+		if !now.Before(sl.expires) {
+			m.dropSlotLocked(k, sl)
+		}
+	}
+}
+
+func (m *Memory) removeLocked(id string) {
+	delete(m.sessions, id)
+	if m.perSess[id] == 0 {
+		return
+	}
+	for k, sl := range m.slots {
+		if k.session == id {
+			m.dropSlotLocked(k, sl)
+		}
+	}
+}
+
+func (m *Memory) dropSlotLocked(k slotKey, sl *slot) {
+	if m.slots[k] != sl {
+		return
+	}
+	delete(m.slots, k)
+	if m.perSess[k.session]--; m.perSess[k.session] <= 0 {
+		delete(m.perSess, k.session)
+	}
+	if !sl.filled && !sl.gone {
+		sl.gone = true
+		close(sl.wake)
+	}
+}
+
+// live returns the live session or nil, purging it when expired. Caller holds m.mu.
+func (m *Memory) live(id string, now time.Time) *Session {
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil
+	}
+	if !s.Live(now) {
+		m.removeLocked(id)
+		return nil
+	}
+	return s
+}
+
+// Create implements Store.
+func (m *Memory) Create(ctx context.Context, s *Session) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live(s.ID, now) != nil {
+		return ErrExists
+	}
+	if len(m.sessions) >= m.limits.MaxSessions || now.Sub(m.lastSweep) > time.Minute {
+		m.sweep(now)
+	}
+	if len(m.sessions) >= m.limits.MaxSessions {
+		return ErrLimit
+	}
+	if m.limits.MaxPerIdentity > 0 {
+		n := 0
+		for _, o := range m.sessions {
+			if o.IdentityDigest == s.IdentityDigest && o.Live(now) {
+				n++
+			}
+		}
+		if n >= m.limits.MaxPerIdentity {
+			return ErrLimit
+		}
+	}
+	c := s.Clone()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	if c.LastSeen.IsZero() {
+		c.LastSeen = now
+	}
+	m.sessions[c.ID] = c
+	return nil
+}
+
+// Get implements Store.
+func (m *Memory) Get(ctx context.Context, id string) (*Session, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.live(id, now)
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	if now.After(s.LastSeen) {
+		s.LastSeen = now
+	}
+	return s.Clone(), nil
+}
+
+// Update implements Store.
+func (m *Memory) Update(ctx context.Context, id string, fn func(*Session) error) (*Session, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.live(id, now)
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	c := s.Clone()
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	s.LogLevel = c.LogLevel
+	s.Subscriptions = append([]string(nil), c.Subscriptions...)
+	s.Initialized = c.Initialized
+	if now.After(s.LastSeen) {
+		s.LastSeen = now
+	}
+	return s.Clone(), nil
+}
+
+// Delete implements Store.
+func (m *Memory) Delete(ctx context.Context, id string) (bool, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := m.live(id, now) != nil
+	m.removeLocked(id)
+	return live, nil
+}
+
+// Expect implements Store.
+func (m *Memory) Expect(ctx context.Context, sessionID, requestID string, expires time.Time) error {
+	if !ValidID(requestID) {
+		return errors.Join(ErrInvalid, errors.New("request id must be 1..128 visible ASCII characters"))
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live(sessionID, now) == nil {
+		return ErrNotFound
+	}
+	k := slotKey{sessionID, requestID}
+	if _, ok := m.slots[k]; ok {
+		return ErrExists
+	}
+	if m.perSess[sessionID] >= m.limits.MaxPendingAnswers {
+		return ErrLimit
+	}
+	m.slots[k] = &slot{expires: expires, wake: make(chan struct{})}
+	m.perSess[sessionID]++
+	return nil
+}
+
+// Deliver implements Store.
+func (m *Memory) Deliver(ctx context.Context, sessionID, requestID string, msg []byte) (bool, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := slotKey{sessionID, requestID}
+	sl, ok := m.slots[k]
+	if !ok || sl.filled || sl.gone {
+		return false, nil
+	}
+	if !now.Before(sl.expires) || m.live(sessionID, now) == nil {
+		m.dropSlotLocked(k, sl)
+		return false, nil
+	}
+	sl.msg = append([]byte(nil), msg...)
+	sl.filled = true
+	close(sl.wake)
+	return true, nil
+}
+
+// Await implements Store.
+func (m *Memory) Await(ctx context.Context, sessionID, requestID string) ([]byte, error) {
+	k := slotKey{sessionID, requestID}
+	m.mu.Lock()
+	sl, ok := m.slots[k]
+	m.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	defer func() {
+		m.mu.Lock()
+		m.dropSlotLocked(k, sl)
+		m.mu.Unlock()
+	}()
+	var expiry <-chan time.Time
+	if d := sl.expires.Sub(m.now()); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expiry = t.C
+	} else {
+		return nil, ErrNotFound
+	}
+	select {
+	case <-sl.wake:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-expiry:
+		return nil, ErrNotFound
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !sl.filled {
+		return nil, ErrNotFound
+	}
+	return sl.msg, nil
+}

@@ -1,0 +1,200 @@
+// Package sessionstore persists the protocol sessions that Weft keeps for
+// MCP 2025-11-25 ("legacy") clients: the negotiated version, the client's
+// capabilities, the identity the session is bound to, the log level and the
+// resource subscriptions. It also carries the answers to server-to-client
+// requests (elicitation, sampling, roots) from the instance that receives
+// them to the instance whose handler waits for them, so that a fleet can
+// serve one session on any instance without sticky routing.
+//
+// Two implementations exist: [Memory] (this package, the default, one
+// process) and the PostgreSQL store in sessionstore/pgstore (shared by a
+// fleet). The contract both satisfy is tested by sessionstore/storetest.
+//
+// What lives where in a fleet:
+//
+//   - Session records (everything in [Session]) live in the store and are
+//     read on every request, so any instance can serve any request of the
+//     session, and a logging/setLevel or resources/subscribe handled by one
+//     instance is seen by the others.
+//   - Answers to server-to-client requests travel through the store's
+//     mailbox ([Store.Expect], [Store.Deliver], [Store.Await]): the instance
+//     that sent the request waits; the instance that receives the client's
+//     answer delivers it.
+//   - Open HTTP streams (the POST stream of a call that waits for input and
+//     the GET stream of a session) are bound to the instance holding the
+//     connection and never move; neither do in-flight handlers.
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by stores.
+var (
+	// ErrNotFound reports an unknown, expired or deleted session (or, for
+	// the mailbox, a request nobody expects).
+	ErrNotFound = errors.New("sessionstore: session not found")
+	// ErrExists reports a session id that is already taken.
+	ErrExists = errors.New("sessionstore: session id exists")
+	// ErrLimit reports that creating a session would exceed a bound of
+	// [Limits]: the caller should ask the client to retry later.
+	ErrLimit = errors.New("sessionstore: session limit reached")
+	// ErrInvalid reports a malformed argument (a session without id, a
+	// non-positive timeout...).
+	ErrInvalid = errors.New("sessionstore: invalid argument")
+	// ErrClosed reports use of a closed store.
+	ErrClosed = errors.New("sessionstore: store closed")
+)
+
+// Session is one protocol session. Stores return private copies.
+type Session struct {
+	// ID is the session id sent in the Mcp-Session-Id header: at least 128
+	// random bits, printable ASCII, at most MaxIDBytes bytes.
+	ID string
+	// ProtocolVersion is the negotiated legacy revision, e.g. "2025-11-25".
+	ProtocolVersion string
+	// ClientCapabilities is the JSON object the client declared in
+	// initialize, byte for byte.
+	ClientCapabilities []byte
+	// ClientInfo is the client's self-reported implementation (JSON).
+	ClientInfo []byte
+	// IdentityDigest binds the session to the identity admitted at
+	// initialize (a digest of its partition and principal): requests whose
+	// identity differs are treated as if the session did not exist.
+	IdentityDigest string
+	// LogLevel is the level set by logging/setLevel ("" = never set).
+	LogLevel string
+	// Subscriptions are the resource URIs of resources/subscribe, in order,
+	// without duplicates.
+	Subscriptions []string
+	// Initialized records notifications/initialized.
+	Initialized bool
+	// CreatedAt is when the session was created.
+	CreatedAt time.Time
+	// LastSeen is the last time a request used the session (Get refreshes it).
+	LastSeen time.Time
+	// IdleTimeout ends the session when it stays unused this long.
+	IdleTimeout time.Duration
+	// ExpiresAt ends the session regardless of use (absolute expiry).
+	ExpiresAt time.Time
+}
+
+// MaxIDBytes bounds session ids and mailbox request ids.
+const MaxIDBytes = 128
+
+// ValidID reports whether id is a valid session or mailbox request id:
+// 1..MaxIDBytes visible ASCII characters (0x21..0x7E).
+func ValidID(id string) bool {
+	if id == "" || len(id) > MaxIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Live reports whether s is usable at now: before its absolute expiry and
+// used within its idle timeout.
+func (s *Session) Live(now time.Time) bool {
+	return now.Before(s.ExpiresAt) && now.Before(s.LastSeen.Add(s.IdleTimeout))
+}
+
+// Clone returns a deep copy.
+func (s *Session) Clone() *Session {
+	c := *s
+	c.ClientCapabilities = append([]byte(nil), s.ClientCapabilities...)
+	c.ClientInfo = append([]byte(nil), s.ClientInfo...)
+	c.Subscriptions = append([]string(nil), s.Subscriptions...)
+	return &c
+}
+
+// Validate checks the fields a store relies on.
+func (s *Session) Validate() error {
+	switch {
+	case !ValidID(s.ID):
+		return errors.Join(ErrInvalid, errors.New("session id must be 1..128 visible ASCII characters"))
+	case s.IdleTimeout <= 0:
+		return errors.Join(ErrInvalid, errors.New("idle timeout must be positive"))
+	case s.ExpiresAt.IsZero():
+		return errors.Join(ErrInvalid, errors.New("absolute expiry must be set"))
+	}
+	return nil
+}
+
+// Limits bound the sessions a store holds. Zero means the default.
+type Limits struct {
+	// MaxSessions bounds the live sessions of the store (of the whole fleet
+	// for a shared store). Default 10,000.
+	MaxSessions int
+	// MaxPerIdentity bounds the live sessions bound to one identity
+	// digest. Default 0: no per-identity bound (anonymous servers share
+	// one identity).
+	MaxPerIdentity int
+	// MaxPendingAnswers bounds the expected answers of one session.
+	// Default 256.
+	MaxPendingAnswers int
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxSessions       = 10000
+	DefaultMaxPendingAnswers = 256
+)
+
+// WithDefaults fills zero fields.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = DefaultMaxSessions
+	}
+	if l.MaxPerIdentity < 0 {
+		l.MaxPerIdentity = 0
+	}
+	if l.MaxPendingAnswers <= 0 {
+		l.MaxPendingAnswers = DefaultMaxPendingAnswers
+	}
+	return l
+}
+
+// Store persists sessions and routes answers to server-to-client requests.
+// All methods are safe for concurrent use; a shared store (PostgreSQL) is
+// also safe for use by many processes.
+type Store interface {
+	// Create stores a new session. It fails with ErrExists when the id is
+	// taken and ErrLimit when a bound of Limits would be exceeded (expired
+	// sessions are purged first and do not count).
+	Create(ctx context.Context, s *Session) error
+	// Get returns the live session with the given id and refreshes its
+	// LastSeen (idle expiry). Unknown, expired and deleted sessions are
+	// ErrNotFound.
+	Get(ctx context.Context, id string) (*Session, error)
+	// Update applies fn to the live session atomically (under a lock that
+	// serializes concurrent updates of the session, across processes for a
+	// shared store) and stores the result. fn may change LogLevel,
+	// Subscriptions and Initialized; other changes are ignored. An error
+	// from fn aborts the update and is returned.
+	Update(ctx context.Context, id string, fn func(*Session) error) (*Session, error)
+	// Delete removes the session and its pending answers; it reports whether
+	// a live session existed.
+	Delete(ctx context.Context, id string) (bool, error)
+
+	// Expect opens a mailbox slot for the answer to the server-to-client
+	// request requestID of the session, until expires. ErrNotFound when the
+	// session is not live; ErrLimit when the session already expects
+	// MaxPendingAnswers answers.
+	Expect(ctx context.Context, sessionID, requestID string, expires time.Time) error
+	// Deliver puts the client's answer (a JSON-RPC response message) into
+	// the slot and wakes its waiter, wherever it runs. It reports false when
+	// no live slot expects it (never issued, already answered, expired);
+	// such answers are dropped.
+	Deliver(ctx context.Context, sessionID, requestID string, msg []byte) (bool, error)
+	// Await waits until the answer for the slot is delivered and returns it.
+	// It always removes the slot before returning: on success, on ctx's end
+	// (returning ctx's error) and when the slot or its session disappears
+	// (ErrNotFound).
+	Await(ctx context.Context, sessionID, requestID string) ([]byte, error)
+}
