@@ -46,6 +46,7 @@ type inbound struct {
 	transport  string
 	remoteAddr string
 	out        notifier
+	target     string // the body's tool/prompt name, resource URI or task id, for admission
 }
 
 // reply is the pipeline's answer; the transport writes it.
@@ -141,7 +142,9 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 			return errReply(m.id, e)
 		}
 	}
-	// 5. Admission.
+	// 5. Admission (with the verified target name: the Mcp-Name header, if
+	// any, was checked against the body above).
+	in.target = name.value
 	ident, rej := s.admitObserved(ctx, in, m.method) // weft: telemetry hook (otel.go)
 	if rej != nil {
 		rej.id = m.id // JSON-RPC: an error echoes the id it could read
@@ -474,8 +477,14 @@ func (s *Server) admit(ctx context.Context, in *inbound, method string) (Identit
 	if s.opts.Admission == nil {
 		return Identity{}, nil
 	}
-	ar := &AdmissionRequest{Method: method, Header: in.header, RemoteAddr: in.remoteAddr, Transport: in.transport}
+	ar := &AdmissionRequest{Method: method, Name: in.target, Header: in.header, RemoteAddr: in.remoteAddr, Transport: in.transport}
 	if in.header != nil {
+		if len(in.header.Values("Authorization")) > 1 {
+			// RFC 6750: one method of presenting a token per request.
+			r := reply{err: protocolError(CodeInvalidRequest, "More than one Authorization header", exactjson.Value{}),
+				status: http.StatusBadRequest, header: http.Header{"WWW-Authenticate": {`Bearer error="invalid_request"`}}}
+			return Identity{}, &r
+		}
 		if a := in.header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			ar.BearerToken = strings.TrimSpace(a[7:])
 		}

@@ -34,7 +34,11 @@ func (id Identity) Anonymous() bool { return id.Principal == "" }
 
 // AdmissionRequest is what an [Admission] function sees.
 type AdmissionRequest struct {
-	Method     string      // JSON-RPC method
+	Method string // JSON-RPC method
+	// Name is the request's target taken from the body (tool or prompt
+	// name, resource URI, task id), so admission can require per-operation
+	// scopes; empty for methods without a target.
+	Name       string
 	Header     http.Header // nil on stdio
 	RemoteAddr string      // empty on stdio
 	Transport  string      // "http" or "stdio"

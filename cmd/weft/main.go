@@ -20,7 +20,10 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/auth"
+	"github.com/weftmcp/weft/metrics"
 	"github.com/weftmcp/weft/seal"
+	"go.opentelemetry.io/otel/metric"
 )
 
 func main() {
@@ -32,6 +35,7 @@ func main() {
 
 const usage = `usage:
   weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
+             [--tokens FILE [--authorization-server URL]]
              [--postgres URL [--schema NAME]] [--task-lease 30s]
              [--admin 127.0.0.1:8081 --admin-token-file FILE]
   weft keys generate --id ID --keyring FILE
@@ -72,6 +76,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	postgres := fs.String("postgres", "", "PostgreSQL URL: tasks, handles and fleet events live there instead of SQLite")
 	schema := fs.String("schema", "", "PostgreSQL schema for the demo's tables (default: the search_path)")
 	taskLease := fs.Duration("task-lease", 0, "lease of a running task step (default 30s); a crashed worker's task is taken over after it")
+	tokens := fs.String("tokens", "", "static bearer tokens file (JSON; mode 0600): requests without a valid token get 401")
+	authServer := fs.String("authorization-server", "", "authorization server advertised in the protected resource metadata (with --tokens)")
 	adminAddr := fs.String("admin", "", "admin listener address (loopback only; off when empty)")
 	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token (created with a random token when missing)")
 	if err := fs.Parse(args); err != nil {
@@ -95,8 +101,26 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	mgr := seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// With an admin listener, metrics are recorded and served there at
+	// /metrics (docs/operations.md).
+	var meter metric.MeterProvider
+	var metricsHandler http.Handler
+	if *adminAddr != "" && !*stdio {
+		mp, h, err := metrics.NewPrometheus(nil)
+		if err != nil {
+			return err
+		}
+		meter, metricsHandler = mp, h
+	}
+	var admission weft.Admission
+	var prm *auth.ResourceMetadata
+	if *tokens != "" {
+		if admission, prm, err = tokenAdmission(*tokens, "http://"+*addr+"/mcp", *authServer, logger); err != nil {
+			return err
+		}
+	}
 	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
-		postgres: *postgres, schema: *schema, taskLease: *taskLease})
+		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission})
 	if err != nil {
 		return err
 	}
@@ -109,16 +133,25 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
 	mux.HandleFunc("/link/", d.stores.linkPage)
+	if prm != nil {
+		h, err := prm.Handler()
+		if err != nil {
+			return err
+		}
+		for _, p := range prm.WellKnownPaths() {
+			mux.Handle(p, h)
+		}
+	}
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
 	if *adminAddr != "" {
-		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, path, logger)
+		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, path, logger, map[string]http.Handler{"GET /metrics": metricsHandler})
 		if err != nil {
 			return err
 		}
 		defer as.Close()
 		go func() { errc <- as.ListenAndServe() }()
-		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n", *adminAddr)
+		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", *adminAddr, *adminAddr)
 	}
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, weft.ProtocolVersion, *data, kr.Fingerprint())
@@ -207,4 +240,22 @@ func keys(args []string, stdout io.Writer) error {
 		return nil
 	}
 	return fmt.Errorf("unknown keys command %q", args[0])
+}
+
+// tokenAdmission builds static-token admission and the protected resource
+// metadata that its 401 challenges point to.
+func tokenAdmission(path, resource, authServer string, logger *slog.Logger) (weft.Admission, *auth.ResourceMetadata, error) {
+	st, err := auth.LoadStaticTokens(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if authServer == "" {
+		authServer = "https://auth.example.com"
+		logger.Warn("no --authorization-server given: the protected resource metadata names a placeholder", "authorization_server", authServer)
+	}
+	meta := &auth.ResourceMetadata{Resource: resource, AuthorizationServers: []string{authServer}, ResourceName: "Weft demo"}
+	if err := meta.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("protected resource metadata: %w", err)
+	}
+	return st.Admission(meta), meta, nil
 }
