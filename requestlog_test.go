@@ -67,6 +67,9 @@ func TestRequestLogRedaction(t *testing.T) {
 	}
 
 	all, reqs := jsonLogs(t, buf)
+	if testing.Verbose() {
+		t.Log(strings.Join(all, "\n"))
+	}
 	want := []struct{ id, name, outcome string }{
 		{"req-1", "flow", "input_required"},
 		{"req-2", "flow", "complete"},

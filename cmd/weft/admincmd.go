@@ -20,7 +20,8 @@ import (
 )
 
 // startAdmin builds the admin listener (loopback only, token-protected).
-func startAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger) (*http.Server, error) {
+// extra handlers (GET /metrics) are mounted behind the same checks.
+func startAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger, extra map[string]http.Handler) (*http.Server, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--admin %q: %w", addr, err)
@@ -35,7 +36,7 @@ func startAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, l
 	if err != nil {
 		return nil, err
 	}
-	h, err := admin.Handler(admin.Config{Manager: mgr, KeyringPath: keyringPath, Token: token, Logger: logger})
+	h, err := admin.Handler(admin.Config{Manager: mgr, KeyringPath: keyringPath, Token: token, Logger: logger, Extra: extra})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/pgstore"
 	"github.com/weftmcp/weft/task/sqlitestore"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // demo is the running demo: the MCP server and what it owns.
@@ -38,6 +39,9 @@ type demoConfig struct {
 	schema    string         // PostgreSQL schema (tests isolate themselves)
 	taskLease time.Duration  // task step lease (0: default)
 	admission weft.Admission // nil: anonymous
+
+	// meter records metrics (serve --admin serves them at /metrics); nil: none.
+	meter metric.MeterProvider
 }
 
 // newDemo builds the demo: every tool shows one capability. State lives in
@@ -73,6 +77,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		Protector:      protector,
 		Admission:      cfg.admission,
 		Events:         events,
+		MeterProvider:  cfg.meter,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
