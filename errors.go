@@ -21,8 +21,9 @@ const (
 	CodeHeaderMismatch             = -32020 // HTTP metadata header missing or differing from the body
 	CodeMissingRequiredCapability  = -32021 // the request needs a client capability it did not declare
 	CodeUnsupportedProtocolVersion = -32022 // the protocol version is not served here
-	// CodeRateLimited is the implementation-defined code Weft uses for rate
-	// limiting (HTTP 429); it lies in the legacy implementation-defined range.
+	// CodeRateLimited is the code Weft uses for rate limiting (HTTP 429).
+	// It lies just outside the JSON-RPC reserved range, and NewError refuses
+	// it like a reserved code so that only the framework can emit it.
 	CodeRateLimited = -31999
 )
 
@@ -53,11 +54,11 @@ type Error struct {
 
 // NewError returns an application error with the given code and message.
 //
-// Codes in the reserved range -32768..-32000 are refused: the returned error
+// Codes in the reserved range -32768..-32000 (and CodeRateLimited) are refused: the returned error
 // then carries CodeInternalError, so application code can never impersonate a
 // protocol error. Use codes outside that range (for example -31000 or 1000).
 func NewError(code int, message string, data exactjson.Value) *Error {
-	if code >= -32768 && code <= -32000 {
+	if code >= -32768 && code <= -32000 || code == CodeRateLimited {
 		return &Error{Code: CodeInternalError, Message: msgInternal, reserved: true,
 			cause: fmt.Errorf("weft: application tried to emit reserved error code %d", code)}
 	}
