@@ -341,7 +341,8 @@ func TestHandlerErrorsAreSanitized(t *testing.T) {
 		{"reserved -32000", func() (*CallToolResult, error) { return nil, NewError(-32000, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved"},
 		{"reserved -32602", func() (*CallToolResult, error) { return nil, NewError(CodeInvalidParams, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved"},
 		{"application -32769", func() (*CallToolResult, error) { return nil, NewError(-32769, "Custom", exactjson.Value{}) }, 200, `{"code":-32769,"message":"Custom"}`, "", OutcomeApplicationError, ""},
-		{"application -31999", func() (*CallToolResult, error) { return nil, NewError(-31999, "Custom", exactjson.Value{}) }, 200, `{"code":-31999,"message":"Custom"}`, "", OutcomeApplicationError, ""},
+		{"framework rate-limit code -31999", func() (*CallToolResult, error) { return nil, NewError(CodeRateLimited, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved error code -31999"},
+		{"application -31998", func() (*CallToolResult, error) { return nil, NewError(-31998, "Custom", exactjson.Value{}) }, 200, `{"code":-31998,"message":"Custom"}`, "", OutcomeApplicationError, ""},
 		{"application 1000 with data", func() (*CallToolResult, error) {
 			return nil, NewError(1000, "Quota exceeded", exactjson.Object(exactjson.Field("retryAfter", exactjson.Int(5))))
 		}, 200, `{"code":1000,"message":"Quota exceeded","data":{"retryAfter":5}}`, "", OutcomeApplicationError, ""},
