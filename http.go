@@ -62,7 +62,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusBadRequest, "Could not read the request body")
 		return
 	}
-	resp := &httpResponder{w: w, rc: rc, keepAlive: s.opts.KeepAlive,
+	resp := &httpResponder{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
 		sseOK: acceptsSSE(r.Header.Values("Accept"))}
 	endpoint := path.Clean("/" + r.URL.Path)
 	rep := s.serve(r.Context(), &inbound{body: body, header: r.Header, endpoint: endpoint, transport: "http",
@@ -135,6 +135,8 @@ type httpResponder struct {
 	rc        *http.ResponseController
 	keepAlive time.Duration
 	sseOK     bool
+	// writeTimeout bounds each write (Options.WriteTimeout).
+	writeTimeout time.Duration
 
 	mu   sync.Mutex
 	sse  bool
@@ -196,6 +198,7 @@ func (h *httpResponder) keepAliveLoop(stop chan struct{}) {
 		case <-t.C:
 			h.mu.Lock()
 			if !h.done {
+				h.deadline()
 				_, _ = io.WriteString(h.w, ": keep-alive\n\n")
 				_ = h.rc.Flush()
 			}
@@ -209,10 +212,19 @@ func (h *httpResponder) writeFrame(msg []byte) error {
 	buf = append(buf, "data: "...)
 	buf = append(buf, msg...)
 	buf = append(buf, '\n', '\n')
+	h.deadline()
 	if _, err := h.w.Write(buf); err != nil {
 		return err
 	}
 	return h.rc.Flush()
+}
+
+// deadline bounds the next write, so a client that stops reading cannot hold
+// the connection (and the handler writing to it) past WriteTimeout.
+func (h *httpResponder) deadline() {
+	if h.writeTimeout > 0 {
+		_ = h.rc.SetWriteDeadline(time.Now().Add(h.writeTimeout))
+	}
 }
 
 // finish writes the final reply.
@@ -254,6 +266,7 @@ func (h *httpResponder) finish(rep reply) {
 	}
 	h.w.Header().Set("Content-Type", "application/json")
 	h.w.WriteHeader(status)
+	h.deadline()
 	_, _ = h.w.Write(msg)
 }
 

@@ -96,6 +96,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// BodyTimeout bounds reading one HTTP request body. Default 60s.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds each write of a response or SSE frame, so a client
+	// that stops reading is cut off. Default 30s (keep-alive comments are
+	// written every KeepAlive, which must be shorter).
+	WriteTimeout time.Duration
 
 	// MaxConcurrent bounds handlers running at once (default 64); MaxQueue
 	// bounds requests waiting for a slot (default 256), each for at most
@@ -264,11 +268,17 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.opts.RequestTimeout = DefaultRequestTimeout
 	}
 	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxQueue, s.opts.QueueTimeout)
+	if s.opts.WriteTimeout <= 0 {
+		s.opts.WriteTimeout = 30 * time.Second
+	}
 	if s.opts.BodyTimeout <= 0 {
 		s.opts.BodyTimeout = 60 * time.Second
 	}
 	if s.opts.KeepAlive <= 0 {
 		s.opts.KeepAlive = 15 * time.Second
+	}
+	if s.opts.KeepAlive >= s.opts.WriteTimeout {
+		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
 	}
 	s.protector = s.opts.Protector
 	// weft: telemetry hook (otel.go)
