@@ -64,8 +64,7 @@ func text(s string) *weft.CallToolResult {
 type noArgs struct{}
 
 func newServer(logger *slog.Logger) (*weft.Server, error) {
-	s := weft.NewServer(weft.Implementation{Name: "weft-conformance", Version: "0.1.0"},
-		&weft.Options{Logger: logger, Instructions: "Weft conformance fixtures."})
+	s := weft.NewServer(weft.Implementation{Name: "weft-conformance", Version: "0.1.0"}, fixtureOptions(logger)) // legacy.go
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 
@@ -163,6 +162,8 @@ func newServer(logger *slog.Logger) (*weft.Server, error) {
 	addTaskTools(s, add)
 	addPrompts(s, add)
 	addResources(s, add)
+	addSkills(s, add)         // skills.go: the SEP-2640 skills fixtures
+	addLegacyFixtures(s, add) // legacy.go: the 2025-11-25 scenarios
 	return s, errors.Join(errs...)
 }
 
