@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/apps"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
@@ -76,6 +77,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		Logger:         logger,
 		Protector:      protector,
 		Admission:      cfg.admission,
+		Visible:        apps.Visible(nil),
 		Events:         events,
 		MeterProvider:  cfg.meter,
 		URLElicitation: elicit.URLPolicy{Development: true},
@@ -98,6 +100,7 @@ func (d *demo) register() error {
 		func() error { return addCart(s, d.stores) },
 		func() error { return addAccountLink(s, d.stores) },
 		func() error { return addReport(s) },
+		func() error { return addCounterApp(s) },
 	} {
 		if err := add(); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/weftmcp/weft/internal/nodetest"
@@ -48,5 +49,42 @@ func TestTypeScriptClientCatalog(t *testing.T) {
 	}
 	if got.ToolCount < 5 {
 		t.Fatalf("tools listed: %d", got.ToolCount)
+	}
+}
+
+// TestTypeScriptClientApp reads the demo's MCP App with the TypeScript SDK v2
+// client declaring the UI extension: the tool points at the ui:// resource,
+// which is listed and served with the app media type and its metadata.
+func TestTypeScriptClientApp(t *testing.T) {
+	node := nodetest.Node(t)
+	dir := nodetest.Install(t, filepath.Join("testdata", "tsclient"))
+	addr := freeAddr(t)
+	startServe(t, "--addr", addr, "--data", t.TempDir())
+	waitPort(t, addr)
+	cmd := exec.Command(node, "app.mjs", "http://"+addr+"/mcp")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		ToolURI           string          `json:"toolUri"`
+		Listed            bool            `json:"listed"`
+		MimeType          string          `json:"mimeType"`
+		StartsWithDoctype bool            `json:"startsWithDoctype"`
+		Meta              json.RawMessage `json:"meta"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if got.ToolURI != counterURI || !got.Listed || got.MimeType != "text/html;profile=mcp-app" || !got.StartsWithDoctype {
+		t.Fatalf("app as seen by the TypeScript client: %s", out)
+	}
+	if !strings.Contains(string(got.Meta), `"ui"`) {
+		t.Fatalf("no _meta.ui on the contents: %s", got.Meta)
 	}
 }
