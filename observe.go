@@ -29,8 +29,8 @@ type requestTelemetry struct {
 
 // begin starts following a message; it is called before the body is parsed.
 func (t *telemetry) begin(ctx context.Context, in *inbound) *requestTelemetry {
-	if t == nil || (t.tracer == nil && t.m == nil && !t.logReq) {
-		return nil
+	if t == nil || (t.tracer == nil && t.m == nil && (!t.logReq || !t.s.log.Enabled(ctx, slog.LevelInfo))) {
+		return nil // nothing to record: no allocation
 	}
 	return &requestTelemetry{t: t, start: time.Now(), ctx: ctx, transport: in.transport}
 }

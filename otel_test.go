@@ -2,6 +2,8 @@ package weft
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -15,7 +17,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/metrics"
 	"github.com/weftmcp/weft/task"
 )
 
@@ -319,3 +324,31 @@ func TestStateFailureReasonsBounded(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// BenchmarkToolsCallTelemetry is BenchmarkToolsCall with tracing (every
+// span sampled, none exported), Prometheus metrics and the request log (to a
+// discarding JSON handler) all on.
+func BenchmarkToolsCallTelemetry(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	mp, _, err := metrics.NewPrometheus(prometheus.NewRegistry())
+	must(b, err)
+	s := NewServer(Implementation{Name: "bench", Version: "1.0.0"}, &Options{TracerProvider: tp, MeterProvider: mp,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	type addArgs struct {
+		A int64 `json:"a"`
+		B int64 `json:"b"`
+	}
+	type sum struct {
+		Sum int64 `json:"sum"`
+	}
+	must(b, AddTool(s, Tool{Name: "add", Description: "Adds two integers."},
+		func(ctx context.Context, req *Request, in addArgs) (sum, error) { return sum{Sum: in.A + in.B}, nil }))
+	msg := body(b, 1, "tools/call", withMeta(toolCall(nil, "add", M{"a": 40, "b": 2}), M{"traceparent": clientParent}))
+	h := stdHeaders(msg)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := serveOnce(s, msg, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
