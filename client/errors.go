@@ -32,6 +32,7 @@ type RPCError struct {
 	HTTPStatus int
 }
 
+// Error implements error.
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("mcp error %d: %s", e.Code, e.Message)
 }
@@ -62,6 +63,7 @@ type HTTPError struct {
 	Body       []byte // at most 64 KiB
 }
 
+// Error implements error.
 func (e *HTTPError) Error() string {
 	body := strings.TrimSpace(string(e.Body))
 	if len(body) > 200 {
@@ -80,6 +82,7 @@ type MissingHandlerError struct {
 	Key    string // the inputRequests key
 }
 
+// Error implements error.
 func (e *MissingHandlerError) Error() string {
 	return fmt.Sprintf("client: the server requested %s (input %q) but no handler for %s is registered", e.Method, e.Key, e.Method)
 }
@@ -100,6 +103,7 @@ type TaskError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *TaskError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "client: task %s %s", e.TaskID, e.Status)
@@ -112,4 +116,5 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the task's JSON-RPC error, if any.
 func (e *TaskError) Unwrap() error { return e.Err }

@@ -60,6 +60,7 @@ type OpenError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *OpenError) Error() string { return string(ErrInvalidState) }
 
 // Unwrap returns [ErrInvalidState].

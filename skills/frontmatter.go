@@ -42,6 +42,7 @@ type FrontmatterError struct {
 	Msg  string
 }
 
+// Error implements error.
 func (e *FrontmatterError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("skills: front matter line %d: %s", e.Line, e.Msg)
