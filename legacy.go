@@ -42,10 +42,12 @@ type LegacyOptions struct {
 	// Only serves the legacy era alone: 2026-07-28 requests are answered
 	// with -32022 naming the legacy versions.
 	Only bool
-	// Store persists sessions. Default: an in-memory store bounded by
-	// Limits. Use a shared store (sessionstore/pgstore) for a fleet, and
-	// give every instance the same Options.Protector keyring: legacy
-	// pagination cursors are sealed with it.
+	// Store persists sessions; every legacy message reads its session from
+	// it (and refreshes its idle deadline). Default: an in-memory store
+	// bounded by Limits. Use a shared store (sessionstore/pgstore) for a
+	// fleet, and give every instance the same Options.Protector keyring:
+	// legacy pagination cursors are sealed with it. The server does not
+	// close a configured store.
 	Store sessionstore.Store
 	// Limits bound the default in-memory store (a configured Store has its
 	// own limits).
@@ -53,22 +55,26 @@ type LegacyOptions struct {
 	// IdleTimeout ends a session unused this long. Default 30 minutes.
 	IdleTimeout time.Duration
 	// MaxLifetime ends a session this long after initialize, used or not.
-	// Default 24 hours.
+	// Default 24 hours, ceiling 30 days; IdleTimeout may not exceed it.
 	MaxLifetime time.Duration
 	// MaxRounds bounds the input rounds of one call: how many times a
-	// handler may return input_required before the call fails. Default 10.
+	// handler may return input_required before the call fails. Default 10,
+	// ceiling 100.
 	MaxRounds int
 	// InputTimeout bounds the wait for the client's answers to one round of
-	// server-to-client requests. Default 10 minutes.
+	// server-to-client requests. Default 10 minutes, ceiling 24 hours.
 	InputTimeout time.Duration
 }
 
-// Defaults of LegacyOptions.
+// Defaults and ceilings of LegacyOptions.
 const (
 	DefaultLegacyIdleTimeout  = 30 * time.Minute
 	DefaultLegacyMaxLifetime  = 24 * time.Hour
+	LegacyMaxLifetimeCeiling  = 30 * 24 * time.Hour
 	DefaultLegacyMaxRounds    = 10
+	LegacyMaxRoundsCeiling    = 100
 	DefaultLegacyInputTimeout = 10 * time.Minute
+	LegacyInputTimeoutCeiling = 24 * time.Hour
 )
 
 // legacyServer is the legacy era of one Server.
@@ -107,8 +113,18 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 	if l.opts.InputTimeout == 0 {
 		l.opts.InputTimeout = DefaultLegacyInputTimeout
 	}
-	if l.opts.IdleTimeout < 0 || l.opts.MaxLifetime < 0 || l.opts.MaxRounds < 0 || l.opts.InputTimeout < 0 {
-		return nil, errors.New("weft: LegacyOptions durations and MaxRounds must be positive")
+	switch {
+	case l.opts.IdleTimeout < 0 || l.opts.IdleTimeout > l.opts.MaxLifetime:
+		return nil, fmt.Errorf("weft: LegacyOptions.IdleTimeout = %v is outside 1ns..MaxLifetime (%v)", l.opts.IdleTimeout, l.opts.MaxLifetime)
+	case l.opts.MaxLifetime < 0 || l.opts.MaxLifetime > LegacyMaxLifetimeCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.MaxLifetime = %v is outside 1ns..%v", l.opts.MaxLifetime, LegacyMaxLifetimeCeiling)
+	case l.opts.MaxRounds < 0 || l.opts.MaxRounds > LegacyMaxRoundsCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.MaxRounds = %d is outside 1..%d", l.opts.MaxRounds, LegacyMaxRoundsCeiling)
+	case l.opts.InputTimeout < 0 || l.opts.InputTimeout > LegacyInputTimeoutCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.InputTimeout = %v is outside 1ns..%v", l.opts.InputTimeout, LegacyInputTimeoutCeiling)
+	}
+	if err := l.opts.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("weft: LegacyOptions.Limits: %w", err)
 	}
 	l.store = l.opts.Store
 	if l.store == nil {
@@ -139,7 +155,7 @@ func stdioConn(in *inbound) *stdioWriter {
 
 // serveLegacy is the legacy hook of serve: it reports false for messages of
 // the modern era.
-func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value) (reply, bool) {
+func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value, rt *requestTelemetry) (reply, bool) {
 	l := s.legacy
 	if l == nil || v.Kind() != exactjson.KindObject {
 		return reply{}, false
@@ -169,7 +185,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 		if !open && method != "initialize" {
 			return reply{}, false
 		}
-		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio"), true
+		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt), true
 	}
 	sids := in.header.Values("Mcp-Session-Id")
 	if len(sids) > 1 {
@@ -187,7 +203,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 	if len(sids) == 1 {
 		sid = sids[0]
 	}
-	return l.serveMessage(ctx, in, v, sid, l.store, "http"), true
+	return l.serveMessage(ctx, in, v, sid, l.store, "http", rt), true
 }
 
 func transportError(status int, msg string) reply {
@@ -197,8 +213,9 @@ func transportError(status int, msg string) reply {
 func errNoSession() reply { return transportError(http.StatusNotFound, "Session not found") }
 
 // serveMessage serves one legacy message of session sid ("" before
-// initialize) kept in store.
-func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string) reply {
+// initialize) kept in store. Requests are recorded by the telemetry of
+// serve (rt), like modern ones.
+func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry) reply {
 	s := l.srv
 	if s.closing.Load() {
 		return reply{err: protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), status: http.StatusServiceUnavailable}
@@ -209,6 +226,9 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 	m, perr := parseMessage(v)
 	if perr != nil {
 		return reply{id: m.id, err: perr, status: http.StatusBadRequest}
+	}
+	if !m.isNotify {
+		ctx = rt.parsed(ctx, &m) // weft: telemetry hook: span, metrics, request log
 	}
 	if m.method == "initialize" {
 		switch {
@@ -222,8 +242,16 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 	if sid == "" {
 		return transportError(http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
+	// Admission sees the request's target, as in the modern pipeline (a
+	// malformed one is reported by dispatch after admission).
+	if name, e := targetName(m.method, m.params); e == nil {
+		target := *in
+		target.target = name.value
+		in = &target
+	}
 	ident, rej := s.admit(ctx, in, m.method)
 	if rej != nil {
+		rej.id = m.id
 		return *rej
 	}
 	c, rep := l.open(ctx, in, sid, store, ident, transport)
@@ -233,6 +261,14 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 	if m.isNotify {
 		l.notification(ctx, c, m)
 		return reply{none: true}
+	}
+	if rt != nil {
+		params := m.params
+		if params.Kind() != exactjson.KindObject {
+			params = exactjson.Object()
+		}
+		name, _ := targetName(m.method, params)
+		rt.admitted((&legacyCall{l: l, c: c, method: m.method, id: m.id, name: name.value}).request(params, m.id))
 	}
 	if rl := s.opts.RateLimiter; rl != nil {
 		if ok, retry := rl.Allow(ctx, rateKey(ident, in)); !ok {
@@ -483,20 +519,8 @@ var emptyResult = []byte(`{}`)
 func (l *legacyServer) dispatch(ctx context.Context, c *legacyConn, m message) reply {
 	s := l.srv
 	switch m.method {
-	case "ping":
-		return reply{result: emptyResult}
-	case "logging/setLevel":
-		lv, _ := m.params.Get("level")
-		level, _ := lv.AsString()
-		if levelIndex(LogLevel(level)) < 0 {
-			return reply{err: InvalidParams("Invalid log level")}
-		}
-		if _, err := c.store.Update(ctx, c.sess.ID, func(s *sessionstore.Session) error { s.LogLevel = level; return nil }); err != nil {
-			return l.storeError(err)
-		}
-		return reply{result: emptyResult}
-	case "resources/subscribe", "resources/unsubscribe":
-		return l.subscribe(ctx, c, m)
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		return l.observed(ctx, c, m, func() reply { return l.sessionMethod(ctx, c, m) })
 	case "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel":
 		// 2026-07-28 methods (the tasks extension is not 2025-11-25 tasks).
 		return reply{err: legacyMethodNotFound(m.method)}
@@ -531,6 +555,47 @@ func (l *legacyServer) dispatch(ctx context.Context, c *legacyConn, m message) r
 		return rep
 	}
 	return l.translateResult(ctx, c, m.method, rep)
+}
+
+// observed runs a session-level method under the Observer, like every
+// admitted request.
+func (l *legacyServer) observed(ctx context.Context, c *legacyConn, m message, run func() reply) (rep reply) {
+	obs := l.srv.opts.Observer
+	if obs == nil {
+		return run()
+	}
+	params := m.params
+	if params.Kind() != exactjson.KindObject {
+		params = exactjson.Object()
+	}
+	req := (&legacyCall{l: l, c: c, method: m.method, id: m.id}).request(params, m.id)
+	obs.RequestStarted(ctx, req)
+	defer func() {
+		var err error
+		if rep.err != nil {
+			err = rep.err
+		}
+		obs.RequestFinished(ctx, req, rep.classify(), err)
+	}()
+	return run()
+}
+
+// sessionMethod serves the methods that exist only in the legacy era.
+func (l *legacyServer) sessionMethod(ctx context.Context, c *legacyConn, m message) reply {
+	switch m.method {
+	case "logging/setLevel":
+		lv, _ := m.params.Get("level")
+		level, _ := lv.AsString()
+		if levelIndex(LogLevel(level)) < 0 {
+			return reply{err: InvalidParams("Invalid log level")}
+		}
+		if _, err := c.store.Update(ctx, c.sess.ID, func(s *sessionstore.Session) error { s.LogLevel = level; return nil }); err != nil {
+			return l.storeError(err)
+		}
+	case "resources/subscribe", "resources/unsubscribe":
+		return l.subscribe(ctx, c, m)
+	}
+	return reply{result: emptyResult} // ping
 }
 
 func legacyMethodNotFound(method string) *Error {

@@ -33,8 +33,8 @@ type legacyCall struct {
 	h      methodHandler
 }
 
-// invoke runs the modern handler once under request id id.
-func (call *legacyCall) invoke(ctx context.Context, params exactjson.Value, id ID) reply {
+// request builds the *Request of one invocation.
+func (call *legacyCall) request(params exactjson.Value, id ID) *Request {
 	s := call.l.srv
 	c := call.c
 	meta, _ := params.Get("_meta")
@@ -57,6 +57,14 @@ func (call *legacyCall) invoke(ctx context.Context, params exactjson.Value, id I
 	if pt, ok := meta.Get("progressToken"); ok && (pt.Kind() == exactjson.KindString || isInteger(pt)) {
 		req.progressToken = pt
 	}
+	return req
+}
+
+// invoke runs the modern handler once under request id id.
+func (call *legacyCall) invoke(ctx context.Context, params exactjson.Value, id ID) reply {
+	s := call.l.srv
+	c := call.c
+	req := call.request(params, id)
 	// The handler sees no HTTP metadata headers to check: legacy clients
 	// send none (Request.Header still carries the request's headers).
 	in := &inbound{body: c.in.body, endpoint: c.in.endpoint, transport: c.in.transport, remoteAddr: c.in.remoteAddr, out: c.in.out}
@@ -165,7 +173,9 @@ func (call *legacyCall) ask(ctx context.Context, requests exactjson.Value) (exac
 		// State only (e.g. a hand-off): retry at once.
 		return exactjson.Object(), nil
 	}
-	deadline := s.now().Add(l.opts.InputTimeout)
+	// The slot outlives the wait a little (in the store's clock), so that
+	// the wait's own deadline decides a timeout.
+	slotExpiry := s.now().Add(l.opts.InputTimeout + 30*time.Second)
 	var sent []outbound
 	awaited := 0
 	defer func() {
@@ -190,9 +200,7 @@ func (call *legacyCall) ask(ctx context.Context, requests exactjson.Value) (exac
 		if err != nil {
 			return exactjson.Value{}, internalError(err)
 		}
-		// The slot outlives the wait a little, so that the wait's own
-		// deadline decides a timeout.
-		switch err := c.store.Expect(ctx, c.sess.ID, id, deadline.Add(30*time.Second)); {
+		switch err := c.store.Expect(ctx, c.sess.ID, id, slotExpiry); {
 		case errors.Is(err, sessionstore.ErrNotFound):
 			return exactjson.Value{}, protocolError(CodeInvalidRequest, "Session not found", exactjson.Value{})
 		case err != nil:
@@ -216,7 +224,7 @@ func (call *legacyCall) ask(ctx context.Context, requests exactjson.Value) (exac
 				"The client cannot receive server requests: it accepts no event stream and has none open", exactjson.Value{})
 		}
 	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
+	wctx, cancel := context.WithTimeout(ctx, l.opts.InputTimeout)
 	defer cancel()
 	go func() {
 		select {

@@ -5,6 +5,7 @@ import (
 
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -139,7 +140,10 @@ func TestLegacyEraSelection(t *testing.T) {
 }
 
 func TestLegacyOptionsValidation(t *testing.T) {
-	for _, o := range []LegacyOptions{{Versions: []string{"2024-11-05"}}, {IdleTimeout: -1}, {MaxRounds: -1}} {
+	for _, o := range []LegacyOptions{{Versions: []string{"2024-11-05"}}, {IdleTimeout: -1}, {MaxRounds: -1},
+		{MaxRounds: LegacyMaxRoundsCeiling + 1}, {InputTimeout: 25 * time.Hour}, {MaxLifetime: 31 * 24 * time.Hour},
+		{IdleTimeout: 2 * time.Hour, MaxLifetime: time.Hour}, {Limits: sessionstore.Limits{MaxSessions: -1}},
+		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}} {
 		s := NewServer(Implementation{}, &Options{Legacy: &o})
 		if s.Err() == nil {
 			t.Errorf("LegacyOptions %+v accepted", o)
@@ -405,7 +409,11 @@ func TestLegacyPagination(t *testing.T) {
 }
 
 func TestLegacyIdentityBinding(t *testing.T) {
+	var names sync.Map
 	admit := func(ctx context.Context, r *AdmissionRequest) (Identity, error) {
+		if r.Method == "tools/call" {
+			names.Store(r.Name, true)
+		}
 		switch r.BearerToken {
 		case "alice", "alice2":
 			return Identity{Principal: "alice", Partition: "acme"}, nil
@@ -446,6 +454,13 @@ func TestLegacyIdentityBinding(t *testing.T) {
 		t.Fatalf("unauthenticated: %v", r)
 	}
 	c.token = "alice"
+	// Admission sees the target of a legacy request too.
+	if c.call(5, "tools/call", M{"name": "hello"}).text(t) != "hi" {
+		t.Fatal("tools/call")
+	}
+	if _, ok := names.Load("hello"); !ok {
+		t.Fatal("admission did not see the tool name")
+	}
 	if r := c.raw(http.MethodDelete, nil); r.Status != 204 {
 		t.Fatalf("owner DELETE: %v", r)
 	}
@@ -654,5 +669,24 @@ func TestLegacyShutdownRefuses(t *testing.T) {
 	must(t, s.Shutdown(context.Background()))
 	if r := c.call(1, "ping", nil); r.Status != 503 {
 		t.Fatalf("request during shutdown: %v", r)
+	}
+}
+
+// Legacy requests get the same request log line (and span and metrics) as
+// modern ones.
+func TestLegacyTelemetry(t *testing.T) {
+	s, lc := legacyServerFor(t, nil)
+	addText(t, s, "hello", "hi")
+	ts := startHTTP(t, s)
+	c := newLegacyClient(t, ts.URL)
+	c.initialize()
+	c.call(3, "tools/call", M{"name": "hello"})
+	c.call(4, "ping", nil)
+	if lc.count(slog.LevelInfo, "method=tools/call name=hello id=3 outcome=complete") != 1 ||
+		lc.count(slog.LevelInfo, "method=ping") != 1 || lc.count(slog.LevelInfo, "method=initialize") != 1 {
+		for _, r := range lc.records() {
+			t.Log(r)
+		}
+		t.Fatal("legacy requests were not logged")
 	}
 }

@@ -90,7 +90,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
 	}
-	if rep, ok := s.serveLegacy(ctx, in, v); ok { // weft: 2025-11-25 era hook (legacy.go)
+	if rep, ok := s.serveLegacy(ctx, in, v, rt); ok { // weft: 2025-11-25 era hook (legacy.go)
 		return rep
 	}
 	m, perr := parseMessage(v)

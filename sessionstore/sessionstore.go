@@ -28,6 +28,7 @@ package sessionstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -140,11 +141,26 @@ type Limits struct {
 	MaxPendingAnswers int
 }
 
-// Defaults of Limits.
+// Defaults and ceilings of Limits.
 const (
 	DefaultMaxSessions       = 10000
+	MaxSessionsCeiling       = 1_000_000
 	DefaultMaxPendingAnswers = 256
+	MaxPendingAnswersCeiling = 4096
 )
+
+// Validate reports a bound outside 0 (the default) .. its ceiling.
+func (l Limits) Validate() error {
+	switch {
+	case l.MaxSessions < 0 || l.MaxSessions > MaxSessionsCeiling:
+		return fmt.Errorf("%w: Limits.MaxSessions = %d is outside 0..%d", ErrInvalid, l.MaxSessions, MaxSessionsCeiling)
+	case l.MaxPerIdentity < 0 || l.MaxPerIdentity > MaxSessionsCeiling:
+		return fmt.Errorf("%w: Limits.MaxPerIdentity = %d is outside 0..%d", ErrInvalid, l.MaxPerIdentity, MaxSessionsCeiling)
+	case l.MaxPendingAnswers < 0 || l.MaxPendingAnswers > MaxPendingAnswersCeiling:
+		return fmt.Errorf("%w: Limits.MaxPendingAnswers = %d is outside 0..%d", ErrInvalid, l.MaxPendingAnswers, MaxPendingAnswersCeiling)
+	}
+	return nil
+}
 
 // WithDefaults fills zero fields.
 func (l Limits) WithDefaults() Limits {

@@ -100,6 +100,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: schema %q / prefix %q: use lower-case letters, digits and underscores: %w",
 			opts.Schema, opts.Prefix, sessionstore.ErrInvalid)
 	}
+	if err := opts.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
