@@ -20,5 +20,18 @@ unit: postgres
 fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} bash scripts/fuzz.sh
 
+## conformance: the 2025-11-25 required set, then every 2026-07-28 scenario
+## (plus the tasks and skills extensions); the acceptance figure prints last.
 conformance:
+	bash scripts/conformance-legacy.sh
 	bash scripts/conformance.sh
+
+## bench: the benchmark harness in bench/ (its own Go module, so the
+## framework never depends on the peers it is compared with). Measures Weft,
+## go-sdk, mcp-go and a bare net/http ceiling over loopback, plus the
+## in-memory rows, and rewrites docs/benchmarks.md (about 10 minutes).
+## -mod=mod lets bench/go.sum follow dependencies the framework adds; the
+## PostgreSQL task row is built in when task/pgstore exists.
+BENCHTAGS := $(if $(wildcard task/pgstore/pgstore.go),-tags pgstore,)
+bench: postgres
+	cd bench && $(GO) run -mod=mod $(BENCHTAGS) ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md

@@ -9,4 +9,4 @@ port=${CONFORMANCE_PORT:-3918}
 mkdir -p bin
 go build -o bin/weft-conformance ./cmd/weft-conformance
 "$shared/tools/conformance.sh" --url "http://127.0.0.1:$port/mcp" --spec-version 2025-11-25 --mode required \
-  --start "exec ./bin/weft-conformance -addr 127.0.0.1:$port" --out .conformance/legacy-required
+  --start "exec ./bin/weft-conformance -eras both -addr 127.0.0.1:$port" --out .conformance/legacy-required
