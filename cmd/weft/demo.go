@@ -13,6 +13,7 @@ import (
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
+	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/pgstore"
 	"github.com/weftmcp/weft/task/sqlitestore"
@@ -21,15 +22,20 @@ import (
 
 // demo is the running demo: the MCP server and what it owns.
 type demo struct {
-	srv    *weft.Server
-	stores *demoStores
-	tasks  task.Store
-	lease  time.Duration
+	srv     *weft.Server
+	stores  *demoStores
+	tasks   task.Store
+	lease   time.Duration
+	closers []func() error
 }
 
 // Close releases the demo's stores.
 func (d *demo) Close() error {
-	return errors.Join(d.tasks.Close(), d.stores.db.Close())
+	errs := []error{d.tasks.Close(), d.stores.db.Close()}
+	for _, c := range d.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
 }
 
 // demoConfig says where the demo keeps its state.
@@ -53,6 +59,8 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		events     task.Bus
 		stores     *demoStores
 		err        error
+		legacy     = &weft.LegacyOptions{} // 2025-11-25 clients on the same endpoint
+		closers    []func() error
 	)
 	if cfg.postgres != "" {
 		pg, err := pgstore.Open(ctx, cfg.postgres, pgstore.Options{Schema: cfg.schema, Logger: logger})
@@ -60,8 +68,16 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 			return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
 		}
 		tasksStore, events = pg, pg
+		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger})
+		if err != nil {
+			_ = pg.Close()
+			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
+		}
+		legacy.Store = sessions
+		closers = append(closers, sessions.Close)
 		if stores, err = openDemoStoresPostgres(ctx, cfg); err != nil {
 			_ = pg.Close()
+			_ = sessions.Close()
 			return nil, err
 		}
 	} else {
@@ -79,11 +95,12 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		Admission:      cfg.admission,
 		Visible:        apps.Visible(nil),
 		Events:         events,
+		Legacy:         legacy,
 		MeterProvider:  cfg.meter,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
-	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease}
+	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease, closers: closers}
 	if err := d.register(); err != nil {
 		_ = d.Close()
 		return nil, err
