@@ -82,34 +82,7 @@ func (call *legacyCall) invoke(ctx context.Context, params exactjson.Value, id I
 			obs.RequestFinished(ctx, req, rep.classify(), err)
 		}()
 	}
-	if err := s.gate.acquire(ctx); err != nil {
-		rep = busyReply()
-		return rep
-	}
-	s.inflight.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	defer cancel()
-	done := make(chan reply, 1)
-	go func() {
-		defer s.inflight.Done()
-		defer s.gate.release()
-		done <- s.guarded(ctx, req, in, call.h)
-	}()
-	select {
-	case rep = <-done:
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.log.Warn("weft: request deadline exceeded", "method", call.method, "name", call.name)
-			rep = deadlineReply()
-			rep.outcome = OutcomeDeadlineExceeded
-			return rep
-		}
-		select {
-		case rep = <-done:
-		case <-time.After(100 * time.Millisecond):
-			rep = reply{err: internalError(ctx.Err()), outcome: OutcomeCancelled}
-		}
-	}
+	rep = s.runGated(ctx, req, in, call.h)
 	return rep
 }
 

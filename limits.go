@@ -2,6 +2,7 @@ package weft
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -36,6 +37,28 @@ type Limits struct {
 
 // Limit defaults and ceilings.
 const (
+	// MaxPartitionBytes bounds Identity.Partition (an admission returning a
+	// longer one is a server bug: -32603).
+	MaxPartitionBytes = 256
+	// MaxCompletionValues is the most completion values sent in one result
+	// (more are cut, with hasMore set).
+	MaxCompletionValues = 100
+	// DefaultPageSize is the default Options.PageSize.
+	DefaultPageSize = 256
+	// DefaultBodyTimeout is the default Options.BodyTimeout.
+	DefaultBodyTimeout = 60 * time.Second
+	// DefaultWriteTimeout is the default Options.WriteTimeout.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultKeepAlive is the default Options.KeepAlive.
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultReadHeaderTimeout is NewHTTPServer's header read timeout.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// MaxConcurrentCeiling and MaxQueueCeiling bound Options.MaxConcurrent
+	// and Options.MaxQueue; MaxTimeoutCeiling bounds every Options timeout.
+	MaxConcurrentCeiling = 65536
+	MaxQueueCeiling      = 1 << 20
+	MaxTimeoutCeiling    = 24 * time.Hour
+
 	DefaultMaxBodyBytes                 = 10 << 20
 	MaxBodyBytesCeiling                 = 16 << 20
 	DefaultMaxOutputBytes               = 4 << 20

@@ -404,8 +404,8 @@ func (s *Server) handleComplete(ctx context.Context, req *Request, in *inbound) 
 	}
 	values := c.Values
 	hasMore := c.HasMore
-	if len(values) > 100 {
-		values, hasMore = values[:100], true
+	if len(values) > MaxCompletionValues {
+		values, hasMore = values[:MaxCompletionValues], true
 	}
 	if values == nil {
 		values = []string{}

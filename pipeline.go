@@ -201,40 +201,46 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		rep.id = m.id
 		return rep
 	}
+	rep = s.runGated(ctx, req, in, h)
+	rep.id = m.id
+	return rep
+}
+
+// runGated runs a handler under the overload controls: it takes a slot of
+// the handler gate (HTTP 503 when the queue is full), bounds the call by
+// RequestTimeout (HTTP 504 and a cancelled context) and, when the client goes
+// away, gives a cooperative handler a moment to finish. A handler that
+// ignores its context keeps its slot until it returns.
+func (s *Server) runGated(ctx context.Context, req *Request, in *inbound, h methodHandler) reply {
 	if err := s.gate.acquire(ctx); err != nil {
-		rep = busyReply()
-		rep.id = m.id
-		return rep
+		return busyReply()
 	}
 	s.inflight.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
 	done := make(chan reply, 1)
 	go func() {
 		defer s.inflight.Done()
-		defer s.gate.release() // a handler that ignores its context keeps its slot until it returns
+		defer s.gate.release()
 		done <- s.guarded(ctx, req, in, h)
 	}()
 	select {
-	case rep = <-done:
-		cancel()
+	case rep := <-done:
+		return rep
 	case <-ctx.Done():
-		cancel()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			s.log.Warn("weft: request deadline exceeded", "method", m.method, "name", req.Name)
-			rep = deadlineReply()
-			rep.outcome = OutcomeDeadlineExceeded
-		} else {
-			// The client went away; wait briefly so a cooperative handler can finish.
-			select {
-			case rep = <-done:
-			case <-time.After(100 * time.Millisecond):
-				rep = errReply(m.id, internalError(ctx.Err()))
-				rep.outcome = OutcomeCancelled
-			}
-		}
 	}
-	rep.id = m.id
-	return rep
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.log.Warn("weft: request deadline exceeded", "method", req.Method, "name", req.Name)
+		rep := deadlineReply()
+		rep.outcome = OutcomeDeadlineExceeded
+		return rep
+	}
+	select {
+	case rep := <-done:
+		return rep
+	case <-time.After(100 * time.Millisecond):
+		return reply{err: internalError(ctx.Err()), outcome: OutcomeCancelled}
+	}
 }
 
 // guarded runs a method handler, turning a panic into an internal error.
@@ -491,8 +497,8 @@ func (s *Server) admit(ctx context.Context, in *inbound, method string) (Identit
 	}
 	id, err := s.opts.Admission(ctx, ar)
 	if err == nil {
-		if len(id.Partition) > 256 {
-			s.log.Error("weft: admission returned a partition longer than 256 bytes")
+		if len(id.Partition) > MaxPartitionBytes {
+			s.log.Error("weft: admission returned a partition longer than MaxPartitionBytes")
 			r := errReply(ID{}, internalError(errors.New("partition too long")))
 			return Identity{}, &r
 		}

@@ -253,7 +253,23 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.cfgErr = errors.Join(s.cfgErr, err)
 	}
 	if s.opts.PageSize <= 0 {
-		s.opts.PageSize = 256
+		s.opts.PageSize = DefaultPageSize
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+		max  int64
+	}{
+		{"MaxConcurrent", int64(s.opts.MaxConcurrent), MaxConcurrentCeiling},
+		{"MaxQueue", int64(s.opts.MaxQueue), MaxQueueCeiling},
+		{"QueueTimeout", int64(s.opts.QueueTimeout), int64(MaxTimeoutCeiling)},
+		{"RequestTimeout", int64(s.opts.RequestTimeout), int64(MaxTimeoutCeiling)},
+		{"BodyTimeout", int64(s.opts.BodyTimeout), int64(MaxTimeoutCeiling)},
+		{"WriteTimeout", int64(s.opts.WriteTimeout), int64(MaxTimeoutCeiling)},
+	} {
+		if c.v < 0 || c.v > c.max {
+			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%d (0 means the default)", c.name, c.v, c.max))
+		}
 	}
 	if s.opts.MaxConcurrent <= 0 {
 		s.opts.MaxConcurrent = DefaultMaxConcurrent
@@ -269,13 +285,13 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	}
 	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxQueue, s.opts.QueueTimeout)
 	if s.opts.WriteTimeout <= 0 {
-		s.opts.WriteTimeout = 30 * time.Second
+		s.opts.WriteTimeout = DefaultWriteTimeout
 	}
 	if s.opts.BodyTimeout <= 0 {
-		s.opts.BodyTimeout = 60 * time.Second
+		s.opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if s.opts.KeepAlive <= 0 {
-		s.opts.KeepAlive = 15 * time.Second
+		s.opts.KeepAlive = DefaultKeepAlive
 	}
 	if s.opts.KeepAlive >= s.opts.WriteTimeout {
 		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
