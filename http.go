@@ -23,6 +23,14 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
+	if s.cfgErr != nil {
+		// A misconfigured server answers nothing but internal errors.
+		s.log.Error("weft: refusing a request: the server's configuration is invalid", "err", s.cfgErr)
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write(appendErrorResponse(nil, ID{}, internalError(s.cfgErr)))
+		return
+	}
 	if !s.hostAllowed(r.Host) {
 		writePlainError(w, http.StatusForbidden, "Host not allowed")
 		return
@@ -43,7 +51,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusRequestHeaderFieldsTooLarge, "Too many header fields")
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		writePlainError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
@@ -64,10 +72,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := &httpResponder{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
 		sseOK: acceptsSSE(r.Header.Values("Accept"))}
-	endpoint := path.Clean("/" + r.URL.Path)
-	rep := s.serve(r.Context(), &inbound{body: body, header: r.Header, endpoint: endpoint, transport: "http",
+	endpoint := r.URL.Path
+	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
+		endpoint = path.Clean("/" + endpoint)
+	}
+	rep := s.serve(r.Context(), &inbound{body: body, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
 		remoteAddr: r.RemoteAddr, out: resp})
 	resp.finish(rep)
+}
+
+// isJSONMediaType reports whether a Content-Type is application/json
+// (with parameters such as charset allowed).
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // acceptsSSE reports whether an Accept header admits text/event-stream.

@@ -242,7 +242,7 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request, in *inbound)
 			s.log.Error("weft: tool handler returned no result", "tool", req.Name)
 			return errReply(req.ID, internalError(errors.New("tool handler returned no result")))
 		}
-		if t.output != nil && !r.IsError {
+		if t.output != nil && !r.IsError && !t.trustedOutput {
 			if r.StructuredContent.Kind() == exactjson.KindNull {
 				s.log.Error("weft: tool with an output schema returned no structuredContent", "tool", req.Name)
 				return errReply(req.ID, internalError(errors.New("missing structuredContent")))

@@ -86,7 +86,22 @@ loop:
 				defer wg.Done()
 				defer cancel()
 				rn := &stdioNotifier{out: out, ctx: rctx}
-				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn})
+				var once sync.Once
+				send := func(rep reply) {
+					once.Do(func() {
+						if rep.err != nil {
+							_ = out.write(appendErrorResponse(nil, rep.id, rep.err))
+						} else {
+							_ = out.write(appendResponse(nil, rep.id, rep.result))
+						}
+					})
+				}
+				early := func(rep reply) {
+					if rctx.Err() == nil {
+						send(rep)
+					}
+				}
+				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn, early: early})
 				if key != "" {
 					mu.Lock()
 					delete(inflight, key)
@@ -95,11 +110,7 @@ loop:
 				if rep.none || rctx.Err() != nil {
 					return // notification, or cancelled: send nothing more
 				}
-				if rep.err != nil {
-					out.write(appendErrorResponse(nil, rep.id, rep.err))
-				} else {
-					out.write(appendResponse(nil, rep.id, rep.result))
-				}
+				send(rep)
 			}()
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
@@ -66,6 +67,9 @@ type toolEntry struct {
 	inSchema []byte
 	outSchem []byte
 	mirrors  []mirror
+	// trustedOutput: the output schema was inferred from the handler's Go
+	// output type, so calls skip output validation.
+	trustedOutput bool
 }
 
 // mirror is an x-mcp-header argument: header Mcp-Param-<Header> mirrors
@@ -92,7 +96,12 @@ func validToolName(name string) bool {
 
 // AddTool registers (or replaces) a tool with an untyped handler. The tool's
 // InputSchema must be set (use the generic [AddTool] to infer it).
-func (s *Server) AddTool(t Tool, h ToolHandler) error {
+func (s *Server) AddTool(t Tool, h ToolHandler) error { return s.addTool(t, false, h) }
+
+// addTool registers a tool. trustedOutput marks an output schema inferred
+// from the Go type that produces the output: the structured content is then
+// correct by construction and is not validated again on every call.
+func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if h == nil {
 		return fmt.Errorf("weft: tool %q: nil handler", t.Name)
 	}
@@ -105,7 +114,7 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = []byte(`{"type":"object"}`)
 	}
-	e := &toolEntry{tool: t, handler: h}
+	e := &toolEntry{tool: t, handler: h, trustedOutput: trustedOutput}
 	var err error
 	if e.inSchema, e.input, err = compileSchema(t.InputSchema, "input", true); err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
@@ -163,14 +172,16 @@ func AddTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error 
 		t.InputSchema = b
 	}
 	rawResult := reflect.TypeFor[Out]() == reflect.TypeFor[*CallToolResult]()
+	inferredOutput := false
 	if len(t.OutputSchema) == 0 && !rawResult && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		b, err := inferSchema[Out](false)
 		if err != nil {
 			return fmt.Errorf("weft: tool %q: infer output schema: %w", t.Name, err)
 		}
 		t.OutputSchema = b
+		inferredOutput = true
 	}
-	return s.AddTool(t, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	return s.addTool(t, inferredOutput, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		var in In
 		args := req.Arguments()
 		if args.Kind() == exactjson.KindNull {
@@ -190,11 +201,13 @@ func AddTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error 
 			}
 			return r, nil
 		}
-		v, err := exactjson.FromGo(out)
+		// Marshal once: the bytes are both the text block and, parsed, the
+		// structured content (they are compact, strict JSON).
+		text, err := jsonv2.Marshal(out)
 		if err != nil {
 			return nil, fmt.Errorf("weft: encode tool output: %w", err)
 		}
-		text, err := exactjson.Encode(v, 0)
+		v, err := exactjson.Parse(text, exactjson.Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("weft: encode tool output: %w", err)
 		}
