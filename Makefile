@@ -35,3 +35,12 @@ conformance:
 BENCHTAGS := $(if $(wildcard task/pgstore/pgstore.go),-tags pgstore,)
 bench: postgres
 	cd bench && $(GO) run -mod=mod $(BENCHTAGS) ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md
+
+## soak: the bounded soak of soak/ (about 3-4 minutes, loopback only): two
+## `weft serve` instances on PostgreSQL under 200 concurrent clients while
+## PostgreSQL is restarted once (it restarts the local cluster!) and the
+## instances get SIGTERM and SIGKILL; rewrites the figures in
+## docs/reliability.md. Not part of `make test`.
+.PHONY: soak
+soak: postgres
+	WEFT_SOAK=1 WEFT_SOAK_DOC=$(CURDIR)/docs/reliability.md $(GO) test -count=1 -timeout 10m -run '^TestSoak$$' -v ./soak

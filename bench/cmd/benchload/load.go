@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftmcp/weft/bench/servers"
+)
+
+// cell is one measurement: n requests at concurrency c against one server.
+type cell struct {
+	impl       string
+	conc       int
+	round      int
+	n          int
+	wall       time.Duration
+	p50, p99   time.Duration
+	cpuPerReq  time.Duration // server CPU (user+system) per request
+	throughput float64       // requests per second
+}
+
+// client is a keep-alive HTTP client for one server at one concurrency.
+type client struct {
+	hc  *http.Client
+	url string
+}
+
+func newClient(addr string, conc int) *client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conc,
+		MaxIdleConnsPerHost: conc,
+		MaxConnsPerHost:     conc,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &client{hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}, url: "http://" + addr + servers.Path}
+}
+
+func (c *client) close() { c.hc.CloseIdleConnections() }
+
+// do sends one call with id and returns the response status, content type
+// and body (read completely, so the connection is reused).
+func (c *client) do(ctx context.Context, header http.Header, body []byte, buf *bytes.Buffer) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header = header
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	buf.Reset()
+	_, err = io.Copy(buf, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type"), err
+}
+
+// verify sends a few calls and checks every answer completely.
+func verify(ctx context.Context, addr string) error {
+	c := newClient(addr, 1)
+	defer c.close()
+	call := servers.EchoCall()
+	var buf bytes.Buffer
+	for id := int64(1); id <= 5; id++ {
+		status, ct, err := c.do(ctx, call.Header, call.Body(id), &buf)
+		if err != nil {
+			return err
+		}
+		if err := servers.CheckEcho(status, ct, buf.Bytes(), id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var structured = []byte(`"structuredContent"`)
+
+// load sends n requests from conc goroutines over conc keep-alive
+// connections. Every answer must be HTTP 200 carrying structuredContent.
+// It returns the wall time and each request's latency.
+func load(ctx context.Context, c *client, conc, n int, firstID int64) (time.Duration, []time.Duration, error) {
+	call := servers.EchoCall()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			var body []byte
+			var buf bytes.Buffer
+			header := call.Header.Clone()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || failed.Load() != nil {
+					return
+				}
+				body = call.AppendBody(body[:0], firstID+i)
+				t0 := time.Now()
+				status, _, err := c.do(ctx, header, body, &buf)
+				lat[i] = time.Since(t0)
+				if err == nil && (status != http.StatusOK || !bytes.Contains(buf.Bytes(), structured)) {
+					err = fmt.Errorf("HTTP %d: %.200s", status, buf.Bytes())
+				}
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if p := failed.Load(); p != nil {
+		return 0, nil, *p
+	}
+	if ctx.Err() != nil {
+		return 0, nil, ctx.Err()
+	}
+	return wall, lat, nil
+}
+
+// measure runs warm-up requests, then n measured requests, and reads the
+// server's CPU time around the measured part.
+func measure(ctx context.Context, s *server, conc, n, warm, round int, ids *int64) (cell, error) {
+	c := newClient(s.addr, conc)
+	defer c.close()
+	if _, _, err := load(ctx, c, conc, warm, *ids); err != nil {
+		return cell{}, fmt.Errorf("%s warm-up: %w", s.impl, err)
+	}
+	*ids += int64(warm)
+	cpu0, err := s.cpu()
+	if err != nil {
+		return cell{}, err
+	}
+	wall, lat, err := load(ctx, c, conc, n, *ids)
+	if err != nil {
+		return cell{}, fmt.Errorf("%s c=%d: %w", s.impl, conc, err)
+	}
+	*ids += int64(n)
+	cpu1, err := s.cpu()
+	if err != nil {
+		return cell{}, err
+	}
+	slices.Sort(lat)
+	return cell{
+		impl: s.impl, conc: conc, round: round, n: n, wall: wall,
+		p50:        percentile(lat, 0.50),
+		p99:        percentile(lat, 0.99),
+		cpuPerReq:  (cpu1 - cpu0) / time.Duration(n),
+		throughput: float64(n) / wall.Seconds(),
+	}, nil
+}
+
+// percentile returns the nearest-rank percentile of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

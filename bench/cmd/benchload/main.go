@@ -1,0 +1,249 @@
+// Command benchload measures Weft against the official Go SDK, mcp-go and
+// a bare net/http handler, and writes docs/benchmarks.md.
+//
+//	cd bench && go run -mod=mod -tags pgstore ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md
+//
+// (or `make bench` from the repository root). It must run from the bench
+// directory: it builds ./cmd/benchserver and starts one server process per
+// implementation on loopback, then drives them with a keep-alive load
+// generator in alternation (A B C D, A B C D, ...), so that each
+// implementation sees the same machine conditions. Server CPU per request
+// comes from each server process's /proc/<pid>/stat. The in-memory parts
+// (allocations per call, the multi-round call, sealing, JSON, tasks) run in
+// this process with testing.Benchmark, also alternated and repeated.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/bench/servers"
+)
+
+type config struct {
+	rounds      int
+	n           int
+	warm        int
+	conc        []int
+	impls       []string
+	out         string
+	benchtime   string
+	tasks       int
+	taskClients int
+	dsn         string
+	skip        map[string]bool
+}
+
+var started = time.Now()
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	testing.Init()
+	var cfg config
+	var conc, impls, skip string
+	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds of alternation (A B C D per round); medians are reported")
+	flag.IntVar(&cfg.n, "n", 20000, "measured requests per cell (one server, one concurrency, one round)")
+	flag.IntVar(&cfg.warm, "warm", 1000, "warm-up requests before each cell")
+	flag.StringVar(&conc, "conc", "1,16,64", "concurrent clients (keep-alive connections), comma-separated")
+	flag.StringVar(&impls, "impls", strings.Join(servers.Impls, ","), "implementations; the first is compared with the others")
+	flag.StringVar(&cfg.out, "out", "", "write the Markdown report to this file (default: stdout)")
+	flag.StringVar(&cfg.benchtime, "benchtime", "1s", "time per in-memory benchmark run (testing's -benchtime)")
+	flag.IntVar(&cfg.tasks, "tasks", 1000, "tasks per task-store row (issue 4: 1,000 tasks by 50 clients)")
+	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators")
+	def := os.Getenv("WEFT_TEST_POSTGRES")
+	if def == "" {
+		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+	}
+	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,seal,json,tasks")
+	flag.Parse()
+	var err error
+	if cfg.conc, err = parseInts(conc); err != nil {
+		fatal(err)
+	}
+	cfg.impls = strings.Split(impls, ",")
+	for _, i := range cfg.impls {
+		if !slices.Contains(servers.Impls, i) {
+			fatal(fmt.Errorf("unknown implementation %q", i))
+		}
+	}
+	cfg.skip = map[string]bool{}
+	for _, s := range strings.Split(skip, ",") {
+		if s != "" {
+			cfg.skip[s] = true
+		}
+	}
+	if cfg.rounds < 1 || cfg.n < 100 {
+		fatal(fmt.Errorf("need -rounds >= 1 and -n >= 100"))
+	}
+	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
+		fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		fatal(err)
+	}
+	md := rep.markdown()
+	if cfg.out == "" {
+		fmt.Print(md)
+		return
+	}
+	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
+		fatal(err)
+	}
+	logf("wrote %s", cfg.out)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "benchload:", err)
+	os.Exit(1)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad concurrency %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// report is everything measured in one run.
+type report struct {
+	cfg      config
+	args     []string
+	machine  machine
+	versions map[string]string
+	start    time.Time
+	elapsed  time.Duration
+
+	cells    []cell  // every loopback cell of every round
+	server   []micro // in-memory tools/call per implementation (harness first)
+	ablation []micro // Weft variants (servers.Variants)
+	mrtr     []micro
+	seal     []micro
+	json     []micro
+	tasks    []taskRow
+	tasksErr string
+}
+
+func run(ctx context.Context, cfg config) (*report, error) {
+	rep := &report{cfg: cfg, args: os.Args[1:], machine: describeMachine(), versions: versions(), start: time.Now()}
+	logf("machine: %s, %d CPUs, load %s", rep.machine.cpuModel, rep.machine.nproc, rep.machine.loadStart)
+
+	if !cfg.skip["loopback"] {
+		if err := loopback(ctx, cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if !cfg.skip["server"] {
+		logf("server-only tools/call in memory (allocations)")
+		if rep.server, err = serverOnly(cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["ablation"] {
+		logf("where Weft's time goes: ablations")
+		if rep.ablation, err = ablations(cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["mrtr"] {
+		logf("multi-round call vs plain call")
+		if rep.mrtr, err = multiRound(cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["seal"] {
+		logf("seal and open")
+		if rep.seal, err = sealOpen(cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["json"] {
+		logf("JSON parse and canonicalize")
+		if rep.json, err = jsonThroughput(cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["tasks"] {
+		logf("task create-to-complete (%d tasks per store)", cfg.tasks)
+		if rep.tasks, err = taskRates(ctx, cfg.tasks, cfg.taskClients, cfg.dsn); err != nil {
+			return nil, err
+		}
+		for _, r := range rep.tasks {
+			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
+		}
+	}
+	rep.machine.loadEnd = loadAvg()
+	rep.elapsed = time.Since(rep.start)
+	return rep, nil
+}
+
+// loopback starts one server process per implementation and measures every
+// (concurrency, round, implementation) cell, alternating implementations.
+func loopback(ctx context.Context, cfg config, rep *report) error {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logf("building cmd/benchserver")
+	bin, err := buildServer(ctx, dir)
+	if err != nil {
+		return err
+	}
+	srvs := make([]*server, 0, len(cfg.impls))
+	defer func() {
+		for _, s := range srvs {
+			s.stop()
+		}
+	}()
+	for _, impl := range cfg.impls {
+		s, err := startServer(bin, impl)
+		if err != nil {
+			return err
+		}
+		srvs = append(srvs, s)
+		if err := verify(ctx, s.addr); err != nil {
+			return fmt.Errorf("%s does not answer the echo call correctly: %w", impl, err)
+		}
+		logf("%s listening on %s (pid %d), answers verified", impl, s.addr, s.cmd.Process.Pid)
+	}
+	ids := int64(100)
+	for _, c := range cfg.conc {
+		for r := range cfg.rounds {
+			// Rotate the starting implementation each round so that no one
+			// always runs first (A B C D, B C D A, ...).
+			for k := range srvs {
+				s := srvs[(k+r)%len(srvs)]
+				cl, err := measure(ctx, s, c, cfg.n, cfg.warm, r+1, &ids)
+				if err != nil {
+					return err
+				}
+				rep.cells = append(rep.cells, cl)
+				logf("c=%-3d round %d %-6s %8.0f req/s  p50 %8s  p99 %8s  cpu %6.1f µs/req", c, r+1, s.impl,
+					cl.throughput, fmtDur(float64(cl.p50)), fmtDur(float64(cl.p99)), float64(cl.cpuPerReq)/1e3)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+// Command benchserver serves the echo tool through one implementation, for
+// benchload to measure as a separate process.
+//
+//	go run ./cmd/benchserver -impl weft -addr 127.0.0.1:0
+//
+// It prints "listening <addr>" on stdout once it accepts connections and
+// exits when stdin closes or on SIGTERM.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/bench/servers"
+)
+
+func main() {
+	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
+	flag.Parse()
+	h, err := servers.New(*impl)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The same server settings for every implementation: Weft's defaults.
+	hs := weft.NewHTTPServer(ln.Addr().String(), h)
+	hs.ErrorLog = log.New(io.Discard, "", 0)
+	fmt.Printf("listening %s\n", ln.Addr())
+	go func() {
+		// benchload holds stdin open; its end ends the server.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	go func() {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM, os.Interrupt)
+		<-c
+		os.Exit(0)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+}
