@@ -68,6 +68,11 @@ func SplitFrontmatter(skillMD []byte) (frontmatter, body []byte, err error) {
 	default:
 		return nil, nil, ErrNoFrontmatter
 	}
+	// The closing line may directly follow the opening one (empty front
+	// matter); otherwise it follows a newline inside the block.
+	if body, ok := closingLine(s, start); ok {
+		return s[start:start], body, nil
+	}
 	for j := start; j < len(s); j++ {
 		var k int // index just past the closing line's leading newline
 		switch {
@@ -95,6 +100,27 @@ func SplitFrontmatter(skillMD []byte) (frontmatter, body []byte, err error) {
 		}
 	}
 	return nil, nil, ErrNoFrontmatter
+}
+
+// closingLine reports whether a closing "---" line starts at s[k:], and
+// returns what follows it.
+func closingLine(s []byte, k int) ([]byte, bool) {
+	if !bytes.HasPrefix(s[k:], []byte("---")) {
+		return nil, false
+	}
+	m := k + 3
+	for m < len(s) && (s[m] == ' ' || s[m] == '\t') {
+		m++
+	}
+	switch {
+	case m == len(s):
+		return s[m:], true
+	case s[m] == '\n':
+		return s[m+1:], true
+	case s[m] == '\r' && m+1 < len(s) && s[m+1] == '\n':
+		return s[m+2:], true
+	}
+	return nil, false
 }
 
 // ParseFrontmatter parses SKILL.md front matter (the YAML between the ---

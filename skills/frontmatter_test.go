@@ -197,7 +197,9 @@ func TestSplitFrontmatter(t *testing.T) {
 		{"---\nname: a\n---", "name: a", "", true},
 		{"---\na: 1\n---x\nb: 2\n---\nbody", "a: 1\n---x\nb: 2", "body", true},
 		{"---\n\n---\n", "", "", true},
-		{"---\n---\n", "", "", false}, // the block needs a line
+		{"---\n---\n", "", "", true}, // empty front matter (then rejected for lacking name and description)
+		{"---\n---\n\n---", "", "\n---", true},
+		{"---\r\n---\r\nbody", "", "body", true},
 		{"--- \nname: a\n---\n", "", "", false},
 		{"name: a\n---\n", "", "", false},
 		{"---\nname: a\n", "", "", false},
