@@ -47,9 +47,14 @@ type bucket struct {
 	last   time.Time
 }
 
-// NewTokenBucket returns a token-bucket limiter (MaxKeys 65,536).
+// DefaultTokenBucketMaxKeys is the number of buckets NewTokenBucket keeps
+// (clients choose the keys through their addresses, so the map is bounded).
+const DefaultTokenBucketMaxKeys = 65536
+
+// NewTokenBucket returns a token-bucket limiter keeping at most
+// DefaultTokenBucketMaxKeys buckets.
 func NewTokenBucket(perSecond float64, burst int) *TokenBucket {
-	return &TokenBucket{Rate: perSecond, Burst: burst, MaxKeys: 65536}
+	return &TokenBucket{Rate: perSecond, Burst: burst, MaxKeys: DefaultTokenBucketMaxKeys}
 }
 
 // Allow implements RateLimiter.

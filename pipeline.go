@@ -88,6 +88,9 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if s.cfgErr != nil {
 		return errReply(ID{}, internalError(s.cfgErr))
 	}
+	if !s.bus.serving.Load() {
+		s.bus.serving.Store(true)
+	}
 	rt := s.tel.begin(ctx, in) // weft: telemetry hook (observe.go): span, metrics, request log
 	defer rt.end(&rep)
 	v, err := exactjson.Parse(in.body, s.limits.JSON)

@@ -151,6 +151,11 @@ const (
 	DefaultStateRounds          = 10
 	DefaultStateMaxEncodedBytes = 65536
 	DefaultStateMaxDecodedBytes = 49152
+
+	// Ceilings of StateLimits.
+	StateLifetimeCeiling        = 24 * time.Hour
+	StateRoundsCeiling          = 1000
+	StateMaxEncodedBytesCeiling = 1 << 20
 )
 
 func (l StateLimits) withDefaults() (StateLimits, error) {
@@ -173,6 +178,12 @@ func (l StateLimits) withDefaults() (StateLimits, error) {
 		return l, errors.New("weft: StateLimits.Rounds must be positive")
 	case l.MaxEncodedBytes < 0 || l.MaxDecodedBytes < 0:
 		return l, errors.New("weft: StateLimits sizes must be positive")
+	case l.Lifetime > StateLifetimeCeiling:
+		return l, errors.New("weft: StateLimits.Lifetime exceeds StateLifetimeCeiling (24h)")
+	case l.Rounds > StateRoundsCeiling:
+		return l, errors.New("weft: StateLimits.Rounds exceeds StateRoundsCeiling (1000)")
+	case l.MaxEncodedBytes > StateMaxEncodedBytesCeiling:
+		return l, errors.New("weft: StateLimits.MaxEncodedBytes exceeds StateMaxEncodedBytesCeiling (1 MiB)")
 	case l.MaxDecodedBytes > l.MaxEncodedBytes:
 		return l, errors.New("weft: StateLimits.MaxDecodedBytes must not exceed MaxEncodedBytes")
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftmcp/weft/task"
@@ -37,7 +38,10 @@ type bus struct {
 	subs   map[*subscriber]struct{}
 	open   map[string]int // open listen streams per partition
 	remote task.Bus       // fleet-wide bus (Options.Events), or nil
-	log    *slog.Logger
+	// serving turns true with the first request: catalog registrations made
+	// while an instance starts are not news for the rest of the fleet.
+	serving atomic.Bool
+	log     *slog.Logger
 }
 
 // reserve counts a listen stream against its partition's limit.
@@ -118,7 +122,7 @@ func decodeEvent(s string) (event, bool) {
 // external bus when one is configured (which delivers it back here too),
 // locally otherwise or when the external bus fails.
 func (b *bus) publish(ev event) {
-	if b.remote != nil {
+	if b.remote != nil && b.serving.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := b.remote.Publish(ctx, EventsChannel, ev.encode())
 		cancel()

@@ -376,7 +376,9 @@ func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, 
 	t, ok := s.tools.get(job.Operation())
 	s.mu.RUnlock()
 	if !ok {
-		return task.Outcome{}, fmt.Errorf("weft: task %s runs tool %q, which is not registered", job.ID(), job.Operation())
+		// Not (yet) registered here, e.g. while this instance starts: leave
+		// the step for a later claim instead of failing the task.
+		return task.Outcome{}, fmt.Errorf("weft: task %s runs tool %q, which is not registered here: %w", job.ID(), job.Operation(), task.ErrRequeue)
 	}
 	params, err := exactjson.Parse(job.Params(), exactjson.Limits{})
 	if err != nil {

@@ -30,6 +30,11 @@ var (
 	// Runner cut off while shutting down; its step stays leased and is
 	// re-run elsewhere after the lease expires.
 	ErrShutdown = errors.New("task: runner shutting down")
+	// ErrRequeue is returned (wrapped) by a Handler that cannot run the step
+	// on this instance now (for example its operation is not registered
+	// yet while the server starts): the step stays leased and is claimed
+	// again, here or elsewhere, after the lease expires. Nothing is failed.
+	ErrRequeue = errors.New("task: step cannot run here now")
 )
 
 // JSON-RPC error objects used by this package.

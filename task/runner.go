@@ -382,6 +382,10 @@ func (rn *run) runStep(rec *Record) {
 		log.Info("task runner: step cut off by shutdown; left leased for re-run")
 		return
 	}
+	if !panicked && err != nil && errors.Is(err, ErrRequeue) {
+		log.Warn("task runner: step cannot run here now; left leased for a later claim", "err", err)
+		return
+	}
 	switch {
 	case panicked:
 		out = Fail(json.RawMessage(InternalErrorJSON))

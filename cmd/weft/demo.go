@@ -110,9 +110,6 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 
 func (d *demo) register() error {
 	s := d.srv
-	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease}); err != nil {
-		return err
-	}
 	for _, add := range []func() error{
 		func() error { return addCart(s, d.stores) },
 		func() error { return addAccountLink(s, d.stores) },
@@ -201,6 +198,11 @@ func (d *demo) register() error {
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "application/json", string(body))}}, nil
 		}); err != nil {
+		return err
+	}
+	// Tasks last: the runner starts claiming steps at once, and every tool
+	// it may run must be registered by then.
+	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease}); err != nil {
 		return err
 	}
 	return nil
