@@ -4,8 +4,9 @@ GO ?= go
 
 .PHONY: test vet unit fuzz conformance postgres bench
 
-## test: everything CI runs: vet and gofmt, unit tests with -race, fuzzing, conformance.
-test: vet unit fuzz conformance
+## test: everything CI runs: vet and gofmt, unit tests with -race, fuzzing,
+## the bounded soak, then conformance (its acceptance figure prints last).
+test: vet unit fuzz soak conformance
 
 vet:
 	$(GO) vet ./...
