@@ -40,9 +40,6 @@ func addWizard(t testing.TB, s *Server, name string, mode StateMode) {
 					got = strings.Split(st, ",")
 				}
 			case StateNone:
-				for _, k := range req.InputResponses().Keys() {
-					got = append(got, k) // placeholders, refined below
-				}
 				got = nil
 				for i := range 3 {
 					if _, ok := req.InputResponses().Get(fmt.Sprintf("q%d", i)); ok {
@@ -327,13 +324,11 @@ func testLegacyFleet(t *testing.T, storeA, storeB sessionstore.Store) {
 	must(t, err)
 	kr, err := seal.NewKeyring(key)
 	must(t, err)
-	var servers []*Server
 	var urls []string
 	for _, st := range []sessionstore.Store{storeA, storeB} {
 		s, _ := legacyServerFor(t, &Options{PageSize: 1, Protector: seal.NewManager(kr), Legacy: &LegacyOptions{Store: st}})
 		addWizard(t, s, "wizard", StateFramework)
 		addText(t, s, "other", "x")
-		servers = append(servers, s)
 		urls = append(urls, startHTTP(t, s).URL)
 	}
 	c := newLegacyClient(t, urls[0])

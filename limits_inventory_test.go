@@ -1574,7 +1574,6 @@ func checkJSONOutput(t *testing.T) {
 type invStateFixture struct {
 	mgr    *seal.Manager
 	params M
-	body   []byte
 }
 
 func newInvStateFixture(t testing.TB) *invStateFixture {

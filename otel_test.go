@@ -80,17 +80,17 @@ func assertNoSecrets(t *testing.T, spans tracetest.SpanStubs, secrets ...string)
 		var sb strings.Builder
 		sb.WriteString(s.Name + " " + s.Status.Description)
 		for _, a := range s.Attributes {
-			sb.WriteString(" " + string(a.Key) + "=" + a.Value.Emit())
+			sb.WriteString(" " + string(a.Key) + "=" + a.Value.String())
 		}
 		for _, e := range s.Events {
 			sb.WriteString(" " + e.Name)
 			for _, a := range e.Attributes {
-				sb.WriteString(" " + string(a.Key) + "=" + a.Value.Emit())
+				sb.WriteString(" " + string(a.Key) + "=" + a.Value.String())
 			}
 		}
 		for _, l := range s.Links {
 			for _, a := range l.Attributes {
-				sb.WriteString(" " + string(a.Key) + "=" + a.Value.Emit())
+				sb.WriteString(" " + string(a.Key) + "=" + a.Value.String())
 			}
 			sb.WriteString(" " + l.SpanContext.TraceState().String())
 		}
@@ -145,7 +145,7 @@ func TestTracingContinuesMetaTraceparent(t *testing.T) {
 		for key, want := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "flow",
 			"mcp.protocol.version": ProtocolVersion, "network.transport": "tcp"} {
 			if v, ok := attrOf(sv, key); !ok || v.AsString() != want {
-				t.Errorf("server span %s = %q, want %q", key, v.Emit(), want)
+				t.Errorf("server span %s = %q, want %q", key, v.String(), want)
 			}
 		}
 	}
@@ -176,10 +176,10 @@ func TestTracingContinuesMetaTraceparent(t *testing.T) {
 		}
 	}
 	if o, ok := attrOf(servers[0], "weft.outcome"); !ok || o.AsString() != "input_required" {
-		t.Errorf("first call outcome %q", o.Emit())
+		t.Errorf("first call outcome %q", o.String())
 	}
 	if o, ok := attrOf(servers[1], "weft.outcome"); !ok || o.AsString() != "complete" {
-		t.Errorf("retry outcome %q", o.Emit())
+		t.Errorf("retry outcome %q", o.String())
 	}
 	// Neither the arguments, the bearer token, the baggage nor any part of
 	// the sealed state appears anywhere.
@@ -284,10 +284,10 @@ func TestTracingTaskStep(t *testing.T) {
 		t.Errorf("step span in trace %s under %s, want the client's call", st.SpanContext.TraceID(), st.Parent.SpanID())
 	}
 	if v, _ := attrOf(st, "weft.task.result"); v.AsString() != "completed" {
-		t.Errorf("step result %q", v.Emit())
+		t.Errorf("step result %q", v.String())
 	}
 	if v, _ := attrOf(st, "gen_ai.tool.name"); v.AsString() != "job" {
-		t.Errorf("step tool %q", v.Emit())
+		t.Errorf("step tool %q", v.String())
 	}
 	assertNoSecrets(t, exp.GetSpans(), secretArg)
 }
