@@ -35,6 +35,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/weftmcp/weft/internal/pglisten"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -77,9 +78,8 @@ type Store struct {
 	wmu     sync.Mutex
 	waiters map[waitKey]map[chan struct{}]struct{}
 
-	stopListen context.CancelFunc
-	listenDone chan struct{}
-	closeOnce  sync.Once
+	listener  *pglisten.Listener
+	closeOnce sync.Once
 }
 
 type waitKey struct{ session, request string }
@@ -150,8 +150,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // their context or slot; later calls fail with sessionstore.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopListen()
-		<-s.listenDone
+		s.listener.Stop()
 		s.pool.close()
 	})
 	return nil
@@ -557,63 +556,13 @@ func (s *Store) dispatch(payload string) {
 	}
 }
 
+// startListener connects the listening connection; notifications wake the
+// waiters (which also poll, since notifications can be lost).
 func (s *Store) startListener(ctx context.Context, cfg *pgx.ConnConfig) error {
-	c, err := s.listenConn(ctx, cfg)
+	l, err := pglisten.Start(ctx, cfg, s.channel, "session", s.log, s.dispatch)
 	if err != nil {
 		return err
 	}
-	lctx, cancel := context.WithCancel(context.Background())
-	s.stopListen = cancel
-	s.listenDone = make(chan struct{})
-	go s.listen(lctx, cfg, c)
+	s.listener = l
 	return nil
-}
-
-func (s *Store) listenConn(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect listener: %w", err)
-	}
-	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
-		closeQuietly(c)
-		return nil, fmt.Errorf("pgstore: listen: %w", err)
-	}
-	return c, nil
-}
-
-// listen wakes waiters until ctx ends, reconnecting with backoff (waiters
-// poll meanwhile).
-func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig, c *pgx.Conn) {
-	defer close(s.listenDone)
-	backoff := 100 * time.Millisecond
-	for {
-		for c == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			var err error
-			if c, err = s.listenConn(ctx, cfg); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				s.log.Warn("pgstore: session listener reconnect failed", "err", err, "retry_in", backoff)
-				backoff = min(2*backoff, 5*time.Second)
-				continue
-			}
-			backoff = 100 * time.Millisecond
-		}
-		n, err := c.WaitForNotification(ctx)
-		if err != nil {
-			closeQuietly(c)
-			c = nil
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("pgstore: session listener connection lost", "err", err)
-			continue
-		}
-		s.dispatch(n.Payload)
-	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/weftmcp/weft/internal/pglisten"
 	"github.com/weftmcp/weft/task"
 )
 
@@ -74,8 +75,7 @@ type Store struct {
 	q       queries
 	channel string // the PostgreSQL notification channel
 
-	stopListen context.CancelFunc
-	listenDone chan struct{}
+	listener *pglisten.Listener
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -607,8 +607,7 @@ func (s *Store) Subscribe(ctx context.Context, channel string) (<-chan string, e
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.stopListen()
-		<-s.listenDone
+		s.listener.Stop()
 		_ = s.hub.Close()
 		s.pool.Close()
 	})
