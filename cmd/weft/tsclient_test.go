@@ -14,21 +14,7 @@ import (
 // the TypeScript SDK v2 client (@modelcontextprotocol/client): it resolves
 // the elicitation through its handler and retries with the echoed state.
 func TestTypeScriptClientCatalog(t *testing.T) {
-	node := nodetest.Node(t)
-	dir := nodetest.Install(t, filepath.Join("testdata", "tsclient"))
-	addr := freeAddr(t)
-	startServe(t, "--addr", addr, "--data", t.TempDir())
-	waitPort(t, addr)
-	cmd := exec.Command(node, "catalog.mjs", "http://"+addr+"/mcp")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runTSClient(t, "catalog.mjs")
 	var got struct {
 		Asked  []string `json:"asked"`
 		Result struct {
@@ -56,21 +42,7 @@ func TestTypeScriptClientCatalog(t *testing.T) {
 // client declaring the UI extension: the tool points at the ui:// resource,
 // which is listed and served with the app media type and its metadata.
 func TestTypeScriptClientApp(t *testing.T) {
-	node := nodetest.Node(t)
-	dir := nodetest.Install(t, filepath.Join("testdata", "tsclient"))
-	addr := freeAddr(t)
-	startServe(t, "--addr", addr, "--data", t.TempDir())
-	waitPort(t, addr)
-	cmd := exec.Command(node, "app.mjs", "http://"+addr+"/mcp")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runTSClient(t, "app.mjs")
 	var got struct {
 		ToolURI           string          `json:"toolUri"`
 		Listed            bool            `json:"listed"`
@@ -87,4 +59,26 @@ func TestTypeScriptClientApp(t *testing.T) {
 	if !strings.Contains(string(got.Meta), `"ui"`) {
 		t.Fatalf("no _meta.ui on the contents: %s", got.Meta)
 	}
+}
+
+// runTSClient starts a demo server and runs a script of testdata/tsclient
+// against it with Node, returning its standard output.
+func runTSClient(t *testing.T, script string) []byte {
+	t.Helper()
+	node := nodetest.Node(t)
+	dir := nodetest.Install(t, filepath.Join("testdata", "tsclient"))
+	addr := freeAddr(t)
+	startServe(t, "--addr", addr, "--data", t.TempDir())
+	waitPort(t, addr)
+	cmd := exec.Command(node, script, "http://"+addr+"/mcp")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
+	}
+	return out
 }
