@@ -413,7 +413,7 @@ func (l *legacyServer) initialize(ctx context.Context, in *inbound, m message, s
 	}
 	rep := s.resultPlain(func(e *enc) {
 		e.str("protocolVersion", version)
-		l.capabilities(e)
+		l.srv.capabilities(false)(e) // 2025-11-25 capabilities have no extensions
 		e.name("serverInfo")
 		e.open()
 		e.str("name", s.impl.Name)
@@ -427,30 +427,6 @@ func (l *legacyServer) initialize(ctx context.Context, in *inbound, m message, s
 		rep.header = http.Header{"Mcp-Session-Id": {sid}}
 	}
 	return rep
-}
-
-// capabilities writes the 2025-11-25 ServerCapabilities.
-func (l *legacyServer) capabilities(e *enc) {
-	s := l.srv
-	s.mu.RLock()
-	nt, np, nr := s.tools.len(), s.prompts.len(), s.resources.len()+s.templates.len()
-	s.mu.RUnlock()
-	e.name("capabilities")
-	e.open()
-	if nt > 0 {
-		e.raw("tools", []byte(`{"listChanged":true}`))
-	}
-	if np > 0 {
-		e.raw("prompts", []byte(`{"listChanged":true}`))
-	}
-	if nr > 0 {
-		e.raw("resources", []byte(`{"subscribe":true,"listChanged":true}`))
-	}
-	if np > 0 || nr > 0 {
-		e.raw("completions", []byte(`{}`))
-	}
-	e.raw("logging", []byte(`{}`))
-	e.close()
 }
 
 // resultPlain encodes a result object without the 2026-07-28 members.

@@ -265,9 +265,7 @@ func (s *Server) guarded(ctx context.Context, req *Request, in *inbound, h metho
 type methodHandler func(ctx context.Context, req *Request, in *inbound) reply
 
 func (s *Server) methods(method string) (methodHandler, bool) {
-	s.mu.RLock()
-	nt, np, nr := s.tools.len(), s.prompts.len(), s.resources.len()+s.templates.len()
-	s.mu.RUnlock()
+	nt, np, nr := s.catalogSizes()
 	switch method {
 	case "server/discover":
 		return s.handleDiscover, true
@@ -586,14 +584,27 @@ func (s *Server) listCache() *CachePolicy {
 
 // discovery and lists
 
-func (s *Server) capabilities() func(e *enc) {
+// catalogSizes counts the registered tools, prompts, and resources plus
+// resource templates.
+func (s *Server) catalogSizes() (tools, prompts, resources int) {
 	s.mu.RLock()
-	nt, np, nr := s.tools.len(), s.prompts.len(), s.resources.len()+s.templates.len()
-	exts := make([]exactjson.Member, 0, len(s.extensions))
-	for k, v := range s.extensions {
-		exts = append(exts, exactjson.Field(k, v))
+	defer s.mu.RUnlock()
+	return s.tools.len(), s.prompts.len(), s.resources.len() + s.templates.len()
+}
+
+// capabilities returns a writer of the ServerCapabilities member, derived
+// from what is registered; withExtensions adds the extensions map
+// (2026-07-28; 2025-11-25 capabilities have none).
+func (s *Server) capabilities(withExtensions bool) func(e *enc) {
+	nt, np, nr := s.catalogSizes()
+	var exts []exactjson.Member
+	if withExtensions {
+		s.mu.RLock()
+		for k, v := range s.extensions {
+			exts = append(exts, exactjson.Field(k, v))
+		}
+		s.mu.RUnlock()
 	}
-	s.mu.RUnlock()
 	return func(e *enc) {
 		e.name("capabilities")
 		e.open()
@@ -618,7 +629,7 @@ func (s *Server) capabilities() func(e *enc) {
 }
 
 func (s *Server) handleDiscover(ctx context.Context, req *Request, in *inbound) reply {
-	caps := s.capabilities()
+	caps := s.capabilities(true)
 	return s.resultReply("complete", func(e *enc) {
 		e.value("supportedVersions", stringArray(supportedVersions))
 		caps(e)

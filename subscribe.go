@@ -265,9 +265,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 		}
 		taskEvents = ch
 	}
-	s.mu.RLock()
-	nt, np, nr := s.tools.len(), s.prompts.len(), s.resources.len()+s.templates.len()
-	s.mu.RUnlock()
+	nt, np, nr := s.catalogSizes()
 	// Honour only what this server delivers.
 	f.tools = f.tools && nt > 0
 	f.prompts = f.prompts && np > 0
