@@ -42,7 +42,7 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 	for k, v := range req.inputResponses.All() {
 		method := ""
 		if req.stateMeta != nil {
-			method = req.stateMeta.Keys[k]
+			method = req.stateMeta.method(k)
 		}
 		if err := checkInputResponse(v, method); err != nil {
 			return withStatus(InvalidParams(fmt.Sprintf("Invalid input response %q: %v", k, err)), http.StatusBadRequest)

@@ -224,6 +224,7 @@ type Server struct {
 	custom     map[string]customMethod
 	gate       *gate
 	extensions map[string]exactjson.Value
+	scratch    sync.Pool // *[]byte: hash input of request-state bindings (state.go)
 
 	bus      *bus
 	inflight sync.WaitGroup

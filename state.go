@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -26,29 +28,101 @@ type stateMeta struct {
 	ExpiresAt int64 // unix milliseconds
 	Round     int
 	RequestID ID
-	Keys      map[string]string // issued input key -> method
+	Keys      []stateKey // issued input keys, sorted by key, distinct
+}
+
+// stateKey is one issued input key and the method of its request.
+type stateKey struct{ key, method string }
+
+// method returns the method issued under key, or "".
+func (m *stateMeta) method(key string) string {
+	for _, k := range m.Keys {
+		if k.key == key {
+			return k.method
+		}
+	}
+	return ""
 }
 
 // paramsDigest is SHA-256 over the domain string, a zero byte, the length
 // and the canonical JSON of params minus inputResponses, requestState and the
 // transient _meta members progressToken, traceparent, tracestate and baggage.
 func paramsDigest(params exactjson.Value) ([32]byte, error) {
-	p := params.Without("inputResponses", "requestState")
-	if meta, ok := p.Get("_meta"); ok && meta.Kind() == exactjson.KindObject {
-		p = p.With("_meta", meta.Without("progressToken", "traceparent", "tracestate", "baggage"))
-	}
-	canon, err := exactjson.Canonical(p)
+	d, _, err := paramsDigestBuf(nil, params)
+	return d, err
+}
+
+// paramsDigestBuf is paramsDigest writing the hash input into scratch,
+// which it returns (grown if needed) for reuse. The canonical form is written
+// straight into the buffer with the unstable members skipped, not copied out
+// first.
+func paramsDigestBuf(scratch []byte, params exactjson.Value) ([32]byte, []byte, error) {
+	buf := append(scratch[:0], paramsDomain...)
+	buf = append(buf, 0, 0, 0, 0, 0)
+	at := len(buf) - 4
+	buf, err := appendStableObject(buf, params, 0)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("canonicalize params: %w", err)
+		return [32]byte{}, buf, fmt.Errorf("canonicalize params: %w", err)
 	}
-	h := sha256.New()
-	h.Write([]byte(paramsDomain))
-	h.Write([]byte{0})
-	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(canon))))
-	h.Write(canon)
-	var d [32]byte
-	h.Sum(d[:0])
-	return d, nil
+	binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	return sha256.Sum256(buf), buf, nil
+}
+
+// appendStableObject appends the canonical encoding of v, dropping the
+// members that may change between rounds: at level 0 (params)
+// inputResponses and requestState, and in params._meta (level 1) the
+// transient members. Names are sorted byte-wise, as in canonical JSON.
+func appendStableObject(dst []byte, v exactjson.Value, level int) ([]byte, error) {
+	if v.Kind() != exactjson.KindObject {
+		return exactjson.AppendCanonical(dst, v)
+	}
+	var small [16]int32
+	n := v.Len()
+	idx := small[:0]
+	if n > len(small) {
+		idx = make([]int32, 0, n)
+	}
+	for i := range n {
+		name := v.Member(i).Name
+		if level == 0 && (name == "inputResponses" || name == "requestState") ||
+			level == 1 && (name == "progressToken" || name == "traceparent" || name == "tracestate" || name == "baggage") {
+			continue
+		}
+		idx = append(idx, int32(i))
+	}
+	if len(idx) <= len(small) {
+		for i := 1; i < len(idx); i++ {
+			for j := i; j > 0 && v.Member(int(idx[j])).Name < v.Member(int(idx[j-1])).Name; j-- {
+				idx[j], idx[j-1] = idx[j-1], idx[j]
+			}
+		}
+	} else {
+		slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(v.Member(int(a)).Name, v.Member(int(b)).Name) })
+	}
+	dst = append(dst, '{')
+	for k, i := range idx {
+		m := v.Member(int(i))
+		if k > 0 {
+			if m.Name == v.Member(int(idx[k-1])).Name {
+				return dst, fmt.Errorf("duplicate member name %q", m.Name)
+			}
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = exactjson.AppendCanonical(dst, exactjson.String(m.Name)); err != nil {
+			return dst, err
+		}
+		dst = append(dst, ':')
+		if level == 0 && m.Name == "_meta" {
+			dst, err = appendStableObject(dst, m.Value, 1)
+		} else {
+			dst, err = exactjson.AppendCanonical(dst, m.Value)
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 func appendLP(dst []byte, s string) []byte {
@@ -62,7 +136,12 @@ func stateBinding(endpoint, version, method, partition string, params exactjson.
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 128+len(endpoint)+len(partition))
+	return bindingWith(endpoint, version, method, partition, d), nil
+}
+
+// bindingWith builds the associated data from its parts and the params digest.
+func bindingWith(endpoint, version, method, partition string, d [32]byte) []byte {
+	b := make([]byte, 0, len(bindingDomain)+1+4*4+len(endpoint)+len(version)+len(method)+1+len(partition)+len(d))
 	b = append(b, bindingDomain...)
 	b = append(b, 0)
 	b = appendLP(b, endpoint)
@@ -74,18 +153,36 @@ func stateBinding(endpoint, version, method, partition string, params exactjson.
 		b = append(b, 1)
 	}
 	b = appendLP(b, partition)
-	return append(b, d[:]...), nil
+	return append(b, d[:]...)
 }
 
+// maxPooledScratch bounds the buffers Server.scratch keeps: a rare huge
+// params object does not pin its buffer.
+const maxPooledScratch = 64 << 10
+
+// binding builds the associated data for req, hashing its params through a
+// pooled buffer.
 func (s *Server) binding(req *Request) ([]byte, error) {
-	return stateBinding(req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, req.Params)
+	bp, _ := s.scratch.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	d, buf, err := paramsDigestBuf(*bp, req.Params)
+	if cap(buf) <= maxPooledScratch {
+		*bp = buf[:0]
+		s.scratch.Put(bp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bindingWith(req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d), nil
 }
 
 // encodePlaintext builds the canonical plaintext object.
 func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	keys := make([]exactjson.Member, 0, len(m.Keys))
-	for k, v := range m.Keys {
-		keys = append(keys, exactjson.Field(k, exactjson.String(v)))
+	for _, k := range m.Keys {
+		keys = append(keys, exactjson.Field(k.key, exactjson.String(k.method)))
 	}
 	return exactjson.Canonical(exactjson.Object(
 		exactjson.Field("v", exactjson.Int(plaintextV)),
@@ -98,7 +195,150 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	))
 }
 
+// decodePlaintext reads a sealed plaintext. The plaintext is authenticated
+// and was written by encodePlaintext, so it is canonical: the fast path reads
+// that exact layout without building a tree for the framing, and anything it
+// does not recognise goes through the general decoder, which is the
+// reference (FuzzDecodePlaintext checks that both agree).
 func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
+	if m, state, ok := decodeCanonicalPlaintext(b); ok {
+		return m, state, nil
+	}
+	return decodePlaintextGeneral(b)
+}
+
+// decodeCanonicalPlaintext reads
+//
+//	{"exp":N,"iat":N,"keys":{"k":"m",...},"rid":ID,"round":N,"state":JSON,"v":1}
+//
+// with keys in ascending order and escape-free key, method and string-id
+// text; ok is false for anything else. Whatever it accepts, the general
+// decoder decodes to the same result.
+func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
+	const tail = `,"v":1}`
+	r := plainReader{s: string(b)} // one copy; every string below shares it
+	if !r.lit(`{"exp":`) {
+		return nil, exactjson.Value{}, false
+	}
+	exp, ok1 := r.int()
+	ok2 := r.lit(`,"iat":`)
+	iat, ok3 := r.int()
+	ok4 := r.lit(`,"keys":{`)
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return nil, exactjson.Value{}, false
+	}
+	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp}
+	if !r.lit("}") {
+		for {
+			k, ok1 := r.str()
+			ok2 := r.lit(":")
+			v, ok3 := r.str()
+			if !(ok1 && ok2 && ok3) || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].key >= k) {
+				return nil, exactjson.Value{}, false
+			}
+			m.Keys = append(m.Keys, stateKey{k, v})
+			if r.lit("}") {
+				break
+			}
+			if !r.lit(",") {
+				return nil, exactjson.Value{}, false
+			}
+		}
+	}
+	if !r.lit(`,"rid":`) {
+		return nil, exactjson.Value{}, false
+	}
+	if r.i < len(r.s) && r.s[r.i] == '"' {
+		s, ok := r.str()
+		if !ok {
+			return nil, exactjson.Value{}, false
+		}
+		m.RequestID = StringID(s)
+	} else {
+		n, ok := r.number()
+		if !ok || !n.IsInteger() {
+			return nil, exactjson.Value{}, false
+		}
+		m.RequestID = ID{exactjson.NumberValue(n)}
+	}
+	if !r.lit(`,"round":`) {
+		return nil, exactjson.Value{}, false
+	}
+	round, ok := r.int()
+	if !ok || round != int64(int(round)) || !r.lit(`,"state":`) || !strings.HasSuffix(r.s[r.i:], tail) {
+		return nil, exactjson.Value{}, false
+	}
+	m.Round = int(round)
+	// One level less depth than the general decoder allows: there the
+	// state sits inside the plaintext object.
+	state, err := exactjson.ParseString(r.s[r.i:len(r.s)-len(tail)], exactjson.Limits{MaxDepth: exactjson.DefaultMaxDepth - 1})
+	if err != nil {
+		return nil, exactjson.Value{}, false
+	}
+	return m, state, true
+}
+
+// plainReader scans canonical plaintext.
+type plainReader struct {
+	s string
+	i int
+}
+
+func (r *plainReader) lit(s string) bool {
+	if !strings.HasPrefix(r.s[r.i:], s) {
+		return false
+	}
+	r.i += len(s)
+	return true
+}
+
+// number reads a number literal ending at the next ','.
+func (r *plainReader) number() (exactjson.Number, bool) {
+	j := strings.IndexByte(r.s[r.i:], ',')
+	if j <= 0 {
+		return exactjson.Number{}, false
+	}
+	n, err := exactjson.ParseNumber(r.s[r.i : r.i+j])
+	if err != nil {
+		return exactjson.Number{}, false
+	}
+	r.i += j
+	return n, true
+}
+
+// int reads an integer that fits an int64, ending at the next ','.
+func (r *plainReader) int() (int64, bool) {
+	n, ok := r.number()
+	if !ok {
+		return 0, false
+	}
+	return n.Int64()
+}
+
+// str reads a string without escapes or control characters.
+func (r *plainReader) str() (string, bool) {
+	if !r.lit(`"`) {
+		return "", false
+	}
+	j := strings.IndexByte(r.s[r.i:], '"')
+	if j < 0 {
+		return "", false
+	}
+	raw := r.s[r.i : r.i+j]
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c < 0x20 || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.ValidString(raw) {
+		return "", false
+	}
+	r.i += j + 1
+	return raw, true
+}
+
+// decodePlaintextGeneral decodes any plaintext with a full parse.
+func decodePlaintextGeneral(b []byte) (*stateMeta, exactjson.Value, error) {
 	v, err := exactjson.Parse(b, exactjson.Limits{})
 	if err != nil {
 		return nil, exactjson.Value{}, err
@@ -121,20 +361,21 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 	rid, ok5 := v.Get("rid")
 	keys, ok6 := v.Get("keys")
 	state, ok7 := v.Get("state")
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || ver != plaintextV || keys.Kind() != exactjson.KindObject {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || ver != plaintextV || keys.Kind() != exactjson.KindObject || round != int64(int(round)) {
 		return nil, exactjson.Value{}, errors.New("malformed state plaintext")
 	}
 	if rid.Kind() != exactjson.KindString && !isInteger(rid) {
 		return nil, exactjson.Value{}, errors.New("malformed state request id")
 	}
-	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), RequestID: ID{rid}, Keys: map[string]string{}}
+	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), RequestID: ID{rid}, Keys: make([]stateKey, 0, keys.Len())}
 	for k, kv := range keys.All() {
 		s, ok := kv.AsString()
 		if !ok {
 			return nil, exactjson.Value{}, errors.New("malformed state keys")
 		}
-		m.Keys[k] = s
+		m.Keys = append(m.Keys, stateKey{k, s})
 	}
+	slices.SortFunc(m.Keys, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
 	return m, state, nil
 }
 
@@ -210,7 +451,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		return "", withStatus(internalError(err), http.StatusOK)
 	}
 	now := s.now()
-	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.ID, Keys: map[string]string{}}
+	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.ID, Keys: make([]stateKey, 0, len(ir.keys))}
 	if prev := req.stateMeta; prev != nil {
 		m.ExpiresAt = prev.ExpiresAt
 		m.Round = prev.Round + 1
@@ -222,8 +463,9 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		return fail(fmt.Errorf("request state round limit (%d) is exhausted", s.state.Rounds))
 	}
 	for i, k := range ir.keys {
-		m.Keys[k] = ir.requests[i].Method()
+		m.Keys = append(m.Keys, stateKey{k, ir.requests[i].Method()})
 	}
+	slices.SortFunc(m.Keys, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
 	plain, err := encodePlaintext(m, ir.fwState)
 	if err != nil {
 		return fail(err)

@@ -490,7 +490,7 @@ func (f *stateFixture) craft(t testing.TB, p seal.Protector, endpoint, version, 
 	must(t, err)
 	now := f.clock.now()
 	plain, err := encodePlaintext(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
-		Round: 1, RequestID: IntID(1), Keys: map[string]string{"approve": "elicitation/create"}}, state)
+		Round: 1, RequestID: IntID(1), Keys: []stateKey{{"approve", "elicitation/create"}}}, state)
 	must(t, err)
 	tok, err := p.Seal(context.Background(), bind, plain)
 	must(t, err)

@@ -83,7 +83,7 @@ func TestStateVectors(t *testing.T) {
 	}
 	// The plaintext vector.
 	m := &stateMeta{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7),
-		Keys: map[string]string{"approval": "elicitation/create"}}
+		Keys: []stateKey{{"approval", "elicitation/create"}}}
 	state := exactjson.Object(exactjson.Field("phase", exactjson.String("waiting-for-approval")),
 		exactjson.Field("amount", exactjson.NumberValue(mustNumber(t, "1.50"))))
 	pt, err := encodePlaintext(m, state)
@@ -97,7 +97,7 @@ func TestStateVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gm.Round != 1 || gm.IssuedAt != m.IssuedAt || gm.ExpiresAt != m.ExpiresAt || !gm.RequestID.Equal(IntID(7)) || gm.Keys["approval"] != "elicitation/create" {
+	if gm.Round != 1 || gm.IssuedAt != m.IssuedAt || gm.ExpiresAt != m.ExpiresAt || !gm.RequestID.Equal(IntID(7)) || gm.method("approval") != "elicitation/create" {
 		t.Errorf("decoded meta %+v", gm)
 	}
 	if !exactjson.Equal(gs, state) {

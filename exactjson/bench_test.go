@@ -87,3 +87,32 @@ func BenchmarkStdlibUnmarshalAny(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseSmall parses a small document (sealed request state).
+func BenchmarkParseSmall(b *testing.B) {
+	data := []byte(`{"phase":"confirming","amount":1.5}`)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseLongString parses a request whose size is mostly one long
+// string (a retry carrying requestState).
+func BenchmarkParseLongString(b *testing.B) {
+	tok := make([]byte, 400)
+	for i := range tok {
+		tok[i] = 'A' + byte(i%26)
+	}
+	data := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_confirm","arguments":{"text":"hello","count":3},"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":"` + string(tok) + `"}}`)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -56,6 +56,9 @@ type parser struct {
 	// slab is the unused tail of the current chunk from which the exact
 	// sized children slices of closed containers are carved.
 	slab []Member
+	// members bounds the members and elements of the whole document (see
+	// take); taken counts those carved so far.
+	members, taken int
 }
 
 // take returns a copy of the top n members of p.stack, allocated from the
@@ -63,12 +66,15 @@ type parser struct {
 func (p *parser) take(base int) []Member {
 	n := len(p.stack) - base
 	if len(p.slab) < n {
-		// Size chunks by the remaining input: roughly one member per 12
-		// bytes, at least n and 16, at most 4096 members.
-		size := (len(p.src) - p.pos) / 12
-		size = max(min(size, 4096), n, 16)
+		// Size chunks by what is left to carve: a document has at most
+		// one member or element per ',', '{' and '[' (exactly that many
+		// when no string contains those bytes), so one chunk usually
+		// holds them all, whatever the length of the strings. Chunks hold
+		// at least n and at most 4096 members.
+		size := max(min(p.members-p.taken, 4096), n)
 		p.slab = make([]Member, size)
 	}
+	p.taken += n
 	kids := p.slab[:n:n]
 	p.slab = p.slab[n:]
 	copy(kids, p.stack[base:])
@@ -78,6 +84,7 @@ func (p *parser) take(base int) []Member {
 }
 
 func (p *parser) document() (Value, error) {
+	p.members = strings.Count(p.src, ",") + strings.Count(p.src, "{") + strings.Count(p.src, "[")
 	if strings.HasPrefix(p.src, "\uFEFF") {
 		return Value{}, p.syntax(0, "unexpected byte order mark (U+FEFF) at start of input")
 	}
@@ -173,7 +180,7 @@ func (p *parser) array(start, depth int) (Value, int, error) {
 		return Value{kind: KindArray, s: p.src[start : i+1], b: p.dirty == d0, h: 1}, i + 1, nil
 	}
 	if p.stack == nil {
-		p.stack = make([]Member, 0, 16)
+		p.stack = make([]Member, 0, min(p.members, 16))
 	}
 	base := len(p.stack)
 	var h uint16 // height of the tallest child
@@ -217,7 +224,7 @@ func (p *parser) object(start, depth int) (Value, int, error) {
 		return Value{kind: KindObject, s: p.src[start : i+1], b: p.dirty == d0, h: 1}, i + 1, nil
 	}
 	if p.stack == nil {
-		p.stack = make([]Member, 0, 16)
+		p.stack = make([]Member, 0, min(p.members, 16))
 	}
 	base := len(p.stack)
 	var h uint16                 // height of the tallest child

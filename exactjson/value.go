@@ -195,6 +195,16 @@ func (v Value) Index(i int) Value {
 	return v.kids[i].Value
 }
 
+// Member returns the i-th member of an object in document order, or the
+// zero Member if v is not an object or i is out of range. With Len it walks
+// an object without the copy Members makes.
+func (v Value) Member(i int) Member {
+	if v.kind != KindObject || i < 0 || i >= len(v.kids) {
+		return Member{}
+	}
+	return v.kids[i]
+}
+
 // Elements returns a copy of the array elements, or nil if v is not an array.
 func (v Value) Elements() []Value {
 	if v.kind != KindArray {

@@ -117,6 +117,15 @@ func TestAccessors(t *testing.T) {
 	if list.Len() != 3 || list.Index(1).String() != `"a"` || !list.Index(2).IsNull() || !list.Index(3).IsNull() || !list.Index(-1).IsNull() {
 		t.Error("Index")
 	}
+	if m := v.Member(2); m.Name != "id" || m.Value.String() != "7" {
+		t.Errorf("Member(2) = %+v", m)
+	}
+	if m := v.Member(v.Len()); m.Name != "" || !m.Value.IsNull() {
+		t.Errorf("Member out of range = %+v", m)
+	}
+	if m := list.Member(0); m.Name != "" || !m.Value.IsNull() {
+		t.Errorf("Member of an array = %+v", m)
+	}
 	var vals []string
 	for e := range list.Values() {
 		vals = append(vals, e.String())
