@@ -59,7 +59,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Bound the body read (slow clients), then clear the deadline so that
 	// long-lived streams are not cut.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.limits.MaxBodyBytes)))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, int64(s.limits.MaxBodyBytes)), r.ContentLength, s.limits.MaxBodyBytes)
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -301,4 +301,27 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 	}
+}
+
+// readBody reads a request body. With a declared length within max (net/http
+// delivers exactly that many bytes) it reads into one buffer of that size;
+// otherwise (chunked, or a length the MaxBytesReader will refuse) it reads
+// to EOF.
+func readBody(body io.Reader, contentLength int64, max int) ([]byte, error) {
+	if contentLength <= 0 || contentLength > int64(max) {
+		return io.ReadAll(body)
+	}
+	buf := make([]byte, contentLength+1)
+	if _, err := io.ReadFull(body, buf[:contentLength]); err != nil {
+		return nil, err
+	}
+	// Confirm the end (into the spare byte), so a body longer than
+	// declared is not cut silently.
+	if n, err := body.Read(buf[contentLength:]); n > 0 || (err != nil && err != io.EOF) {
+		if err == nil {
+			err = errors.New("request body longer than its Content-Length")
+		}
+		return nil, err
+	}
+	return buf[:contentLength], nil
 }

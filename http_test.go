@@ -1089,3 +1089,31 @@ func TestShutdownWaitsForInflight(t *testing.T) {
 		t.Errorf("the in-flight request: %v", r)
 	}
 }
+
+func TestReadBody(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		length  int64
+		max     int
+		want    string
+		wantErr bool
+	}{
+		{"declared length", `{"a":1}`, 7, 100, `{"a":1}`, false},
+		{"unknown length", `{"a":1}`, -1, 100, `{"a":1}`, false},
+		{"empty", ``, 0, 100, ``, false},
+		{"shorter than declared", `{"a"`, 7, 100, ``, true},
+		{"longer than declared", `{"a":1}xx`, 7, 100, ``, true},
+		{"declared past the limit reads to the end", `{"a":1}`, 1000, 100, `{"a":1}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readBody(strings.NewReader(tc.body), tc.length, tc.max)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && string(got) != tc.want {
+				t.Errorf("body = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

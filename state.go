@@ -76,11 +76,16 @@ func appendStableObject(dst []byte, v exactjson.Value, level int) ([]byte, error
 	if v.Kind() != exactjson.KindObject {
 		return exactjson.AppendCanonical(dst, v)
 	}
-	var small [16]int32
+	// Collect the kept members' names once, then sort indexes by name.
+	type named struct {
+		name string
+		i    int32
+	}
+	var small [16]named
 	n := v.Len()
 	idx := small[:0]
 	if n > len(small) {
-		idx = make([]int32, 0, n)
+		idx = make([]named, 0, n)
 	}
 	for i := range n {
 		name := v.Member(i).Name
@@ -88,35 +93,34 @@ func appendStableObject(dst []byte, v exactjson.Value, level int) ([]byte, error
 			level == 1 && (name == "progressToken" || name == "traceparent" || name == "tracestate" || name == "baggage") {
 			continue
 		}
-		idx = append(idx, int32(i))
+		idx = append(idx, named{name, int32(i)})
 	}
 	if len(idx) <= len(small) {
 		for i := 1; i < len(idx); i++ {
-			for j := i; j > 0 && v.Member(int(idx[j])).Name < v.Member(int(idx[j-1])).Name; j-- {
+			for j := i; j > 0 && idx[j].name < idx[j-1].name; j-- {
 				idx[j], idx[j-1] = idx[j-1], idx[j]
 			}
 		}
 	} else {
-		slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(v.Member(int(a)).Name, v.Member(int(b)).Name) })
+		slices.SortFunc(idx, func(a, b named) int { return strings.Compare(a.name, b.name) })
 	}
 	dst = append(dst, '{')
-	for k, i := range idx {
-		m := v.Member(int(i))
+	for k, e := range idx {
 		if k > 0 {
-			if m.Name == v.Member(int(idx[k-1])).Name {
-				return dst, fmt.Errorf("duplicate member name %q", m.Name)
+			if e.name == idx[k-1].name {
+				return dst, fmt.Errorf("duplicate member name %q", e.name)
 			}
 			dst = append(dst, ',')
 		}
 		var err error
-		if dst, err = exactjson.AppendCanonical(dst, exactjson.String(m.Name)); err != nil {
+		if dst, err = exactjson.AppendCanonical(dst, exactjson.String(e.name)); err != nil {
 			return dst, err
 		}
 		dst = append(dst, ':')
-		if level == 0 && m.Name == "_meta" {
-			dst, err = appendStableObject(dst, m.Value, 1)
+		if val := v.Member(int(e.i)).Value; level == 0 && e.name == "_meta" {
+			dst, err = appendStableObject(dst, val, 1)
 		} else {
-			dst, err = exactjson.AppendCanonical(dst, m.Value)
+			dst, err = exactjson.AppendCanonical(dst, val)
 		}
 		if err != nil {
 			return dst, err
@@ -308,11 +312,82 @@ func (r *plainReader) number() (exactjson.Number, bool) {
 
 // int reads an integer that fits an int64, ending at the next ','.
 func (r *plainReader) int() (int64, bool) {
+	j := strings.IndexByte(r.s[r.i:], ',')
+	if j > 0 {
+		if v, ok := canonicalInt(r.s[r.i : r.i+j]); ok {
+			r.i += j
+			return v, true
+		}
+	}
 	n, ok := r.number()
 	if !ok {
 		return 0, false
 	}
 	return n.Int64()
+}
+
+// canonicalInt reads the two spellings canonical JSON gives an integer of
+// at most 18 digits: plain (-?(0|[1-9][0-9]*)) and scientific with a
+// one-digit integer part (-?[1-9](\.[0-9]+)?E\+[0-9]+, as in 1.7646809E+12),
+// where the exponent covers the fraction. Anything else reports false (and
+// is read the general way).
+func canonicalInt(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	mant, exp, sci := s, "", false
+	if e := strings.IndexByte(s, 'E'); e >= 0 {
+		if !strings.HasPrefix(s[e:], "E+") {
+			return 0, false
+		}
+		mant, exp, sci = s[:e], s[e+2:], true
+	}
+	if mant == "" || len(mant) > 19 || (mant[0] == '0' && (len(mant) > 1 || sci)) {
+		return 0, false
+	}
+	var digits, frac int64
+	var v int64
+	seenDot := false
+	for k := 0; k < len(mant); k++ {
+		c := mant[k]
+		switch {
+		case c == '.' && sci && k == 1 && k+1 < len(mant):
+			seenDot = true
+		case c >= '0' && c <= '9':
+			v = v*10 + int64(c-'0')
+			digits++
+			if seenDot {
+				frac++
+			}
+		default:
+			return 0, false
+		}
+	}
+	if sci {
+		if exp == "" || len(exp) > 2 {
+			return 0, false
+		}
+		var e int64
+		for k := 0; k < len(exp); k++ {
+			if exp[k] < '0' || exp[k] > '9' {
+				return 0, false
+			}
+			e = e*10 + int64(exp[k]-'0')
+		}
+		if e < frac || digits+e-frac > 18 {
+			return 0, false
+		}
+		for range e - frac {
+			v *= 10
+		}
+	} else if digits > 18 {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // str reads a string without escapes or control characters.

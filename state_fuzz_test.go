@@ -143,3 +143,31 @@ func mustParseNumber(tb testing.TB, s string) exactjson.Number {
 	}
 	return n
 }
+
+func TestCanonicalInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"7", 7, true}, {"-42", -42, true}, {"123456789012345678", 123456789012345678, true},
+		{"1.7646809E+12", 1764680900000, true}, {"1E+2", 100, true}, {"-1.5E+1", -15, true}, {"9.99E+17", 999000000000000000, true},
+		{"1.5E+0", 0, false}, // not an integer
+		{"1234567890123456789", 0, false}, {"1E+19", 0, false}, {"01", 0, false}, {"0E+1", 0, false},
+		{"1.0", 0, false}, {"1E2", 0, false}, {"1e+2", 0, false}, {"1E-2", 0, false}, {"12.5E+3", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"1.E+2", 0, false}, {"1x", 0, false}, {"1E+", 0, false},
+	} {
+		got, ok := canonicalInt(tc.in)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("canonicalInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+		if ok {
+			// Whatever it accepts, the general reading agrees.
+			n, err := exactjson.ParseNumber(tc.in)
+			v, vok := n.Int64()
+			if err != nil || !vok || v != got {
+				t.Errorf("canonicalInt(%q) = %d, general reading %d %v %v", tc.in, got, v, vok, err)
+			}
+		}
+	}
+}

@@ -278,6 +278,9 @@ func (e *encoder) str(s string) error {
 	buf := append(e.buf, '"')
 	run := 0
 	for i := 0; i < len(s); {
+		if i = plainASCII(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

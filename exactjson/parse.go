@@ -304,6 +304,9 @@ func (p *parser) str(i int) (string, int, error) {
 	s := p.src
 	j := i + 1
 	for j < len(s) {
+		if j = plainASCII(s, j); j >= len(s) {
+			break
+		}
 		c := s[j]
 		if c < utf8.RuneSelf {
 			if c == '"' {

@@ -258,3 +258,34 @@ func TestUnmarshalJSONValue(t *testing.T) {
 		t.Error("failed UnmarshalJSON modified the value")
 	}
 }
+
+func TestPlainASCII(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
+	want := func(s string, i int) int {
+		for ; i < len(s); i++ {
+			if special(s[i]) {
+				return i
+			}
+		}
+		return i
+	}
+	// Every special byte at every position of a 20-byte plain run, with
+	// neighbours that stress the borrow tricks.
+	for _, c := range []byte{0, 0x1f, '"', '\\', 0x80, 0xff, 0xa0, 0x21, 0x5b, 0x5d, 0x7f, 0x20} {
+		for pos := range 20 {
+			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f} {
+				b := make([]byte, 20)
+				for k := range b {
+					b[k] = fill
+				}
+				b[pos] = c
+				s := string(b)
+				for start := range 3 {
+					if got, w := plainASCII(s, start), want(s, start); got != w {
+						t.Fatalf("plainASCII(%q, %d) = %d, want %d", s, start, got, w)
+					}
+				}
+			}
+		}
+	}
+}

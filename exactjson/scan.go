@@ -1,0 +1,34 @@
+package exactjson
+
+// plainASCII returns the index of the first byte at or after i in s that a
+// JSON string cannot hold verbatim or that needs a closer look: a control
+// byte (< 0x20), '"', '\\' or a non-ASCII byte (>= 0x80). It checks eight
+// bytes at a time (SWAR); the string loops of the parser and the encoder
+// call it to skip plain runs.
+func plainASCII(s string, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(s); i += 8 {
+		// The compiler merges these byte loads into one 64-bit load.
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte with the high bit set, or one below 0x20, or one equal to
+		// '"' or '\\' (each found as a zero byte after XOR), sets the high
+		// bit of its lane in t. The borrow trick can mark a lane after a
+		// true hit too, which only ends the fast run at or after it.
+		quote := x ^ (ones * '"')
+		slash := x ^ (ones * '\\')
+		t := (x | (x - ones*0x20) | (quote - ones) &^ quote | (slash - ones) &^ slash) & highs
+		if t != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return i
+		}
+	}
+	return i
+}
