@@ -20,7 +20,7 @@ func plainASCII(s string, i int) int {
 		// true hit too, which only ends the fast run at or after it.
 		quote := x ^ (ones * '"')
 		slash := x ^ (ones * '\\')
-		t := (x | (x - ones*0x20) | (quote - ones) &^ quote | (slash - ones) &^ slash) & highs
+		t := (x | (x - ones*0x20) | (quote-ones)&^quote | (slash-ones)&^slash) & highs
 		if t != 0 {
 			break
 		}
