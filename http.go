@@ -76,7 +76,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)
 	}
-	rep := s.serve(r.Context(), &inbound{body: body, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
+	rep := s.serve(r.Context(), &inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
 		remoteAddr: r.RemoteAddr, out: resp})
 	resp.finish(rep)
 }

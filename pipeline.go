@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
@@ -40,7 +41,10 @@ func legacyOnly(method string) bool {
 
 // inbound is one message handed to the pipeline by a transport.
 type inbound struct {
-	body       []byte
+	body []byte
+	// owned reports that body is a buffer of its own that nothing writes
+	// after it is read (HTTP): it is then parsed in place, not copied.
+	owned      bool
 	header     http.Header // nil on stdio
 	endpoint   string
 	transport  string
@@ -93,7 +97,14 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	}
 	rt := s.tel.begin(ctx, in) // weft: telemetry hook (observe.go): span, metrics, request log
 	defer rt.end(&rep)
-	v, err := exactjson.Parse(in.body, s.limits.JSON)
+	var v exactjson.Value
+	var err error
+	if in.owned {
+		// The parsed strings alias the body, which is never written again.
+		v, err = exactjson.ParseString(unsafe.String(unsafe.SliceData(in.body), len(in.body)), s.limits.JSON)
+	} else {
+		v, err = exactjson.Parse(in.body, s.limits.JSON)
+	}
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
 	}

@@ -29,6 +29,7 @@ type stateMeta struct {
 	Round     int
 	RequestID ID
 	Keys      []stateKey // issued input keys, sorted by key, distinct
+	keyBuf    [2]stateKey // backing for Keys when there are few
 }
 
 // stateKey is one issued input key and the method of its request.
@@ -140,12 +141,11 @@ func stateBinding(endpoint, version, method, partition string, params exactjson.
 	if err != nil {
 		return nil, err
 	}
-	return bindingWith(endpoint, version, method, partition, d), nil
+	return appendBinding(nil, endpoint, version, method, partition, d), nil
 }
 
-// bindingWith builds the associated data from its parts and the params digest.
-func bindingWith(endpoint, version, method, partition string, d [32]byte) []byte {
-	b := make([]byte, 0, len(bindingDomain)+1+4*4+len(endpoint)+len(version)+len(method)+1+len(partition)+len(d))
+// appendBinding appends the associated data to b.
+func appendBinding(b []byte, endpoint, version, method, partition string, d [32]byte) []byte {
 	b = append(b, bindingDomain...)
 	b = append(b, 0)
 	b = appendLP(b, endpoint)
@@ -164,22 +164,32 @@ func bindingWith(endpoint, version, method, partition string, d [32]byte) []byte
 // params object does not pin its buffer.
 const maxPooledScratch = 64 << 10
 
-// binding builds the associated data for req, hashing its params through a
-// pooled buffer.
-func (s *Server) binding(req *Request) ([]byte, error) {
+// binding builds the associated data for req in a pooled buffer, which the
+// caller hands back with putScratch once the protector has returned (a
+// Protector does not retain it). The params digest is computed in the same
+// buffer first.
+func (s *Server) binding(req *Request) ([]byte, *[]byte, error) {
 	bp, _ := s.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	d, buf, err := paramsDigestBuf(*bp, req.Params)
-	if cap(buf) <= maxPooledScratch {
-		*bp = buf[:0]
+	if err != nil {
+		*bp = buf
+		s.putScratch(bp)
+		return nil, nil, err
+	}
+	b := appendBinding(buf[:0], req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d)
+	*bp = b
+	return b, bp, nil
+}
+
+// putScratch returns a buffer from binding to the pool.
+func (s *Server) putScratch(bp *[]byte) {
+	if bp != nil && cap(*bp) <= maxPooledScratch {
+		*bp = (*bp)[:0]
 		s.scratch.Put(bp)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return bindingWith(req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d), nil
 }
 
 // encodePlaintext builds the canonical plaintext object.
@@ -232,6 +242,7 @@ func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 		return nil, exactjson.Value{}, false
 	}
 	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp}
+	m.Keys = m.keyBuf[:0]
 	if !r.lit("}") {
 		for {
 			k, ok1 := r.str()
@@ -482,11 +493,12 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(token) > s.state.MaxEncodedBytes {
 		return fail("too large")
 	}
-	binding, err := s.binding(req)
+	binding, scratch, err := s.binding(req)
 	if err != nil {
 		return fail("binding: " + err.Error())
 	}
 	plain, err := s.stateProtector().Open(ctx, token, binding)
+	s.putScratch(scratch)
 	if err != nil {
 		reason := seal.Reason(err)
 		if reason == "" {
@@ -548,11 +560,12 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail(fmt.Errorf("request state plaintext of %d bytes exceeds MaxDecodedBytes", len(plain)))
 	}
-	binding, err := s.binding(req)
+	binding, scratch, err := s.binding(req)
 	if err != nil {
 		return fail(err)
 	}
 	token, err := s.stateProtector().Seal(ctx, binding, plain)
+	s.putScratch(scratch)
 	if err != nil {
 		return fail(err)
 	}

@@ -90,6 +90,11 @@ func (e *encoder) value(v Value, depth int) error {
 			e.buf = append(e.buf, "false"...)
 		}
 	case KindNumber:
+		if canonicalInt(v.s) {
+			// Already canonical, and far inside every ceiling.
+			e.buf = append(e.buf, v.s...)
+			break
+		}
 		if !e.lenient {
 			if err := checkLiteral(v.s); err != nil {
 				return err

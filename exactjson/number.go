@@ -165,6 +165,29 @@ func isSmallInt(lit string) bool {
 	return true
 }
 
+// canonicalInt reports whether lit is an integer literal already in both
+// compact and canonical spelling: "0", or an optional '-' then 1..18
+// digits with neither a leading nor a trailing zero ("-0", "07" and "10"
+// are not: canonical JSON writes 0, and 10 as 1E+1).
+func canonicalInt(lit string) bool {
+	if lit == "0" {
+		return true
+	}
+	s := lit
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if len(s) == 0 || len(s) > 18 || s[0] == '0' || s[len(s)-1] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // integerDigits appends the plain integer spelling of lit (with a leading
 // '-' for negative non-zero values) if its value is an integer of at most
 // maxDigits digits.

@@ -56,7 +56,10 @@ func aadLen(headerLen, bindingLen int) int {
 // from nonces. The caller has checked sizes and the seal budget.
 func sealToken(k Key, nonces io.Reader, binding, plaintext []byte) (string, error) {
 	hdrLen := headerBase + len(k.id)
-	raw := make([]byte, hdrLen+nonceSize, hdrLen+nonceSize+len(plaintext)+tagSize)
+	// One allocation for the envelope and, past its capacity, the AAD.
+	n := hdrLen + nonceSize + len(plaintext) + tagSize
+	buf := make([]byte, n+aadLen(hdrLen, len(binding)))
+	raw := buf[:hdrLen+nonceSize:n]
 	raw[0] = envelopeVersion
 	raw[1] = byte(len(k.id))
 	copy(raw[headerBase:], k.id)
@@ -64,7 +67,7 @@ func sealToken(k Key, nonces io.Reader, binding, plaintext []byte) (string, erro
 	if _, err := io.ReadFull(nonces, nonce); err != nil {
 		return "", err
 	}
-	aad := appendAAD(make([]byte, 0, aadLen(hdrLen, len(binding))), raw[:hdrLen], binding)
+	aad := appendAAD(buf[n:n], raw[:hdrLen], binding)
 	raw = k.mat().aead.Seal(raw, nonce, plaintext, aad)
 
 	// Encode straight into the builder, whose String does not copy.
@@ -85,8 +88,9 @@ type parsedToken struct {
 }
 
 // parseToken checks the prefix, the encoding and the layout of token. It
-// returns a reason on failure.
-func parseToken(token string, maxTokenBytes int) (parsedToken, string) {
+// returns a reason on failure. The decoded envelope has spare capacity for
+// the AAD of a binding of bindingLen bytes (see openParsed).
+func parseToken(token string, maxTokenBytes, bindingLen int) (parsedToken, string) {
 	if len(token) > maxTokenBytes {
 		return parsedToken{}, ReasonTooLarge
 	}
@@ -94,7 +98,7 @@ func parseToken(token string, maxTokenBytes int) (parsedToken, string) {
 		return parsedToken{}, ReasonMalformed
 	}
 	body := token[len(TokenPrefix):]
-	raw, ok := decodeCanonical(body)
+	raw, ok := decodeCanonical(body, aadLen(headerBase+MaxKeyIDLength, bindingLen))
 	if !ok {
 		return parsedToken{}, ReasonMalformed
 	}
@@ -114,7 +118,8 @@ func parseToken(token string, maxTokenBytes int) (parsedToken, string) {
 }
 
 // openParsed authenticates and decrypts p under k. The plaintext is
-// decrypted in place and aliases p.raw.
+// decrypted in place and aliases p.raw; the AAD is built in p.raw's spare
+// capacity when it fits (it does for tokens from parseToken).
 func openParsed(k Key, p parsedToken, binding []byte) ([]byte, string) {
 	if uint64(len(binding)) > math.MaxUint32 {
 		return nil, ReasonMalformed
@@ -122,7 +127,12 @@ func openParsed(k Key, p parsedToken, binding []byte) ([]byte, string) {
 	hdr := p.raw[:p.hdrLen]
 	nonce := p.raw[p.hdrLen : p.hdrLen+nonceSize]
 	ct := p.raw[p.hdrLen+nonceSize:]
-	aad := appendAAD(make([]byte, 0, aadLen(p.hdrLen, len(binding))), hdr, binding)
+	var aad []byte
+	if n := aadLen(p.hdrLen, len(binding)); cap(p.raw)-len(p.raw) >= n {
+		aad = appendAAD(p.raw[len(p.raw):len(p.raw)], hdr, binding)
+	} else {
+		aad = appendAAD(make([]byte, 0, n), hdr, binding)
+	}
 	pt, err := k.mat().aead.Open(ct[:0], nonce, ct, aad)
 	if err != nil {
 		return nil, ReasonAuthFailed
@@ -138,11 +148,12 @@ func openParsed(k Key, p parsedToken, binding []byte) ([]byte, string) {
 // every character outside the URL-safe alphabet (including '=', as the
 // encoding has no padding), non-zero unused trailing bits and impossible
 // lengths; the only input it silently skips is CR and LF, rejected here.
-func decodeCanonical(s string) ([]byte, bool) {
+// The result has at least spare bytes of capacity beyond its length.
+func decodeCanonical(s string, spare int) ([]byte, bool) {
 	if strings.IndexByte(s, '\n') >= 0 || strings.IndexByte(s, '\r') >= 0 {
 		return nil, false
 	}
-	raw := make([]byte, b64.DecodedLen(len(s)))
+	raw := make([]byte, b64.DecodedLen(len(s)), b64.DecodedLen(len(s))+spare)
 	n, err := b64.Decode(raw, []byte(s))
 	if err != nil {
 		return nil, false

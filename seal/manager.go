@@ -19,6 +19,9 @@ import (
 // Protector turns (binding, plaintext) into an opaque request-state token
 // and back. The server core calls it; [*Manager] implements it, and
 // applications may supply their own (for example one backed by a KMS).
+// Neither method may retain binding, or Seal's plaintext, after it returns
+// (as with io.Writer): the server reuses those buffers. The plaintext Open
+// returns belongs to the caller.
 type Protector interface {
 	// Seal protects plaintext and binds it to binding. The token must be a
 	// string the client can echo verbatim.
@@ -139,7 +142,7 @@ func (m *Manager) Seal(ctx context.Context, binding, plaintext []byte) (string, 
 // plaintext. Every failure is an [*OpenError] matching [ErrInvalidState];
 // its Reason is for server-side metrics only. ctx is not used.
 func (m *Manager) Open(ctx context.Context, token string, binding []byte) ([]byte, error) {
-	p, reason := parseToken(token, m.maxTokenBytes)
+	p, reason := parseToken(token, m.maxTokenBytes, len(binding))
 	if reason != "" {
 		return nil, openError(reason)
 	}

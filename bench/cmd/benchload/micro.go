@@ -22,6 +22,7 @@ type micro struct {
 	setBytes    int64   // bytes processed per op, for MB/s
 	note        string
 	roundsNs    []float64
+	roundsCPU   []float64 // CPU per op of each round, in round order
 	unavailable bool
 }
 
@@ -81,13 +82,17 @@ func benchFunc(bn bench, cpu *float64) func(b *testing.B) {
 	}
 }
 
-// runMicro runs every benchmark rounds times, alternating (A B C A B C ...),
-// and keeps the median time per op of each; allocations are the median too.
+// runMicro runs every benchmark rounds times, alternating and rotating the
+// starting one each round (A B C, B C A, C A B, ...) so that no benchmark
+// always runs first or after the same neighbour, and keeps the median time
+// per op of each; allocations are the median too.
 func runMicro(rounds int, benches []bench) ([]micro, error) {
 	res := make([][]testing.BenchmarkResult, len(benches))
 	cpus := make([][]float64, len(benches))
 	for r := range rounds {
-		for i, bn := range benches {
+		for k := range benches {
+			i := (k + r) % len(benches)
+			bn := benches[i]
 			var cpu float64
 			runtime.GC()
 			br := testing.Benchmark(benchFunc(bn, &cpu))
@@ -110,9 +115,22 @@ func runMicro(rounds int, benches []bench) ([]micro, error) {
 			al = append(al, br.AllocsPerOp())
 		}
 		out[i] = micro{name: bn.name, ns: median(ns), cpu: median(cpus[i]), bytes: median(by), allocs: median(al),
-			setBytes: bn.setBytes, roundsNs: ns}
+			setBytes: bn.setBytes, roundsNs: ns, roundsCPU: cpus[i]}
 	}
 	return out, nil
+}
+
+// pairedRatio is the median over rounds of a's CPU per op divided by b's in
+// the same round: runs close in time share the machine's state (frequency,
+// neighbours), so the per-round ratio is steadier than a ratio of medians.
+func pairedRatio(a, b micro) float64 {
+	var rs []float64
+	for r := range min(len(a.roundsCPU), len(b.roundsCPU)) {
+		if b.roundsCPU[r] > 0 {
+			rs = append(rs, a.roundsCPU[r]/b.roundsCPU[r])
+		}
+	}
+	return median(rs)
 }
 
 func nsPerOp(br testing.BenchmarkResult) float64 {

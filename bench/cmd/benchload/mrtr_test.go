@@ -43,3 +43,24 @@ func BenchmarkMultiRound(b *testing.B) {
 		})
 	}
 }
+
+func TestPairedRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []float64
+		want float64
+	}{
+		{"steady", []float64{13, 26, 39}, []float64{10, 20, 30}, 1.3},
+		{"drift cancels", []float64{12, 24, 60}, []float64{10, 20, 50}, 1.2},
+		{"one outlier round", []float64{12, 12, 40}, []float64{10, 10, 10}, 1.2},
+		{"shorter side bounds the rounds", []float64{11, 22}, []float64{10, 20, 30}, 1.1},
+		{"zero rounds skipped", []float64{11, 5}, []float64{10, 0}, 1.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := pairedRatio(micro{roundsCPU: tc.a}, micro{roundsCPU: tc.b})
+			if d := got - tc.want; d > 1e-9 || d < -1e-9 {
+				t.Errorf("pairedRatio = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
