@@ -28,7 +28,7 @@ type stateMeta struct {
 	ExpiresAt int64 // unix milliseconds
 	Round     int
 	RequestID ID
-	Keys      []stateKey // issued input keys, sorted by key, distinct
+	Keys      []stateKey  // issued input keys, sorted by key, distinct
 	keyBuf    [2]stateKey // backing for Keys when there are few
 }
 

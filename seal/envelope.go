@@ -59,7 +59,7 @@ func sealToken(k Key, nonces io.Reader, binding, plaintext []byte) (string, erro
 	// One allocation for the envelope and, past its capacity, the AAD.
 	n := hdrLen + nonceSize + len(plaintext) + tagSize
 	buf := make([]byte, n+aadLen(hdrLen, len(binding)))
-	raw := buf[:hdrLen+nonceSize:n]
+	raw := buf[: hdrLen+nonceSize : n]
 	raw[0] = envelopeVersion
 	raw[1] = byte(len(k.id))
 	copy(raw[headerBase:], k.id)
