@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
 )
 
 // benchServer serves one stateless typed tool; logs are discarded.
@@ -66,4 +69,67 @@ func BenchmarkToolsCallParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// stateBench is a server with a sealing protector, the first-call params of
+// a framework-state tool and the retry params carrying its sealed state.
+func stateBench(b *testing.B) (s *Server, op *operation, first, retry exactjson.Value) {
+	b.Helper()
+	k, err := seal.NewKey("bench", bytes.Repeat([]byte{1}, 32))
+	must(b, err)
+	kr, err := seal.NewKeyring(k)
+	must(b, err)
+	s = NewServer(Implementation{Name: "bench"}, &Options{Protector: seal.NewManager(kr), Logger: slog.New(slog.DiscardHandler)})
+	base := `{"name":"confirm","arguments":{"text":"hello, bench","count":3},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	first, err = exactjson.ParseString(base+"}", exactjson.Limits{})
+	must(b, err)
+	op = &operation{kind: KindTool, name: "confirm", stateMode: StateFramework}
+	emitter := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "confirm", Params: first, Endpoint: "/mcp", srv: s, op: op}
+	tok, e := s.sealState(context.Background(), emitter, NewInputRequired().WithFrameworkState(
+		exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")))))
+	if e != nil {
+		b.Fatal(e)
+	}
+	retry, err = exactjson.ParseString(base+`,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":"`+tok+`"}`, exactjson.Limits{})
+	must(b, err)
+	return s, op, first, retry
+}
+
+// BenchmarkParamsDigest measures the canonical params digest of a retry.
+func BenchmarkParamsDigest(b *testing.B) {
+	_, _, _, retry := stateBench(b)
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if _, buf, err = paramsDigestBuf(buf, retry); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpenState measures opening and checking sealed state on a retry
+// (binding, AES-GCM open, plaintext decode, checks).
+func BenchmarkOpenState(b *testing.B) {
+	s, op, _, retry := stateBench(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := &Request{Method: "tools/call", ID: IntID(2), ProtocolVersion: ProtocolVersion, Name: "confirm", Params: retry, Endpoint: "/mcp", srv: s}
+		if e := s.openState(context.Background(), req, op); e != nil {
+			b.Fatal(e)
+		}
+	}
+}
+
+// BenchmarkSealState measures sealing state for an input_required result.
+func BenchmarkSealState(b *testing.B) {
+	s, op, first, _ := stateBench(b)
+	ir := NewInputRequired().WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("confirming"))))
+	b.ReportAllocs()
+	for b.Loop() {
+		req := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "confirm", Params: first, Endpoint: "/mcp", srv: s, op: op}
+		if _, e := s.sealState(context.Background(), req, ir); e != nil {
+			b.Fatal(e)
+		}
+	}
 }

@@ -231,9 +231,14 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request, in *inbound)
 		if a.Kind() == exactjson.KindNull {
 			a = exactjson.Object()
 		}
-		if err := t.input.Validate(toAny(a)); err != nil {
-			return &CallToolResult{IsError: true, Content: []Content{TextContent("Arguments do not match the tool's inputSchema: " + err.Error())}}, nil
+		// A verified retry skips validating arguments its state proves
+		// were validated against this same schema when it was emitted.
+		if !req.argsVerified(t.op) {
+			if err := t.input.Validate(toAny(a)); err != nil {
+				return &CallToolResult{IsError: true, Content: []Content{TextContent("Arguments do not match the tool's inputSchema: " + err.Error())}}, nil
+			}
 		}
+		req.argsChecked = true
 		return t.handler(ctx, req)
 	}
 	return s.runOperation(ctx, req, call, func(res any) reply {

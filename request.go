@@ -167,6 +167,17 @@ type Request struct {
 	lastProgress float64
 	progressSent bool
 	holdOutput   bool // an unmet conditional capability keeps the response uncommitted
+	// argsChecked: this call's arguments passed (or, on a verified retry,
+	// provably already passed) the tool's input schema.
+	argsChecked bool
+}
+
+// argsVerified reports whether verified request state proves that these
+// exact arguments already passed op's current input schema: the binding
+// covers the arguments, and the state records the fingerprint of the schema
+// that validated them when it was emitted.
+func (r *Request) argsVerified(op *operation) bool {
+	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint
 }
 
 // notifier sends request-scoped notifications on the request's response stream.

@@ -412,6 +412,9 @@ type operation struct {
 	name      string
 	inputs    []InputDeclaration
 	stateMode StateMode
+	// argsFingerprint identifies a tool's input schema (see
+	// schemaFingerprint); "" for prompts and resources.
+	argsFingerprint string
 }
 
 func newOperation(kind ItemKind, name string, inputs []InputDeclaration, mode StateMode) (*operation, error) {

@@ -30,6 +30,11 @@ type stateMeta struct {
 	RequestID ID
 	Keys      []stateKey  // issued input keys, sorted by key, distinct
 	keyBuf    [2]stateKey // backing for Keys when there are few
+	// Args is the fingerprint of the input schema that validated the
+	// emitting tools/call's arguments ("" if none did): a retry whose
+	// arguments the binding proves identical, under a schema with the same
+	// fingerprint, is not validated again.
+	Args string
 }
 
 // stateKey is one issued input key and the method of its request.
@@ -198,7 +203,7 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	for _, k := range m.Keys {
 		keys = append(keys, exactjson.Field(k.key, exactjson.String(k.method)))
 	}
-	return exactjson.Canonical(exactjson.Object(
+	members := []exactjson.Member{
 		exactjson.Field("v", exactjson.Int(plaintextV)),
 		exactjson.Field("iat", exactjson.Int(m.IssuedAt)),
 		exactjson.Field("exp", exactjson.Int(m.ExpiresAt)),
@@ -206,7 +211,11 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 		exactjson.Field("rid", m.RequestID.v),
 		exactjson.Field("keys", exactjson.Object(keys...)),
 		exactjson.Field("state", state),
-	))
+	}
+	if m.Args != "" {
+		members = append(members, exactjson.Field("args", exactjson.String(m.Args)))
+	}
+	return exactjson.Canonical(exactjson.Object(members...))
 }
 
 // decodePlaintext reads a sealed plaintext. The plaintext is authenticated
@@ -223,7 +232,7 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 
 // decodeCanonicalPlaintext reads
 //
-//	{"exp":N,"iat":N,"keys":{"k":"m",...},"rid":ID,"round":N,"state":JSON,"v":1}
+//	{["args":"F",]"exp":N,"iat":N,"keys":{"k":"m",...},"rid":ID,"round":N,"state":JSON,"v":1}
 //
 // with keys in ascending order and escape-free key, method and string-id
 // text; ok is false for anything else. Whatever it accepts, the general
@@ -231,7 +240,14 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 	const tail = `,"v":1}`
 	r := plainReader{s: string(b)} // one copy; every string below shares it
-	if !r.lit(`{"exp":`) {
+	var args string
+	if r.lit(`{"args":`) {
+		a, ok := r.str()
+		if !ok || !r.lit(`,"exp":`) {
+			return nil, exactjson.Value{}, false
+		}
+		args = a
+	} else if !r.lit(`{"exp":`) {
 		return nil, exactjson.Value{}, false
 	}
 	exp, ok1 := r.int()
@@ -241,7 +257,7 @@ func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 	if !(ok1 && ok2 && ok3 && ok4) {
 		return nil, exactjson.Value{}, false
 	}
-	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp}
+	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Args: args}
 	m.Keys = m.keyBuf[:0]
 	if !r.lit("}") {
 		for {
@@ -454,6 +470,11 @@ func decodePlaintextGeneral(b []byte) (*stateMeta, exactjson.Value, error) {
 		return nil, exactjson.Value{}, errors.New("malformed state request id")
 	}
 	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), RequestID: ID{rid}, Keys: make([]stateKey, 0, keys.Len())}
+	if a, ok := v.Get("args"); ok {
+		if m.Args, ok = a.AsString(); !ok {
+			return nil, exactjson.Value{}, errors.New("malformed state args fingerprint")
+		}
+	}
 	for k, kv := range keys.All() {
 		s, ok := kv.AsString()
 		if !ok {
@@ -548,6 +569,9 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 	}
 	if m.Round > s.state.Rounds {
 		return fail(fmt.Errorf("request state round limit (%d) is exhausted", s.state.Rounds))
+	}
+	if req.argsChecked && req.op != nil {
+		m.Args = req.op.argsFingerprint
 	}
 	for i, k := range ir.keys {
 		m.Keys = append(m.Keys, stateKey{k, ir.requests[i].Method()})

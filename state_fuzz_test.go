@@ -69,7 +69,7 @@ func FuzzDecodePlaintext(f *testing.F) {
 	for _, m := range []*stateMeta{
 		{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}},
 		{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"), Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}}},
-		{IssuedAt: -5, ExpiresAt: 100, Round: 3, RequestID: IntID(100)},
+		{IssuedAt: -5, ExpiresAt: 100, Round: 3, RequestID: IntID(100), Args: "00ff00ff00ff00ff"},
 		{IssuedAt: 0, ExpiresAt: 0, Round: 0, RequestID: StringID(`q"uote`), Keys: []stateKey{{"k\\", "m"}}},
 	} {
 		pt, err := encodePlaintext(m, st)
@@ -90,7 +90,7 @@ func FuzzDecodePlaintext(f *testing.F) {
 		if err != nil {
 			t.Fatalf("fast path accepted %q, general decoder refused: %v", b, err)
 		}
-		if fm.IssuedAt != gm.IssuedAt || fm.ExpiresAt != gm.ExpiresAt || fm.Round != gm.Round ||
+		if fm.IssuedAt != gm.IssuedAt || fm.ExpiresAt != gm.ExpiresAt || fm.Round != gm.Round || fm.Args != gm.Args ||
 			!fm.RequestID.Equal(gm.RequestID) || fm.RequestID.v.Kind() != gm.RequestID.v.Kind() ||
 			fm.RequestID.v.String() != gm.RequestID.v.String() || !slices.Equal(fm.Keys, gm.Keys) {
 			t.Fatalf("meta differs for %q:\nfast    %+v\ngeneral %+v", b, fm, gm)
@@ -107,6 +107,7 @@ func TestEncodedPlaintextTakesFastPath(t *testing.T) {
 		{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}},
 		{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"), Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}, {"é", "elicitation/create"}}},
 		{IssuedAt: 1, ExpiresAt: 120000, Round: 2, RequestID: IntID(-100)},
+		{IssuedAt: 1, ExpiresAt: 120000, Round: 2, RequestID: IntID(3), Args: "0123456789abcdef", Keys: []stateKey{{"a", "roots/list"}}},
 	} {
 		pt, err := encodePlaintext(m, st)
 		if err != nil {
@@ -116,7 +117,7 @@ func TestEncodedPlaintextTakesFastPath(t *testing.T) {
 		if !ok {
 			t.Fatalf("fast path refused %s", pt)
 		}
-		if fm.IssuedAt != m.IssuedAt || fm.ExpiresAt != m.ExpiresAt || fm.Round != m.Round || !fm.RequestID.Equal(m.RequestID) || !slices.Equal(fm.Keys, m.Keys) || !exactjson.Equal(fs, st) {
+		if fm.IssuedAt != m.IssuedAt || fm.ExpiresAt != m.ExpiresAt || fm.Round != m.Round || fm.Args != m.Args || !fm.RequestID.Equal(m.RequestID) || !slices.Equal(fm.Keys, m.Keys) || !exactjson.Equal(fs, st) {
 			t.Errorf("fast path decoded %s to %+v %s", pt, fm, fs)
 		}
 	}

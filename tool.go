@@ -3,6 +3,8 @@ package weft
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +132,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
 		return err
 	}
+	e.op.argsFingerprint = schemaFingerprint(e.inSchema)
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()
@@ -366,4 +369,12 @@ func findMirrors(schema []byte) ([]mirror, error) {
 		return nil
 	}
 	return out, walk(v, nil, true)
+}
+
+// schemaFingerprint identifies a compact input schema: the first 8 bytes of
+// its SHA-256, in hex. Sealed state records the fingerprint of the schema
+// that validated the emitting call's arguments (docs/request-state.md).
+func schemaFingerprint(compact []byte) string {
+	d := sha256.Sum256(compact)
+	return hex.EncodeToString(d[:8])
 }

@@ -29,6 +29,13 @@ import (
 	"github.com/weftmcp/weft/bench/servers"
 )
 
+// The multi-round rows run mrtrRoundsPer times as many rounds as the
+// others, each of mrtrBenchtime.
+const (
+	mrtrBenchtime = "300ms"
+	mrtrRoundsPer = 5
+)
+
 type config struct {
 	rounds      int
 	n           int
@@ -168,9 +175,17 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 	if !cfg.skip["mrtr"] {
 		logf("multi-round call vs plain call")
-		// Cheap (seconds per round), and the target is a ratio of two
-		// close numbers: more rounds than the loopback cells.
-		if rep.mrtr, err = multiRound(2*cfg.rounds + 1); err != nil {
+		// The target is a ratio of two close numbers on a machine whose
+		// speed drifts from second to second: many short runs, paired
+		// within each round (see pairedRatio).
+		if err := flag.Set("test.benchtime", mrtrBenchtime); err != nil {
+			return nil, err
+		}
+		rep.mrtr, err = multiRound(mrtrRoundsPer * cfg.rounds)
+		if err2 := flag.Set("test.benchtime", cfg.benchtime); err == nil {
+			err = err2
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

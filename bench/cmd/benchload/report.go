@@ -170,8 +170,9 @@ func (r *report) markdown() string {
 		"Each server is its own process; its CPU time (user + system, `/proc/<pid>/stat`) around the measured requests, divided by their number, "+
 		"is \"server CPU/req\". In-memory rows use `testing.Benchmark` (%s per run, %d alternated runs, median); "+
 		"their CPU/op is this process's user + system CPU time (all threads, garbage collection included) per operation, "+
-		"which a busy shared machine disturbs less than wall time, and their ratios use it.\n\n",
-		r.cfg.n, r.cfg.warm, r.cfg.rounds, r.cfg.benchtime, r.cfg.rounds)
+		"which a busy shared machine disturbs less than wall time, and their ratios use it. "+
+		"The multi-round rows use %s runs and %d rounds.\n\n",
+		r.cfg.n, r.cfg.warm, r.cfg.rounds, r.cfg.benchtime, r.cfg.rounds, mrtrBenchtime, mrtrRoundsPer*r.cfg.rounds)
 
 	if ts := r.targets(); len(ts) > 0 {
 		p("## Targets (issue #7)\n\n| target | measured | met |\n|---|---|---|\n")
