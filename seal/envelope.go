@@ -1,11 +1,11 @@
 package seal
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"math"
 	"strings"
+	"unsafe"
 )
 
 // Envelope constants. docs/request-state-envelope.md describes the format
@@ -27,8 +27,6 @@ const (
 	// the token string including its prefix.
 	DefaultMaxTokenBytes = 65536
 )
-
-var b64 = base64.RawURLEncoding.Strict()
 
 // sealedLen returns the length of the token for a key id of length idLen
 // and a plaintext of ptLen bytes.
@@ -70,14 +68,12 @@ func sealToken(k Key, nonces io.Reader, binding, plaintext []byte) (string, erro
 	aad := appendAAD(buf[n:n], raw[:hdrLen], binding)
 	raw = k.mat().aead.Seal(raw, nonce, plaintext, aad)
 
-	// Encode straight into the builder, whose String does not copy.
-	var tok strings.Builder
-	tok.Grow(len(TokenPrefix) + b64.EncodedLen(len(raw)))
-	tok.WriteString(TokenPrefix)
-	enc := base64.NewEncoder(base64.RawURLEncoding, &tok)
-	enc.Write(raw) // writes to a strings.Builder cannot fail
-	enc.Close()
-	return tok.String(), nil
+	// Encode straight into the token's only buffer, which nothing else
+	// references, so the string can share it.
+	tok := make([]byte, len(TokenPrefix)+b64.EncodedLen(len(raw)))
+	copy(tok, TokenPrefix)
+	encodeB64(tok[len(TokenPrefix):], raw)
+	return unsafe.String(unsafe.SliceData(tok), len(tok)), nil
 }
 
 // parsedToken is a decoded token whose layout has been checked.
@@ -154,7 +150,7 @@ func decodeCanonical(s string, spare int) ([]byte, bool) {
 		return nil, false
 	}
 	raw := make([]byte, b64.DecodedLen(len(s)), b64.DecodedLen(len(s))+spare)
-	n, err := b64.Decode(raw, []byte(s))
+	n, err := decodeB64(raw, s)
 	if err != nil {
 		return nil, false
 	}

@@ -287,3 +287,54 @@ func TestOpenErrorAndReason(t *testing.T) {
 		t.Fatal("Reason of a bare sentinel")
 	}
 }
+
+func TestEncodeB64MatchesStdlib(t *testing.T) {
+	src := make([]byte, 300)
+	for i := range src {
+		src[i] = byte(i*151 + 7)
+	}
+	for n := range len(src) + 1 {
+		want := base64.RawURLEncoding.EncodeToString(src[:n])
+		got := make([]byte, len(want))
+		encodeB64(got, src[:n])
+		if string(got) != want {
+			t.Fatalf("encodeB64 of %d bytes = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func FuzzEncodeB64(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 0xfe, 0x00, 0x01})
+	f.Fuzz(func(t *testing.T, src []byte) {
+		want := base64.RawURLEncoding.EncodeToString(src)
+		got := make([]byte, len(want))
+		encodeB64(got, src)
+		if string(got) != want {
+			t.Fatalf("encodeB64(%x) = %q, want %q", src, got, want)
+		}
+	})
+}
+
+func FuzzDecodeB64(f *testing.F) {
+	f.Add("")
+	f.Add("QUJD")
+	f.Add("QUJDREVGR0hJSktM-_0123")
+	f.Add("QUJDREVGR0hJS*tM")
+	f.Add("QUJDREVGR0hJSktMTQ")
+	f.Add("QUJDREVGR0hJSktMTR")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, werr := b64.DecodeString(s)
+		got := make([]byte, b64.DecodedLen(len(s)))
+		n, err := decodeB64(got, s)
+		if (werr == nil) != (err == nil) {
+			t.Fatalf("decodeB64(%q): error %v, stdlib %v", s, err, werr)
+		}
+		if werr == nil && !bytes.Equal(got[:n], want) {
+			t.Fatalf("decodeB64(%q) = %x, want %x", s, got[:n], want)
+		}
+		if werr != nil && err.Error() != werr.Error() {
+			t.Fatalf("decodeB64(%q) error %q, stdlib %q", s, err, werr)
+		}
+	})
+}
