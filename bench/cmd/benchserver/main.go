@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/weftmcp/weft"
@@ -38,16 +39,31 @@ func main() {
 	// The same server settings for every implementation: Weft's defaults.
 	hs := weft.NewHTTPServer(ln.Addr().String(), h)
 	hs.ErrorLog = log.New(io.Discard, "", 0)
+	// WEFT_BENCHSERVER_CPUPROFILE=<file> profiles the server until it exits
+	// (to see where a server's CPU goes under the real load).
+	stop := func() {}
+	if path := os.Getenv("WEFT_BENCHSERVER_CPUPROFILE"); path != "" {
+		f, err := os.Create(path + "." + *impl)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		stop = func() { pprof.StopCPUProfile(); f.Close() }
+	}
 	fmt.Printf("listening %s\n", ln.Addr())
 	go func() {
 		// benchload holds stdin open; its end ends the server.
 		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
 		os.Exit(0)
 	}()
 	go func() {
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM, os.Interrupt)
 		<-c
+		stop()
 		os.Exit(0)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
