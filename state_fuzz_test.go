@@ -65,7 +65,7 @@ func FuzzParamsDigest(f *testing.F) {
 // decoder decodes to the same meta and state; and every plaintext
 // encodePlaintext writes with plain keys takes the fast path.
 func FuzzDecodePlaintext(f *testing.F) {
-	st := exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")), exactjson.Field("n", exactjson.NumberValue(mustParseNumber(f, "1.50"))))
+	st := exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")), exactjson.Field("n", exactjson.NumberValue(mustNumber(f, "1.50"))))
 	for _, m := range []*stateMeta{
 		{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}},
 		{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"), Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}}},
@@ -134,15 +134,6 @@ func TestEncodedPlaintextTakesFastPath(t *testing.T) {
 	if err != nil || gm.method(`k"`) != "elicitation/create" || !gm.RequestID.Equal(StringID("a\nb")) {
 		t.Errorf("general decoder: %+v %v", gm, err)
 	}
-}
-
-func mustParseNumber(tb testing.TB, s string) exactjson.Number {
-	tb.Helper()
-	n, err := exactjson.ParseNumber(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
 }
 
 func TestCanonicalInt(t *testing.T) {

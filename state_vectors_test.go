@@ -105,7 +105,7 @@ func TestStateVectors(t *testing.T) {
 	}
 }
 
-func mustNumber(t *testing.T, s string) exactjson.Number {
+func mustNumber(t testing.TB, s string) exactjson.Number {
 	t.Helper()
 	n, err := exactjson.ParseNumber(s)
 	if err != nil {
