@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftmcp/weft/internal/testpg"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -219,8 +220,8 @@ func TestLegacyE2ETypeScriptSDK(t *testing.T) {
 	})
 
 	t.Run("two processes sharing PostgreSQL", func(t *testing.T) {
-		dsn := pgTestDSN(t)
-		schema := pgFreshSchema(t, dsn)
+		dsn := testpg.Reachable(t)
+		schema := testpg.FreshSchema(t, dsn, "weft_legacy_test")
 		key, err := seal.GenerateKey("e2e")
 		must(t, err)
 		kr, err := seal.NewKeyring(key)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
 
@@ -51,4 +52,55 @@ func Name(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// Reachable returns the test DSN once PostgreSQL answers on it, failing the
+// test in CI and skipping it elsewhere when it does not (the message names
+// user, host and database, never a password).
+func Reachable(t testing.TB) string {
+	t.Helper()
+	dsn := DSN()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err == nil {
+		err = c.Ping(ctx)
+		_ = c.Close(ctx)
+	}
+	if err != nil {
+		msg := "PostgreSQL unreachable at " + redact(dsn) + " (set WEFT_TEST_POSTGRES): " + err.Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dsn
+}
+
+// FreshSchema returns a new schema name with the given prefix (nothing is
+// created) and drops the schema, if anything created it, when t ends.
+func FreshSchema(t testing.TB, dsn, prefix string) string {
+	t.Helper()
+	schema := Name(prefix)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+func redact(dsn string) string {
+	if cfg, err := pgx.ParseConfig(dsn); err == nil {
+		return cfg.User + "@" + cfg.Host + "/" + cfg.Database
+	}
+	return "<unparsable dsn>"
 }

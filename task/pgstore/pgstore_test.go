@@ -2,80 +2,19 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/weftmcp/weft/internal/testpg"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/pgstore"
 	"github.com/weftmcp/weft/task/storetest"
 )
-
-// defaultDSN is the local test database (trust authentication as root).
-const defaultDSN = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
-
-// testDSN returns the test database DSN, skipping the test if PostgreSQL is
-// unreachable (failing instead when CI is set: CI must not silently skip).
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("WEFT_TEST_POSTGRES")
-	if dsn == "" {
-		dsn = defaultDSN
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
-	if err == nil {
-		err = c.Ping(ctx)
-		_ = c.Close(ctx)
-	}
-	if err != nil {
-		msg := "PostgreSQL unreachable at " + redact(dsn) + " (set WEFT_TEST_POSTGRES): " + err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dsn
-}
-
-func redact(dsn string) string {
-	if cfg, err := pgx.ParseConfig(dsn); err == nil {
-		return cfg.User + "@" + cfg.Host + "/" + cfg.Database
-	}
-	return "<unparsable dsn>"
-}
-
-// freshSchema returns a new random schema name and drops it when t ends.
-func freshSchema(t testing.TB, dsn string) string {
-	t.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema := "weft_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
 
 func open(t testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
 	t.Helper()
@@ -88,17 +27,17 @@ func open(t testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testpg.Reachable(t)
 	storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store {
-		return open(t, dsn, pgstore.Options{Schema: freshSchema(t, dsn), Now: now})
+		return open(t, dsn, pgstore.Options{Schema: testpg.FreshSchema(t, dsn, "weft_test"), Now: now})
 	})
 }
 
 // TestTwoInstances runs the suite's runner scenarios with clients on one
 // instance and events crossing to another through LISTEN/NOTIFY.
 func TestTwoInstancesNotify(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "weft_test")
 	a := open(t, dsn, pgstore.Options{Schema: schema})
 	b := open(t, dsn, pgstore.Options{Schema: schema})
 	other := open(t, dsn, pgstore.Options{Schema: schema, Prefix: "other_"})
@@ -142,8 +81,8 @@ func TestOpenInvalid(t *testing.T) {
 		dsn  string
 		opts pgstore.Options
 	}{
-		{"bad prefix", defaultDSN, pgstore.Options{Prefix: "Robert'); DROP"}},
-		{"bad schema", defaultDSN, pgstore.Options{Schema: "a.b"}},
+		{"bad prefix", testpg.DefaultDSN, pgstore.Options{Prefix: "Robert'); DROP"}},
+		{"bad schema", testpg.DefaultDSN, pgstore.Options{Schema: "a.b"}},
 		{"bad dsn", "postgres://%zz", pgstore.Options{}},
 	}
 	for _, tc := range tests {
@@ -160,16 +99,16 @@ func TestLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test skipped in -short mode")
 	}
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "weft_test")
 	a := open(t, dsn, pgstore.Options{Schema: schema})
 	b := open(t, dsn, pgstore.Options{Schema: schema})
 	storetest.RunLoad(t, []task.Store{a, b}, loadConfig())
 }
 
 func BenchmarkCreateToComplete(b *testing.B) {
-	dsn := testDSN(b)
-	s := open(b, dsn, pgstore.Options{Schema: freshSchema(b, dsn)})
+	dsn := testpg.Reachable(b)
+	s := open(b, dsn, pgstore.Options{Schema: testpg.FreshSchema(b, dsn, "weft_test")})
 	storetest.Bench(b, s, 4)
 }
 
@@ -183,8 +122,8 @@ func loadConfig() storetest.LoadConfig {
 }
 
 func TestClosed(t *testing.T) {
-	dsn := testDSN(t)
-	s := open(t, dsn, pgstore.Options{Schema: freshSchema(t, dsn)})
+	dsn := testpg.Reachable(t)
+	s := open(t, dsn, pgstore.Options{Schema: testpg.FreshSchema(t, dsn, "weft_test")})
 	sub, err := s.Subscribe(t.Context(), "x")
 	if err != nil {
 		t.Fatal(err)
@@ -214,8 +153,8 @@ func TestClosed(t *testing.T) {
 // TestListenerReconnects kills the listening backend; the store reconnects
 // and events flow again.
 func TestListenerReconnects(t *testing.T) {
-	dsn := testDSN(t)
-	schema := freshSchema(t, dsn)
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "weft_test")
 	s := open(t, dsn, pgstore.Options{Schema: schema, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	ctx := t.Context()
 	sub, err := s.Subscribe(ctx, "ping")
