@@ -1117,3 +1117,51 @@ func TestReadBody(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineAnswersEarly: a handler that ignores its context past
+// RequestTimeout still has its client answered on time (504), once, and
+// what it returns later is dropped; a handler that finishes in time is not
+// answered early.
+func TestDeadlineAnswersEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newServer(t, &Options{RequestTimeout: time.Second})
+		release := make(chan struct{})
+		must(t, AddTool(s, Tool{Name: "stuck", Description: "Ignores its context."},
+			func(ctx context.Context, req *Request, _ noArgs) (*CallToolResult, error) {
+				<-release
+				return textResult("late"), nil
+			}))
+		must(t, AddTool(s, Tool{Name: "quick", Description: "Answers at once."},
+			func(ctx context.Context, req *Request, _ noArgs) (*CallToolResult, error) {
+				return textResult("quick"), nil
+			}))
+		serve := func(tool string) (*httptest.ResponseRecorder, chan struct{}) {
+			b := body(t, 1, "tools/call", toolCall(nil, tool, nil))
+			req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(string(b)))
+			req.Header = stdHeaders(b)
+			rec := httptest.NewRecorder()
+			done := make(chan struct{})
+			go func() { s.ServeHTTP(rec, req); close(done) }()
+			return rec, done
+		}
+		rec, done := serve("stuck")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"code":-32603`) {
+			t.Fatalf("while the handler is stuck: HTTP %d %s", rec.Code, rec.Body)
+		}
+		answered := rec.Body.String()
+		close(release)
+		<-done
+		if rec.Body.String() != answered {
+			t.Errorf("the late result was written too: %q", rec.Body.String())
+		}
+		rec, done = serve("quick")
+		<-done
+		time.Sleep(2 * time.Second) // past the deadline: nothing more is written
+		synctest.Wait()
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "quick") || strings.Count(rec.Body.String(), `"jsonrpc"`) != 1 {
+			t.Errorf("a quick handler: HTTP %d %s", rec.Code, rec.Body)
+		}
+	})
+}

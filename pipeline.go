@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -243,14 +242,19 @@ func (s *Server) runGated(ctx context.Context, req *Request, in *inbound, h meth
 	// still gets its client answered on time: the transport's early-reply
 	// hook sends the 504 and drops whatever the handler returns later.
 	if in.early != nil {
-		t := time.AfterFunc(s.opts.RequestTimeout, func() {
+		// On the deadline of ctx itself (no second timer); stop runs before
+		// cancel, and a client that went away needs no early reply.
+		stop := context.AfterFunc(ctx, func() {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return
+			}
 			s.log.Warn("weft: request deadline exceeded; the handler is still running", "method", req.Method, "name", req.Name)
 			rep := deadlineReply()
 			rep.id = req.ID
 			rep.outcome = OutcomeDeadlineExceeded
 			in.early(rep)
 		})
-		defer t.Stop()
+		defer stop()
 	}
 	rep := s.guarded(ctx, req, in, h)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && rep.err != nil && rep.outcome != OutcomeComplete {
