@@ -61,14 +61,17 @@ type ToolAnnotations struct {
 type ToolHandler func(ctx context.Context, req *Request) (*CallToolResult, error)
 
 type toolEntry struct {
-	tool     Tool
-	op       *operation
-	handler  ToolHandler
-	input    *jsonschema.Schema
-	output   *jsonschema.Schema
-	inSchema []byte
-	outSchem []byte
-	mirrors  []mirror
+	tool    Tool
+	op      *operation
+	handler ToolHandler
+	input   *jsonschema.Schema
+	output  *jsonschema.Schema
+	// fastInput pre-checks arguments (schema_fast.go); nil when the input
+	// schema uses constructs it does not model.
+	fastInput *fastSchema
+	inSchema  []byte
+	outSchem  []byte
+	mirrors   []mirror
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
 	trustedOutput bool
@@ -124,6 +127,11 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if len(t.OutputSchema) > 0 {
 		if e.outSchem, e.output, err = compileSchema(t.OutputSchema, "output", false); err != nil {
 			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
+		}
+	}
+	if v, err := exactjson.Parse(e.inSchema, exactjson.Limits{}); err == nil {
+		if f, ok := compileFastSchema(v); ok {
+			e.fastInput = f
 		}
 	}
 	if e.mirrors, err = findMirrors(e.inSchema); err != nil {
