@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
@@ -218,7 +219,8 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	return exactjson.Canonical(exactjson.Object(members...))
 }
 
-// decodePlaintext reads a sealed plaintext. The plaintext is authenticated
+// decodePlaintext reads a sealed plaintext, which the caller must not
+// modify afterwards (the result may share it). The plaintext is authenticated
 // and was written by encodePlaintext, so it is canonical: the fast path reads
 // that exact layout without building a tree for the framing, and anything it
 // does not recognise goes through the general decoder, which is the
@@ -239,7 +241,10 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 // decoder decodes to the same result.
 func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 	const tail = `,"v":1}`
-	r := plainReader{s: string(b)} // one copy; every string below shares it
+	// No copy: the plaintext belongs to this request (a Protector's Open
+	// hands it over) and nothing writes it again; every string below
+	// shares it.
+	r := plainReader{s: unsafe.String(unsafe.SliceData(b), len(b))}
 	var args string
 	if r.lit(`{"args":`) {
 		a, ok := r.str()

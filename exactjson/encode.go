@@ -56,6 +56,7 @@ func Canonical(v Value) ([]byte, error) {
 }
 
 type encoder struct {
+	noCopy    bool // never copy a canonical raw span (tests compare both paths)
 	buf       []byte
 	base      int // len(buf) before encoding started
 	max       int // output limit in bytes; 0 = none
@@ -123,8 +124,11 @@ func (e *encoder) value(v Value, depth int) error {
 			}
 			return &LimitError{Limit: "MaxDepth", Max: MaxDepthCeiling, Offset: -1}
 		}
-		if v.b && v.s != "" && !e.canonical && !e.lenient && depth+int(v.h) <= MaxDepthCeiling {
-			// Parsed container whose raw span is already compact.
+		if v.b && v.s != "" && !e.lenient && depth+int(v.h) <= MaxDepthCeiling &&
+			(!e.canonical || (!e.noCopy && v.h <= maxCanonicalCopyHeight && canonicalTree(v))) {
+			// Parsed container whose raw span is already compact (and,
+			// for canonical output, already canonical: compact strings
+			// are escaped the same way in both forms).
 			if err := e.precheck(len(v.s)); err != nil {
 				return err
 			}
@@ -148,6 +152,44 @@ func (e *encoder) value(v Value, depth int) error {
 		return fmt.Errorf("json: cannot encode value of invalid kind %d", v.kind)
 	}
 	return e.checkMax()
+}
+
+// maxCanonicalCopyHeight bounds the containers whose raw span the canonical
+// encoder checks for being canonical already, so that checking nested
+// containers again at each level stays linear in practice.
+const maxCanonicalCopyHeight = 4
+
+// canonicalTree reports whether v's compact encoding is also canonical:
+// every object's names strictly ascending and every number canonical.
+func canonicalTree(v Value) bool {
+	switch v.kind {
+	case KindNumber:
+		return canonicalInt(v.s) || isCanonicalLiteral(v.s)
+	case KindObject:
+		for i := 1; i < len(v.kids); i++ {
+			if v.kids[i-1].Name >= v.kids[i].Name {
+				return false
+			}
+		}
+		fallthrough
+	case KindArray:
+		for i := range v.kids {
+			if !canonicalTree(v.kids[i].Value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isCanonicalLiteral reports whether a short number literal is spelled
+// canonically.
+func isCanonicalLiteral(lit string) bool {
+	if lit == "" || len(lit) > 40 {
+		return false
+	}
+	var buf [64]byte
+	return string(appendCanonicalNumber(buf[:0], lit)) == lit
 }
 
 func (e *encoder) array(v Value, depth int) error {

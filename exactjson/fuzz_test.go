@@ -71,6 +71,11 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Canonical: %v", err)
 		}
+		// Copying raw spans that are already canonical changes nothing.
+		slow := encoder{canonical: true, noCopy: true}
+		if err := slow.value(v, 0); err != nil || !bytes.Equal(slow.buf, c1) {
+			t.Fatalf("canonical with span copies %q, without %q (%v)", c1, slow.buf, err)
+		}
 		c2, err := Canonical(v2)
 		if err != nil || !bytes.Equal(c1, c2) {
 			t.Fatalf("canonical differs after round trip: %q vs %q", c1, c2)

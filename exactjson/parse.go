@@ -85,6 +85,12 @@ func (p *parser) take(base int) []Member {
 
 func (p *parser) document() (Value, error) {
 	p.members = strings.Count(p.src, ",") + strings.Count(p.src, "{") + strings.Count(p.src, "[")
+	if m := p.members; m > 0 && m <= 4 {
+		// A tiny document gets one allocation: the scratch stack never
+		// holds more than all members, and the slab exactly all of them.
+		buf := make([]Member, 2*m)
+		p.stack, p.slab = buf[:0:m], buf[m:]
+	}
 	if strings.HasPrefix(p.src, "\uFEFF") {
 		return Value{}, p.syntax(0, "unexpected byte order mark (U+FEFF) at start of input")
 	}
