@@ -156,6 +156,7 @@ type Request struct {
 	fwState        exactjson.Value
 	hasFwState     bool
 	stateMeta      *stateMeta
+	meta           stateMeta // backing for stateMeta on a retry
 	uriParams      map[string]string
 	task           *TaskInfo
 

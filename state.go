@@ -226,10 +226,26 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 // does not recognise goes through the general decoder, which is the
 // reference (FuzzDecodePlaintext checks that both agree).
 func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
-	if m, state, ok := decodeCanonicalPlaintext(b); ok {
-		return m, state, nil
+	m := new(stateMeta)
+	state, err := decodePlaintextInto(m, b)
+	if err != nil {
+		return nil, exactjson.Value{}, err
 	}
-	return decodePlaintextGeneral(b)
+	return m, state, nil
+}
+
+// decodePlaintextInto is decodePlaintext filling *m (the Request's own, on
+// the retry path: no allocation for the metadata).
+func decodePlaintextInto(m *stateMeta, b []byte) (exactjson.Value, error) {
+	if state, ok := decodeCanonicalPlaintextInto(m, b); ok {
+		return state, nil
+	}
+	gm, state, err := decodePlaintextGeneral(b)
+	if err != nil {
+		return exactjson.Value{}, err
+	}
+	*m = *gm
+	return state, nil
 }
 
 // decodeCanonicalPlaintext reads
@@ -240,6 +256,17 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 // text; ok is false for anything else. Whatever it accepts, the general
 // decoder decodes to the same result.
 func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
+	m := new(stateMeta)
+	state, ok := decodeCanonicalPlaintextInto(m, b)
+	if !ok {
+		return nil, exactjson.Value{}, false
+	}
+	return m, state, true
+}
+
+// decodeCanonicalPlaintextInto is decodeCanonicalPlaintext filling *m
+// (left in an unspecified state when it reports false).
+func decodeCanonicalPlaintextInto(m *stateMeta, b []byte) (exactjson.Value, bool) {
 	const tail = `,"v":1}`
 	// No copy: the plaintext belongs to this request (a Protector's Open
 	// hands it over) and nothing writes it again; every string below
@@ -249,20 +276,20 @@ func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 	if r.lit(`{"args":`) {
 		a, ok := r.str()
 		if !ok || !r.lit(`,"exp":`) {
-			return nil, exactjson.Value{}, false
+			return exactjson.Value{}, false
 		}
 		args = a
 	} else if !r.lit(`{"exp":`) {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
 	exp, ok1 := r.int()
 	ok2 := r.lit(`,"iat":`)
 	iat, ok3 := r.int()
 	ok4 := r.lit(`,"keys":{`)
 	if !(ok1 && ok2 && ok3 && ok4) {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
-	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Args: args}
+	*m = stateMeta{IssuedAt: iat, ExpiresAt: exp, Args: args}
 	m.Keys = m.keyBuf[:0]
 	if !r.lit("}") {
 		for {
@@ -270,48 +297,48 @@ func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
 			ok2 := r.lit(":")
 			v, ok3 := r.str()
 			if !(ok1 && ok2 && ok3) || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].key >= k) {
-				return nil, exactjson.Value{}, false
+				return exactjson.Value{}, false
 			}
 			m.Keys = append(m.Keys, stateKey{k, v})
 			if r.lit("}") {
 				break
 			}
 			if !r.lit(",") {
-				return nil, exactjson.Value{}, false
+				return exactjson.Value{}, false
 			}
 		}
 	}
 	if !r.lit(`,"rid":`) {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
 	if r.i < len(r.s) && r.s[r.i] == '"' {
 		s, ok := r.str()
 		if !ok {
-			return nil, exactjson.Value{}, false
+			return exactjson.Value{}, false
 		}
 		m.RequestID = StringID(s)
 	} else {
 		n, ok := r.number()
 		if !ok || !n.IsInteger() {
-			return nil, exactjson.Value{}, false
+			return exactjson.Value{}, false
 		}
 		m.RequestID = ID{exactjson.NumberValue(n)}
 	}
 	if !r.lit(`,"round":`) {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
 	round, ok := r.int()
 	if !ok || round != int64(int(round)) || !r.lit(`,"state":`) || !strings.HasSuffix(r.s[r.i:], tail) {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
 	m.Round = int(round)
 	// One level less depth than the general decoder allows: there the
 	// state sits inside the plaintext object.
 	state, err := exactjson.ParseString(r.s[r.i:len(r.s)-len(tail)], exactjson.Limits{MaxDepth: exactjson.DefaultMaxDepth - 1})
 	if err != nil {
-		return nil, exactjson.Value{}, false
+		return exactjson.Value{}, false
 	}
-	return m, state, true
+	return state, true
 }
 
 // plainReader scans canonical plaintext.
@@ -535,7 +562,8 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail("decoded too large")
 	}
-	m, state, err := decodePlaintext(plain)
+	m := &req.meta
+	state, err := decodePlaintextInto(m, plain)
 	if err != nil {
 		return fail(err.Error())
 	}

@@ -94,7 +94,7 @@ func parseToken(token string, maxTokenBytes, bindingLen int) (parsedToken, strin
 		return parsedToken{}, ReasonMalformed
 	}
 	body := token[len(TokenPrefix):]
-	raw, ok := decodeCanonical(body, aadLen(headerBase+MaxKeyIDLength, bindingLen))
+	raw, ok := decodeCanonical(body, aadLen(headerBase+peekKeyIDLen(body), bindingLen))
 	if !ok {
 		return parsedToken{}, ReasonMalformed
 	}
@@ -111,6 +111,23 @@ func parseToken(token string, maxTokenBytes, bindingLen int) (parsedToken, strin
 		return parsedToken{}, ReasonMalformed
 	}
 	return parsedToken{raw: raw, hdrLen: hdrLen, id: id}, ""
+}
+
+// peekKeyIDLen reads the key id length (the envelope's second byte) from
+// the first characters of a token body, so that the decoded envelope can
+// reserve exactly the AAD's room; MaxKeyIDLength when it cannot tell.
+func peekKeyIDLen(body string) int {
+	if len(body) < 3 {
+		return MaxKeyIDLength
+	}
+	t := b64Values()
+	b, c, d := t[body[0]], t[body[1]], t[body[2]]
+	if b|c|d >= 64 {
+		return MaxKeyIDLength
+	}
+	// Characters 2 and 3 hold bits 12-23 of the envelope: byte 1 is the
+	// low 4 bits of character 2 followed by the high 4 bits of character 3.
+	return min(int(c&0x0f)<<4|int(d>>2), MaxKeyIDLength)
 }
 
 // openParsed authenticates and decrypts p under k. The plaintext is

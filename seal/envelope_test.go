@@ -2,6 +2,7 @@ package seal
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -337,4 +338,30 @@ func FuzzDecodeB64(f *testing.F) {
 			t.Fatalf("decodeB64(%q) error %q, stdlib %q", s, err, werr)
 		}
 	})
+}
+
+// TestOpenReservesTheAAD: the key id length read from the first token
+// characters is the envelope's, so Open decodes and authenticates in one
+// allocation (the plaintext), whatever the id length.
+func TestOpenReservesTheAAD(t *testing.T) {
+	for _, id := range []string{"k", "2026-08", strings.Repeat("x", MaxKeyIDLength)} {
+		k := mustKey(t, id, testSecret(3, 32))
+		m := NewManager(mustKeyring(t, k))
+		binding := []byte("binding bytes")
+		tok := mustSeal(t, m, binding, []byte("plaintext"))
+		if got := peekKeyIDLen(strings.TrimPrefix(tok, TokenPrefix)); got != len(id) {
+			t.Errorf("id %q: peeked length %d", id, got)
+		}
+		allocs := testing.AllocsPerRun(50, func() {
+			if _, err := m.Open(context.Background(), tok, binding); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 1 {
+			t.Errorf("id %q: Open made %v allocations, want 1", id, allocs)
+		}
+	}
+	if got := peekKeyIDLen("*!"); got != MaxKeyIDLength {
+		t.Errorf("short or invalid body: %d", got)
+	}
 }
