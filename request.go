@@ -156,7 +156,6 @@ type Request struct {
 	fwState        exactjson.Value
 	hasFwState     bool
 	stateMeta      *stateMeta
-	meta           stateMeta // backing for stateMeta on a retry
 	uriParams      map[string]string
 	task           *TaskInfo
 

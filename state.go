@@ -234,8 +234,7 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 	return m, state, nil
 }
 
-// decodePlaintextInto is decodePlaintext filling *m (the Request's own, on
-// the retry path: no allocation for the metadata).
+// decodePlaintextInto is decodePlaintext filling *m.
 func decodePlaintextInto(m *stateMeta, b []byte) (exactjson.Value, error) {
 	if state, ok := decodeCanonicalPlaintextInto(m, b); ok {
 		return state, nil
@@ -562,8 +561,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail("decoded too large")
 	}
-	m := &req.meta
-	state, err := decodePlaintextInto(m, plain)
+	m, state, err := decodePlaintext(plain)
 	if err != nil {
 		return fail(err.Error())
 	}
