@@ -41,6 +41,11 @@ type stateMeta struct {
 // stateKey is one issued input key and the method of its request.
 type stateKey struct{ key, method string }
 
+// sortKeys puts issued keys in the order stateMeta.Keys keeps.
+func sortKeys(ks []stateKey) {
+	slices.SortFunc(ks, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
+}
+
 // method returns the method issued under key, or "".
 func (m *stateMeta) method(key string) string {
 	for _, k := range m.Keys {
@@ -226,25 +231,10 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 // does not recognise goes through the general decoder, which is the
 // reference (FuzzDecodePlaintext checks that both agree).
 func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
-	m := new(stateMeta)
-	state, err := decodePlaintextInto(m, b)
-	if err != nil {
-		return nil, exactjson.Value{}, err
+	if m, state, ok := decodeCanonicalPlaintext(b); ok {
+		return m, state, nil
 	}
-	return m, state, nil
-}
-
-// decodePlaintextInto is decodePlaintext filling *m.
-func decodePlaintextInto(m *stateMeta, b []byte) (exactjson.Value, error) {
-	if state, ok := decodeCanonicalPlaintextInto(m, b); ok {
-		return state, nil
-	}
-	gm, state, err := decodePlaintextGeneral(b)
-	if err != nil {
-		return exactjson.Value{}, err
-	}
-	*m = *gm
-	return state, nil
+	return decodePlaintextGeneral(b)
 }
 
 // decodeCanonicalPlaintext reads
@@ -255,17 +245,6 @@ func decodePlaintextInto(m *stateMeta, b []byte) (exactjson.Value, error) {
 // text; ok is false for anything else. Whatever it accepts, the general
 // decoder decodes to the same result.
 func decodeCanonicalPlaintext(b []byte) (*stateMeta, exactjson.Value, bool) {
-	m := new(stateMeta)
-	state, ok := decodeCanonicalPlaintextInto(m, b)
-	if !ok {
-		return nil, exactjson.Value{}, false
-	}
-	return m, state, true
-}
-
-// decodeCanonicalPlaintextInto is decodeCanonicalPlaintext filling *m
-// (left in an unspecified state when it reports false).
-func decodeCanonicalPlaintextInto(m *stateMeta, b []byte) (exactjson.Value, bool) {
 	const tail = `,"v":1}`
 	// No copy: the plaintext belongs to this request (a Protector's Open
 	// hands it over) and nothing writes it again; every string below
@@ -275,20 +254,20 @@ func decodeCanonicalPlaintextInto(m *stateMeta, b []byte) (exactjson.Value, bool
 	if r.lit(`{"args":`) {
 		a, ok := r.str()
 		if !ok || !r.lit(`,"exp":`) {
-			return exactjson.Value{}, false
+			return nil, exactjson.Value{}, false
 		}
 		args = a
 	} else if !r.lit(`{"exp":`) {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
 	exp, ok1 := r.int()
 	ok2 := r.lit(`,"iat":`)
 	iat, ok3 := r.int()
 	ok4 := r.lit(`,"keys":{`)
 	if !(ok1 && ok2 && ok3 && ok4) {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
-	*m = stateMeta{IssuedAt: iat, ExpiresAt: exp, Args: args}
+	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Args: args}
 	m.Keys = m.keyBuf[:0]
 	if !r.lit("}") {
 		for {
@@ -296,48 +275,48 @@ func decodeCanonicalPlaintextInto(m *stateMeta, b []byte) (exactjson.Value, bool
 			ok2 := r.lit(":")
 			v, ok3 := r.str()
 			if !(ok1 && ok2 && ok3) || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].key >= k) {
-				return exactjson.Value{}, false
+				return nil, exactjson.Value{}, false
 			}
 			m.Keys = append(m.Keys, stateKey{k, v})
 			if r.lit("}") {
 				break
 			}
 			if !r.lit(",") {
-				return exactjson.Value{}, false
+				return nil, exactjson.Value{}, false
 			}
 		}
 	}
 	if !r.lit(`,"rid":`) {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
 	if r.i < len(r.s) && r.s[r.i] == '"' {
 		s, ok := r.str()
 		if !ok {
-			return exactjson.Value{}, false
+			return nil, exactjson.Value{}, false
 		}
 		m.RequestID = StringID(s)
 	} else {
 		n, ok := r.number()
 		if !ok || !n.IsInteger() {
-			return exactjson.Value{}, false
+			return nil, exactjson.Value{}, false
 		}
 		m.RequestID = ID{exactjson.NumberValue(n)}
 	}
 	if !r.lit(`,"round":`) {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
 	round, ok := r.int()
 	if !ok || round != int64(int(round)) || !r.lit(`,"state":`) || !strings.HasSuffix(r.s[r.i:], tail) {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
 	m.Round = int(round)
 	// One level less depth than the general decoder allows: there the
 	// state sits inside the plaintext object.
 	state, err := exactjson.ParseString(r.s[r.i:len(r.s)-len(tail)], exactjson.Limits{MaxDepth: exactjson.DefaultMaxDepth - 1})
 	if err != nil {
-		return exactjson.Value{}, false
+		return nil, exactjson.Value{}, false
 	}
-	return state, true
+	return m, state, true
 }
 
 // plainReader scans canonical plaintext.
@@ -513,7 +492,7 @@ func decodePlaintextGeneral(b []byte) (*stateMeta, exactjson.Value, error) {
 		}
 		m.Keys = append(m.Keys, stateKey{k, s})
 	}
-	slices.SortFunc(m.Keys, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
+	sortKeys(m.Keys)
 	return m, state, nil
 }
 
@@ -607,7 +586,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 	for i, k := range ir.keys {
 		m.Keys = append(m.Keys, stateKey{k, ir.requests[i].Method()})
 	}
-	slices.SortFunc(m.Keys, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
+	sortKeys(m.Keys)
 	plain, err := encodePlaintext(m, ir.fwState)
 	if err != nil {
 		return fail(err)
