@@ -166,10 +166,8 @@ func canonicalTree(v Value) bool {
 	case KindNumber:
 		return canonicalInt(v.s) || isCanonicalLiteral(v.s)
 	case KindObject:
-		for i := 1; i < len(v.kids); i++ {
-			if v.kids[i-1].Name >= v.kids[i].Name {
-				return false
-			}
+		if !namesAscending(v.kids) {
+			return false
 		}
 		fallthrough
 	case KindArray:
@@ -177,6 +175,17 @@ func canonicalTree(v Value) bool {
 			if !canonicalTree(v.kids[i].Value) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// namesAscending reports whether member names strictly ascend (byte order),
+// as canonical JSON writes them.
+func namesAscending(kids []Member) bool {
+	for i := 1; i < len(kids); i++ {
+		if kids[i-1].Name >= kids[i].Name {
+			return false
 		}
 	}
 	return true
@@ -235,13 +244,7 @@ func (e *encoder) object(v Value, depth int) error {
 }
 
 func (e *encoder) canonicalObject(kids []Member, depth int) error {
-	sorted := true
-	for i := 1; i < len(kids); i++ {
-		if kids[i-1].Name >= kids[i].Name {
-			sorted = false
-			break
-		}
-	}
+	sorted := namesAscending(kids)
 	// Sort a permutation rather than the members themselves: indexes hold
 	// no pointers, so small ones live on the stack and moves are cheap.
 	var small [32]int32

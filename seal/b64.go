@@ -9,15 +9,17 @@ import (
 // b64 decodes tokens: canonical (Strict) unpadded base64url.
 var b64 = base64.RawURLEncoding.Strict()
 
+// b64Alphabet is the base64url alphabet the tables below are built from.
+const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 // b64Pairs maps each 12-bit value to its two base64url characters (first
 // character in the low byte), so that encodeB64 turns six bytes into eight
 // characters with one load, four lookups and one store. Built once, never
 // written after.
 var b64Pairs = sync.OnceValue(func() *[1 << 12]uint16 {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	var t [1 << 12]uint16
 	for v := range t {
-		t[v] = uint16(alphabet[v>>6]) | uint16(alphabet[v&63])<<8
+		t[v] = uint16(b64Alphabet[v>>6]) | uint16(b64Alphabet[v&63])<<8
 	}
 	return &t
 })
@@ -40,13 +42,12 @@ func encodeB64(dst, src []byte) {
 // b64Values maps each byte to its base64url value, or 0xff if it is not in
 // the alphabet. Built once, never written after.
 var b64Values = sync.OnceValue(func() *[256]uint8 {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	var t [256]uint8
 	for i := range t {
 		t[i] = 0xff
 	}
-	for i := range len(alphabet) {
-		t[alphabet[i]] = uint8(i)
+	for i := range len(b64Alphabet) {
+		t[b64Alphabet[i]] = uint8(i)
 	}
 	return &t
 })

@@ -125,8 +125,8 @@ func peekKeyIDLen(body string) int {
 	if b|c|d >= 64 {
 		return MaxKeyIDLength
 	}
-	// Characters 2 and 3 hold bits 12-23 of the envelope: byte 1 is the
-	// low 4 bits of character 2 followed by the high 4 bits of character 3.
+	// Byte 1 of the envelope is the low 4 bits of the second character
+	// followed by the high 4 bits of the third.
 	return min(int(c&0x0f)<<4|int(d>>2), MaxKeyIDLength)
 }
 
