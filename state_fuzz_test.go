@@ -1,6 +1,7 @@
 package weft
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
@@ -60,106 +61,162 @@ func FuzzParamsDigest(f *testing.F) {
 	})
 }
 
-// FuzzDecodePlaintext checks the canonical fast path of the plaintext decoder
-// against the general decoder: whatever the fast path accepts, the general
-// decoder decodes to the same meta and state; and every plaintext
-// encodePlaintext writes with plain keys takes the fast path.
+// FuzzDecodePlaintext: decoding never panics, and whatever the format 2
+// decoder accepts has exactly one encoding: encoding the decoded metadata
+// writes the same frame, followed by the state in canonical form.
 func FuzzDecodePlaintext(f *testing.F) {
-	st := exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")), exactjson.Field("n", exactjson.NumberValue(mustNumber(f, "1.50"))))
-	for _, m := range []*stateMeta{
-		{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}},
-		{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"), Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}}},
-		{IssuedAt: -5, ExpiresAt: 100, Round: 3, RequestID: IntID(100), Args: "00ff00ff00ff00ff"},
-		{IssuedAt: 0, ExpiresAt: 0, Round: 0, RequestID: StringID(`q"uote`), Keys: []stateKey{{"k\\", "m"}}},
-	} {
-		pt, err := encodePlaintext(m, st)
+	for _, tc := range plaintextCases(f) {
+		pt, err := encodePlaintext(tc.m, tc.state)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(pt)
 	}
-	f.Add([]byte(`{"exp":2,"iat":1,"keys":{},"rid":1.0,"round":1,"state":null,"v":1}`))
 	f.Add([]byte(`{"exp":2,"iat":1,"keys":{"b":"x","a":"y"},"rid":1,"round":1,"state":{},"v":1}`))
-	f.Add([]byte(`{"exp":2,"iat":1,"keys":{},"rid":1,"round":1,"state":{,"v":1}`))
+	f.Add([]byte{plaintextFormat})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fm, fs, ok := decodeCanonicalPlaintext(b)
-		gm, gs, err := decodePlaintextGeneral(b)
-		if !ok {
+		b = slices.Clip(b)
+		m, st, err := decodePlaintext(b)
+		if err != nil || b[0] == '{' {
 			return
 		}
+		again, err := encodePlaintext(m, st)
 		if err != nil {
-			t.Fatalf("fast path accepted %q, general decoder refused: %v", b, err)
+			t.Fatalf("decoded %x to %+v, which does not encode: %v", b, m, err)
 		}
-		if fm.IssuedAt != gm.IssuedAt || fm.ExpiresAt != gm.ExpiresAt || fm.Round != gm.Round || fm.Args != gm.Args ||
-			!fm.RequestID.Equal(gm.RequestID) || fm.RequestID.v.Kind() != gm.RequestID.v.Kind() ||
-			fm.RequestID.v.String() != gm.RequestID.v.String() || !slices.Equal(fm.Keys, gm.Keys) {
-			t.Fatalf("meta differs for %q:\nfast    %+v\ngeneral %+v", b, fm, gm)
+		canon, err := exactjson.Canonical(st)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !exactjson.Equal(fs, gs) || fs.String() != gs.String() {
-			t.Fatalf("state differs for %q: %s vs %s", b, fs, gs)
+		frame := again[:len(again)-len(canon)]
+		if !bytes.HasPrefix(b, frame) {
+			t.Fatalf("frame of %x encodes as %x", b, frame)
+		}
+		if rest, err := exactjson.Parse(b[len(frame):], exactjson.Limits{}); err != nil || !exactjson.Equal(rest, st) {
+			t.Fatalf("state of %x is not what was decoded: %s vs %s (%v)", b, rest, st, err)
 		}
 	})
 }
 
-func TestEncodedPlaintextTakesFastPath(t *testing.T) {
-	st := exactjson.Object(exactjson.Field("deep", exactjson.Array(exactjson.Object(exactjson.Field("x", exactjson.Null())))))
-	for _, m := range []*stateMeta{
-		{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}},
-		{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"), Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}, {"é", "elicitation/create"}}},
-		{IssuedAt: 1, ExpiresAt: 120000, Round: 2, RequestID: IntID(-100)},
-		{IssuedAt: 1, ExpiresAt: 120000, Round: 2, RequestID: IntID(3), Args: "0123456789abcdef", Keys: []stateKey{{"a", "roots/list"}}},
-	} {
-		pt, err := encodePlaintext(m, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fm, fs, ok := decodeCanonicalPlaintext(pt)
-		if !ok {
-			t.Fatalf("fast path refused %s", pt)
-		}
-		if fm.IssuedAt != m.IssuedAt || fm.ExpiresAt != m.ExpiresAt || fm.Round != m.Round || fm.Args != m.Args || !fm.RequestID.Equal(m.RequestID) || !slices.Equal(fm.Keys, m.Keys) || !exactjson.Equal(fs, st) {
-			t.Errorf("fast path decoded %s to %+v %s", pt, fm, fs)
-		}
-	}
-	// Escaped keys are left to the general decoder, which still decodes them.
-	m := &stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: StringID("a\nb"), Keys: []stateKey{{"k\"", "elicitation/create"}}}
-	pt, err := encodePlaintext(m, exactjson.Null())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, ok := decodeCanonicalPlaintext(pt); ok {
-		t.Errorf("fast path took escaped text %s", pt)
-	}
-	gm, _, err := decodePlaintext(pt)
-	if err != nil || gm.method(`k"`) != "elicitation/create" || !gm.RequestID.Equal(StringID("a\nb")) {
-		t.Errorf("general decoder: %+v %v", gm, err)
+type plaintextCase struct {
+	name  string
+	m     *stateMeta
+	state exactjson.Value
+}
+
+func plaintextCases(t testing.TB) []plaintextCase {
+	st := exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")), exactjson.Field("n", exactjson.NumberValue(mustNumber(t, "1.50"))))
+	return []plaintextCase{
+		{"doc vector", &stateMeta{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"approval", "elicitation/create"}}}, st},
+		{"string id, three keys", &stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 10, RequestID: StringID("r-1"),
+			Keys: []stateKey{{"a", "roots/list"}, {"b", "sampling/createMessage"}, {"é", "elicitation/create"}}}, exactjson.Null()},
+		{"negative times, args", &stateMeta{IssuedAt: -5, ExpiresAt: 100, Round: 3, RequestID: IntID(100), Args: "00ff00ff00ff00ff"}, st},
+		{"escaped text", &stateMeta{Round: 300, RequestID: StringID("q\"uote\n"), Keys: []stateKey{{"k\"", ""}, {"k\\", "m"}}}, exactjson.String("x")},
+		{"negative id", &stateMeta{IssuedAt: 1, ExpiresAt: 120000, Round: 2, RequestID: IntID(-100)}, exactjson.Array()},
+		{"big id", &stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: ID{exactjson.NumberValue(mustNumber(t, "123456789012345678901234567890"))}}, st},
+		{"empty string id", &stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: StringID("")}, st},
+		{"zero id", &stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: IntID(0)}, st},
 	}
 }
 
-func TestCanonicalInt(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true}, {"7", 7, true}, {"-42", -42, true}, {"123456789012345678", 123456789012345678, true},
-		{"1.7646809E+12", 1764680900000, true}, {"1E+2", 100, true}, {"-1.5E+1", -15, true}, {"9.99E+17", 999000000000000000, true},
-		{"1.5E+0", 0, false}, // not an integer
-		{"1234567890123456789", 0, false}, {"1E+19", 0, false}, {"01", 0, false}, {"0E+1", 0, false},
-		{"1.0", 0, false}, {"1E2", 0, false}, {"1e+2", 0, false}, {"1E-2", 0, false}, {"12.5E+3", 0, false},
-		{"", 0, false}, {"-", 0, false}, {"1.E+2", 0, false}, {"1x", 0, false}, {"1E+", 0, false},
-	} {
-		got, ok := canonicalInt(tc.in)
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("canonicalInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-		if ok {
-			// Whatever it accepts, the general reading agrees.
-			n, err := exactjson.ParseNumber(tc.in)
-			v, vok := n.Int64()
-			if err != nil || !vok || v != got {
-				t.Errorf("canonicalInt(%q) = %d, general reading %d %v %v", tc.in, got, v, vok, err)
+// TestPlaintextRoundTrip: what encodePlaintext writes decodes to the same
+// metadata and state, the framing sharing the plaintext.
+func TestPlaintextRoundTrip(t *testing.T) {
+	for _, tc := range plaintextCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			pt, err := encodePlaintext(tc.m, tc.state)
+			if err != nil {
+				t.Fatal(err)
 			}
+			if pt[0] != plaintextFormat {
+				t.Fatalf("format byte %#x", pt[0])
+			}
+			m, st, err := decodePlaintext(pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.IssuedAt != tc.m.IssuedAt || m.ExpiresAt != tc.m.ExpiresAt || m.Round != tc.m.Round || m.Args != tc.m.Args ||
+				!m.RequestID.Equal(tc.m.RequestID) || !slices.Equal(m.Keys, tc.m.Keys) {
+				t.Errorf("decoded %+v, want %+v", m, tc.m)
+			}
+			if !exactjson.Equal(st, tc.state) {
+				t.Errorf("state %s, want %s", st, tc.state)
+			}
+			// Every proper prefix is refused, never read past its end.
+			for n := range len(pt) - len(exactjson.Value.String(tc.state)) {
+				if _, _, err := decodePlaintext(pt[:n:n]); err == nil {
+					t.Errorf("prefix of %d bytes decoded", n)
+				}
+			}
+		})
+	}
+}
+
+// TestPlaintextRefused: frames encodePlaintext never writes are refused.
+func TestPlaintextRefused(t *testing.T) {
+	ok, err := encodePlaintext(&stateMeta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: IntID(7), Keys: []stateKey{{"a", "roots/list"}}}, exactjson.Null())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The frame: format, iat, exp, round (at 17), rid kind (18), rid
+	// length (19) and text (20), args length (21), key count (22), key (23..),
+	// then the state "null".
+	frame := func(edit func(b []byte) []byte) []byte { return edit(bytes.Clone(ok)) }
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"unknown format", frame(func(b []byte) []byte { b[0] = 3; return b })},
+		{"round not minimal", frame(func(b []byte) []byte { b[17] = 0x81; return slices.Insert(b, 18, 0x00) })},
+		{"round overflows", frame(func(b []byte) []byte {
+			return slices.Concat(b[:17], bytes.Repeat([]byte{0xff}, 9), []byte{0x02}, b[18:])
+		})},
+		{"unknown id kind", frame(func(b []byte) []byte { b[18] = 3; return b })},
+		{"integer id not canonical", frame(func(b []byte) []byte { b[19] = 2; return slices.Insert(b, 21, '0') })},
+		{"integer id not a number", frame(func(b []byte) []byte { b[20] = 'x'; return b })},
+		{"fractional id", frame(func(b []byte) []byte { return slices.Concat(b[:19], []byte{3, '1', '.', '5'}, b[21:]) })},
+		{"length past the end", frame(func(b []byte) []byte { b[21] = 100; return b })},
+		{"invalid UTF-8 key", frame(func(b []byte) []byte { b[24] = 0xff; return b })},
+		{"keys not ascending", frame(func(b []byte) []byte {
+			b[22] = 2
+			return slices.Concat(b[:len(b)-4], []byte{1, 'a', 0}, b[len(b)-4:])
+		})},
+		{"too many keys", frame(func(b []byte) []byte { b[22] = 0x7f; return b })},
+		{"state missing", ok[: len(ok)-4 : len(ok)-4]},
+		{"state malformed", append(bytes.Clone(ok[:len(ok)-4]), "nul"...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if m, st, err := decodePlaintext(tc.b); err == nil {
+				t.Errorf("decoded %x to %+v %s", tc.b, m, st)
+			}
+		})
+	}
+}
+
+// TestPlaintextFormat1: a canonical JSON plaintext sealed by an earlier
+// version still opens.
+func TestPlaintextFormat1(t *testing.T) {
+	v1 := `{"args":"0123456789abcdef","exp":1.7646809E+12,"iat":1.76468E+12,"keys":{"approval":"elicitation/create"},"rid":7,"round":1,"state":{"amount":1.5,"phase":"waiting-for-approval"},"v":1}`
+	m, st, err := decodePlaintext([]byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.IssuedAt != 1764680000000 || m.ExpiresAt != 1764680900000 || m.Round != 1 || !m.RequestID.Equal(IntID(7)) ||
+		m.method("approval") != "elicitation/create" || m.Args != "0123456789abcdef" {
+		t.Errorf("decoded %+v", m)
+	}
+	if got := st.String(); got != `{"amount":1.5,"phase":"waiting-for-approval"}` {
+		t.Errorf("state %s", got)
+	}
+	for _, bad := range []string{
+		`{"exp":2,"iat":1,"keys":{},"rid":1,"round":1,"state":null,"v":2}`,
+		`{"exp":2,"iat":1,"keys":{},"rid":1.5,"round":1,"state":null,"v":1}`,
+		`{"exp":2,"iat":1,"keys":[],"rid":1,"round":1,"state":null,"v":1}`,
+		`{"exp":2,"iat":1,"keys":{},"rid":1,"round":1,"state":{,"v":1}`,
+	} {
+		if _, _, err := decodePlaintext([]byte(bad)); err == nil {
+			t.Errorf("decoded %s", bad)
 		}
 	}
 }

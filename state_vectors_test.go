@@ -21,7 +21,7 @@ type stateVector struct {
 	CanonicalParams string `json:"canonicalParams"`
 	ParamsDigestHex string `json:"paramsDigestHex"`
 	BindingHex      string `json:"bindingHex"`
-	Plaintext       string `json:"plaintext"`
+	PlaintextHex    string `json:"plaintextHex"`
 }
 
 // TestStateVectors checks the binding and plaintext vectors of
@@ -74,7 +74,7 @@ func TestStateVectors(t *testing.T) {
 			if got := hex.EncodeToString(b); got != v.BindingHex {
 				t.Errorf("binding got %s want %s", got, v.BindingHex)
 			}
-			for _, s := range []string{v.CanonicalParams, v.ParamsDigestHex, v.BindingHex, v.Plaintext} {
+			for _, s := range []string{v.CanonicalParams, v.ParamsDigestHex, v.BindingHex, v.PlaintextHex} {
 				if !strings.Contains(string(doc), s) {
 					t.Errorf("docs/request-state.md does not show %q", s)
 				}
@@ -90,8 +90,8 @@ func TestStateVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(pt) != vectors[0].Plaintext {
-		t.Errorf("plaintext\n got %s\nwant %s", pt, vectors[0].Plaintext)
+	if got := hex.EncodeToString(pt); got != vectors[0].PlaintextHex {
+		t.Errorf("plaintext\n got %s\nwant %s", got, vectors[0].PlaintextHex)
 	}
 	gm, gs, err := decodePlaintext(pt)
 	if err != nil {

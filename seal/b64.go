@@ -6,7 +6,8 @@ import (
 	"sync"
 )
 
-// b64 decodes tokens: canonical (Strict) unpadded base64url.
+// b64 is the token encoding, canonical (Strict) unpadded base64url: its
+// lengths and encoder; decodeB64 is its decoder.
 var b64 = base64.RawURLEncoding.Strict()
 
 // b64Alphabet is the base64url alphabet the tables below are built from.
@@ -52,30 +53,59 @@ var b64Values = sync.OnceValue(func() *[256]uint8 {
 	return &t
 })
 
-// decodeB64 decodes canonical unpadded base64url s into dst (at least
-// b64.DecodedLen(len(s)) bytes), returning the length: exactly what b64
-// (Strict) decodes, and an error where it fails (FuzzDecodeB64). Whole
-// groups of eight characters are decoded here; the rest, and any group
-// with a byte outside the alphabet, by b64.
-func decodeB64(dst []byte, s string) (int, error) {
+// decodeB64 decodes canonical unpadded base64url s into dst, which must
+// hold b64.DecodedLen(len(s)) bytes, and returns the decoded length. It
+// accepts exactly the strings b64 (Strict) accepts, except that it refuses
+// CR and LF, which b64 skips: any byte outside the alphabet, a length of 1
+// mod 4, and non-zero unused bits in the last character fail
+// (FuzzDecodeB64 checks it against the standard library).
+func decodeB64(dst []byte, s string) (int, bool) {
 	t := b64Values()
+	if len(s)%4 == 1 || len(dst) < len(s)*6/8 {
+		return 0, false
+	}
 	si, di := 0, 0
+	// Eight characters to six bytes, storing eight (the last two are
+	// overwritten by the next group) while that fits.
 	for ; si+8 <= len(s) && di+8 <= len(dst); si, di = si+8, di+6 {
 		q := s[si : si+8] // one bounds check for the group
 		a, b, c, d := uint64(t[q[0]]), uint64(t[q[1]]), uint64(t[q[2]]), uint64(t[q[3]])
 		e, f, g, h := uint64(t[q[4]]), uint64(t[q[5]]), uint64(t[q[6]]), uint64(t[q[7]])
 		if a|b|c|d|e|f|g|h >= 64 {
-			break
+			return 0, false
 		}
 		binary.BigEndian.PutUint64(dst[di:], a<<58|b<<52|c<<46|d<<40|e<<34|f<<28|g<<22|h<<16)
 	}
-	n, err := b64.Decode(dst[di:], []byte(s[si:]))
-	if err != nil {
-		// Report the offset in s, as b64 would for the whole string.
-		if ce, ok := err.(base64.CorruptInputError); ok {
-			err = base64.CorruptInputError(int64(ce) + int64(si))
+	// The rest four characters at a time, then a final two or three.
+	for ; si < len(s); si += 4 {
+		q := s[si:min(si+4, len(s))]
+		var v uint32
+		var bad uint8
+		for _, c := range []byte(q) {
+			x := t[c]
+			bad |= x
+			v = v<<6 | uint32(x)
 		}
-		return di + n, err
+		if bad >= 64 {
+			return 0, false
+		}
+		switch len(q) {
+		case 4:
+			dst[di], dst[di+1], dst[di+2] = byte(v>>16), byte(v>>8), byte(v)
+			di += 3
+		case 3: // 18 bits: two bytes and two unused bits
+			if v&0x3 != 0 {
+				return 0, false
+			}
+			dst[di], dst[di+1] = byte(v>>10), byte(v>>2)
+			di += 2
+		case 2: // 12 bits: one byte and four unused bits
+			if v&0xf != 0 {
+				return 0, false
+			}
+			dst[di] = byte(v >> 4)
+			di++
+		}
 	}
-	return di + n, nil
+	return di, true
 }

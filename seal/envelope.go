@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"math"
-	"strings"
 	"unsafe"
 )
 
@@ -157,19 +156,11 @@ func openParsed(k Key, p parsedToken, binding []byte) ([]byte, string) {
 }
 
 // decodeCanonical decodes canonical unpadded base64url: exactly the strings
-// that encoding their decoded bytes reproduces. The Strict decoder rejects
-// every character outside the URL-safe alphabet (including '=', as the
-// encoding has no padding), non-zero unused trailing bits and impossible
-// lengths; the only input it silently skips is CR and LF, rejected here.
-// The result has at least spare bytes of capacity beyond its length.
+// that encoding their decoded bytes reproduces (see decodeB64). The result
+// has at least spare bytes of capacity beyond its length.
 func decodeCanonical(s string, spare int) ([]byte, bool) {
-	if strings.IndexByte(s, '\n') >= 0 || strings.IndexByte(s, '\r') >= 0 {
-		return nil, false
-	}
-	raw := make([]byte, b64.DecodedLen(len(s)), b64.DecodedLen(len(s))+spare)
-	n, err := decodeB64(raw, s)
-	if err != nil {
-		return nil, false
-	}
-	return raw[:n], true
+	n := b64.DecodedLen(len(s))
+	raw := make([]byte, n, n+spare)
+	n, ok := decodeB64(raw, s)
+	return raw[:n], ok
 }

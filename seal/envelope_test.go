@@ -324,18 +324,21 @@ func FuzzDecodeB64(f *testing.F) {
 	f.Add("QUJDREVGR0hJS*tM")
 	f.Add("QUJDREVGR0hJSktMTQ")
 	f.Add("QUJDREVGR0hJSktMTR")
+	f.Add("QUJDREVGR0hJSktMTQ\n")
+	f.Add("QUJD\rREVG")
+	f.Add("QUJDREVGR0hJSktMTUZ")
 	f.Fuzz(func(t *testing.T, s string) {
 		want, werr := b64.DecodeString(s)
+		if strings.ContainsAny(s, "\r\n") {
+			werr = errors.New("CR or LF") // skipped by the standard library, refused here
+		}
 		got := make([]byte, b64.DecodedLen(len(s)))
-		n, err := decodeB64(got, s)
-		if (werr == nil) != (err == nil) {
-			t.Fatalf("decodeB64(%q): error %v, stdlib %v", s, err, werr)
+		n, ok := decodeB64(got, s)
+		if (werr == nil) != ok {
+			t.Fatalf("decodeB64(%q): ok %v, stdlib %v", s, ok, werr)
 		}
-		if werr == nil && !bytes.Equal(got[:n], want) {
+		if ok && !bytes.Equal(got[:n], want) {
 			t.Fatalf("decodeB64(%q) = %x, want %x", s, got[:n], want)
-		}
-		if werr != nil && err.Error() != werr.Error() {
-			t.Fatalf("decodeB64(%q) error %q, stdlib %q", s, err, werr)
 		}
 	})
 }
