@@ -64,13 +64,13 @@ func paramsDigest(params exactjson.Value) ([32]byte, error) {
 
 // paramsDigestBuf is paramsDigest writing the hash input into scratch,
 // which it returns (grown if needed) for reuse. The canonical form is written
-// straight into the buffer with the unstable members skipped, not copied out
-// first.
+// straight into the buffer with the unstable members left out, not copied
+// out first.
 func paramsDigestBuf(scratch []byte, params exactjson.Value) ([32]byte, []byte, error) {
 	buf := append(scratch[:0], paramsDomain...)
 	buf = append(buf, 0, 0, 0, 0, 0)
 	at := len(buf) - 4
-	buf, err := appendStableObject(buf, params, 0)
+	buf, err := exactjson.AppendCanonicalWithout(buf, params, 1, unstableMember)
 	if err != nil {
 		return [32]byte{}, buf, fmt.Errorf("canonicalize params: %w", err)
 	}
@@ -78,65 +78,17 @@ func paramsDigestBuf(scratch []byte, params exactjson.Value) ([32]byte, []byte, 
 	return sha256.Sum256(buf), buf, nil
 }
 
-// appendStableObject appends the canonical encoding of v, dropping the
-// members that may change between rounds: at level 0 (params)
-// inputResponses and requestState, and in params._meta (level 1) the
-// transient members. Names are sorted byte-wise, as in canonical JSON.
-func appendStableObject(dst []byte, v exactjson.Value, level int) ([]byte, error) {
-	if v.Kind() != exactjson.KindObject {
-		return exactjson.AppendCanonical(dst, v)
+// unstableMember reports the params members that may change between rounds
+// and so are not bound: top-level inputResponses and requestState, and the
+// transient members of _meta.
+func unstableMember(depth int, parent, name string) bool {
+	switch depth {
+	case 0:
+		return name == "inputResponses" || name == "requestState"
+	case 1:
+		return parent == "_meta" && (name == "progressToken" || name == "traceparent" || name == "tracestate" || name == "baggage")
 	}
-	// Collect the kept members' names once, then sort indexes by name.
-	type named struct {
-		name string
-		i    int32
-	}
-	var small [16]named
-	n := v.Len()
-	idx := small[:0]
-	if n > len(small) {
-		idx = make([]named, 0, n)
-	}
-	for i := range n {
-		name := v.Member(i).Name
-		if level == 0 && (name == "inputResponses" || name == "requestState") ||
-			level == 1 && (name == "progressToken" || name == "traceparent" || name == "tracestate" || name == "baggage") {
-			continue
-		}
-		idx = append(idx, named{name, int32(i)})
-	}
-	if len(idx) <= len(small) {
-		for i := 1; i < len(idx); i++ {
-			for j := i; j > 0 && idx[j].name < idx[j-1].name; j-- {
-				idx[j], idx[j-1] = idx[j-1], idx[j]
-			}
-		}
-	} else {
-		slices.SortFunc(idx, func(a, b named) int { return strings.Compare(a.name, b.name) })
-	}
-	dst = append(dst, '{')
-	for k, e := range idx {
-		if k > 0 {
-			if e.name == idx[k-1].name {
-				return dst, fmt.Errorf("duplicate member name %q", e.name)
-			}
-			dst = append(dst, ',')
-		}
-		var err error
-		if dst, err = exactjson.AppendCanonical(dst, exactjson.String(e.name)); err != nil {
-			return dst, err
-		}
-		dst = append(dst, ':')
-		if val := v.Member(int(e.i)).Value; level == 0 && e.name == "_meta" {
-			dst, err = appendStableObject(dst, val, 1)
-		} else {
-			dst, err = exactjson.AppendCanonical(dst, val)
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
-	return append(dst, '}'), nil
+	return false
 }
 
 func appendLP(dst []byte, s string) []byte {

@@ -43,7 +43,8 @@
 // # Canonical form
 //
 // [Canonical] and [AppendCanonical] produce a deterministic byte string used
-// to compute digests. It is defined as follows:
+// to compute digests ([AppendCanonicalWithout] leaves out members the digest
+// must not cover). It is defined as follows:
 //
 //   - No whitespace anywhere.
 //   - Object members are sorted by the unsigned byte order of their UTF-8

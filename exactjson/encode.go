@@ -50,6 +50,70 @@ func AppendCanonical(dst []byte, v Value) ([]byte, error) {
 	return e.buf, nil
 }
 
+// AppendCanonicalWithout appends the canonical encoding of v without the
+// object members for which omit returns true, as if they had never been
+// there. omit is asked about the members of v itself (depth 0, parent "")
+// and of the objects held directly by members down to the given depth
+// (depth 1: the objects that are values of v's members, parent naming that
+// member; and so on); members of deeper objects, and of objects inside
+// arrays, are all kept. It fails like AppendCanonical. On error dst is
+// returned unchanged.
+func AppendCanonicalWithout(dst []byte, v Value, depth int, omit func(depth int, parent, name string) bool) ([]byte, error) {
+	if v.kind != KindObject || omit == nil {
+		return AppendCanonical(dst, v)
+	}
+	e := encoder{buf: dst, base: len(dst), canonical: true}
+	if err := e.objectWithout(v.kids, 1, "", 0, depth, omit); err != nil {
+		return dst, err
+	}
+	return e.buf, nil
+}
+
+// objectWithout writes the members of an object at nesting depth (1 for
+// the top) that omit keeps, in canonical order; level counts the filtered
+// levels above it.
+func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) error {
+	var small [32]int32
+	idx := small[:0]
+	if len(kids) > len(small) {
+		idx = make([]int32, 0, len(kids))
+	}
+	for i := range kids {
+		if !omit(level, parent, kids[i].Name) {
+			idx = append(idx, int32(i))
+		}
+	}
+	sortIndexes(idx, kids)
+	e.buf = append(e.buf, '{')
+	for k, i := range idx {
+		m := &kids[i]
+		if k > 0 {
+			if m.Name == kids[idx[k-1]].Name {
+				return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(m.Name, 64)))
+			}
+			e.buf = append(e.buf, ',')
+		}
+		if err := e.str(m.Name); err != nil {
+			return err
+		}
+		e.buf = append(e.buf, ':')
+		var err error
+		if m.Value.kind == KindObject && level < maxLevel {
+			if depth >= MaxDepthCeiling {
+				return &LimitError{Limit: "MaxDepth", Max: MaxDepthCeiling, Offset: -1}
+			}
+			err = e.objectWithout(m.Value.kids, depth+1, m.Name, level+1, maxLevel, omit)
+		} else {
+			err = e.value(m.Value, depth)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return e.checkMax()
+}
+
 // Canonical returns the canonical encoding of v (see AppendCanonical).
 func Canonical(v Value) ([]byte, error) {
 	return AppendCanonical(nil, v)

@@ -365,3 +365,59 @@ func TestRawFastPathDepth(t *testing.T) {
 		t.Errorf("AppendJSON(wrapped) = %s, %v", b, err)
 	}
 }
+
+func TestAppendCanonicalWithout(t *testing.T) {
+	// omit drops "x" everywhere it is asked, and "y" only inside "meta".
+	omit := func(depth int, parent, name string) bool {
+		return name == "x" || parent == "meta" && name == "y"
+	}
+	for _, tc := range []struct {
+		name, in string
+		depth    int
+		want     string
+	}{
+		{"top level", `{"b":1,"x":2,"a":3}`, 0, `{"a":3,"b":1}`},
+		{"depth 0 keeps nested", `{"m":{"x":1,"b":2},"x":0}`, 0, `{"m":{"b":2,"x":1}}`},
+		{"depth 1 filters nested", `{"m":{"x":1,"b":2},"x":0}`, 1, `{"m":{"b":2}}`},
+		{"parent named", `{"meta":{"y":1,"z":2},"other":{"y":3}}`, 1, `{"meta":{"z":2},"other":{"y":3}}`},
+		{"deeper kept", `{"a":{"b":{"x":1}}}`, 1, `{"a":{"b":{"x":1}}}`},
+		{"arrays kept", `{"a":[{"x":1}]}`, 3, `{"a":[{"x":1}]}`},
+		{"canonical numbers and escapes", `{"n":1.50,"s":"\u00e9\n","x":true}`, 0, `{"n":1.5,"s":"é\n"}`},
+		{"not an object", `[{"x":1}]`, 1, `[{"x":1}]`},
+		{"everything omitted", `{"x":{"x":1}}`, 1, `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := ParseString(tc.in, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := AppendCanonicalWithout([]byte("prefix:"), v, tc.depth, omit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != "prefix:"+tc.want {
+				t.Errorf("got %s, want prefix:%s", got, tc.want)
+			}
+		})
+	}
+	// No omit: the canonical encoding.
+	v := Object(Field("b", Int(1)), Field("a", Int(2)))
+	if got, _ := AppendCanonicalWithout(nil, v, 1, nil); string(got) != `{"a":2,"b":1}` {
+		t.Errorf("nil omit: %s", got)
+	}
+	// Errors leave dst unchanged: duplicate names among the kept members,
+	// invalid UTF-8 in a nested filtered object.
+	for _, bad := range []Value{
+		Object(Field("a", Int(1)), Field("a", Int(2))),
+		Object(Field("m", Object(Field("\xff", Null())))),
+	} {
+		got, err := AppendCanonicalWithout([]byte("keep"), bad, 1, omit)
+		if err == nil || string(got) != "keep" {
+			t.Errorf("%v: got %q, %v", bad, got, err)
+		}
+	}
+	// Members that would be duplicates are fine once one is omitted.
+	if got, err := AppendCanonicalWithout(nil, Object(Field("x", Int(1)), Field("x", Int(2))), 0, omit); err != nil || string(got) != `{}` {
+		t.Errorf("omitted duplicates: %s %v", got, err)
+	}
+}
