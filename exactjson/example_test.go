@@ -105,11 +105,11 @@ func ExampleValue_With() {
 // A digest of a request that ignores members a client may change between
 // attempts: the top-level "attempt" and "trace" inside "meta".
 func ExampleAppendCanonicalWithout() {
-	v, _ := ParseString(`{"op":"pay","amount":1.50,"attempt":3,"meta":{"trace":"a1","client":"x"}}`, Limits{})
+	v, _ := exactjson.ParseString(`{"op":"pay","amount":1.50,"attempt":3,"meta":{"trace":"a1","client":"x"}}`, exactjson.Limits{})
 	volatile := func(depth int, parent, name string) bool {
 		return depth == 0 && name == "attempt" || parent == "meta" && name == "trace"
 	}
-	b, _ := AppendCanonicalWithout(nil, v, 1, volatile)
+	b, _ := exactjson.AppendCanonicalWithout(nil, v, 1, volatile)
 	fmt.Println(string(b))
 	// Output: {"amount":1.5,"meta":{"client":"x"},"op":"pay"}
 }
