@@ -188,6 +188,26 @@ func canonicalInt(lit string) bool {
 	return true
 }
 
+// plainInteger reports whether lit is an integer in plain notation without
+// redundant digits (-?(0|[1-9][0-9]*), not -0): the only spelling of its
+// value in that form, so two such literals are equal exactly when their
+// text is.
+func plainInteger(lit string) bool {
+	s := lit
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if len(s) == 0 || s[0] == '0' && (len(s) > 1 || len(lit) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // integerDigits appends the plain integer spelling of lit (with a leading
 // '-' for negative non-zero values) if its value is an integer of at most
 // maxDigits digits.

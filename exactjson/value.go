@@ -357,7 +357,13 @@ func Equal(a, b Value) bool {
 	case KindString:
 		return a.s == b.s
 	case KindNumber:
-		return a.s == b.s || cmpLiterals(a.s, b.s) == 0
+		if a.s == b.s {
+			return true
+		}
+		if plainInteger(a.s) && plainInteger(b.s) {
+			return false // one spelling per value
+		}
+		return cmpLiterals(a.s, b.s) == 0
 	case KindArray:
 		if len(a.kids) != len(b.kids) {
 			return false

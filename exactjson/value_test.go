@@ -235,6 +235,13 @@ func TestEqual(t *testing.T) {
 		{Object(Field("a", Int(1)), Field("b", Int(1))), Object(Field("a", Int(1)), Field("a", Int(1))), false},
 		{Object(Field("a", Int(1))), Object(Field("b", Int(1))), false},
 		{NumberValue(Number{}), Int(0), true},
+		{Int(10), mustParse(t, "1E+1"), true},
+		{Int(10), Int(100), false},
+		{Int(7), Int(-7), false},
+		{mustParse(t, "-0"), Int(0), true},
+		{mustParse(t, "-0"), mustParse(t, "0.0"), true},
+		{Int(123456789012345678), mustParse(t, "123456789012345678.0"), true},
+		{mustParse(t, "1234567890123456789012345"), mustParse(t, "1234567890123456789012346"), false},
 	}
 	for i, tt := range tests {
 		if got := Equal(tt.a, tt.b); got != tt.want {
