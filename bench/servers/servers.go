@@ -79,6 +79,15 @@ func New(impl string) (http.Handler, error) {
 		h = newMCPGo()
 	case "bare":
 		h = http.HandlerFunc(bare)
+	case "weft-mrtr": // Weft with the multi-round tool too (not a compared implementation)
+		s, err := NewWeft()
+		if err == nil {
+			err = AddConfirm(s)
+		}
+		if err != nil {
+			return nil, err
+		}
+		h = s
 	default:
 		return nil, fmt.Errorf("unknown implementation %q (want one of %v)", impl, Impls)
 	}

@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -68,5 +69,34 @@ func BenchmarkServeHTTP(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestConfirmRoundTrip: echo_confirm asks for input with sealed state in
+// round 1, and the retry carrying it completes like echo, through the
+// handler benchserver serves (-impl weft-mrtr).
+func TestConfirmRoundTrip(t *testing.T) {
+	h, err := New("weft-mrtr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewInProc(h, FirstCall()).Do(1)
+	var resp Response
+	if err := DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if w.Code != http.StatusOK || resp.Result == nil || resp.Result.ResultType != "input_required" || resp.Result.RequestState == "" {
+		t.Fatalf("round 1: HTTP %d %s", w.Code, w.Body.Bytes())
+	}
+	for id := int64(2); id < 5; id++ {
+		w := NewInProc(h, RetryCall(resp.Result.RequestState)).Do(id)
+		if err := CheckEcho(w.Code, w.Header().Get("Content-Type"), w.Body.Bytes(), id); err != nil {
+			t.Fatalf("retry %d: %v", id, err)
+		}
+	}
+	// The emitting request's id may not retry.
+	w = NewInProc(h, RetryCall(resp.Result.RequestState)).Do(1)
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("retry reusing the emitting id: HTTP %d %s", w.Code, w.Body.Bytes())
 	}
 }

@@ -89,8 +89,7 @@ var structured = []byte(`"structuredContent"`)
 // load sends n requests from conc goroutines over conc keep-alive
 // connections. Every answer must be HTTP 200 carrying structuredContent.
 // It returns the wall time and each request's latency.
-func load(ctx context.Context, c *client, conc, n int, firstID int64) (time.Duration, []time.Duration, error) {
-	call := servers.EchoCall()
+func load(ctx context.Context, c *client, call *servers.Call, conc, n int, firstID int64) (time.Duration, []time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
@@ -131,12 +130,12 @@ func load(ctx context.Context, c *client, conc, n int, firstID int64) (time.Dura
 	return wall, lat, nil
 }
 
-// measure runs warm-up requests, then n measured requests, and reads the
+// measure runs warm-up calls, then n measured calls, and reads the
 // server's CPU time around the measured part.
-func measure(ctx context.Context, s *server, conc, n, warm, round int, ids *int64) (cell, error) {
+func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, round int, ids *int64) (cell, error) {
 	c := newClient(s.addr, conc)
 	defer c.close()
-	if _, _, err := load(ctx, c, conc, warm, *ids); err != nil {
+	if _, _, err := load(ctx, c, call, conc, warm, *ids); err != nil {
 		return cell{}, fmt.Errorf("%s warm-up: %w", s.impl, err)
 	}
 	*ids += int64(warm)
@@ -144,7 +143,7 @@ func measure(ctx context.Context, s *server, conc, n, warm, round int, ids *int6
 	if err != nil {
 		return cell{}, err
 	}
-	wall, lat, err := load(ctx, c, conc, n, *ids)
+	wall, lat, err := load(ctx, c, call, conc, n, *ids)
 	if err != nil {
 		return cell{}, fmt.Errorf("%s c=%d: %w", s.impl, conc, err)
 	}

@@ -74,7 +74,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,seal,json,tasks")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -145,6 +145,7 @@ type report struct {
 	server   []micro // in-memory tools/call per implementation (harness first)
 	ablation []micro // Weft variants (servers.Variants)
 	mrtr     []micro
+	mrtrHTTP []mrtrCell // the multi-round call over loopback
 	seal     []micro
 	json     []micro
 	tasks    []taskRow
@@ -186,6 +187,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			err = err2
 		}
 		if err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["mrtr-loopback"] {
+		logf("multi-round call vs plain call over loopback")
+		if err := mrtrLoopback(ctx, cfg, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -252,7 +259,7 @@ func loopback(ctx context.Context, cfg config, rep *report) error {
 			// always runs first (A B C D, B C D A, ...).
 			for k := range srvs {
 				s := srvs[(k+r)%len(srvs)]
-				cl, err := measure(ctx, s, c, cfg.n, cfg.warm, r+1, &ids)
+				cl, err := measure(ctx, s, servers.EchoCall(), c, cfg.n, cfg.warm, r+1, &ids)
 				if err != nil {
 					return err
 				}

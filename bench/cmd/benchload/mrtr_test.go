@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -16,18 +15,16 @@ func BenchmarkMultiRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	first := servers.NewCall("tools/call", confirmTool, mrtrParams(confirmTool, ""))
+	first := servers.FirstCall()
 	w := servers.NewInProc(s, first).Do(1)
 	var resp servers.Response
 	if err := servers.DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp); err != nil || resp.Result == nil {
 		b.Fatal(err, w.Body.String())
 	}
-	token, _ := json.Marshal(resp.Result.RequestState)
 	calls := map[string]*servers.Call{
-		"plain":  servers.NewCall("tools/call", servers.ToolName, mrtrParams(servers.ToolName, "")),
+		"plain":  servers.PlainCall(),
 		"round1": first,
-		"retry": servers.NewCall("tools/call", confirmTool, mrtrParams(confirmTool,
-			`,"inputResponses":{"confirm":{"action":"accept","content":{"ok":true}}},"requestState":`+string(token))),
+		"retry":  servers.RetryCall(resp.Result.RequestState),
 	}
 	for _, name := range []string{"plain", "round1", "retry"} {
 		b.Run(name, func(b *testing.B) {
