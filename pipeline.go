@@ -98,12 +98,17 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	defer rt.end(&rep)
 	var v exactjson.Value
 	var err error
+	ps, _ := s.parsers.Get().(*exactjson.Parser)
+	if ps == nil {
+		ps = new(exactjson.Parser)
+	}
 	if in.owned {
 		// The parsed strings alias the body, which is never written again.
-		v, err = exactjson.ParseString(unsafe.String(unsafe.SliceData(in.body), len(in.body)), s.limits.JSON)
+		v, err = ps.ParseString(unsafe.String(unsafe.SliceData(in.body), len(in.body)), s.limits.JSON)
 	} else {
-		v, err = exactjson.Parse(in.body, s.limits.JSON)
+		v, err = ps.Parse(in.body, s.limits.JSON)
 	}
+	s.parsers.Put(ps)
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
 	}

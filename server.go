@@ -225,6 +225,7 @@ type Server struct {
 	gate       *gate
 	extensions map[string]exactjson.Value
 	scratch    sync.Pool // *[]byte: hash input of request-state bindings (state.go)
+	parsers    sync.Pool // *exactjson.Parser: request bodies (pipeline.go)
 
 	bus      *bus
 	inflight sync.WaitGroup

@@ -24,6 +24,13 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Parse(data, Limits{})
+		// A Parser that has parsed another document first agrees.
+		var ps Parser
+		_, _ = ps.ParseString(`{"a":[1,{"b":"c"}],"d":{"e":null,"f":true,"g":2,"h":"i","j":[]}}`, Limits{})
+		if pv, perr := ps.Parse(data, Limits{}); (perr == nil) != (err == nil) ||
+			(err != nil && perr.Error() != err.Error()) || (err == nil && pv.String() != v.String()) {
+			t.Fatalf("Parser.Parse(%q) = %s, %v; Parse = %s, %v", data, pv, perr, v, err)
+		}
 		if err != nil {
 			var se *SyntaxError
 			var le *LimitError

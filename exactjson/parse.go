@@ -36,6 +36,52 @@ func ParseString(s string, lim Limits) (Value, error) {
 	return p.document()
 }
 
+// A Parser parses documents like [ParseString] and [Parse], keeping its
+// scratch space from one document to the next, so that parsing many
+// documents allocates little more than their values. Values never share the
+// scratch space. The zero Parser is ready to use. A Parser is not safe for
+// concurrent use: give each goroutine its own, or pool them.
+type Parser struct {
+	stack []Member // cleared between documents
+}
+
+// maxParserStack bounds the scratch a Parser keeps (members): a rare huge
+// document does not pin its scratch.
+const maxParserStack = 64
+
+// ParseString is like the package-level [ParseString].
+func (ps *Parser) ParseString(s string, lim Limits) (Value, error) {
+	if err := lim.Validate(); err != nil {
+		return Value{}, err
+	}
+	lim = lim.resolved()
+	if len(s) > lim.MaxInputBytes {
+		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: lim.MaxInputBytes, Offset: int64(lim.MaxInputBytes)}
+	}
+	p := parser{src: s, lim: lim, stack: ps.stack[:0]}
+	v, err := p.document()
+	// Keep the scratch (grown, if it did, within bounds) with nothing of
+	// this document left in it.
+	if st := p.stack[:cap(p.stack)]; cap(st) <= maxParserStack && !p.tiny {
+		clear(st)
+		ps.stack = st[:0]
+	} else {
+		clear(ps.stack[:cap(ps.stack)])
+	}
+	return v, err
+}
+
+// Parse is like the package-level [Parse].
+func (ps *Parser) Parse(data []byte, lim Limits) (Value, error) {
+	if err := lim.Validate(); err != nil {
+		return Value{}, err
+	}
+	if max := lim.resolved().MaxInputBytes; len(data) > max {
+		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: max, Offset: int64(max)}
+	}
+	return ps.ParseString(string(data), lim)
+}
+
 // Valid reports whether data is one strict JSON value within lim, returning
 // the error Parse would return.
 func Valid(data []byte, lim Limits) error {
@@ -59,6 +105,8 @@ type parser struct {
 	// members bounds the members and elements of the whole document (see
 	// take); taken counts those carved so far.
 	members, taken int
+	// tiny: stack shares its allocation with the slab (see document).
+	tiny bool
 }
 
 // take returns a copy of the top n members of p.stack, allocated from the
@@ -85,11 +133,12 @@ func (p *parser) take(base int) []Member {
 
 func (p *parser) document() (Value, error) {
 	p.members = strings.Count(p.src, ",") + strings.Count(p.src, "{") + strings.Count(p.src, "[")
-	if m := p.members; m > 0 && m <= 4 {
-		// A tiny document gets one allocation: the scratch stack never
-		// holds more than all members, and the slab exactly all of them.
+	if m := p.members; m > 0 && m <= 4 && cap(p.stack) < m {
+		// A tiny document without scratch gets one allocation: the
+		// scratch stack never holds more than all members, and the slab
+		// exactly all of them.
 		buf := make([]Member, 2*m)
-		p.stack, p.slab = buf[:0:m], buf[m:]
+		p.stack, p.slab, p.tiny = buf[:0:m], buf[m:], true
 	}
 	if strings.HasPrefix(p.src, "\uFEFF") {
 		return Value{}, p.syntax(0, "unexpected byte order mark (U+FEFF) at start of input")

@@ -402,3 +402,66 @@ func TestLargeObjectDuplicates(t *testing.T) {
 		t.Error("escaped duplicate in large object accepted")
 	}
 }
+
+// TestParserReuse: one Parser parses a sequence of documents exactly as
+// ParseString does, never lets a later document change an earlier value,
+// and keeps no member of a parsed document in its scratch.
+func TestParserReuse(t *testing.T) {
+	big := "{"
+	for i := range 100 {
+		if i > 0 {
+			big += ","
+		}
+		big += fmt.Sprintf(`"k%d":{"v":[%d,"s"]}`, i, i)
+	}
+	big += "}"
+	docs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a","n":1.50}}}`,
+		`{"phase":"x"}`,
+		`[1,2,3]`,
+		`"just a string"`,
+		big,
+		`{"a":{"b":{"c":{"d":[{"e":null}]}}},"f":true}`,
+		`{"a":1,"a":2}`, // duplicate: an error
+		`{"unterminated":`,
+		`{"x":[{},{},{"y":"z"}]}`,
+		`{"phase":"y"}`,
+	}
+	var ps Parser
+	var got []Value
+	for _, d := range docs {
+		want, werr := ParseString(d, Limits{})
+		v, err := ps.ParseString(d, Limits{})
+		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("%.40s: error %v, ParseString %v", d, err, werr)
+		}
+		if err == nil && (v.String() != want.String() || !Equal(v, want)) {
+			t.Fatalf("%.40s: %s, ParseString %s", d, v, want)
+		}
+		for i, m := range ps.stack[:cap(ps.stack)] {
+			if m.Name != "" || m.Value.kind != KindNull || m.Value.s != "" || m.Value.kids != nil {
+				t.Fatalf("%.40s: scratch entry %d still holds %+v", d, i, m)
+			}
+		}
+		got = append(got, v)
+	}
+	for i, d := range docs {
+		want, err := ParseString(d, Limits{})
+		if err == nil && got[i].String() != want.String() {
+			t.Errorf("document %d changed after later parses: %s", i, got[i])
+		}
+	}
+	// Parse copies; limits are checked as the package-level functions do.
+	b := []byte(docs[0])
+	v, err := ps.Parse(b, Limits{})
+	b[2] = 'X'
+	if err != nil || v.String() != `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a","n":1.50}}}` {
+		t.Errorf("Parse: %s %v", v, err)
+	}
+	if _, err := ps.Parse([]byte(docs[0]), Limits{MaxInputBytes: 10}); !errors.Is(err, ErrLimit) {
+		t.Errorf("MaxInputBytes: %v", err)
+	}
+	if _, err := ps.ParseString(docs[0], Limits{MaxDepth: -1}); err == nil {
+		t.Error("invalid limits accepted")
+	}
+}
