@@ -93,6 +93,11 @@ func appendText[T string | []byte](b []byte, s T) []byte {
 // decodePlaintext reads a sealed plaintext, which the caller must not
 // modify afterwards: the metadata strings and the state share it.
 func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
+	return decodePlaintextWith(new(exactjson.Parser), b)
+}
+
+// decodePlaintextWith is decodePlaintext parsing the state with ps.
+func decodePlaintextWith(ps *exactjson.Parser, b []byte) (*stateMeta, exactjson.Value, error) {
 	if len(b) > 0 && b[0] == '{' {
 		return decodePlaintextJSON(b)
 	}
@@ -135,7 +140,7 @@ func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
 		}
 		m.Keys = append(m.Keys, stateKey{k, method})
 	}
-	state, err := exactjson.ParseString(r.s[r.i:], exactjson.Limits{})
+	state, err := ps.ParseString(r.s[r.i:], exactjson.Limits{})
 	if err != nil {
 		return nil, exactjson.Value{}, fmt.Errorf("state: %w", err)
 	}

@@ -197,7 +197,12 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail("decoded too large")
 	}
-	m, state, err := decodePlaintext(plain)
+	ps, _ := s.parsers.Get().(*exactjson.Parser)
+	if ps == nil {
+		ps = new(exactjson.Parser)
+	}
+	m, state, err := decodePlaintextWith(ps, plain)
+	s.parsers.Put(ps)
 	if err != nil {
 		return fail(err.Error())
 	}

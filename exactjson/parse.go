@@ -43,41 +43,59 @@ func ParseString(s string, lim Limits) (Value, error) {
 // concurrent use: give each goroutine its own, or pool them.
 type Parser struct {
 	stack []Member // cleared between documents
+	// lim was validated, and resolved is its resolved form (checked once
+	// for a Parser that keeps parsing with the same limits).
+	lim, resolved Limits
+	valid         bool
 }
 
 // maxParserStack bounds the scratch a Parser keeps (members): a rare huge
 // document does not pin its scratch.
 const maxParserStack = 64
 
+// limits validates and resolves lim, remembering the last limits.
+func (ps *Parser) limits(lim Limits) (Limits, error) {
+	if !ps.valid || lim != ps.lim {
+		if err := lim.Validate(); err != nil {
+			return Limits{}, err
+		}
+		ps.lim, ps.resolved, ps.valid = lim, lim.resolved(), true
+	}
+	return ps.resolved, nil
+}
+
 // ParseString is like the package-level [ParseString].
 func (ps *Parser) ParseString(s string, lim Limits) (Value, error) {
-	if err := lim.Validate(); err != nil {
+	lim, err := ps.limits(lim)
+	if err != nil {
 		return Value{}, err
 	}
-	lim = lim.resolved()
 	if len(s) > lim.MaxInputBytes {
 		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: lim.MaxInputBytes, Offset: int64(lim.MaxInputBytes)}
 	}
 	p := parser{src: s, lim: lim, stack: ps.stack[:0]}
 	v, err := p.document()
 	// Keep the scratch (grown, if it did, within bounds) with nothing of
-	// this document left in it.
-	if st := p.stack[:cap(p.stack)]; cap(st) <= maxParserStack && !p.tiny {
-		clear(st)
-		ps.stack = st[:0]
+	// this document left in it: entries up to the deepest use (take
+	// records it; an error may leave entries pushed).
+	high := max(p.high, len(p.stack))
+	if cap(p.stack) <= maxParserStack && !p.tiny {
+		clear(p.stack[:high])
+		ps.stack = p.stack[:0]
 	} else {
-		clear(ps.stack[:cap(ps.stack)])
+		clear(ps.stack[:min(high, cap(ps.stack))])
 	}
 	return v, err
 }
 
 // Parse is like the package-level [Parse].
 func (ps *Parser) Parse(data []byte, lim Limits) (Value, error) {
-	if err := lim.Validate(); err != nil {
+	res, err := ps.limits(lim)
+	if err != nil {
 		return Value{}, err
 	}
-	if max := lim.resolved().MaxInputBytes; len(data) > max {
-		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: max, Offset: int64(max)}
+	if len(data) > res.MaxInputBytes {
+		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: res.MaxInputBytes, Offset: int64(res.MaxInputBytes)}
 	}
 	return ps.ParseString(string(data), lim)
 }
@@ -107,12 +125,15 @@ type parser struct {
 	members, taken int
 	// tiny: stack shares its allocation with the slab (see document).
 	tiny bool
+	// high is the largest length the stack reached.
+	high int
 }
 
 // take returns a copy of the top n members of p.stack, allocated from the
 // slab, and pops them.
 func (p *parser) take(base int) []Member {
 	n := len(p.stack) - base
+	p.high = max(p.high, len(p.stack))
 	if len(p.slab) < n {
 		// Size chunks by what is left to carve: a document has at most
 		// one member or element per ',', '{' and '[' (exactly that many
