@@ -39,13 +39,14 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 	if e := s.openStateObserved(ctx, req, op); e != nil { // weft: telemetry hook (otel.go)
 		return e
 	}
-	for k, v := range req.inputResponses.All() {
+	for i, ir := 0, req.inputResponses.v; i < ir.Len(); i++ {
+		m := ir.Member(i)
 		method := ""
 		if req.stateMeta != nil {
-			method = req.stateMeta.method(k)
+			method = req.stateMeta.method(m.Name)
 		}
-		if err := checkInputResponse(v, method); err != nil {
-			return withStatus(InvalidParams(fmt.Sprintf("Invalid input response %q: %v", k, err)), http.StatusBadRequest)
+		if err := checkInputResponse(m.Value, method); err != nil {
+			return withStatus(InvalidParams(fmt.Sprintf("Invalid input response %q: %v", m.Name, err)), http.StatusBadRequest)
 		}
 	}
 	return nil

@@ -95,12 +95,12 @@ func ParseResult(v exactjson.Value) (Result, error) {
 		nAction int
 		nCont   int
 	)
-	for name, mv := range v.All() {
-		switch name {
+	for i := range v.Len() {
+		switch m := v.Member(i); m.Name {
 		case "action":
-			action, nAction = mv, nAction+1
+			action, nAction = m.Value, nAction+1
 		case "content":
-			content, nCont = mv, nCont+1
+			content, nCont = m.Value, nCont+1
 		}
 	}
 	if nAction == 0 {
@@ -132,9 +132,10 @@ func ParseResult(v exactjson.Value) (Result, error) {
 	if err := checkNames(content); err != nil {
 		return Result{}, resultErr("content: %w", err)
 	}
-	for name, fv := range content.All() {
-		if err := checkContentValue(fv); err != nil {
-			return Result{}, resultErr("content field %s: %w", quoteTrunc(name), err)
+	for i := range content.Len() {
+		m := content.Member(i)
+		if err := checkContentValue(m.Value); err != nil {
+			return Result{}, resultErr("content field %s: %w", quoteTrunc(m.Name), err)
 		}
 	}
 	r.Content = content

@@ -2,6 +2,7 @@ package elicit
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -76,6 +77,23 @@ func TestParseResultDuplicates(t *testing.T) {
 		exactjson.Field("content", exactjson.Object(exactjson.Field("a", exactjson.Int(1)), exactjson.Field("a", exactjson.Int(2)))))
 	if _, err := ParseResult(dupContent); !errors.Is(err, ErrInvalidResult) {
 		t.Fatalf("duplicate content member: %v", err)
+	}
+	// Small objects are checked pairwise, larger ones through a set: a
+	// duplicate is found wherever it is, and distinct names pass.
+	for _, n := range []int{2, 8, 9, 40} {
+		for _, dupAt := range []int{-1, 1, n - 1} {
+			ms := make([]exactjson.Member, n)
+			for i := range ms {
+				ms[i] = exactjson.Field(fmt.Sprintf("f%d", i), exactjson.Int(int64(i)))
+			}
+			if dupAt >= 0 {
+				ms[dupAt].Name = "f0"
+			}
+			_, err := ParseResult(exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", exactjson.Object(ms...))))
+			if (err != nil) != (dupAt >= 0) {
+				t.Errorf("%d members, duplicate at %d: %v", n, dupAt, err)
+			}
+		}
 	}
 }
 

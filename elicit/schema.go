@@ -274,15 +274,26 @@ func ParseSchema(v exactjson.Value) (*Schema, error) {
 // checkNames rejects objects with duplicate or non-UTF-8 member names (which
 // only programmatically built values can have).
 func checkNames(obj exactjson.Value) error {
-	seen := make(map[string]bool, obj.Len())
-	for name := range obj.All() {
+	n := obj.Len()
+	var seen map[string]bool
+	if n > 8 {
+		seen = make(map[string]bool, n)
+	}
+	for i := range n {
+		name := obj.Member(i).Name
 		if !utf8.ValidString(name) {
 			return fmt.Errorf("member name %s is not valid UTF-8", quoteTrunc(name))
 		}
-		if seen[name] {
+		dup := seen[name]
+		for j := 0; seen == nil && j < i && !dup; j++ {
+			dup = obj.Member(j).Name == name
+		}
+		if dup {
 			return fmt.Errorf("member %s appears twice", quoteTrunc(name))
 		}
-		seen[name] = true
+		if seen != nil {
+			seen[name] = true
+		}
 	}
 	return nil
 }
