@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -224,8 +225,9 @@ type Server struct {
 	custom     map[string]customMethod
 	gate       *gate
 	extensions map[string]exactjson.Value
-	scratch    sync.Pool // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool // *exactjson.Parser: request bodies (pipeline.go)
+	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
+	parsers    sync.Pool   // *exactjson.Parser: request bodies (pipeline.go)
+	digests    digestCache // params digests of sealed state (digestcache.go)
 
 	bus      *bus
 	inflight sync.WaitGroup
@@ -241,6 +243,7 @@ type Server struct {
 // (nil means defaults).
 func NewServer(impl Implementation, opts *Options) *Server {
 	s := &Server{impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]exactjson.Value{}}
+	s.digests.seed = maphash.MakeSeed()
 	if opts != nil {
 		s.opts = *opts
 	}

@@ -127,18 +127,36 @@ const maxPooledScratch = 64 << 10
 
 // binding builds the associated data for req in a pooled buffer, which the
 // caller hands back with putScratch once the protector has returned (a
-// Protector does not retain it). The params digest is computed in the same
-// buffer first.
-func (s *Server) binding(req *Request) ([]byte, *[]byte, error) {
+// Protector does not retain it). The params digest comes from the digest
+// cache or is computed in the same buffer; remember (sealing) adds it to
+// the cache for the retry.
+func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 	bp, _ := s.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	d, buf, err := paramsDigestBuf(*bp, req.Params)
+	key, err := exactjson.AppendJSONWithout((*bp)[:0], req.Params, 1, unstableMember)
 	if err != nil {
-		*bp = buf
+		*bp = key
 		s.putScratch(bp)
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("encode params: %w", err)
+	}
+	d, hit := s.digests.lookup(key)
+	buf := key
+	if !hit {
+		var keep string
+		if remember && len(key) <= maxDigestKey {
+			keep = string(key)
+		}
+		d, buf, err = paramsDigestBuf(key, req.Params)
+		if err != nil {
+			*bp = buf
+			s.putScratch(bp)
+			return nil, nil, err
+		}
+		if keep != "" {
+			s.digests.remember(keep, d)
+		}
 	}
 	b := appendBinding(buf[:0], req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d)
 	*bp = b
@@ -181,7 +199,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(token) > s.state.MaxEncodedBytes {
 		return fail("too large")
 	}
-	binding, scratch, err := s.binding(req)
+	binding, scratch, err := s.binding(req, false)
 	if err != nil {
 		return fail("binding: " + err.Error())
 	}
@@ -256,7 +274,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail(fmt.Errorf("request state plaintext of %d bytes exceeds MaxDecodedBytes", len(plain)))
 	}
-	binding, scratch, err := s.binding(req)
+	binding, scratch, err := s.binding(req, true)
 	if err != nil {
 		return fail(err)
 	}

@@ -58,6 +58,30 @@ func FuzzParamsDigest(f *testing.F) {
 		if again != want {
 			t.Fatalf("digest through a reused buffer differs")
 		}
+		// And so does the binding a server builds, sealing (which
+		// remembers the digest) and then opening (which finds it), for
+		// params and for a one-member variation of them.
+		if werr != nil || v.Kind() != exactjson.KindObject {
+			return
+		}
+		s := NewServer(Implementation{Name: "fuzz"}, nil)
+		other := v.With("\x00other", exactjson.Int(1))
+		for _, p := range []exactjson.Value{v, v, other, v, other} {
+			ref, err := stateBinding("/mcp", ProtocolVersion, "tools/call", "", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, remember := range []bool{true, false} {
+				b, bp, err := s.binding(&Request{Params: p, Endpoint: "/mcp", ProtocolVersion: ProtocolVersion, Method: "tools/call"}, remember)
+				if err != nil {
+					t.Fatalf("binding: %v", err)
+				}
+				if string(b) != string(ref) {
+					t.Fatalf("binding of %s (remember %v) differs from the reference", p, remember)
+				}
+				s.putScratch(bp)
+			}
+		}
 	})
 }
 

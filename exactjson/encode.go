@@ -59,10 +59,23 @@ func AppendCanonical(dst []byte, v Value) ([]byte, error) {
 // arrays, are all kept. It fails like AppendCanonical. On error dst is
 // returned unchanged.
 func AppendCanonicalWithout(dst []byte, v Value, depth int, omit func(depth int, parent, name string) bool) ([]byte, error) {
+	return appendWithout(dst, v, depth, omit, true)
+}
+
+// AppendJSONWithout is AppendCanonicalWithout for the compact encoding:
+// members keep their document order. It fails like AppendJSON.
+func AppendJSONWithout(dst []byte, v Value, depth int, omit func(depth int, parent, name string) bool) ([]byte, error) {
+	return appendWithout(dst, v, depth, omit, false)
+}
+
+func appendWithout(dst []byte, v Value, depth int, omit func(int, string, string) bool, canonical bool) ([]byte, error) {
 	if v.kind != KindObject || omit == nil {
-		return AppendCanonical(dst, v)
+		if canonical {
+			return AppendCanonical(dst, v)
+		}
+		return AppendJSON(dst, v)
 	}
-	e := encoder{buf: dst, base: len(dst), canonical: true}
+	e := encoder{buf: dst, base: len(dst), canonical: canonical}
 	if err := e.objectWithout(v.kids, 1, "", 0, depth, omit); err != nil {
 		return dst, err
 	}
@@ -70,7 +83,8 @@ func AppendCanonicalWithout(dst []byte, v Value, depth int, omit func(depth int,
 }
 
 // objectWithout writes the members of an object at nesting depth (1 for
-// the top) that omit keeps, in canonical order; level counts the filtered
+// the top) that omit keeps, in canonical order when the encoding is
+// canonical and in document order otherwise; level counts the filtered
 // levels above it.
 func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) error {
 	var small [32]int32
@@ -83,12 +97,16 @@ func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, 
 			idx = append(idx, int32(i))
 		}
 	}
-	sortIndexes(idx, kids)
+	if e.canonical {
+		sortIndexes(idx, kids)
+	} else if name, dup := duplicateAmong(idx, kids); dup {
+		return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(name, 64)))
+	}
 	e.buf = append(e.buf, '{')
 	for k, i := range idx {
 		m := &kids[i]
 		if k > 0 {
-			if m.Name == kids[idx[k-1]].Name {
+			if e.canonical && m.Name == kids[idx[k-1]].Name {
 				return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(m.Name, 64)))
 			}
 			e.buf = append(e.buf, ',')
@@ -112,6 +130,29 @@ func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, 
 	}
 	e.buf = append(e.buf, '}')
 	return e.checkMax()
+}
+
+// duplicateAmong returns a name that occurs more than once among
+// kids[idx[...]].
+func duplicateAmong(idx []int32, kids []Member) (string, bool) {
+	if len(idx) <= smallObject {
+		for i := 1; i < len(idx); i++ {
+			for j := 0; j < i; j++ {
+				if kids[idx[i]].Name == kids[idx[j]].Name {
+					return kids[idx[i]].Name, true
+				}
+			}
+		}
+		return "", false
+	}
+	seen := make(map[string]struct{}, len(idx))
+	for _, i := range idx {
+		if _, ok := seen[kids[i].Name]; ok {
+			return kids[i].Name, true
+		}
+		seen[kids[i].Name] = struct{}{}
+	}
+	return "", false
 }
 
 // Canonical returns the canonical encoding of v (see AppendCanonical).

@@ -421,3 +421,39 @@ func TestAppendCanonicalWithout(t *testing.T) {
 		t.Errorf("omitted duplicates: %s %v", got, err)
 	}
 }
+
+func TestAppendJSONWithout(t *testing.T) {
+	omit := func(depth int, parent, name string) bool {
+		return name == "x" || parent == "meta" && name == "y"
+	}
+	for _, tc := range []struct {
+		in    string
+		depth int
+		want  string
+	}{
+		{`{"b":1,"x":2,"a":3}`, 0, `{"b":1,"a":3}`},
+		{`{"m":{"x":1,"b":2},"x":0}`, 0, `{"m":{"x":1,"b":2}}`},
+		{`{"m":{"x":1,"b":2},"x":0}`, 1, `{"m":{"b":2}}`},
+		{`{"meta":{"z":2,"y":1},"other":{"y":3}}`, 1, `{"meta":{"z":2},"other":{"y":3}}`},
+		{`{"n":1.50, "s":"\u00e9\n"}`, 0, `{"n":1.50,"s":"é\n"}`},
+		{`[{"x":1}]`, 1, `[{"x":1}]`},
+	} {
+		v, err := ParseString(tc.in, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendJSONWithout(nil, v, tc.depth, omit)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: got %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	// Duplicates among the kept members fail (dst unchanged); an omitted
+	// one does not count.
+	dup := Object(Field("a", Int(1)), Field("x", Int(2)), Field("a", Int(3)))
+	if got, err := AppendJSONWithout([]byte("keep"), dup, 0, omit); !errors.Is(err, ErrDuplicateName) || string(got) != "keep" {
+		t.Errorf("duplicate: %q %v", got, err)
+	}
+	if got, err := AppendJSONWithout(nil, Object(Field("x", Int(1)), Field("x", Int(2)), Field("b", Null())), 0, omit); err != nil || string(got) != `{"b":null}` {
+		t.Errorf("omitted duplicates: %s %v", got, err)
+	}
+}

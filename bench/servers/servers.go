@@ -97,8 +97,14 @@ func New(impl string) (http.Handler, error) {
 }
 
 // NewWeft returns the Weft server with the echo tool.
-func NewWeft() (*weft.Server, error) {
-	s := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &weft.Options{Logger: discard})
+func NewWeft() (*weft.Server, error) { return NewWeftWith(weft.Options{}) }
+
+// NewWeftWith is NewWeft with options (its logger discards unless set).
+func NewWeftWith(opts weft.Options) (*weft.Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = discard
+	}
+	s := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &opts)
 	err := weft.AddTool(s, weft.Tool{Name: ToolName, Description: "Echoes its arguments."},
 		func(ctx context.Context, req *weft.Request, in EchoArgs) (EchoOut, error) {
 			return echo(in), nil

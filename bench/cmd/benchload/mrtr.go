@@ -10,12 +10,15 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/bench/servers"
+	"github.com/weftmcp/weft/seal"
 )
 
 // newMRTRServer is the Weft server with echo and echo_confirm
 // (servers.AddConfirm), in memory.
-func newMRTRServer() (*weft.Server, error) {
-	s, err := servers.NewWeft()
+func newMRTRServer() (*weft.Server, error) { return newMRTRServerWith(weft.Options{}) }
+
+func newMRTRServerWith(opts weft.Options) (*weft.Server, error) {
+	s, err := servers.NewWeftWith(opts)
 	if err == nil {
 		err = servers.AddConfirm(s)
 	}
@@ -26,7 +29,16 @@ func newMRTRServer() (*weft.Server, error) {
 // of the multi-round call (input_required, state sealed); the retry (state
 // opened and verified, answers checked, handler completes).
 func multiRound(rounds int) ([]micro, error) {
-	s, err := newMRTRServer()
+	// Two instances sharing the state key: the first issues round 1 and
+	// answers the retries, as one instance does; the other answers the
+	// same retries as another instance of a fleet would, without the
+	// params digest the first remembered when it sealed.
+	protector := seal.NewEphemeralManager()
+	s, err := newMRTRServerWith(weft.Options{Protector: protector})
+	if err != nil {
+		return nil, err
+	}
+	other, err := newMRTRServerWith(weft.Options{Protector: protector})
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +55,15 @@ func multiRound(rounds int) ([]micro, error) {
 		return nil, fmt.Errorf("round 1 did not ask for input: HTTP %d %s", w.Code, w.Body.Bytes())
 	}
 	retry := servers.RetryCall(resp.Result.RequestState)
-	for _, c := range []*servers.Call{plain, retry} {
-		w := servers.NewInProc(s, c).Do(2)
-		if err := servers.CheckEcho(w.Code, w.Header().Get("Content-Type"), w.Body.Bytes(), 2); err != nil {
-			return nil, fmt.Errorf("multi-round check: %w", err)
+	for _, h := range []*weft.Server{s, other} {
+		for _, c := range []*servers.Call{plain, retry} {
+			w := servers.NewInProc(h, c).Do(2)
+			if err := servers.CheckEcho(w.Code, w.Header().Get("Content-Type"), w.Body.Bytes(), 2); err != nil {
+				return nil, fmt.Errorf("multi-round check: %w", err)
+			}
 		}
 	}
-	run := func(c *servers.Call, want string) func() error {
+	run := func(s *weft.Server, c *servers.Call, want string) func() error {
 		p := servers.NewInProc(s, c)
 		id := int64(1)
 		return func() error {
@@ -62,11 +76,16 @@ func multiRound(rounds int) ([]micro, error) {
 		}
 	}
 	return runMicro(rounds, []bench{
-		{name: "plain call", op: run(plain, `"resultType":"complete"`)},
-		{name: "round 1: input_required + seal", op: run(first, `"resultType":"input_required"`)},
-		{name: "retry: open + verify + complete", op: run(retry, `"resultType":"complete"`)},
+		{name: "plain call", op: run(s, plain, `"resultType":"complete"`)},
+		{name: "round 1: input_required + seal", op: run(s, first, `"resultType":"input_required"`)},
+		{name: "retry: open + verify + complete", op: run(s, retry, `"resultType":"complete"`)},
+		{name: retryElsewhere, op: run(other, retry, `"resultType":"complete"`)},
 	})
 }
+
+// retryElsewhere names the retry answered by an instance that did not seal
+// the state.
+const retryElsewhere = "retry on another instance (params digest computed)"
 
 // mrtrCell is one round of the multi-round comparison over loopback: the
 // plain call and the retry measured back to back at one concurrency.
