@@ -58,10 +58,10 @@ func TestRetrySkipsValidatedArguments(t *testing.T) {
 	// not validate, so it completes.
 	f.s.mu.Lock()
 	e, _ := f.s.tools.get("bounded")
-	_, refuse, err := compileSchema([]byte(`{"type":"object","not":{}}`), "input", true)
+	refuse, err := compileSchema([]byte(`{"type":"object","not":{}}`), "input", true)
 	must(t, err)
 	keep := e.input
-	e.input = refuse
+	e.input = refuse.validator
 	f.s.mu.Unlock()
 	if r := f.call(t, "/mcp", 3, "bounded", M{"n": 5}, nil); !strings.Contains(r.text(t), "do not match the tool's inputSchema") {
 		t.Fatalf("a first call must be validated: %v", r)
@@ -91,9 +91,9 @@ func TestRetrySkipsValidatedArguments(t *testing.T) {
 
 func mustCompact(t testing.TB, raw []byte) []byte {
 	t.Helper()
-	c, _, err := compileSchema(raw, "input", true)
+	c, err := compileSchema(raw, "input", true)
 	must(t, err)
-	return c
+	return c.compact
 }
 
 func itoa(n int) string { return exactjson.Int(int64(n)).String() }

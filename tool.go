@@ -120,21 +120,22 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 		t.InputSchema = []byte(`{"type":"object"}`)
 	}
 	e := &toolEntry{tool: t, handler: h, trustedOutput: trustedOutput}
-	var err error
-	if e.inSchema, e.input, err = compileSchema(t.InputSchema, "input", true); err != nil {
+	in, err := compileSchema(t.InputSchema, "input", true)
+	if err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
+	e.inSchema, e.input = in.compact, in.validator
 	if len(t.OutputSchema) > 0 {
-		if e.outSchem, e.output, err = compileSchema(t.OutputSchema, "output", false); err != nil {
+		out, err := compileSchema(t.OutputSchema, "output", false)
+		if err != nil {
 			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 		}
+		e.outSchem, e.output = out.compact, out.validator
 	}
-	if v, err := exactjson.Parse(e.inSchema, exactjson.Limits{}); err == nil {
-		if f, ok := compileFastSchema(v); ok {
-			e.fastInput = f
-		}
+	if f, ok := compileFastSchema(in.doc); ok {
+		e.fastInput = f
 	}
-	if e.mirrors, err = findMirrors(e.inSchema); err != nil {
+	if e.mirrors, err = findMirrors(in.doc); err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
 	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
@@ -254,41 +255,48 @@ func (denyLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema reference %q is not loaded", url)
 }
 
+// compiledSchema is an authored schema after compileSchema: its compact
+// text (what tools/list shows and what the sealed-state fingerprint
+// covers), the parsed document, and the JSON Schema 2020-12 validator.
+type compiledSchema struct {
+	compact   []byte
+	doc       exactjson.Value
+	validator *jsonschema.Schema
+}
+
 // compileSchema validates an authored schema strictly, compacts it and
-// compiles it with a JSON Schema 2020-12 validator.
-func compileSchema(raw []byte, which string, requireObject bool) ([]byte, *jsonschema.Schema, error) {
+// compiles it with a JSON Schema 2020-12 validator, parsing it once.
+func compileSchema(raw []byte, which string, requireObject bool) (compiledSchema, error) {
 	v, err := exactjson.Parse(raw, exactjson.Limits{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s schema is not valid JSON: %w", which, err)
+		return compiledSchema{}, fmt.Errorf("%s schema is not valid JSON: %w", which, err)
 	}
 	if v.Kind() != exactjson.KindObject {
-		return nil, nil, fmt.Errorf("%s schema must be a JSON object", which)
+		return compiledSchema{}, fmt.Errorf("%s schema must be a JSON object", which)
 	}
 	if requireObject {
 		if t, ok := v.Get("type"); !ok || !isString(t, "object") {
-			return nil, nil, fmt.Errorf(`%s schema must have root "type": "object"`, which)
+			return compiledSchema{}, fmt.Errorf(`%s schema must have root "type": "object"`, which)
 		}
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+		return compiledSchema{}, fmt.Errorf("%s schema: %w", which, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(denyLoader{})
 	const loc = "weft:///schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	// toAny hands the validator the document it would decode itself (numbers
+	// as json.Number), without parsing the text again.
+	if err := c.AddResource(loc, toAny(v)); err != nil {
+		return compiledSchema{}, fmt.Errorf("%s schema: %w", which, err)
 	}
 	sch, err := c.Compile(loc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s schema does not compile: %w", which, err)
+		return compiledSchema{}, fmt.Errorf("%s schema does not compile: %w", which, err)
 	}
-	return buf.Bytes(), sch, nil
+	return compiledSchema{compact: buf.Bytes(), doc: v, validator: sch}, nil
 }
 
 // toAny converts a value for the schema validator (numbers stay exact).
@@ -322,11 +330,7 @@ func toAny(v exactjson.Value) any {
 // findMirrors collects x-mcp-header declarations and enforces SEP-2243's
 // authoring rules: a token name, unique case-insensitively, only on string,
 // integer or boolean properties reachable through "properties" alone.
-func findMirrors(schema []byte) ([]mirror, error) {
-	v, err := exactjson.Parse(schema, exactjson.Limits{})
-	if err != nil {
-		return nil, err
-	}
+func findMirrors(v exactjson.Value) ([]mirror, error) {
 	var out []mirror
 	seen := map[string]bool{}
 	var walk func(node exactjson.Value, path []string, pure bool) error

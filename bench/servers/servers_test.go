@@ -100,3 +100,33 @@ func TestConfirmRoundTrip(t *testing.T) {
 		t.Fatalf("retry reusing the emitting id: HTTP %d %s", w.Code, w.Body.Bytes())
 	}
 }
+
+// BenchmarkMultiRound is the plain call, round 1 and the retry of the
+// multi-round table, for profiling (-cpuprofile/-memprofile); benchload
+// measures them side by side.
+func BenchmarkMultiRound(b *testing.B) {
+	h, err := New("weft-mrtr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := NewInProc(h, FirstCall()).Do(1)
+	var resp Response
+	if err := DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp); err != nil || resp.Result == nil {
+		b.Fatalf("round 1: %v %s", err, w.Body.Bytes())
+	}
+	for _, c := range []struct {
+		name string
+		call *Call
+	}{{"plain", PlainCall()}, {"first", FirstCall()}, {"retry", RetryCall(resp.Result.RequestState)}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := NewInProc(h, c.call)
+			id := int64(1)
+			loop(b, func() {
+				id++
+				if w := p.Do(id); w.Code != http.StatusOK {
+					b.Fatal(w.Code, w.Body.String())
+				}
+			})
+		})
+	}
+}
