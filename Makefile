@@ -15,6 +15,14 @@ vet:
 postgres:
 	@bash scripts/ensure-postgres.sh
 
+## check-ensure-postgres: every branch of scripts/ensure-postgres.sh in a
+## fresh Debian root (install from nothing, running, database missing,
+## stopped). It stops the local cluster while it runs, so it asks for
+## WEFT_ALLOW_STOP_POSTGRES=1. Not part of `make test`.
+.PHONY: check-ensure-postgres
+check-ensure-postgres:
+	bash scripts/check-ensure-postgres.sh
+
 unit: postgres
 	$(GO) test -race -count=1 ./...
 
@@ -41,7 +49,7 @@ bench: postgres
 ## `weft serve` instances on PostgreSQL under 200 concurrent clients while
 ## PostgreSQL is restarted once (it restarts the local cluster!) and the
 ## instances get SIGTERM and SIGKILL; rewrites the figures in
-## docs/reliability.md. Not part of `make test`.
+## docs/reliability.md. `make test` runs it too.
 .PHONY: soak
 soak: postgres
 	WEFT_SOAK=1 WEFT_SOAK_DOC=$(CURDIR)/docs/reliability.md $(GO) test -count=1 -timeout 10m -run '^TestSoak$$' -v ./soak
