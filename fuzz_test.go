@@ -62,6 +62,8 @@ func FuzzInputResponse(f *testing.F) {
 	} {
 		f.Add([]byte(seed), "")
 		f.Add([]byte(seed), "elicitation/create")
+		f.Add([]byte(seed), "sampling/createMessage")
+		f.Add([]byte(seed), "roots/list")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, method string) {
 		v, err := exactjson.Parse(data, exactjson.Limits{})
@@ -70,6 +72,19 @@ func FuzzInputResponse(f *testing.F) {
 		}
 		if checkInputResponse(v, method) != nil {
 			return
+		}
+		// What the server accepts, the handler's readers read.
+		switch method {
+		case "sampling/createMessage":
+			r, err := ParseSamplingResult(v)
+			if err != nil {
+				t.Fatalf("accepted %s, ParseSamplingResult: %v", data, err)
+			}
+			_ = r.Text()
+		case "roots/list":
+			if _, err := ParseRoots(v); err != nil {
+				t.Fatalf("accepted %s, ParseRoots: %v", data, err)
+			}
 		}
 		if method == "elicitation/create" {
 			c, _ := v.Get("content")

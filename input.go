@@ -500,11 +500,20 @@ func checkSamplingResult(v exactjson.Value) error {
 	if r, isStr := role.AsString(); !ok || !isStr || (r != "assistant" && r != "user") {
 		return errors.New(`sampling result needs role "assistant" or "user"`)
 	}
-	if c, ok := v.Get("content"); !ok || (c.Kind() != exactjson.KindObject && c.Kind() != exactjson.KindArray) {
+	c, ok := v.Get("content")
+	if !ok || (c.Kind() != exactjson.KindObject && c.Kind() != exactjson.KindArray) {
 		return errors.New("sampling result needs content")
+	}
+	for b := range c.Values() {
+		if b.Kind() != exactjson.KindObject {
+			return errors.New("sampling result content blocks must be objects")
+		}
 	}
 	if m, ok := v.Get("model"); !ok || m.Kind() != exactjson.KindString {
 		return errors.New("sampling result needs a string model")
+	}
+	if sr, ok := v.Get("stopReason"); ok && sr.Kind() != exactjson.KindString {
+		return errors.New("sampling result stopReason must be a string")
 	}
 	return nil
 }
@@ -517,6 +526,9 @@ func checkRootsResult(v exactjson.Value) error {
 	for r := range roots.Values() {
 		if u, ok := r.Get("uri"); !ok || u.Kind() != exactjson.KindString {
 			return errors.New("each root needs a string uri")
+		}
+		if n, ok := r.Get("name"); ok && n.Kind() != exactjson.KindString {
+			return errors.New("a root's name must be a string")
 		}
 	}
 	return nil

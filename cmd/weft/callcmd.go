@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,7 +54,7 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	t := &terminal{in: bufio.NewReader(stdin), out: stdout}
 	c := client.New(client.NewHTTPTransport(url, http.DefaultClient), client.Options{
 		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
-		Handlers:     client.Handlers{Elicit: t.elicit, Roots: roots},
+		Handlers:     client.Handlers{Elicit: t.elicit, Sample: t.sample, Roots: roots},
 		TasksEnabled: true,
 		OnProgress:   t.progress,
 		OnTaskStatus: t.taskStatus,
@@ -79,6 +80,9 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 // friendly turns client errors into one clear sentence.
 func friendly(err error) error {
+	if errors.Is(err, errSamplingRefused) {
+		return errSamplingRefused
+	}
 	var rpc *client.RPCError
 	if errors.As(err, &rpc) {
 		return fmt.Errorf("the server refused the request: %s (code %d)", rpc.Message, rpc.Code)
@@ -170,6 +174,71 @@ func (t *terminal) elicit(ctx context.Context, params exactjson.Value) (exactjso
 		}
 		return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", content)), nil
 	}
+}
+
+// errSamplingRefused is what the sampling handler returns when the user
+// refuses to answer as the model.
+var errSamplingRefused = errors.New("you declined to answer the sampling request")
+
+// sample answers sampling/createMessage at the terminal: the CLI has no
+// model, so it shows the conversation and the user types the reply.
+func (t *terminal) sample(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endProgressLocked()
+	fmt.Fprintln(t.out, "\nThe server asks your model for a reply (sampling). This client has no model: you answer.")
+	if sp, ok := params.Get("systemPrompt"); ok {
+		if s, _ := sp.AsString(); s != "" {
+			fmt.Fprintf(t.out, "  system: %s\n", s)
+		}
+	}
+	msgs, _ := params.Get("messages")
+	for m := range msgs.Values() {
+		role, _ := m.Get("role")
+		r, _ := role.AsString()
+		c, _ := m.Get("content")
+		blocks := []exactjson.Value{c}
+		if c.Kind() == exactjson.KindArray {
+			blocks = slices.Collect(c.Values())
+		}
+		for _, b := range blocks {
+			typ, _ := b.Get("type")
+			ty, _ := typ.AsString()
+			if ty == "text" {
+				tx, _ := b.Get("text")
+				s, _ := tx.AsString()
+				for i, line := range strings.Split(s, "\n") {
+					switch {
+					case i == 0:
+						fmt.Fprintf(t.out, "  %s: %s\n", r, line)
+					case line == "":
+						fmt.Fprintln(t.out)
+					default:
+						fmt.Fprintf(t.out, "    %s\n", line)
+					}
+				}
+			} else {
+				fmt.Fprintf(t.out, "  %s: [%s content, not shown]\n", r, ty)
+			}
+		}
+	}
+	if mt, ok := params.Get("maxTokens"); ok {
+		fmt.Fprintf(t.out, "  (at most %s tokens)\n", mt.String())
+	}
+	ans, err := t.readLine("Your reply as the model (empty to decline): ")
+	if err != nil {
+		return exactjson.Value{}, err
+	}
+	if ans == "" {
+		return exactjson.Value{}, errSamplingRefused
+	}
+	return exactjson.Object(
+		exactjson.Field("role", exactjson.String("assistant")),
+		exactjson.Field("content", exactjson.Object(
+			exactjson.Field("type", exactjson.String("text")),
+			exactjson.Field("text", exactjson.String(ans)))),
+		exactjson.Field("model", exactjson.String("weft-cli (typed by the user)")),
+		exactjson.Field("stopReason", exactjson.String("endTurn"))), nil
 }
 
 // fill asks for each field with typed parsing, re-asking on bad input.

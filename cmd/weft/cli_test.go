@@ -88,8 +88,9 @@ func runWeft(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// expectPrompt reads the program's output until it shows want.
-func expectPrompt(t *testing.T, r *bufio.Reader, want string) {
+// expectPrompt reads the program's output until it shows want, and returns
+// what it read.
+func expectPrompt(t *testing.T, r *bufio.Reader, want string) string {
 	t.Helper()
 	var seen strings.Builder
 	for !strings.Contains(seen.String(), want) {
@@ -99,6 +100,7 @@ func expectPrompt(t *testing.T, r *bufio.Reader, want string) {
 		}
 		seen.WriteByte(b)
 	}
+	return seen.String()
 }
 
 // TestServeAndCallInTerminal starts the demo like a user does and completes
@@ -117,13 +119,21 @@ func TestServeAndCallInTerminal(t *testing.T) {
 		args    []string
 		answers [][2]string // prompt to wait for, answer to type
 		want    string
+		fails   bool // weft call exits non-zero (with want in its output)
 	}{
 		{"catalog", []string{"call", url, "catalog.continue"},
-			[][2]string{{"[a]ccept, [d]ecline or [c]ancel?", "a"}}, "Catalog access approved; continuing."},
+			[][2]string{{"[a]ccept, [d]ecline or [c]ancel?", "a"}}, "Catalog access approved; continuing.", false},
 		{"catalog-decline", []string{"call", url, "catalog.continue"},
-			[][2]string{{"[a]ccept, [d]ecline or [c]ancel?", "d"}}, "Catalog access was declined"},
+			[][2]string{{"[a]ccept, [d]ecline or [c]ancel?", "d"}}, "Catalog access was declined", false},
 		{"refund", []string{"call", url, "refund.request", "--args", `{"orderId":"A-7"}`},
-			[][2]string{{"[a]ccept", "a"}, {"Refund amount", "lots"}, {"enter a number", "3.50"}}, "Refund of 3.50 for order A-7 requested."},
+			[][2]string{{"[a]ccept", "a"}, {"Refund amount", "lots"}, {"enter a number", "3.50"}}, "Refund of 3.50 for order A-7 requested.", false},
+		// Sampling (the user answers as the model) and roots in one round.
+		{"headline", []string{"call", url, "text.headline", "--args", `{"text":"The sea rose by a metre."}`},
+			[][2]string{{"Your reply as the model", "Tides turn"}},
+			"  system: You write short, factual headlines. Answer with the headline only.\n  user: Write a headline for:\n\n    The sea rose by a metre.\n  (at most 40 tokens)\n" +
+				"Your reply as the model (empty to decline): Headline: Tides turn\n(written by weft-cli (typed by the user))\nYour workspace: file://", false},
+		{"headline-declined", []string{"call", url, "text.headline", "--args", `{"text":"x"}`},
+			[][2]string{{"Your reply as the model", ""}}, "you declined to answer the sampling request", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(weftBin, tc.args...)
@@ -134,16 +144,18 @@ func TestServeAndCallInTerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := bufio.NewReader(stdout)
+			var transcript strings.Builder
 			for _, a := range tc.answers {
-				expectPrompt(t, r, a[0])
+				transcript.WriteString(expectPrompt(t, r, a[0]))
 				fmt.Fprintln(stdin, a[1])
 			}
 			rest, _ := io.ReadAll(r)
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("weft call: %v\n%s", err, rest)
+			transcript.Write(rest)
+			if err := cmd.Wait(); (err != nil) != tc.fails {
+				t.Fatalf("weft call: exit error %v (want failure: %v)\n%s", err, tc.fails, rest)
 			}
-			if !strings.Contains(string(rest), tc.want) {
-				t.Fatalf("output %q does not contain %q", rest, tc.want)
+			if !strings.Contains(transcript.String(), tc.want) {
+				t.Fatalf("output %q does not contain %q", transcript.String(), tc.want)
 			}
 		})
 	}

@@ -115,6 +115,7 @@ func (d *demo) register() error {
 		func() error { return addAccountLink(s, d.stores) },
 		func() error { return addReport(s) },
 		func() error { return addCounterApp(s) },
+		func() error { return addHeadline(s) },
 	} {
 		if err := add(); err != nil {
 			return err
@@ -208,7 +209,9 @@ func (d *demo) register() error {
 	return nil
 }
 
-const demoReadme = "# Weft demo\n\nTools: catalog.continue (form approval + sealed state), refund.request (exact decimal amounts).\n"
+const demoReadme = "# Weft demo\n\nTools: catalog.continue (form approval + sealed state), refund.request (exact decimal amounts), " +
+	"cart.checkout (two confirmation rounds), account.link (URL elicitation), report.generate (a durable task), " +
+	"text.headline (sampling and roots), counter.show (an MCP App).\n"
 
 // continueFrom validates the protected phase, branches on the elicitation
 // action and completes. It is the application-owned part of the flow.

@@ -276,3 +276,51 @@ func addReport(s *weft.Server) error {
 			return text("Report on " + in.Topic + " without charts."), nil
 		})
 }
+
+// addHeadline registers text.headline: it asks the client's model for a
+// headline (sampling, REQUIRED: a client without it is told so before the
+// tool runs) and, in the same round, for the client's roots when the client
+// offers them (CONDITIONAL). Nothing needs to survive the round, so it uses
+// no request state.
+func addHeadline(s *weft.Server) error {
+	sampling, roots := weft.Sampling(weft.Required), weft.Roots(weft.Conditional)
+	type args struct {
+		Text string `json:"text" jsonschema:"the text to find a headline for"`
+	}
+	return weft.AddTool(s, weft.Tool{Name: "text.headline",
+		Description: "Suggests a headline for a text by asking the client's model (sampling); mentions the client's roots when it shares them.",
+		Inputs:      []weft.InputDeclaration{sampling, roots}},
+		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
+			if strings.TrimSpace(in.Text) == "" {
+				return nil, &weft.ToolError{Message: "Give a non-empty text."}
+			}
+			resp := req.InputResponses()
+			answer, ok := resp.Get("headline")
+			if !ok {
+				ask := weft.AskInput("headline", weft.Sample(sampling, weft.SamplingRequest{
+					SystemPrompt: "You write short, factual headlines. Answer with the headline only.",
+					MaxTokens:    40,
+					Messages:     []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Write a headline for:\n\n" + in.Text)}},
+				}))
+				if req.ClientSupports(weft.InputRoots) {
+					ask.Ask("roots", weft.ListRoots(roots))
+				}
+				return nil, ask
+			}
+			h, err := weft.ParseSamplingResult(answer)
+			if err != nil {
+				return nil, &weft.ToolError{Message: "The headline answer could not be read; try again."}
+			}
+			headline := strings.TrimSpace(h.Text())
+			if headline == "" {
+				return nil, &weft.ToolError{Message: "The model gave no text; try again."}
+			}
+			out := fmt.Sprintf("Headline: %s\n(written by %s)", headline, h.Model)
+			if rv, ok := resp.Get("roots"); ok {
+				if rs, err := weft.ParseRoots(rv); err == nil && len(rs) > 0 {
+					out += "\nYour workspace: " + rs[0].URI
+				}
+			}
+			return text(out), nil
+		})
+}
