@@ -225,6 +225,7 @@ type Server struct {
 	custom     map[string]customMethod
 	gate       *gate
 	extensions map[string]exactjson.Value
+	extState   map[any]any // ExtensionState, created on first use
 	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
 	parsers    sync.Pool   // *exactjson.Parser: request bodies (pipeline.go)
 	digests    digestCache // params digests of sealed state (digestcache.go)
@@ -363,6 +364,26 @@ func (s *Server) EnableExtension(id string, settings exactjson.Value) {
 	s.mu.Lock()
 	s.extensions[id] = settings
 	s.mu.Unlock()
+}
+
+// ExtensionState returns the value this server holds under key, calling
+// create to make it the first time (under the server's lock: create must not
+// call back into the server). Packages that extend a server, such as
+// skills, keep their per-server state here rather than in package
+// variables; key should be a value of an unexported type of the calling
+// package, as with context keys.
+func (s *Server) ExtensionState(key any, create func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.extState[key]; ok {
+		return v
+	}
+	if s.extState == nil {
+		s.extState = map[any]any{}
+	}
+	v := create()
+	s.extState[key] = v
+	return v
 }
 
 // catalog is an ordered, name-indexed list.

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"weak"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
@@ -128,30 +126,14 @@ func (c Config) Register(s *weft.Server, bundles ...Bundle) error {
 	return nil
 }
 
-// registry maps each server to its catalog without keeping servers alive.
-var registry struct {
-	sync.Mutex
-	m map[weak.Pointer[weft.Server]]*catalog
-}
+// catalogKey is the key of a server's catalog in its ExtensionState.
+type catalogKey struct{}
 
+// catalogFor returns s's catalog, created with cfg on first use.
 func catalogFor(s *weft.Server, cfg resolvedConfig) *catalog {
-	wp := weak.Make(s)
-	registry.Lock()
-	defer registry.Unlock()
-	if c, ok := registry.m[wp]; ok {
-		return c
-	}
-	if registry.m == nil {
-		registry.m = map[weak.Pointer[weft.Server]]*catalog{}
-	}
-	c := &catalog{cfg: cfg, byURI: map[string]*bundle{}, files: map[string]*served{}, dirs: map[string]*dir{}}
-	registry.m[wp] = c
-	runtime.AddCleanup(s, func(wp weak.Pointer[weft.Server]) {
-		registry.Lock()
-		delete(registry.m, wp)
-		registry.Unlock()
-	}, wp)
-	return c
+	return s.ExtensionState(catalogKey{}, func() any {
+		return &catalog{cfg: cfg, byURI: map[string]*bundle{}, files: map[string]*served{}, dirs: map[string]*dir{}}
+	}).(*catalog)
 }
 
 // catalog is what one server serves.
