@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,10 +83,13 @@ func Register(s *weft.Server, bundles ...Bundle) error {
 // its enclosing skill share identical files), or when a URI would be both
 // a file and a directory.
 //
-// weft.Options.Visible applies to the skill files as resources (lists and
-// reads) but not to skills/list, skills/get or directory reads, which
-// always describe every registered skill: hide a skill by not
-// registering it.
+// weft.Options.Visible hides skills per request everywhere: it is asked
+// (with weft.KindResource) about every URI the extension shows. A skill whose
+// SKILL.md URI it hides is left out of skills/list and unknown to skills/get;
+// a directory read answers only for a visible directory and lists only
+// visible children (files and directories by their URI), and skill files are
+// ordinary resources, filtered in resources/list and resources/read. A filter
+// that hides by URI prefix ("skill://internal/") hides a whole skill.
 func (c Config) Register(s *weft.Server, bundles ...Bundle) error {
 	if s == nil {
 		return errors.New("skills: Register: nil server")
@@ -138,6 +142,7 @@ func catalogFor(s *weft.Server, cfg resolvedConfig) *catalog {
 
 // catalog is what one server serves.
 type catalog struct {
+	srv       *weft.Server // for Visible; set by install
 	mu        sync.RWMutex
 	cfg       resolvedConfig
 	installed bool
@@ -318,7 +323,7 @@ func (c *catalog) install(s *weft.Server) error {
 		}
 	}
 	s.EnableExtension(ExtensionID, settings)
-	c.installed = true
+	c.srv, c.installed = s, true
 	return nil
 }
 
@@ -377,11 +382,14 @@ func listBody(member string, items []exactjson.Value, next string) exactjson.Val
 
 func (c *catalog) list(ctx context.Context, req *weft.Request) (*weft.MethodResult, error) {
 	c.mu.RLock()
-	entries := make([]exactjson.Value, len(c.skills))
-	for i, b := range c.skills {
-		entries[i] = b.entry
-	}
+	skills := slices.Clone(c.skills)
 	c.mu.RUnlock()
+	entries := make([]exactjson.Value, 0, len(skills))
+	for _, b := range skills {
+		if c.srv.Visible(ctx, req, weft.KindResource, SkillURI(b.skillPath)) {
+			entries = append(entries, b.entry)
+		}
+	}
 	start, err := offset(req, "skills", len(entries))
 	if err != nil {
 		return nil, err
@@ -416,7 +424,7 @@ func (c *catalog) get(ctx context.Context, req *weft.Request) (*weft.MethodResul
 	c.mu.RLock()
 	b := c.byURI[uri]
 	c.mu.RUnlock()
-	if b == nil {
+	if b == nil || !c.srv.Visible(ctx, req, weft.KindResource, uri) {
 		return nil, weft.InvalidParams("No skill is served at " + quote(uri))
 	}
 	return &weft.MethodResult{Body: exactjson.Object(exactjson.Field("skill", b.entry)), Cache: c.cache(req)}, nil
@@ -429,12 +437,22 @@ func (c *catalog) readDir(ctx context.Context, req *weft.Request) (*weft.MethodR
 	}
 	c.mu.RLock()
 	d := c.dirs[uri]
-	var kids []exactjson.Value
+	var all []exactjson.Value
 	if d != nil {
-		kids = append(kids, d.sorted...)
+		all = append(all, d.sorted...)
 	}
 	_, isFile := c.files[uri]
 	c.mu.RUnlock()
+	if !c.srv.Visible(ctx, req, weft.KindResource, uri) {
+		d, isFile = nil, false // hidden: indistinguishable from absent
+	}
+	kids := all[:0]
+	for _, k := range all {
+		u, _ := k.Get("uri")
+		if s, _ := u.AsString(); c.srv.Visible(ctx, req, weft.KindResource, s) {
+			kids = append(kids, k)
+		}
+	}
 	if d == nil {
 		if isFile {
 			return nil, weft.InvalidParams(quote(uri) + " is not a directory resource")

@@ -439,3 +439,69 @@ func TestConcurrentRegister(t *testing.T) {
 		t.Errorf("%d skills", n)
 	}
 }
+
+// TestVisibleHidesSkills: one Options.Visible filter hides a skill from
+// skills/list, skills/get, directory reads and the resource methods alike,
+// per request.
+func TestVisibleHidesSkills(t *testing.T) {
+	opts := &weft.Options{
+		Admission: func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			return weft.Identity{Principal: r.Header.Get("X-User")}, nil
+		},
+		Visible: func(ctx context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
+			if req.Identity.Principal == "admin" {
+				return true
+			}
+			return !strings.HasPrefix(name, "skill://acme/") && name != "skill://acme" &&
+				name != "skill://pdf-processing/templates/invoice.md"
+		},
+	}
+	s, _ := newServer(t, opts, skills.Config{}, testSkills(t)...)
+	guest := wefttest.NewClient(s, wefttest.WithHeader("X-User", "guest"))
+	admin := wefttest.NewClient(s, wefttest.WithHeader("X-User", "admin"))
+	skillNames := func(c *wefttest.Client) string {
+		var out []string
+		for e := range get(call(t, c, skills.MethodList, exactjson.Object()), "skills").Values() {
+			n, _ := get(e, "frontmatter", "name").AsString()
+			out = append(out, n)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := skillNames(guest); got != "pdf-processing" {
+		t.Errorf("guest skills/list: %s", got)
+	}
+	if got := skillNames(admin); got != "refunds pdf-processing" {
+		t.Errorf("admin skills/list: %s", got)
+	}
+	refunds := uriParams("skill://acme/billing/refunds/SKILL.md")
+	if e := callErr(t, guest, skills.MethodGet, refunds); !strings.Contains(e.Message, "No skill is served") {
+		t.Errorf("guest skills/get of a hidden skill: %v", e)
+	}
+	call(t, admin, skills.MethodGet, refunds)
+	for _, uri := range []string{"skill://acme", "skill://acme/billing", "skill://acme/billing/refunds"} {
+		if e := callErr(t, guest, skills.MethodDirectoryRead, uriParams(uri)); !strings.Contains(e.Message, "No directory resource") {
+			t.Errorf("guest directory read of %s: %v", uri, e)
+		}
+		call(t, admin, skills.MethodDirectoryRead, uriParams(uri))
+	}
+	children := func(c *wefttest.Client, uri string) string {
+		var out []string
+		for r := range get(call(t, c, skills.MethodDirectoryRead, uriParams(uri)), "resources").Values() {
+			n, _ := get(r, "name").AsString()
+			out = append(out, n)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := children(guest, "skill://pdf-processing/templates"); got != "regional" {
+		t.Errorf("guest templates/: %s", got)
+	}
+	if got := children(admin, "skill://pdf-processing/templates"); got != "invoice.md regional" {
+		t.Errorf("admin templates/: %s", got)
+	}
+	// The files are resources, filtered by the same function.
+	email := uriParams("skill://acme/billing/refunds/examples/email.md")
+	if e := callErr(t, guest, "resources/read", email); e.Code != weft.CodeInvalidParams {
+		t.Errorf("guest read of a hidden skill file: %v", e)
+	}
+	call(t, admin, "resources/read", email)
+}
