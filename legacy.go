@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -451,12 +452,52 @@ func (l *legacyServer) notification(ctx context.Context, c *legacyConn, m messag
 			_, _ = c.store.Update(ctx, c.sess.ID, func(s *sessionstore.Session) error { s.Initialized = true; return nil })
 		}
 	case "notifications/cancelled":
-		// Cancels a call running on this instance (HTTP); stdio
+		// Cancels a call of the session running on this instance (HTTP),
+		// or, with a fleet bus, on whichever instance runs it; stdio
 		// cancellation is handled by the stdio transport.
 		if rid, ok := m.params.Get("requestId"); ok {
-			l.local.cancelCall(c.sess.ID, ID{rid}.key())
+			sid, key := c.sess.ID, ID{rid}.key()
+			if !l.local.cancelCall(sid, key) && c.transport == "http" {
+				l.publishCancel(ctx, "call "+sessionDigest(sid)+" "+callDigest(sid, key))
+			}
 		}
 	}
+}
+
+// LegacyCancelChannel is the channel of [Options.Events] on which the
+// instances of a fleet pass on 2025-11-25 cancellations: a
+// notifications/cancelled or a session DELETE that one instance receives
+// also cancels the session's calls running on the others. Payloads name
+// sessions and calls by digests ("call <session> <call>", "session
+// <session>"), never by session id. Delivery is best effort, as for every
+// event on the bus.
+const LegacyCancelChannel = "weft.legacy.cancel"
+
+// publishCancel passes a cancellation on to the fleet, when there is one.
+func (l *legacyServer) publishCancel(ctx context.Context, payload string) {
+	bus := l.srv.opts.Events
+	if bus == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := bus.Publish(ctx, LegacyCancelChannel, payload); err != nil {
+		l.srv.log.Warn("weft: passing a cancellation on to the fleet failed", "err", err)
+	}
+}
+
+// relayCancels applies the fleet's cancellations to the calls and streams of
+// this instance until done.
+func (l *legacyServer) relayCancels(done <-chan struct{}) {
+	listenFleet(done, l.srv.opts.Events, LegacyCancelChannel, l.srv.log, func(payload string) {
+		f := strings.Fields(payload)
+		switch {
+		case len(f) == 3 && f[0] == "call":
+			l.local.cancelByDigest(f[1], f[2])
+		case len(f) == 2 && f[0] == "session":
+			l.local.endByDigest(f[1])
+		}
+	})
 }
 
 // serveAnswer routes the client's answer to a server-to-client request to

@@ -22,6 +22,7 @@ type legacyClient struct {
 	version string
 	token   string // Authorization bearer token, if any
 	caps    M
+	name    string // clientInfo.name; default "legacy-test"
 
 	mu        sync.Mutex
 	onRequest func(method string, params M) (result any, err *rpcError)
@@ -51,8 +52,12 @@ func (c *legacyClient) headers() http.Header {
 // initialize opens a session (and sends notifications/initialized).
 func (c *legacyClient) initialize() M {
 	c.t.Helper()
+	name := c.name
+	if name == "" {
+		name = "legacy-test"
+	}
 	r := c.send(body(c.t, 0, "initialize", M{"protocolVersion": c.version, "capabilities": c.caps,
-		"clientInfo": M{"name": "legacy-test", "version": "1.0"}}), nil)
+		"clientInfo": M{"name": name, "version": "1.0"}}), nil)
 	if r.Status != 200 {
 		c.t.Fatalf("initialize: %v", r)
 	}

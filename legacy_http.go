@@ -69,8 +69,9 @@ func (l *legacyServer) openHTTP(w http.ResponseWriter, r *http.Request, sid stri
 }
 
 // serveDelete ends a session: its record goes, and so does what this
-// instance holds for it (its GET stream, its in-flight calls). Other
-// instances notice at their next store read.
+// instance holds for it (its GET stream, its in-flight calls). With a fleet
+// bus the other instances end theirs too; without one they notice at their
+// next store read.
 func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid string) {
 	c := l.openHTTP(w, r, sid)
 	if c == nil {
@@ -82,6 +83,7 @@ func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid s
 		return
 	}
 	l.local.end(sid)
+	l.publishCancel(r.Context(), "session "+sessionDigest(sid))
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -80,8 +80,10 @@ type Options struct {
 
 	// Events, when set, carries list-changed and resource-updated events
 	// between the instances of a fleet, so that a subscriptions/listen stream
-	// on one instance hears about changes made on another. The PostgreSQL
-	// task store (task/pgstore) is such a bus (LISTEN/NOTIFY).
+	// on one instance hears about changes made on another, and 2025-11-25
+	// cancellations ([LegacyCancelChannel]), so that a cancellation reaching
+	// one instance stops the call running on another. The PostgreSQL task
+	// store (task/pgstore) is such a bus (LISTEN/NOTIFY).
 	Events task.Bus
 
 	// Legacy, when set, also serves MCP 2025-11-25 clients (initialize,
@@ -323,6 +325,9 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	if s.opts.Events != nil {
 		s.bus.remote = s.opts.Events
 		go s.bus.relay(s.done)
+		if s.legacy != nil {
+			go s.legacy.relayCancels(s.done)
+		}
 	}
 	return s
 }

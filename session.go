@@ -90,11 +90,49 @@ type localSessions struct {
 	streams map[string]*legacyStream
 	calls   map[string]map[string]context.CancelFunc // session -> request id key -> cancel
 	stdio   map[*stdioWriter]string                  // stdio connection -> its session
+	// byDigest finds a session with calls or a stream here from its
+	// fleetDigest, for cancellations that arrive on another instance.
+	byDigest map[string]string
 }
 
 func newLocalSessions() *localSessions {
 	return &localSessions{streams: map[string]*legacyStream{}, calls: map[string]map[string]context.CancelFunc{},
-		stdio: map[*stdioWriter]string{}}
+		stdio: map[*stdioWriter]string{}, byDigest: map[string]string{}}
+}
+
+// fleetDigest names a session, or a call of a session, on the fleet's
+// event bus without putting the session id there: the first 16 bytes of
+// SHA-256 over a label and the parts, in hex.
+func fleetDigest(label string, parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte(label))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+func sessionDigest(sid string) string   { return fleetDigest("weft legacy session", sid) }
+func callDigest(sid, key string) string { return fleetDigest("weft legacy call", sid, key) }
+
+// track and untrack keep byDigest in step with the sessions that have calls
+// or a stream here (l.mu held).
+func (l *localSessions) track(sid string) {
+	if _, calls := l.calls[sid]; !calls {
+		if _, stream := l.streams[sid]; !stream {
+			l.byDigest[sessionDigest(sid)] = sid
+		}
+	}
+}
+
+func (l *localSessions) untrack(sid string) {
+	if _, calls := l.calls[sid]; !calls {
+		if _, stream := l.streams[sid]; !stream {
+			delete(l.byDigest, sessionDigest(sid))
+		}
+	}
 }
 
 // addStream registers the GET stream of a session; false if one is open.
@@ -104,6 +142,7 @@ func (l *localSessions) addStream(sid string, st *legacyStream) bool {
 	if _, ok := l.streams[sid]; ok {
 		return false
 	}
+	l.track(sid)
 	l.streams[sid] = st
 	return true
 }
@@ -113,6 +152,7 @@ func (l *localSessions) removeStream(sid string, st *legacyStream) {
 	defer l.mu.Unlock()
 	if l.streams[sid] == st {
 		delete(l.streams, sid)
+		l.untrack(sid)
 	}
 }
 
@@ -129,6 +169,7 @@ func (l *localSessions) addCall(sid, key string, cancel context.CancelFunc) func
 	defer l.mu.Unlock()
 	m := l.calls[sid]
 	if m == nil {
+		l.track(sid)
 		m = map[string]context.CancelFunc{}
 		l.calls[sid] = m
 	}
@@ -139,19 +180,55 @@ func (l *localSessions) addCall(sid, key string, cancel context.CancelFunc) func
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		delete(l.calls[sid], key)
-		if len(l.calls[sid]) == 0 {
-			delete(l.calls, sid)
+		if m := l.calls[sid]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(l.calls, sid)
+				l.untrack(sid)
+			}
 		}
 	}
 }
 
-func (l *localSessions) cancelCall(sid, key string) {
+// cancelCall cancels a call running here; it reports whether there was one.
+func (l *localSessions) cancelCall(sid, key string) bool {
 	l.mu.Lock()
 	cancel := l.calls[sid][key]
 	l.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	return cancel != nil
+}
+
+// cancelByDigest cancels the call named by a fleet cancellation, if it runs
+// here.
+func (l *localSessions) cancelByDigest(sessionD, callD string) {
+	l.mu.Lock()
+	sid, ok := l.byDigest[sessionD]
+	var cancel context.CancelFunc
+	if ok {
+		for key, c := range l.calls[sid] {
+			if callDigest(sid, key) == callD {
+				cancel = c
+				break
+			}
+		}
+	}
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// endByDigest ends what this instance holds for a session deleted on
+// another instance.
+func (l *localSessions) endByDigest(sessionD string) {
+	l.mu.Lock()
+	sid, ok := l.byDigest[sessionD]
+	l.mu.Unlock()
+	if ok {
+		l.end(sid)
 	}
 }
 
@@ -161,6 +238,7 @@ func (l *localSessions) end(sid string) {
 	st := l.streams[sid]
 	calls := l.calls[sid]
 	delete(l.calls, sid)
+	l.untrack(sid)
 	l.mu.Unlock()
 	for _, c := range calls {
 		c()

@@ -138,13 +138,25 @@ func (b *bus) publish(ev event) {
 
 // relay feeds events from the external bus to local listeners until done.
 func (b *bus) relay(done <-chan struct{}) {
+	listenFleet(done, b.remote, EventsChannel, b.log, func(payload string) {
+		if ev, ok := decodeEvent(payload); ok {
+			b.deliver(ev)
+		}
+	})
+}
+
+// listenFleet calls fn with every payload published on channel of the
+// fleet bus until done, subscribing again (after a second) whenever the
+// subscription fails or ends.
+func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slog.Logger, fn func(string)) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() { <-done; cancel() }()
 	for ctx.Err() == nil {
-		ch, err := b.remote.Subscribe(ctx, EventsChannel)
+		ch, err := remote.Subscribe(ctx, channel)
 		if err != nil {
-			if b.log != nil {
-				b.log.Warn("weft: subscribing to the fleet event bus failed; retrying", "err", err)
+			if log != nil {
+				log.Warn("weft: subscribing to the fleet event bus failed; retrying", "channel", channel, "err", err)
 			}
 			select {
 			case <-time.After(time.Second):
@@ -153,9 +165,7 @@ func (b *bus) relay(done <-chan struct{}) {
 			continue
 		}
 		for payload := range ch {
-			if ev, ok := decodeEvent(payload); ok {
-				b.deliver(ev)
-			}
+			fn(payload)
 		}
 	}
 }
