@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
