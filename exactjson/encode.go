@@ -76,7 +76,7 @@ func appendWithout(dst []byte, v Value, depth int, omit func(int, string, string
 		return AppendJSON(dst, v)
 	}
 	e := encoder{buf: dst, base: len(dst), canonical: canonical}
-	if err := e.objectWithout(v.kids, 1, "", 0, depth, omit); err != nil {
+	if err := e.objectWithout(v, 1, "", 0, depth, omit); err != nil {
 		return dst, err
 	}
 	return e.buf, nil
@@ -86,7 +86,8 @@ func appendWithout(dst []byte, v Value, depth int, omit func(int, string, string
 // the top) that omit keeps, in canonical order when the encoding is
 // canonical and in document order otherwise; level counts the filtered
 // levels above it.
-func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) error {
+func (e *encoder) objectWithout(v Value, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) error {
+	kids := v.members()
 	var small [32]int32
 	idx := small[:0]
 	if len(kids) > len(small) {
@@ -97,10 +98,17 @@ func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, 
 			idx = append(idx, int32(i))
 		}
 	}
+	if len(idx) == len(kids) && !e.canonical && level == maxLevel {
+		// Nothing left out here and no filtered level below: the object
+		// encodes as a whole (a parsed compact one is copied).
+		return e.value(v, depth-1)
+	}
 	if e.canonical {
 		sortIndexes(idx, kids)
-	} else if name, dup := duplicateAmong(idx, kids); dup {
-		return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(name, 64)))
+	} else if v.s == "" { // parsed objects have distinct names
+		if name, dup := duplicateAmong(idx, kids); dup {
+			return fmt.Errorf("json: cannot encode object: %w %s", ErrDuplicateName, strconv.Quote(truncate(name, 64)))
+		}
 	}
 	e.buf = append(e.buf, '{')
 	for k, i := range idx {
@@ -120,7 +128,7 @@ func (e *encoder) objectWithout(kids []Member, depth int, parent string, level, 
 			if depth >= MaxDepthCeiling {
 				return &LimitError{Limit: "MaxDepth", Max: MaxDepthCeiling, Offset: -1}
 			}
-			err = e.objectWithout(m.Value.kids, depth+1, m.Name, level+1, maxLevel, omit)
+			err = e.objectWithout(m.Value, depth+1, m.Name, level+1, maxLevel, omit)
 		} else {
 			err = e.value(m.Value, depth)
 		}
@@ -271,13 +279,14 @@ func canonicalTree(v Value) bool {
 	case KindNumber:
 		return canonicalInt(v.s) || isCanonicalLiteral(v.s)
 	case KindObject:
-		if !namesAscending(v.kids) {
+		if !namesAscending(v.members()) {
 			return false
 		}
 		fallthrough
 	case KindArray:
-		for i := range v.kids {
-			if !canonicalTree(v.kids[i].Value) {
+		kids := v.members()
+		for i := range kids {
+			if !canonicalTree(kids[i].Value) {
 				return false
 			}
 		}
@@ -308,11 +317,12 @@ func isCanonicalLiteral(lit string) bool {
 
 func (e *encoder) array(v Value, depth int) error {
 	e.buf = append(e.buf, '[')
-	for i := range v.kids {
+	kids := v.members()
+	for i := range kids {
 		if i > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		if err := e.value(v.kids[i].Value, depth); err != nil {
+		if err := e.value(kids[i].Value, depth); err != nil {
 			return err
 		}
 	}
@@ -321,7 +331,7 @@ func (e *encoder) array(v Value, depth int) error {
 }
 
 func (e *encoder) object(v Value, depth int) error {
-	kids := v.kids
+	kids := v.members()
 	if e.canonical {
 		return e.canonicalObject(kids, depth)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	stdjson "encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +102,23 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical(canonical) not stable: %q vs %q", c1, c3)
 		}
 
+		// The filtered compact encoding (which copies parsed compact
+		// objects that lose nothing) is the JSON of the filtered value:
+		// members whose name starts with "a" are left out of the top
+		// level and of the objects directly below it.
+		omitA := func(depth int, parent, name string) bool { return strings.HasPrefix(name, "a") }
+		if v.Kind() == KindObject {
+			want := filterA(v, 1)
+			got, err := AppendJSONWithout(nil, v, 1, omitA)
+			if err != nil {
+				t.Fatalf("AppendJSONWithout: %v", err)
+			}
+			back, err := Parse(got, Limits{})
+			if err != nil || !Equal(back, want) {
+				t.Fatalf("AppendJSONWithout of %s wrote %s, want the JSON of %s (%v)", data, got, want, err)
+			}
+		}
+
 		// Canonical bytes equal iff Equal, over pairs of sub-values.
 		subs := collect(nil, v, 24)
 		canon := make([][]byte, len(subs))
@@ -134,13 +152,29 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// filterA is the reference for AppendJSONWithout with omitA: v without
+// members named "a..." at its top level and, levels deep, below.
+func filterA(v Value, levels int) Value {
+	var kept []Member
+	for _, m := range v.members() {
+		if strings.HasPrefix(m.Name, "a") {
+			continue
+		}
+		if levels > 0 && m.Value.Kind() == KindObject {
+			m.Value = filterA(m.Value, levels-1)
+		}
+		kept = append(kept, m)
+	}
+	return Object(kept...)
+}
+
 // collect appends v and its descendants (pre-order) up to max values.
 func collect(dst []Value, v Value, max int) []Value {
 	if len(dst) >= max {
 		return dst
 	}
 	dst = append(dst, v)
-	for _, m := range v.kids {
+	for _, m := range v.members() {
 		dst = collect(dst, m.Value, max)
 	}
 	return dst

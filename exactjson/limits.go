@@ -70,6 +70,13 @@ func DefaultLimits() Limits {
 // Validate reports an error naming the first field that is neither 0
 // (meaning the default) nor within 1..its ceiling.
 func (l Limits) Validate() error {
+	// The common case, every field valid, in six unsigned comparisons
+	// (a negative value wraps to a huge one).
+	if uint(l.MaxInputBytes) <= MaxInputBytesCeiling && uint(l.MaxDepth) <= MaxDepthCeiling &&
+		uint(l.MaxNodes) <= MaxNodesCeiling && uint(l.MaxNumberLength) <= MaxNumberLengthCeiling &&
+		uint(l.MaxExponent) <= MaxExponentCeiling && uint(l.MaxStringBytes) <= MaxStringBytesCeiling {
+		return nil
+	}
 	checks := [...]struct {
 		name    string
 		v, ceil int

@@ -284,7 +284,9 @@ func (p *parser) array(start, depth int) (Value, int, error) {
 	}
 	p.pos = i
 	kids := p.take(base)
-	return Value{kind: KindArray, s: p.src[start : i+1], kids: kids, b: p.dirty == d0, h: h + 1}, i + 1, nil
+	v := containerOf(KindArray, kids)
+	v.s, v.b, v.h = p.src[start:i+1], p.dirty == d0, h+1
+	return v, i + 1, nil
 }
 
 func (p *parser) object(start, depth int) (Value, int, error) {
@@ -367,7 +369,9 @@ func (p *parser) object(start, depth int) (Value, int, error) {
 	}
 	p.pos = i
 	kids := p.take(base)
-	return Value{kind: KindObject, s: p.src[start : i+1], kids: kids, b: p.dirty == d0, h: h + 1}, i + 1, nil
+	v := containerOf(KindObject, kids)
+	v.s, v.b, v.h = p.src[start:i+1], p.dirty == d0, h+1
+	return v, i + 1, nil
 }
 
 func (p *parser) dupName(off int, name string) error {

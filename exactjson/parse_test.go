@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func mustParse(t testing.TB, s string) Value {
@@ -173,7 +174,7 @@ func TestParseStrict(t *testing.T) {
 }
 
 // isZeroValue reports whether v is the zero Value.
-func isZeroValue(v Value) bool { return v.kind == KindNull && v.s == "" && v.kids == nil && !v.b }
+func isZeroValue(v Value) bool { return v.kind == KindNull && v.s == "" && v.kp == nil && !v.b }
 
 func TestSyntaxErrorFormat(t *testing.T) {
 	_, err := Parse([]byte(`[1,2,}`), Limits{})
@@ -439,7 +440,7 @@ func TestParserReuse(t *testing.T) {
 			t.Fatalf("%.40s: %s, ParseString %s", d, v, want)
 		}
 		for i, m := range ps.stack[:cap(ps.stack)] {
-			if m.Name != "" || m.Value.kind != KindNull || m.Value.s != "" || m.Value.kids != nil {
+			if m.Name != "" || m.Value.kind != KindNull || m.Value.s != "" || m.Value.kp != nil {
 				t.Fatalf("%.40s: scratch entry %d still holds %+v", d, i, m)
 			}
 		}
@@ -463,5 +464,16 @@ func TestParserReuse(t *testing.T) {
 	}
 	if _, err := ps.ParseString(docs[0], Limits{MaxDepth: -1}); err == nil {
 		t.Error("invalid limits accepted")
+	}
+}
+
+// TestValueLayout pins the size of Value and Member on 64-bit platforms:
+// parse trees are arrays of Members, so every byte here is paid per node.
+func TestValueLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are pinned for 64-bit platforms")
+	}
+	if v, m := unsafe.Sizeof(Value{}), unsafe.Sizeof(Member{}); v != 32 || m != 48 {
+		t.Fatalf("Value is %d bytes and Member %d, want 32 and 48", v, m)
 	}
 }

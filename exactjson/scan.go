@@ -11,9 +11,11 @@ func plainASCII(s string, i int) int {
 		highs = 0x8080808080808080
 	)
 	for ; i+8 <= len(s); i += 8 {
-		// The compiler merges these byte loads into one 64-bit load.
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// The compiler merges these byte loads into one 64-bit load, and
+		// the eight-byte window needs one bounds check, not eight.
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		// A byte with the high bit set, or one below 0x20, or one equal to
 		// '"' or '\\' (each found as a zero byte after XOR), sets the high
 		// bit of its lane in t. The borrow trick can mark a lane after a

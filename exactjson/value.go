@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Kind is the kind of a JSON value.
@@ -50,8 +51,11 @@ type Value struct {
 	// or the raw input span of a parsed container (KindArray, KindObject;
 	// empty for constructed containers).
 	s string
-	// kids holds object members, or array elements with empty names.
-	kids []Member
+	// kp and kn are the object members, or array elements with empty names
+	// (members returns them as a slice): a pointer and a 32-bit length
+	// rather than a slice header keep a Value at 32 bytes.
+	kp   *Member
+	kn   uint32
 	kind Kind
 	// b is the boolean (KindBool) or, for containers with a raw span,
 	// whether that span is byte-identical to the compact encoding.
@@ -134,7 +138,7 @@ func Array(elems ...Value) Value {
 	for i, e := range elems {
 		kids[i].Value = e
 	}
-	return Value{kind: KindArray, kids: kids}
+	return containerOf(KindArray, kids)
 }
 
 // Object returns a JSON object of the given members in the given order. The
@@ -143,8 +147,19 @@ func Array(elems ...Value) Value {
 func Object(members ...Member) Value {
 	kids := make([]Member, len(members))
 	copy(kids, members)
-	return Value{kind: KindObject, kids: kids}
+	return containerOf(KindObject, kids)
 }
+
+// containerOf returns an array or object holding kids (not copied).
+func containerOf(kind Kind, kids []Member) Value {
+	if uint64(len(kids)) > math.MaxUint32 {
+		panic("exactjson: container of more than 2^32-1 members")
+	}
+	return Value{kind: kind, kp: unsafe.SliceData(kids), kn: uint32(len(kids))}
+}
+
+// members returns the members of an object or the elements of an array.
+func (v Value) members() []Member { return unsafe.Slice(v.kp, v.kn) }
 
 // Field returns a Member; it is shorthand for Member{Name: name, Value: v}.
 func Field(name string, v Value) Member { return Member{Name: name, Value: v} }
@@ -184,25 +199,25 @@ func (v Value) Len() int {
 	if v.kind != KindArray && v.kind != KindObject {
 		return 0
 	}
-	return len(v.kids)
+	return int(v.kn)
 }
 
 // Index returns array element i, or Null if v is not an array or i is out of range.
 func (v Value) Index(i int) Value {
-	if v.kind != KindArray || i < 0 || i >= len(v.kids) {
+	if v.kind != KindArray || i < 0 || i >= int(v.kn) {
 		return Value{}
 	}
-	return v.kids[i].Value
+	return v.members()[i].Value
 }
 
 // Member returns the i-th member of an object in document order, or the
 // zero Member if v is not an object or i is out of range. With Len it walks
 // an object without the copy Members makes.
 func (v Value) Member(i int) Member {
-	if v.kind != KindObject || i < 0 || i >= len(v.kids) {
+	if v.kind != KindObject || i < 0 || i >= int(v.kn) {
 		return Member{}
 	}
-	return v.kids[i]
+	return v.members()[i]
 }
 
 // Elements returns a copy of the array elements, or nil if v is not an array.
@@ -210,9 +225,10 @@ func (v Value) Elements() []Value {
 	if v.kind != KindArray {
 		return nil
 	}
-	out := make([]Value, len(v.kids))
-	for i := range v.kids {
-		out[i] = v.kids[i].Value
+	kids := v.members()
+	out := make([]Value, len(kids))
+	for i := range kids {
+		out[i] = kids[i].Value
 	}
 	return out
 }
@@ -223,8 +239,8 @@ func (v Value) Members() []Member {
 	if v.kind != KindObject {
 		return nil
 	}
-	out := make([]Member, len(v.kids))
-	copy(out, v.kids)
+	out := make([]Member, v.kn)
+	copy(out, v.members())
 	return out
 }
 
@@ -235,9 +251,10 @@ func (v Value) Get(name string) (Value, bool) {
 	if v.kind != KindObject {
 		return Value{}, false
 	}
-	for i := range v.kids {
-		if v.kids[i].Name == name {
-			return v.kids[i].Value, true
+	kids := v.members()
+	for i := range kids {
+		if kids[i].Name == name {
+			return kids[i].Value, true
 		}
 	}
 	return Value{}, false
@@ -255,8 +272,9 @@ func (v Value) All() iter.Seq2[string, Value] {
 		if v.kind != KindObject {
 			return
 		}
-		for i := range v.kids {
-			if !yield(v.kids[i].Name, v.kids[i].Value) {
+		kids := v.members()
+		for i := range kids {
+			if !yield(kids[i].Name, kids[i].Value) {
 				return
 			}
 		}
@@ -269,8 +287,9 @@ func (v Value) Values() iter.Seq[Value] {
 		if v.kind != KindArray {
 			return
 		}
-		for i := range v.kids {
-			if !yield(v.kids[i].Value) {
+		kids := v.members()
+		for i := range kids {
+			if !yield(kids[i].Value) {
 				return
 			}
 		}
@@ -283,9 +302,9 @@ func (v Value) Without(names ...string) Value {
 	if v.kind != KindObject {
 		return v
 	}
-	kids := make([]Member, 0, len(v.kids))
+	kids := make([]Member, 0, v.kn)
 outer:
-	for _, m := range v.kids {
+	for _, m := range v.members() {
 		for _, n := range names {
 			if m.Name == n {
 				continue outer
@@ -293,7 +312,7 @@ outer:
 		}
 		kids = append(kids, m)
 	}
-	return Value{kind: KindObject, kids: kids}
+	return containerOf(KindObject, kids)
 }
 
 // With returns a copy of the object v with member name set to val: the
@@ -303,18 +322,19 @@ func (v Value) With(name string, val Value) Value {
 	if v.kind != KindObject {
 		return v
 	}
-	for i := range v.kids {
-		if v.kids[i].Name == name {
-			kids := make([]Member, len(v.kids))
-			copy(kids, v.kids)
+	old := v.members()
+	for i := range old {
+		if old[i].Name == name {
+			kids := make([]Member, len(old))
+			copy(kids, old)
 			kids[i].Value = val
-			return Value{kind: KindObject, kids: kids}
+			return containerOf(KindObject, kids)
 		}
 	}
-	kids := make([]Member, len(v.kids), len(v.kids)+1)
-	copy(kids, v.kids)
+	kids := make([]Member, len(old), len(old)+1)
+	copy(kids, old)
 	kids = append(kids, Member{Name: name, Value: val})
-	return Value{kind: KindObject, kids: kids}
+	return containerOf(KindObject, kids)
 }
 
 // String returns the compact JSON encoding of v for debugging. It never
@@ -365,17 +385,18 @@ func Equal(a, b Value) bool {
 		}
 		return cmpLiterals(a.s, b.s) == 0
 	case KindArray:
-		if len(a.kids) != len(b.kids) {
+		ak, bk := a.members(), b.members()
+		if len(ak) != len(bk) {
 			return false
 		}
-		for i := range a.kids {
-			if !Equal(a.kids[i].Value, b.kids[i].Value) {
+		for i := range ak {
+			if !Equal(ak[i].Value, bk[i].Value) {
 				return false
 			}
 		}
 		return true
 	case KindObject:
-		return equalObjects(a.kids, b.kids)
+		return equalObjects(a.members(), b.members())
 	}
 	return false
 }
