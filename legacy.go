@@ -93,6 +93,7 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 		return nil, nil
 	}
 	l := &legacyServer{srv: s, opts: *o, local: newLocalSessions()}
+	l.local.fleet = s.opts.Events != nil
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}

@@ -91,8 +91,10 @@ type localSessions struct {
 	calls   map[string]map[string]context.CancelFunc // session -> request id key -> cancel
 	stdio   map[*stdioWriter]string                  // stdio connection -> its session
 	// byDigest finds a session with calls or a stream here from its
-	// fleetDigest, for cancellations that arrive on another instance.
+	// fleetDigest, for cancellations that arrive on another instance; kept
+	// only when fleet (the server has a fleet event bus).
 	byDigest map[string]string
+	fleet    bool
 }
 
 func newLocalSessions() *localSessions {
@@ -120,6 +122,9 @@ func callDigest(sid, key string) string { return fleetDigest("weft legacy call",
 // track and untrack keep byDigest in step with the sessions that have calls
 // or a stream here (l.mu held).
 func (l *localSessions) track(sid string) {
+	if !l.fleet {
+		return
+	}
 	if _, calls := l.calls[sid]; !calls {
 		if _, stream := l.streams[sid]; !stream {
 			l.byDigest[sessionDigest(sid)] = sid
@@ -128,6 +133,9 @@ func (l *localSessions) track(sid string) {
 }
 
 func (l *localSessions) untrack(sid string) {
+	if !l.fleet {
+		return
+	}
 	if _, calls := l.calls[sid]; !calls {
 		if _, stream := l.streams[sid]; !stream {
 			delete(l.byDigest, sessionDigest(sid))
