@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/mirror"
 )
 
 // Meta keys of MCP 2026-07-28.
@@ -453,35 +454,24 @@ func nameParam(member string, params exactjson.Value) (target, *Error) {
 
 // checkMirrors validates Mcp-Param-* headers of a tools/call against the
 // arguments they mirror.
-func checkMirrors(h http.Header, mirrors []mirror, args exactjson.Value) *Error {
+func checkMirrors(h http.Header, mirrors []mirror.Mirror, args exactjson.Value) *Error {
 	for _, m := range mirrors {
-		v := args
-		present := true
-		for _, p := range m.path {
-			var ok bool
-			if v, ok = v.Get(p); !ok {
-				present = false
-				break
-			}
-		}
-		if present && v.Kind() == exactjson.KindNull {
-			present = false
-		}
-		hv, hok, err := headerValue(h, "Mcp-Param-"+m.header)
+		v, present := m.Lookup(args)
+		hv, hok, err := headerValue(h, "Mcp-Param-"+m.Header)
 		if err != nil {
 			return headerMismatch(err.Error())
 		}
 		if !present {
 			if hok {
-				return headerMismatch("Mcp-Param-" + m.header + " is sent but the argument is absent")
+				return headerMismatch("Mcp-Param-" + m.Header + " is sent but the argument is absent")
 			}
 			continue
 		}
 		if !hok {
-			return headerMismatch("Mcp-Param-" + m.header + " header is required")
+			return headerMismatch("Mcp-Param-" + m.Header + " header is required")
 		}
-		if !mirrorEqual(m.typ, v, hv) {
-			return headerMismatch("Mcp-Param-" + m.header + " differs from the argument")
+		if !mirrorEqual(m.Type, v, hv) {
+			return headerMismatch("Mcp-Param-" + m.Header + " differs from the argument")
 		}
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
-	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/mirror"
 )
 
 // Tool describes a tool. Name, Description and an object InputSchema are
@@ -71,7 +71,7 @@ type toolEntry struct {
 	fastInput *fastSchema
 	inSchema  []byte
 	outSchem  []byte
-	mirrors   []mirror
+	mirrors   []mirror.Mirror
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
 	trustedOutput bool
@@ -79,12 +79,6 @@ type toolEntry struct {
 
 // mirror is an x-mcp-header argument: header Mcp-Param-<Header> mirrors
 // arguments.<Path...>.
-type mirror struct {
-	header string
-	path   []string
-	typ    string // string, integer, boolean
-}
-
 // validToolName reports whether name follows the spec's tool-name rule.
 func validToolName(name string) bool {
 	if len(name) < 1 || len(name) > 128 {
@@ -135,7 +129,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if f, ok := compileFastSchema(in.doc); ok {
 		e.fastInput = f
 	}
-	if e.mirrors, err = findMirrors(in.doc); err != nil {
+	if e.mirrors, err = mirror.Find(in.doc); err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
 	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
@@ -325,62 +319,6 @@ func toAny(v exactjson.Value) any {
 		return out
 	}
 	return nil
-}
-
-// findMirrors collects x-mcp-header declarations and enforces SEP-2243's
-// authoring rules: a token name, unique case-insensitively, only on string,
-// integer or boolean properties reachable through "properties" alone.
-func findMirrors(v exactjson.Value) ([]mirror, error) {
-	var out []mirror
-	seen := map[string]bool{}
-	var walk func(node exactjson.Value, path []string, pure bool) error
-	walk = func(node exactjson.Value, path []string, pure bool) error {
-		switch node.Kind() {
-		case exactjson.KindArray:
-			for e := range node.Values() {
-				if err := walk(e, path, false); err != nil {
-					return err
-				}
-			}
-		case exactjson.KindObject:
-			if h, ok := node.Get("x-mcp-header"); ok {
-				name, isStr := h.AsString()
-				switch {
-				case !pure || len(path) == 0:
-					return errors.New("x-mcp-header is allowed only on properties reached through a chain of \"properties\"")
-				case !isStr || !hdr.IsToken(name):
-					return fmt.Errorf("x-mcp-header of %q must be a non-empty HTTP token", strings.Join(path, "."))
-				case seen[strings.ToLower(name)]:
-					return fmt.Errorf("x-mcp-header %q is declared twice", name)
-				}
-				t, _ := node.Get("type")
-				typ, _ := t.AsString()
-				if typ != "string" && typ != "integer" && typ != "boolean" {
-					return fmt.Errorf("x-mcp-header %q must be on a string, integer or boolean property", name)
-				}
-				seen[strings.ToLower(name)] = true
-				out = append(out, mirror{header: name, path: append([]string(nil), path...), typ: typ})
-			}
-			for k, e := range node.All() {
-				if k == "properties" && pure && e.Kind() == exactjson.KindObject {
-					for pk, pv := range e.All() {
-						if err := walk(pv, append(path, pk), true); err != nil {
-							return err
-						}
-					}
-					continue
-				}
-				if k == "x-mcp-header" {
-					continue
-				}
-				if err := walk(e, path, false); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return out, walk(v, nil, true)
 }
 
 // schemaFingerprint identifies a compact input schema: the first 8 bytes of

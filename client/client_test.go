@@ -1707,33 +1707,6 @@ func mustRead(r *http.Request) string {
 	return string(b)
 }
 
-func TestFindMirrors(t *testing.T) {
-	ms, err := findMirrors(mustParse(t, `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"B"}}},"c":{"type":"boolean","x-mcp-header":"C"}},"$defs":{"d":{"type":"object","properties":{"e":{"type":"string"}}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, m := range ms {
-		got = append(got, m.header+"="+strings.Join(m.path, "."))
-	}
-	if !slices.Equal(got, []string{"B=a.b", "C=c"}) {
-		t.Errorf("mirrors = %v", got)
-	}
-	for _, bad := range []string{
-		`{"type":"object","x-mcp-header":"Root"}`,
-		`{"type":"object","properties":{"a":{"x-mcp-header":"A"}}}`,
-		`{"type":"object","$defs":{"d":{"type":"string","x-mcp-header":"D"}}}`,
-		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}`,
-		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":7}}}`,
-		`{"type":"object","if":{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}}`,
-		`{"type":"object","properties":{"a":{"type":"object","additionalProperties":{"type":"string","x-mcp-header":"A"}}}}`,
-	} {
-		if _, err := findMirrors(mustParse(t, bad)); err == nil {
-			t.Errorf("accepted %s", bad)
-		}
-	}
-}
-
 func TestCapabilitiesAndParams(t *testing.T) {
 	noop := func(context.Context, exactjson.Value) (exactjson.Value, error) { return exactjson.Object(), nil }
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/mirror"
 )
 
 // Defaults and fixed values of the in-memory transport.
@@ -388,13 +389,15 @@ func (c *Client) paramHeaders(ctx context.Context, h http.Header, params exactjs
 	if !ok {
 		return
 	}
-	for _, m := range mirrors(t.InputSchema) {
-		v := args
-		for _, p := range m.path {
-			v, _ = v.Get(p)
-		}
-		if s, ok := mirrorValue(v); ok {
-			h.Set("Mcp-Param-"+m.header, s)
+	ms, err := mirror.Find(t.InputSchema)
+	if err != nil {
+		return // a tool a real client rejects; the server reports the call
+	}
+	for _, m := range ms {
+		if v, present := m.Lookup(args); present {
+			if s, ok := mirror.HeaderValue(v); ok {
+				h.Set("Mcp-Param-"+m.Header, s)
+			}
 		}
 	}
 }
@@ -415,51 +418,6 @@ func (c *Client) lookupTool(ctx context.Context, name string) (Tool, bool) {
 	}
 	t, ok := tools[name]
 	return t, ok
-}
-
-type mirror struct {
-	header string
-	path   []string
-}
-
-// mirrors collects the x-mcp-header declarations reachable from the root of
-// schema through a chain of "properties".
-func mirrors(schema exactjson.Value) []mirror {
-	var out []mirror
-	var walk func(node exactjson.Value, path []string)
-	walk = func(node exactjson.Value, path []string) {
-		if len(path) > 0 {
-			if name, ok := getString(node, "x-mcp-header"); ok && name != "" {
-				out = append(out, mirror{header: name, path: path})
-			}
-		}
-		props, _ := node.Get("properties")
-		for k, v := range props.All() {
-			walk(v, append(path[:len(path):len(path)], k))
-		}
-	}
-	walk(schema, nil)
-	return out
-}
-
-// mirrorValue renders an argument as a header value: strings (Base64
-// sentinel when needed), integers in decimal, booleans.
-func mirrorValue(v exactjson.Value) (string, bool) {
-	switch v.Kind() {
-	case exactjson.KindString:
-		s, _ := v.AsString()
-		return hdr.Encode(s), true
-	case exactjson.KindBool:
-		b, _ := v.AsBool()
-		return hdr.FormatBool(b), true
-	case exactjson.KindNumber:
-		n, _ := v.AsNumber()
-		if i, ok := n.Int64(); ok {
-			return hdr.FormatInteger(i), true
-		}
-		return n.String(), true
-	}
-	return "", false
 }
 
 // post runs one exchange through the handler.
