@@ -3,7 +3,6 @@ package task
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -13,6 +12,8 @@ import (
 // tests, development and single-instance servers that accept losing tasks on
 // restart. It is safe for concurrent use; every method runs under one mutex.
 type MemoryStore struct {
+	RecordMethods // Renew, Finish, SetStatusMessage, SubmitInput, RequestCancel
+
 	now func() time.Time
 	hub *Hub
 
@@ -45,6 +46,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		ready:  readyQueue{pos: make(map[string]int)},
 		leased: make(map[string]*Record),
 	}
+	s.RecordMethods = NewRecordMethods(s.update)
 	for _, o := range opts {
 		o(s)
 	}
@@ -267,49 +269,6 @@ func (q *readyQueue) remove(id string) {
 	if i, ok := q.pos[id]; ok {
 		heap.Remove(q, i)
 	}
-}
-
-// Renew implements Store.
-func (s *MemoryStore) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
-	var cancel bool
-	_, _, err := s.update(ctx, "renew", id, func(r *Record, now time.Time) (bool, error) {
-		var err error
-		cancel, err = r.ApplyRenew(fence, now, lease)
-		return true, err // NotifyChannels publishes nothing for lease bookkeeping
-	})
-	return cancel, err
-}
-
-// Finish implements Store.
-func (s *MemoryStore) Finish(ctx context.Context, id string, fence int64, out Outcome) (*Record, error) {
-	r, _, err := s.update(ctx, "finish", id, func(r *Record, now time.Time) (bool, error) {
-		return true, r.ApplyFinish(fence, out, now)
-	})
-	return r, err
-}
-
-// SetStatusMessage implements Store.
-func (s *MemoryStore) SetStatusMessage(ctx context.Context, id string, fence int64, msg string) error {
-	_, _, err := s.update(ctx, "set status message", id, func(r *Record, now time.Time) (bool, error) {
-		return true, r.ApplyStatusMessage(fence, msg, now)
-	})
-	return err
-}
-
-// SubmitInput implements Store.
-func (s *MemoryStore) SubmitInput(ctx context.Context, id string, responses json.RawMessage) (bool, error) {
-	_, changed, err := s.update(ctx, "submit input", id, func(r *Record, now time.Time) (bool, error) {
-		return r.ApplyInput(responses, now)
-	})
-	return changed, err
-}
-
-// RequestCancel implements Store.
-func (s *MemoryStore) RequestCancel(ctx context.Context, id string) (*Record, error) {
-	r, _, err := s.update(ctx, "request cancel", id, func(r *Record, now time.Time) (bool, error) {
-		return r.ApplyCancel(now), nil
-	})
-	return r, err
 }
 
 // ExpireAndPurge implements Store.

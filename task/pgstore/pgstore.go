@@ -68,6 +68,8 @@ type Options struct {
 
 // Store is a task.Store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
+	task.RecordMethods // Renew, Finish, SetStatusMessage, SubmitInput, RequestCancel
+
 	pool    *pgxpool.Pool
 	hub     *task.Hub
 	now     func() time.Time
@@ -123,6 +125,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		q:       newQueries(opts.Schema, opts.Prefix),
 		channel: "weft_" + hex.EncodeToString(sum[:12]),
 	}
+	s.RecordMethods = task.NewRecordMethods(s.update)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -479,49 +482,6 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (
 		return nil, err
 	}
 	return claimed, nil
-}
-
-// Renew implements task.Store.
-func (s *Store) Renew(ctx context.Context, id string, fence int64, lease time.Duration) (bool, error) {
-	var cancel bool
-	_, _, err := s.update(ctx, "renew", id, func(r *task.Record, now time.Time) (bool, error) {
-		var err error
-		cancel, err = r.ApplyRenew(fence, now, lease)
-		return true, err
-	})
-	return cancel, err
-}
-
-// Finish implements task.Store.
-func (s *Store) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
-	r, _, err := s.update(ctx, "finish", id, func(r *task.Record, now time.Time) (bool, error) {
-		return true, r.ApplyFinish(fence, out, now)
-	})
-	return r, err
-}
-
-// SetStatusMessage implements task.Store.
-func (s *Store) SetStatusMessage(ctx context.Context, id string, fence int64, msg string) error {
-	_, _, err := s.update(ctx, "set status message", id, func(r *task.Record, now time.Time) (bool, error) {
-		return true, r.ApplyStatusMessage(fence, msg, now)
-	})
-	return err
-}
-
-// SubmitInput implements task.Store.
-func (s *Store) SubmitInput(ctx context.Context, id string, responses json.RawMessage) (bool, error) {
-	_, changed, err := s.update(ctx, "submit input", id, func(r *task.Record, now time.Time) (bool, error) {
-		return r.ApplyInput(responses, now)
-	})
-	return changed, err
-}
-
-// RequestCancel implements task.Store.
-func (s *Store) RequestCancel(ctx context.Context, id string) (*task.Record, error) {
-	r, _, err := s.update(ctx, "request cancel", id, func(r *task.Record, now time.Time) (bool, error) {
-		return r.ApplyCancel(now), nil
-	})
-	return r, err
 }
 
 // ExpireAndPurge implements task.Store: expiry is one transaction over up to
