@@ -677,10 +677,17 @@ func (s *Server) handleToolsList(ctx context.Context, req *Request, in *inbound)
 	s.mu.RLock()
 	all := s.tools.list()
 	s.mu.RUnlock()
+	return listReply(s, ctx, req, all, KindTool, "tools", func(t *toolEntry) string { return t.tool.Name }, (*toolEntry).encode)
+}
+
+// listReply answers a catalog list method: one page (params.cursor) of the
+// items of all that req may see (Options.Visible, by the name key gives),
+// as the array member, each written by encode.
+func listReply[T any](s *Server, ctx context.Context, req *Request, all []T, kind ItemKind, member string, key func(T) string, encode func(T, *enc)) reply {
 	vis := all[:0:0]
-	for _, t := range all {
-		if s.visible(ctx, req, KindTool, t.tool.Name) {
-			vis = append(vis, t)
+	for _, it := range all {
+		if s.visible(ctx, req, kind, key(it)) {
+			vis = append(vis, it)
 		}
 	}
 	start, end, next, e := s.page(req, len(vis))
@@ -688,13 +695,13 @@ func (s *Server) handleToolsList(ctx context.Context, req *Request, in *inbound)
 		return errReply(req.ID, e)
 	}
 	return s.resultReply("complete", func(e *enc) {
-		e.name("tools")
+		e.name(member)
 		e.b = append(e.b, '[')
-		for i, t := range vis[start:end] {
+		for i, it := range vis[start:end] {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}
-			t.encode(e)
+			encode(it, e)
 		}
 		e.b = append(e.b, ']')
 		e.strOpt("nextCursor", next)
@@ -732,84 +739,26 @@ func (s *Server) handlePromptsList(ctx context.Context, req *Request, in *inboun
 	s.mu.RLock()
 	all := s.prompts.list()
 	s.mu.RUnlock()
-	vis := all[:0:0]
-	for _, p := range all {
-		if s.visible(ctx, req, KindPrompt, p.prompt.Name) {
-			vis = append(vis, p)
-		}
-	}
-	start, end, next, e := s.page(req, len(vis))
-	if e != nil {
-		return errReply(req.ID, e)
-	}
-	return s.resultReply("complete", func(e *enc) {
-		e.name("prompts")
-		e.b = append(e.b, '[')
-		for i, p := range vis[start:end] {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			p.prompt.encode(e)
-		}
-		e.b = append(e.b, ']')
-		e.strOpt("nextCursor", next)
-	}, s.listCache(), exactjson.Value{})
+	return listReply(s, ctx, req, all, KindPrompt, "prompts", func(p *promptEntry) string { return p.prompt.Name },
+		func(p *promptEntry, e *enc) { p.prompt.encode(e) })
 }
 
 func (s *Server) handleResourcesList(ctx context.Context, req *Request, in *inbound) reply {
 	s.mu.RLock()
 	all := s.resources.list()
 	s.mu.RUnlock()
-	vis := all[:0:0]
-	for _, r := range all {
-		if s.visible(ctx, req, KindResource, r.res.URI) {
-			vis = append(vis, r)
-		}
-	}
-	start, end, next, e := s.page(req, len(vis))
-	if e != nil {
-		return errReply(req.ID, e)
-	}
-	return s.resultReply("complete", func(e *enc) {
-		e.name("resources")
-		e.b = append(e.b, '[')
-		for i, r := range vis[start:end] {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
+	return listReply(s, ctx, req, all, KindResource, "resources", func(r *resourceEntry) string { return r.res.URI },
+		func(r *resourceEntry, e *enc) {
 			e.open()
 			r.res.encodeFields(e)
 			e.close()
-		}
-		e.b = append(e.b, ']')
-		e.strOpt("nextCursor", next)
-	}, s.listCache(), exactjson.Value{})
+		})
 }
 
 func (s *Server) handleTemplatesList(ctx context.Context, req *Request, in *inbound) reply {
 	s.mu.RLock()
 	all := s.templates.list()
 	s.mu.RUnlock()
-	vis := all[:0:0]
-	for _, t := range all {
-		if s.visible(ctx, req, KindResourceTemplate, t.tmpl.URITemplate) {
-			vis = append(vis, t)
-		}
-	}
-	start, end, next, e := s.page(req, len(vis))
-	if e != nil {
-		return errReply(req.ID, e)
-	}
-	return s.resultReply("complete", func(e *enc) {
-		e.name("resourceTemplates")
-		e.b = append(e.b, '[')
-		for i, t := range vis[start:end] {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			t.tmpl.encode(e)
-		}
-		e.b = append(e.b, ']')
-		e.strOpt("nextCursor", next)
-	}, s.listCache(), exactjson.Value{})
+	return listReply(s, ctx, req, all, KindResourceTemplate, "resourceTemplates", func(t *templateEntry) string { return t.tmpl.URITemplate },
+		func(t *templateEntry, e *enc) { t.tmpl.encode(e) })
 }
