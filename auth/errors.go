@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// Errors wrapped by the errors of [JWTValidator.Validate] and
-// [StaticTokens.Lookup]; test for them with errors.Is. The wrapping error
+// Errors wrapped by the errors of [JWTValidator.Validate],
+// [Introspector.Introspect] and [StaticTokens.Lookup]; test for them with errors.Is. The wrapping error
 // says what exactly failed. None of them ever contains the token.
 var (
 	// ErrNoToken: the request carried no bearer token.
@@ -39,6 +39,12 @@ var (
 	// ErrKeySource: the signing keys could not be obtained (a server-side
 	// failure, not the client's).
 	ErrKeySource = errors.New("auth: signing keys are unavailable")
+	// ErrInactive: the introspection endpoint answered that the token is
+	// not active (revoked, expired, unknown).
+	ErrInactive = errors.New("auth: token is not active")
+	// ErrIntrospection: the introspection endpoint could not be asked or
+	// gave no usable answer (a server-side failure, not the client's).
+	ErrIntrospection = errors.New("auth: token introspection failed")
 	// ErrConfig: the validator or metadata is misconfigured.
 	ErrConfig = errors.New("auth: invalid configuration")
 )
@@ -57,6 +63,8 @@ func describe(err error) string {
 		return "The access token was not issued by a trusted authorization server"
 	case errors.Is(err, ErrUnknownToken):
 		return "The access token is not recognized"
+	case errors.Is(err, ErrInactive):
+		return "The access token is not active"
 	}
 	return "The access token is invalid"
 }

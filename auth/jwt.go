@@ -145,18 +145,15 @@ func (c *Claims) HasScope(scope string) bool { return slices.Contains(c.Scopes, 
 
 // jwtConfig is a checked snapshot of a JWTValidator.
 type jwtConfig struct {
+	scopePolicy
 	issuer         string
 	audience       string
 	keys           KeySource
 	algs           []string
 	leeway         time.Duration
-	required       []string
-	scopeFunc      func(string, *weft.AdmissionRequest) []string
-	implies        func(string, string) bool
 	partitionClaim string
 	strictType     bool
 	now            func() time.Time
-	log            *slog.Logger
 }
 
 // CheckConfig reports the first configuration problem of v used with meta
@@ -173,17 +170,19 @@ func (v *JWTValidator) compile(meta *ResourceMetadata) (*jwtConfig, error) {
 		return nil, fmt.Errorf("%w: nil JWTValidator", ErrConfig)
 	}
 	c := &jwtConfig{
+		scopePolicy: scopePolicy{
+			required:  slices.Clone(v.RequiredScopes),
+			scopeFunc: v.ScopeFunc,
+			implies:   v.ScopeImplies,
+			log:       v.Logger,
+		},
 		issuer:         v.Issuer,
 		audience:       v.Audience,
 		keys:           v.JWKS,
 		leeway:         v.Leeway,
-		required:       slices.Clone(v.RequiredScopes),
-		scopeFunc:      v.ScopeFunc,
-		implies:        v.ScopeImplies,
 		partitionClaim: v.PartitionClaim,
 		strictType:     v.StrictType,
 		now:            v.Now,
-		log:            v.Logger,
 	}
 	if c.issuer == "" {
 		return nil, fmt.Errorf("%w: JWTValidator.Issuer is required", ErrConfig)
@@ -276,51 +275,17 @@ func (v *JWTValidator) Admission(meta *ResourceMetadata) weft.Admission {
 			return weft.Identity{}, &weft.AdmissionError{Status: http.StatusInternalServerError, Message: "Authorization is misconfigured"}
 		}
 	}
-	return func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
-		needed, err := c.neededScopes(r)
-		if err != nil {
-			if c.log != nil {
-				c.log.LogAttrs(ctx, slog.LevelError, "auth: ScopeFunc failed", slog.String("method", r.Method), slog.String("error", err.Error()))
-			}
-			return weft.Identity{}, &weft.AdmissionError{Status: http.StatusInternalServerError, Message: "Authorization is misconfigured"}
-		}
-		if r.BearerToken == "" {
-			return weft.Identity{}, meta.MissingToken(needed)
-		}
-		claims, err := c.validate(ctx, r.BearerToken)
-		if err != nil {
-			if c.log != nil {
-				c.log.LogAttrs(ctx, slog.LevelInfo, "auth: access token rejected",
-					slog.String("method", r.Method), slog.String("remote", r.RemoteAddr), slog.String("reason", err.Error()))
-			}
-			if errors.Is(err, ErrKeySource) {
-				return weft.Identity{}, &weft.AdmissionError{Status: http.StatusServiceUnavailable, Message: "Authorization temporarily unavailable",
-					Header: http.Header{"Retry-After": {"5"}}}
-			}
-			return weft.Identity{}, meta.InvalidToken(needed, describe(err))
-		}
-		if missing := c.missingScopes(claims.Scopes, needed); len(missing) > 0 {
-			if c.log != nil {
-				c.log.LogAttrs(ctx, slog.LevelInfo, "auth: access token lacks scopes",
-					slog.String("method", r.Method), slog.String("subject", claims.Subject), slog.Any("missing", missing))
-			}
-			return weft.Identity{}, meta.InsufficientScope(needed, "The access token lacks scopes this operation requires")
-		}
-		part, _ := claimString(claims.Raw, c.partitionClaim)
-		return weft.Identity{
-			Principal: claims.Subject,
-			Partition: c.issuer + "|" + part,
-			Scopes:    slices.Clone(claims.Scopes),
-			Data:      claims,
-		}, nil
-	}
+	return tokenAdmission(meta, &c.scopePolicy, c.validate, func(cl *Claims) string {
+		part, _ := claimString(cl.Raw, c.partitionClaim)
+		return c.issuer + "|" + part
+	})
 }
 
 // neededScopes returns RequiredScopes plus the operation's scopes, without
 // duplicates, in order. A scope that is not a scope-token is an error: it
 // could be neither granted nor challenged, and dropping it would admit the
 // request without it.
-func (c *jwtConfig) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
+func (c *scopePolicy) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
 	out := slices.Clone(c.required)
 	if c.scopeFunc != nil {
 		for i, s := range c.scopeFunc(r.Method, r) {
@@ -336,7 +301,7 @@ func (c *jwtConfig) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
 }
 
 // missingScopes returns the needed scopes no granted scope satisfies.
-func (c *jwtConfig) missingScopes(granted, needed []string) []string {
+func (c *scopePolicy) missingScopes(granted, needed []string) []string {
 	var missing []string
 	for _, n := range needed {
 		ok := slices.Contains(granted, n)
