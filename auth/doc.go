@@ -2,7 +2,7 @@
 // 2026-07-28 authorization specification asks of HTTP servers that protect
 // themselves.
 //
-// It has three parts:
+// It has four parts:
 //
 //   - [ResourceMetadata] is the OAuth 2.0 Protected Resource Metadata document
 //     (RFC 9728) that tells clients which authorization servers issue tokens
@@ -16,8 +16,12 @@
 //     the signing keys of one authorization server ([KeySource]: a JWKS file
 //     or URL), checks their audience (RFC 8707), lifetime and scopes, and
 //     turns them into a [weft.Identity].
+//   - [Introspector] validates opaque access tokens with the authorization
+//     server's token introspection endpoint (RFC 7662), applying the same
+//     checks to its answer and caching answers briefly (keyed by the
+//     token's SHA-256), so that revocation takes effect within CacheTTL.
 //
-// Both admission functions plug into [weft.Options].Admission:
+// Each admission function plugs into [weft.Options].Admission:
 //
 //	meta := &auth.ResourceMetadata{
 //		Resource:             "https://mcp.example.com/mcp",
