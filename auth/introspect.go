@@ -172,7 +172,8 @@ func (v *Introspector) config() (*introspectConfig, error) {
 
 // Introspect asks the endpoint about token (or reuses a cached answer) and
 // returns the claims of an active token that passes the checks. It does not
-// check the scopes an operation needs (see [Introspector.Admission]).
+// check the scopes an operation needs (see [Introspector.Admission]), and
+// it needs Audience set (Admission can take it from the metadata).
 // Errors wrap one of the package's Err values (ErrInactive,
 // ErrIntrospection, ErrAudience...) and never contain the token.
 func (v *Introspector) Introspect(ctx context.Context, token string) (*Claims, error) {
@@ -247,8 +248,9 @@ func isTokenVerdict(err error) bool {
 	return !errors.Is(err, ErrIntrospection)
 }
 
-// remember caches an answer, first dropping expired entries and then, if
-// the cache is still full, arbitrary ones.
+// remember caches an answer. A full cache first drops its expired entries
+// and then arbitrary ones down to 90% of the bound, so that the sweep runs
+// once per many insertions even under a flood of distinct tokens.
 func (v *Introspector) remember(c *introspectConfig, key [sha256.Size]byte, e introspected, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -261,8 +263,9 @@ func (v *Introspector) remember(c *introspectConfig, key [sha256.Size]byte, e in
 				delete(v.cache, k)
 			}
 		}
+		keep := c.entries * 9 / 10
 		for k := range v.cache {
-			if len(v.cache) < c.entries {
+			if len(v.cache) <= keep {
 				break
 			}
 			delete(v.cache, k)
