@@ -19,6 +19,18 @@ type scopePolicy struct {
 	log       *slog.Logger
 }
 
+// failClosed is the admission of a misconfigured validator: it logs the
+// problem once (when there is a logger) and refuses every request with a
+// 500.
+func failClosed(log *slog.Logger, what string, err error) weft.Admission {
+	if log != nil {
+		log.Error("auth: "+what+" misconfigured; every request will be refused", slog.String("error", err.Error()))
+	}
+	return func(context.Context, *weft.AdmissionRequest) (weft.Identity, error) {
+		return weft.Identity{}, &weft.AdmissionError{Status: http.StatusInternalServerError, Message: "Authorization is misconfigured"}
+	}
+}
+
 // tokenAdmission is the weft.Admission of a token validator: the scopes
 // the operation needs, the challenges of a missing, invalid or
 // insufficient token, a 503 when the validator's own dependency (signing

@@ -193,12 +193,11 @@ func (v *Introspector) Admission(meta *ResourceMetadata) weft.Admission {
 	meta = meta.snapshot()
 	c, cerr := v.compile(meta)
 	if cerr != nil {
-		if v != nil && v.Logger != nil {
-			v.Logger.Error("auth: token introspection misconfigured; every request will be refused", slog.String("error", cerr.Error()))
+		var log *slog.Logger
+		if v != nil {
+			log = v.Logger
 		}
-		return func(context.Context, *weft.AdmissionRequest) (weft.Identity, error) {
-			return weft.Identity{}, &weft.AdmissionError{Status: http.StatusInternalServerError, Message: "Authorization is misconfigured"}
-		}
+		return failClosed(log, "token introspection", cerr)
 	}
 	return tokenAdmission(meta, &c.scopePolicy, func(ctx context.Context, token string) (*Claims, error) {
 		return v.introspect(ctx, c, token)

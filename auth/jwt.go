@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -268,12 +267,11 @@ func (v *JWTValidator) Admission(meta *ResourceMetadata) weft.Admission {
 	meta = meta.snapshot()
 	c, cerr := v.compile(meta)
 	if cerr != nil {
-		if v != nil && v.Logger != nil {
-			v.Logger.Error("auth: JWT validator misconfigured; every request will be refused", slog.String("error", cerr.Error()))
+		var log *slog.Logger
+		if v != nil {
+			log = v.Logger
 		}
-		return func(context.Context, *weft.AdmissionRequest) (weft.Identity, error) {
-			return weft.Identity{}, &weft.AdmissionError{Status: http.StatusInternalServerError, Message: "Authorization is misconfigured"}
-		}
+		return failClosed(log, "JWT validator", cerr)
 	}
 	return tokenAdmission(meta, &c.scopePolicy, c.validate, func(cl *Claims) string {
 		part, _ := claimString(cl.Raw, c.partitionClaim)
