@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -218,7 +219,7 @@ func (v *Introspector) introspect(ctx context.Context, c *introspectConfig, toke
 		e, ok := v.cache[key]
 		v.mu.Unlock()
 		if ok && now.Before(e.until) {
-			return e.claims, e.err
+			return e.claims.share(), e.err
 		}
 	}
 	claims, err := v.ask(ctx, c, token)
@@ -238,7 +239,19 @@ func (v *Introspector) introspect(ctx context.Context, c *introspectConfig, toke
 		}
 		v.remember(c, key, introspected{claims: claims, err: err, until: until}, now)
 	}
-	return claims, err
+	return claims.share(), err
+}
+
+// share returns a copy of cached claims for one request: its slices are its
+// own, and Raw (read-only, like all claims) is shared.
+func (c *Claims) share() *Claims {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Audience = slices.Clone(c.Audience)
+	out.Scopes = slices.Clone(c.Scopes)
+	return &out
 }
 
 // isTokenVerdict reports whether err is a verdict on the token (cacheable),

@@ -115,7 +115,15 @@ func TestIntrospectorAdmission(t *testing.T) {
 	if ae := asAdmission(t, err, 403); !strings.Contains(ae.Challenge, `scope="mcp:read files:delete"`) {
 		t.Errorf("challenge %s", ae.Challenge)
 	}
-	// Cached: three admissions, one question.
+	// A request may not change what the next one sees.
+	c1, _ := ClaimsOf(id)
+	c1.Scopes[0] = "mutated"
+	if id2, err := call("tools/list", "", "tok-alice"); err != nil || id2.Scopes[0] != "mcp:read" {
+		t.Errorf("a cached answer was changed through an earlier request: %+v, %v", id2, err)
+	} else if c2, _ := ClaimsOf(id2); c2.Scopes[0] != "mcp:read" {
+		t.Errorf("cached claims shared their scopes: %v", c2.Scopes)
+	}
+	// Cached: four admissions, one question.
 	if n := srv.count("tok-alice"); n != 1 {
 		t.Errorf("the endpoint was asked %d times, want 1", n)
 	}

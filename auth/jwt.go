@@ -115,7 +115,9 @@ type JWTValidator struct {
 }
 
 // Claims are the validated claims of an access token. [JWTValidator.Admission]
-// puts them in [weft.Identity].Data; get them back with [ClaimsOf].
+// and [Introspector.Admission] put them in [weft.Identity].Data; get them
+// back with [ClaimsOf]. Treat them as read-only: an Introspector shares Raw
+// between the requests that reuse one cached answer.
 type Claims struct {
 	Issuer    string    // iss
 	Subject   string    // sub
