@@ -109,8 +109,7 @@ type introspected struct {
 }
 
 type introspectConfig struct {
-	scopePolicy
-	jwt      *jwtConfig // the claim checks (issuer, audience, times, subject)
+	jwt      *jwtConfig // the claim checks (issuer, audience, times, subject) and scopes
 	endpoint string
 	client   *http.Client
 	ttl      time.Duration
@@ -143,7 +142,7 @@ func (v *Introspector) compile(meta *ResourceMetadata) (*introspectConfig, error
 	if err != nil {
 		return nil, &renamedError{msg: strings.ReplaceAll(err.Error(), "JWTValidator.", "Introspector."), err: err}
 	}
-	c := &introspectConfig{scopePolicy: jc.scopePolicy, jwt: jc, endpoint: v.Endpoint, client: v.HTTPClient,
+	c := &introspectConfig{jwt: jc, endpoint: v.Endpoint, client: v.HTTPClient,
 		ttl: v.CacheTTL, entries: v.CacheEntries}
 	switch {
 	case c.ttl == 0:
@@ -200,12 +199,9 @@ func (v *Introspector) Admission(meta *ResourceMetadata) weft.Admission {
 		}
 		return failClosed(log, "token introspection", cerr)
 	}
-	return tokenAdmission(meta, &c.scopePolicy, func(ctx context.Context, token string) (*Claims, error) {
+	return tokenAdmission(meta, &c.jwt.scopePolicy, func(ctx context.Context, token string) (*Claims, error) {
 		return v.introspect(ctx, c, token)
-	}, func(cl *Claims) string {
-		part, _ := claimString(cl.Raw, c.jwt.partitionClaim)
-		return c.jwt.issuer + "|" + part
-	})
+	}, c.jwt.partition)
 }
 
 func (v *Introspector) introspect(ctx context.Context, c *introspectConfig, token string) (*Claims, error) {

@@ -275,10 +275,14 @@ func (v *JWTValidator) Admission(meta *ResourceMetadata) weft.Admission {
 		}
 		return failClosed(log, "JWT validator", cerr)
 	}
-	return tokenAdmission(meta, &c.scopePolicy, c.validate, func(cl *Claims) string {
-		part, _ := claimString(cl.Raw, c.partitionClaim)
-		return c.issuer + "|" + part
-	})
+	return tokenAdmission(meta, &c.scopePolicy, c.validate, c.partition)
+}
+
+// partition is the identity partition of valid claims: the issuer and the
+// PartitionClaim value, joined by "|".
+func (c *jwtConfig) partition(cl *Claims) string {
+	part, _ := claimString(cl.Raw, c.partitionClaim)
+	return c.issuer + "|" + part
 }
 
 // neededScopes returns RequiredScopes plus the operation's scopes, without
