@@ -209,7 +209,7 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request, in *inbound)
 	s.mu.RLock()
 	t, ok := s.tools.get(req.Name)
 	s.mu.RUnlock()
-	if !ok || !s.visible(ctx, req, KindTool, req.Name) {
+	if !ok || !s.Visible(ctx, req, KindTool, req.Name) {
 		return errReply(req.ID, withStatus(InvalidParams("Unknown tool"), http.StatusBadRequest))
 	}
 	args, hasArgs := req.Params.Get("arguments")
@@ -270,7 +270,7 @@ func (s *Server) handlePromptsGet(ctx context.Context, req *Request, in *inbound
 	s.mu.RLock()
 	p, ok := s.prompts.get(req.Name)
 	s.mu.RUnlock()
-	if !ok || !s.visible(ctx, req, KindPrompt, req.Name) {
+	if !ok || !s.Visible(ctx, req, KindPrompt, req.Name) {
 		return errReply(req.ID, withStatus(InvalidParams("Unknown prompt"), http.StatusBadRequest))
 	}
 	args := map[string]string{}
@@ -312,7 +312,7 @@ func (s *Server) handleResourcesRead(ctx context.Context, req *Request, in *inbo
 		return errReply(req.ID, withStatus(InvalidParams("Resource URI too long"), http.StatusBadRequest))
 	}
 	op, h, cache, vars, ok := s.findResource(req.Name)
-	if !ok || !s.visible(ctx, req, op.kind, op.name) {
+	if !ok || !s.Visible(ctx, req, op.kind, op.name) {
 		return errReply(req.ID, ResourceNotFound(req.Name))
 	}
 	req.uriParams = vars
@@ -375,7 +375,7 @@ func (s *Server) handleComplete(ctx context.Context, req *Request, in *inbound) 
 		s.mu.RLock()
 		p, ok := s.prompts.get(name)
 		s.mu.RUnlock()
-		if !ok || !s.visible(ctx, req, KindPrompt, name) {
+		if !ok || !s.Visible(ctx, req, KindPrompt, name) {
 			return errReply(req.ID, withStatus(InvalidParams("Unknown prompt"), http.StatusBadRequest))
 		}
 		known := false
@@ -392,7 +392,7 @@ func (s *Server) handleComplete(ctx context.Context, req *Request, in *inbound) 
 		s.mu.RLock()
 		t, ok := s.templates.get(uri)
 		s.mu.RUnlock()
-		if !ok || !s.visible(ctx, req, KindResourceTemplate, uri) {
+		if !ok || !s.Visible(ctx, req, KindResourceTemplate, uri) {
 			return errReply(req.ID, withStatus(InvalidParams("Unknown resource template"), http.StatusBadRequest))
 		}
 		handler = t.tmpl.Complete

@@ -686,7 +686,7 @@ func (s *Server) handleToolsList(ctx context.Context, req *Request, in *inbound)
 func listReply[T any](s *Server, ctx context.Context, req *Request, all []T, kind ItemKind, member string, key func(T) string, encode func(T, *enc)) reply {
 	vis := all[:0:0]
 	for _, it := range all {
-		if s.visible(ctx, req, kind, key(it)) {
+		if s.Visible(ctx, req, kind, key(it)) {
 			vis = append(vis, it)
 		}
 	}

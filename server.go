@@ -485,10 +485,6 @@ func (s *Server) NotifyResourcesChanged() { s.bus.publish(event{kind: evResource
 // true without a filter). Extensions that serve their own listings, such as
 // skills, ask it so that one filter hides an item everywhere.
 func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name string) bool {
-	return s.visible(ctx, req, kind, name)
-}
-
-func (s *Server) visible(ctx context.Context, req *Request, kind ItemKind, name string) bool {
 	if s.opts.Visible == nil {
 		return true
 	}
