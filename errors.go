@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -50,6 +51,18 @@ type Error struct {
 	reserved bool  // built by the framework
 	notFound bool  // resource-not-found (-32002 for 2025-era clients)
 	cause    error // server-side detail, never sent
+	// retryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds, rounded up) of an HTTP error response.
+	retryAfter time.Duration
+}
+
+// RateLimited returns the framework's rate-limit error (CodeRateLimited,
+// HTTP 429) with a Retry-After hint, for middleware that limits requests
+// itself (see the middleware package's RateLimit).
+func RateLimited(retryAfter time.Duration) *Error {
+	e := protocolError(CodeRateLimited, "Rate limited", exactjson.Value{})
+	e.retryAfter = max(retryAfter, 0)
+	return e
 }
 
 // NewError returns an application error with the given code and message.

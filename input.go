@@ -313,6 +313,9 @@ type InputRequired struct {
 	appState string
 	fwState  exactjson.Value
 	mode     StateMode // which state was set last (StateNone: none)
+	// token is the requestState sent: the application state, or the
+	// framework state once sealed (prepareInputRequired).
+	token string
 	err      error
 }
 

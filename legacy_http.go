@@ -56,7 +56,7 @@ func writeReply(w http.ResponseWriter, rep reply) {
 // openHTTP admits r and loads its session.
 func (l *legacyServer) openHTTP(w http.ResponseWriter, r *http.Request, sid string) *legacyConn {
 	in := &inbound{header: r.Header, endpoint: path.Clean("/" + r.URL.Path), transport: "http", remoteAddr: r.RemoteAddr}
-	ident, rej := l.srv.admit(r.Context(), in, "")
+	ident, rej := l.srv.admit(r.Context(), in, "", "")
 	if rej != nil {
 		writeReply(w, *rej)
 		return nil
@@ -112,24 +112,15 @@ func (st *legacyStream) write(b []byte) error {
 	return st.rc.Flush()
 }
 
-func (st *legacyStream) send(msg []byte) error {
-	b := make([]byte, 0, len(msg)+8)
-	b = append(b, "data: "...)
-	b = append(b, msg...)
-	return st.write(append(b, '\n', '\n'))
-}
+func (st *legacyStream) canStream() bool { return true }
 
-func (st *legacyStream) notify(method string, params exactjson.Value) error {
-	b := []byte(`{"jsonrpc":"2.0","method":`)
-	b = appendQuoted(b, method)
-	if params.Kind() != exactjson.KindNull {
-		b = append(b, `,"params":`...)
-		var err error
-		if b, err = exactjson.AppendJSON(b, params); err != nil {
-			return err
-		}
+// send writes one frame as an SSE event.
+func (st *legacyStream) send(f frame) error {
+	b, err := appendFrame([]byte("data: "), f)
+	if err != nil {
+		return err
 	}
-	return st.send(append(b, '}'))
+	return st.write(append(b, '\n', '\n'))
 }
 
 // serveGet holds the session's event stream: list-changed notifications,
@@ -231,7 +222,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 				default:
 					continue
 				}
-				if st.notify(method, params) != nil {
+				if st.send(frame{method: method, params: params}) != nil {
 					return
 				}
 			}

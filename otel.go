@@ -276,14 +276,14 @@ func idText(id ID) string {
 }
 
 // admitObserved runs admission inside an "mcp.admission" span.
-func (s *Server) admitObserved(ctx context.Context, in *inbound, method string) (Identity, *reply) {
+func (s *Server) admitObserved(ctx context.Context, in *inbound, method, target string) (Identity, *reply) {
 	t := s.tel
 	if t == nil || t.tracer == nil || s.opts.Admission == nil {
-		return s.admit(ctx, in, method)
+		return s.admit(ctx, in, method, target)
 	}
 	ctx, span := t.tracer.Start(ctx, "mcp.admission")
 	defer span.End()
-	id, rej := s.admit(ctx, in, method)
+	id, rej := s.admit(ctx, in, method, target)
 	if rej != nil {
 		span.SetAttributes(attribute.String("weft.admission.result", "rejected"))
 		if rej.status != 0 {

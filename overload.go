@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -149,32 +148,26 @@ func (g *gate) acquire(ctx context.Context) error {
 func (g *gate) release() { <-g.slots }
 
 func busyReply() reply {
-	r := errReply(ID{}, withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable))
-	r.header = http.Header{"Retry-After": {"1"}}
-	return r
-}
-
-func rateLimitedReply(retry time.Duration) reply {
-	r := errReply(ID{}, protocolError(CodeRateLimited, "Rate limited", exactjson.Value{}))
-	r.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(retry.Seconds())))}}
-	return r
+	e := withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable)
+	e.retryAfter = time.Second
+	return errReply(ID{}, e)
 }
 
 func deadlineReply() reply {
-	return errReply(ID{}, withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout))
+	return reply{err: withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout), outcome: OutcomeDeadlineExceeded}
 }
 
-func rateKey(id Identity, in *inbound) string {
+func rateKey(id Identity, remoteAddr string) string {
 	switch {
 	case id.RateKey != "":
 		return id.RateKey
 	case id.Partition != "":
 		return "p:" + id.Partition
-	case in.remoteAddr != "":
-		if h, _, err := net.SplitHostPort(in.remoteAddr); err == nil {
+	case remoteAddr != "":
+		if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
 			return "a:" + h
 		}
-		return "a:" + in.remoteAddr
+		return "a:" + remoteAddr
 	}
 	return "stdio"
 }

@@ -10,64 +10,6 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// Identity is what admission made of a request: who is calling and which
-// authorization partition their state, tasks and subscriptions belong to.
-// Client-reported info, _meta and forwarded headers never make an identity.
-type Identity struct {
-	// Principal names the caller (for example a token subject). Empty for
-	// anonymous callers.
-	Principal string
-	// Partition is the authorization partition: request state sealed for one
-	// partition never opens in another, and tasks are visible only within the
-	// partition (and principal) that created them. At most 256 bytes.
-	Partition string
-	// RateKey keys rate limiting; empty means Partition.
-	RateKey string
-	// Scopes are the granted OAuth scopes, if any.
-	Scopes []string
-	// Data carries application data from admission to handlers.
-	Data any
-}
-
-// Anonymous reports whether the identity has no principal.
-func (id Identity) Anonymous() bool { return id.Principal == "" }
-
-// AdmissionRequest is what an [Admission] function sees.
-type AdmissionRequest struct {
-	Method string // JSON-RPC method
-	// Name is the request's target taken from the body (tool or prompt
-	// name, resource URI, task id), so admission can require per-operation
-	// scopes; empty for methods without a target.
-	Name       string
-	Header     http.Header // nil on stdio
-	RemoteAddr string      // empty on stdio
-	Transport  string      // "http" or "stdio"
-	// BearerToken is the token of an "Authorization: Bearer" header, if any.
-	BearerToken string
-}
-
-// Admission turns a request into an identity, or rejects it. It runs for every
-// structurally valid request, before the target is looked up, so known and
-// unknown targets get the same rejection. Return an [*AdmissionError] to
-// choose the HTTP status and challenge; any other error is a 401 without
-// detail.
-type Admission func(ctx context.Context, r *AdmissionRequest) (Identity, error)
-
-// AdmissionError rejects a request at admission.
-type AdmissionError struct {
-	Status  int    // HTTP status: 401, 403, 429...
-	Message string // client-visible sentence
-	// Challenge is the WWW-Authenticate header value, if any.
-	Challenge string
-	// Header holds extra response headers (for example Retry-After).
-	Header http.Header
-}
-
-// Error implements error.
-func (e *AdmissionError) Error() string {
-	return fmt.Sprintf("weft: request rejected at admission (%d): %s", e.Status, e.Message)
-}
-
 // Outcome classifies how a request ended, for observers and metrics.
 type Outcome uint8
 
@@ -116,13 +58,8 @@ type Observer interface {
 	RequestFinished(ctx context.Context, req *Request, outcome Outcome, err error)
 }
 
-// Interceptor wraps the handler of tools/call, prompts/get and
-// resources/read. It must call next at most once; it may inspect or replace
-// the result, or return without calling next.
-type Interceptor func(ctx context.Context, req *Request, next func(context.Context) (any, error)) (any, error)
-
 // Request is the context of one admitted MCP request. The same *Request
-// reaches the [Observer], the [Interceptor] and the handler.
+// reaches the [Observer], every [Middleware] and the handler.
 type Request struct {
 	// Method is the JSON-RPC method, e.g. "tools/call".
 	Method string
@@ -161,7 +98,13 @@ type Request struct {
 
 	progressToken exactjson.Value
 	logLevel      int // index into logLevels; -1 = no logging requested
-	out           notifier
+	out           stream
+	early         func(reply) // the transport's early reply (dispatch.go)
+	remoteAddr    string
+	legacy        *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
+	// bridged marks the later rounds of a 2025-11-25 bridged call: the
+	// client's request was charged to the rate limiter once, in round 0.
+	bridged bool
 
 	mu           sync.Mutex
 	lastProgress float64
@@ -178,14 +121,6 @@ type Request struct {
 // that validated them when it was emitted.
 func (r *Request) argsVerified(op *operation) bool {
 	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint
-}
-
-// notifier sends request-scoped notifications on the request's response stream.
-type notifier interface {
-	notify(method string, params exactjson.Value) error
-	// canStream reports whether notifications can reach the client at all
-	// (an HTTP client that does not accept text/event-stream cannot get any).
-	canStream() bool
 }
 
 // InputResponses returns the keyed responses of a retry (empty on a first call).
@@ -272,7 +207,7 @@ func (r *Request) Progress(progress, total float64, message string) error {
 	if message != "" {
 		members = append(members, exactjson.Field("message", exactjson.String(message)))
 	}
-	return out.notify("notifications/progress", exactjson.Object(members...))
+	return out.send(frame{method: "notifications/progress", params: exactjson.Object(members...)})
 }
 
 // LogLevel is a log severity of MCP logging (RFC 5424 names).
@@ -322,5 +257,5 @@ func (r *Request) Log(level LogLevel, logger string, data exactjson.Value) (bool
 		members = append(members, exactjson.Field("logger", exactjson.String(logger)))
 	}
 	members = append(members, exactjson.Field("data", data))
-	return true, out.notify("notifications/message", exactjson.Object(members...))
+	return true, out.send(frame{method: "notifications/message", params: exactjson.Object(members...)})
 }

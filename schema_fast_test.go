@@ -72,10 +72,10 @@ func TestFastSchemaForTypedTools(t *testing.T) {
 	e, _ := s.tools.get("typed")
 	s.mu.RUnlock()
 	if e.fastInput == nil {
-		t.Fatalf("no pre-check for the inferred schema %s", e.inSchema)
+		t.Fatalf("no pre-check for the inferred schema %s", e.tool.InputSchema)
 	}
 	if !e.fastInput.accepts(mustParse(t, `{"text":"a","count":1,"tags":["x"],"ptr":1.5,"inner":{"ok":true}}`)) {
-		t.Errorf("the pre-check refuses valid arguments for %s", e.inSchema)
+		t.Errorf("the pre-check refuses valid arguments for %s", e.tool.InputSchema)
 	}
 }
 

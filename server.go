@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,12 @@ type Options struct {
 	Admission Admission
 	// Observer receives start and finish callbacks for every admitted request.
 	Observer Observer
-	// Interceptor wraps tool, prompt and resource-read handlers.
-	Interceptor Interceptor
+	// Middleware wraps the handler of every method of both protocol eras
+	// and every task step, outermost first (see [Middleware] for what they
+	// see and docs/architecture.md for where they run). The middleware
+	// package has request logging, timing, per-tool rate limits, a response
+	// cache and panic recovery.
+	Middleware []Middleware
 	// Visible filters lists and lookups per request: a hidden tool, prompt or
 	// resource is indistinguishable from an unknown one. Default: all visible.
 	Visible func(ctx context.Context, req *Request, kind ItemKind, name string) bool
@@ -225,11 +230,13 @@ type Server struct {
 	ephemeral  bool
 	tasks      *taskEngine
 	custom     map[string]customMethod
+	builtin    map[string]Handler // the built-in methods, wrapped in the middleware (dispatch.go)
+	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
 	extensions map[string]exactjson.Value
 	extState   map[any]any // ExtensionState, created on first use
 	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool   // *exactjson.Parser: request bodies (pipeline.go)
+	parsers    sync.Pool   // *exactjson.Parser: request bodies (dispatch.go)
 	digests    digestCache // params digests of sealed state (digestcache.go)
 
 	bus      *bus
@@ -249,7 +256,10 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	s.digests.seed = maphash.MakeSeed()
 	if opts != nil {
 		s.opts = *opts
+		s.opts.Middleware = slices.Clone(opts.Middleware)
 	}
+	s.builtin = s.builtinHandlers()
+	s.taskStep = s.wrap(s.runTaskHandler)
 	if s.impl.Name == "" {
 		s.impl.Name = "weft-server"
 	}

@@ -180,7 +180,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	}
 	fail := func(reason string) *Error {
 		s.log.Debug("weft: request state rejected", "reason", reason, "method", req.Method, "name", req.Name)
-		return withStatus(errInvalidState(errors.New(reason)), http.StatusBadRequest)
+		return errInvalidState(errors.New(reason))
 	}
 	token, ok := rsv.AsString()
 	if !ok {

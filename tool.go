@@ -69,8 +69,6 @@ type toolEntry struct {
 	// fastInput pre-checks arguments (schema_fast.go); nil when the input
 	// schema uses constructs it does not model.
 	fastInput *fastSchema
-	inSchema  []byte
-	outSchem  []byte
 	mirrors   []mirror.Mirror
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
@@ -118,13 +116,13 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
-	e.inSchema, e.input = in.compact, in.validator
+	e.tool.InputSchema, e.input = in.compact, in.validator
 	if len(t.OutputSchema) > 0 {
 		out, err := compileSchema(t.OutputSchema, "output", false)
 		if err != nil {
 			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 		}
-		e.outSchem, e.output = out.compact, out.validator
+		e.tool.OutputSchema, e.output = out.compact, out.validator
 	}
 	if f, ok := compileFastSchema(in.doc); ok {
 		e.fastInput = f
@@ -135,7 +133,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
 		return err
 	}
-	e.op.argsFingerprint = schemaFingerprint(e.inSchema)
+	e.op.argsFingerprint = schemaFingerprint(e.tool.InputSchema)
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()
@@ -327,4 +325,44 @@ func toAny(v exactjson.Value) any {
 func schemaFingerprint(compact []byte) string {
 	d := sha256.Sum256(compact)
 	return hex.EncodeToString(d[:8])
+}
+
+// encode writes the tool's list entry. The schemas are the compact forms
+// compiled at registration; 2025-11-25 output schemas are objects, so legacy
+// drops any other.
+func (t *Tool) encode(e *enc, legacy bool) {
+	e.open()
+	e.str("name", t.Name)
+	e.strOpt("title", t.Title)
+	e.str("description", t.Description)
+	e.raw("inputSchema", t.InputSchema)
+	if len(t.OutputSchema) > 0 && (!legacy || objectSchema(t.OutputSchema)) {
+		e.raw("outputSchema", t.OutputSchema)
+	}
+	if a := t.Annotations; a != nil {
+		e.name("annotations")
+		e.open()
+		e.strOpt("title", a.Title)
+		for _, h := range []struct {
+			n string
+			v *bool
+		}{{"readOnlyHint", a.ReadOnlyHint}, {"destructiveHint", a.DestructiveHint}, {"idempotentHint", a.IdempotentHint}, {"openWorldHint", a.OpenWorldHint}} {
+			if h.v != nil {
+				e.boolean(h.n, *h.v)
+			}
+		}
+		e.close()
+	}
+	e.valueOpt("_meta", t.Meta)
+	e.close()
+}
+
+// objectSchema reports whether a schema's root type is "object".
+func objectSchema(schema []byte) bool {
+	v, err := exactjson.Parse(schema, exactjson.Limits{})
+	if err != nil {
+		return false
+	}
+	ty, _ := v.Get("type")
+	return isString(ty, "object")
 }
