@@ -125,7 +125,6 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 	return reply{}, true
 }
 
-
 // operationResult normalizes what an operation's handler returned: an
 // *InputRequired returned as the error is the result; nil results are the
 // dispatcher's to report.

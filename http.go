@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // ServeHTTP serves MCP Streamable HTTP (2026-07-28) at whatever path the

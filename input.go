@@ -316,7 +316,7 @@ type InputRequired struct {
 	// token is the requestState sent: the application state, or the
 	// framework state once sealed (prepareInputRequired).
 	token string
-	err      error
+	err   error
 }
 
 // NewInputRequired returns an empty InputRequired to add requests and state to.

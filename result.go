@@ -59,7 +59,7 @@ type DiscoverResult struct {
 	Cache *CachePolicy
 }
 
-func (*DiscoverResult) resultType() string           { return "complete" }
+func (*DiscoverResult) resultType() string            { return "complete" }
 func (r *DiscoverResult) resultMeta() exactjson.Value { return exactjson.Value{} }
 func (r *DiscoverResult) cachePolicy() *CachePolicy   { return r.Cache }
 func (r *DiscoverResult) encodeBody(e *enc, legacy bool) {
@@ -195,15 +195,15 @@ func encodeList[T any](e *enc, member string, items []T, encode func(*T), next s
 	e.strOpt("nextCursor", next)
 }
 
-func (*CallToolResult) resultType() string           { return "complete" }
+func (*CallToolResult) resultType() string            { return "complete" }
 func (r *CallToolResult) resultMeta() exactjson.Value { return r.Meta }
 func (*CallToolResult) cachePolicy() *CachePolicy     { return nil }
 
-func (*GetPromptResult) resultType() string           { return "complete" }
+func (*GetPromptResult) resultType() string            { return "complete" }
 func (r *GetPromptResult) resultMeta() exactjson.Value { return r.Meta }
 func (*GetPromptResult) cachePolicy() *CachePolicy     { return nil }
 
-func (*ReadResourceResult) resultType() string           { return "complete" }
+func (*ReadResourceResult) resultType() string            { return "complete" }
 func (r *ReadResourceResult) resultMeta() exactjson.Value { return r.Meta }
 func (r *ReadResourceResult) cachePolicy() *CachePolicy   { return r.Cache }
 
@@ -242,7 +242,7 @@ type CreateTaskResult struct {
 	noMeta
 }
 
-func (*CreateTaskResult) resultType() string              { return "task" }
+func (*CreateTaskResult) resultType() string               { return "task" }
 func (r *CreateTaskResult) encodeBody(e *enc, legacy bool) { encodeTaskFields(e, r.Task, false) }
 
 // GetTaskResult is the result of tasks/get: the task with its status
@@ -252,7 +252,7 @@ type GetTaskResult struct {
 	noMeta
 }
 
-func (*GetTaskResult) resultType() string              { return "complete" }
+func (*GetTaskResult) resultType() string               { return "complete" }
 func (r *GetTaskResult) encodeBody(e *enc, legacy bool) { encodeTaskFields(e, r.Task, true) }
 
 // EmptyResult is a result without members of its own, optionally with _meta.
@@ -265,7 +265,7 @@ func (*EmptyResult) encodeBody(*enc, bool)         {}
 func (r *EmptyResult) resultMeta() exactjson.Value { return r.Meta }
 func (*EmptyResult) cachePolicy() *CachePolicy     { return nil }
 
-func (*MethodResult) resultType() string           { return "complete" }
+func (*MethodResult) resultType() string            { return "complete" }
 func (r *MethodResult) resultMeta() exactjson.Value { return r.Meta }
 func (r *MethodResult) cachePolicy() *CachePolicy   { return r.Cache }
 func (r *MethodResult) encodeBody(e *enc, legacy bool) {
@@ -277,7 +277,7 @@ func (r *MethodResult) encodeBody(e *enc, legacy bool) {
 	}
 }
 
-func (*InputRequired) resultType() string       { return "input_required" }
+func (*InputRequired) resultType() string          { return "input_required" }
 func (*InputRequired) resultMeta() exactjson.Value { return exactjson.Value{} }
 func (*InputRequired) cachePolicy() *CachePolicy   { return nil }
 func (ir *InputRequired) encodeBody(e *enc, legacy bool) {

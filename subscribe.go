@@ -237,7 +237,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 		}
 		b, isBool := v.AsBool()
 		if !isBool {
-			return false, InvalidParams("params.notifications."+name+" must be a boolean")
+			return false, InvalidParams("params.notifications." + name + " must be a boolean")
 		}
 		return b, nil
 	}
@@ -253,7 +253,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 	}
 	if rs, ok := nv.Get("resourceSubscriptions"); ok {
 		if rs.Kind() != exactjson.KindArray || rs.Len() > s.limits.MaxResourceSubscriptions {
-			return nil, InvalidParams("params.notifications.resourceSubscriptions must be an array of at most "+strconv.Itoa(s.limits.MaxResourceSubscriptions)+" URIs")
+			return nil, InvalidParams("params.notifications.resourceSubscriptions must be an array of at most " + strconv.Itoa(s.limits.MaxResourceSubscriptions) + " URIs")
 		}
 		for u := range rs.Values() {
 			us, ok := u.AsString()
@@ -392,7 +392,7 @@ func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.V
 		return nil, errMissingCapabilities(tasksCapability())
 	}
 	if tv.Kind() != exactjson.KindArray || tv.Len() > MaxTaskSubscriptions {
-		return nil, InvalidParams("params.notifications.taskIds must be an array of at most "+strconv.Itoa(MaxTaskSubscriptions)+" task ids")
+		return nil, InvalidParams("params.notifications.taskIds must be an array of at most " + strconv.Itoa(MaxTaskSubscriptions) + " task ids")
 	}
 	ids := map[string]bool{}
 	for v := range tv.Values() {

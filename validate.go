@@ -18,16 +18,16 @@ import (
 
 func requiredMeta(meta exactjson.Value) (string, exactjson.Value, *Error) {
 	if meta.Kind() != exactjson.KindObject {
-		return "", exactjson.Value{}, InvalidParams(`Missing params._meta with "`+metaProtocolVersion+`" and "`+metaClientCapabilities+`"`)
+		return "", exactjson.Value{}, InvalidParams(`Missing params._meta with "` + metaProtocolVersion + `" and "` + metaClientCapabilities + `"`)
 	}
 	pv, ok := meta.Get(metaProtocolVersion)
 	version, isStr := pv.AsString()
 	if !ok || !isStr || version == "" {
-		return "", exactjson.Value{}, InvalidParams(`Missing or invalid params._meta["`+metaProtocolVersion+`"]`)
+		return "", exactjson.Value{}, InvalidParams(`Missing or invalid params._meta["` + metaProtocolVersion + `"]`)
 	}
 	caps, ok := meta.Get(metaClientCapabilities)
 	if !ok || caps.Kind() != exactjson.KindObject {
-		return "", exactjson.Value{}, InvalidParams(`Missing or invalid params._meta["`+metaClientCapabilities+`"]`)
+		return "", exactjson.Value{}, InvalidParams(`Missing or invalid params._meta["` + metaClientCapabilities + `"]`)
 	}
 	return version, caps, nil
 }
