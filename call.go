@@ -31,7 +31,7 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 	if missing.Kind() != exactjson.KindNull {
 		return errMissingCapabilities(missing)
 	}
-	if ir, ok := req.Params.Get("inputResponses"); ok {
+	if ir, ok := req.bound().params.Get("inputResponses"); ok {
 		if ir.Kind() != exactjson.KindObject {
 			return InvalidParams("params.inputResponses must be an object")
 		}

@@ -257,6 +257,7 @@ func (s *Server) newRequest(in *inbound, method string, id ID, version, name str
 		Header:             in.header,
 		Endpoint:           in.endpoint,
 		srv:                s,
+		transport:          in.transport,
 		out:                in.out,
 		early:              in.early,
 		remoteAddr:         in.remoteAddr,
@@ -266,6 +267,7 @@ func (s *Server) newRequest(in *inbound, method string, id ID, version, name str
 	if pt, ok := meta.Get("progressToken"); ok && (pt.Kind() == exactjson.KindString || isInteger(pt)) {
 		req.progressToken = pt
 	}
+	req.bound() // before any middleware can change the exported fields
 	return req
 }
 
@@ -393,7 +395,9 @@ func (s *Server) errorReply(ctx context.Context, req *Request, err error) reply 
 		}
 		e = internalError(err)
 	}
-	e = checkedError(e)
+	if checked := checkedError(e); checked != e {
+		e, err = checked, checked
+	}
 	rep := errReply(ID{}, e)
 	switch {
 	case e.reserved && e.Code == CodeInternalError:

@@ -86,6 +86,8 @@ type Request struct {
 	Endpoint string
 
 	srv            *Server
+	transport      string
+	b              boundFields
 	op             *operation
 	inputResponses InputResponses
 	appState       string
@@ -115,13 +117,42 @@ type Request struct {
 	argsChecked bool
 }
 
+// boundFields are what request state is bound to, as the request arrived:
+// a middleware or handler that changes the exported fields of a Request
+// changes neither what its state is sealed to nor what a retry's state is
+// verified against.
+type boundFields struct {
+	set                                  bool
+	endpoint, version, method, partition string
+	id                                   ID
+	params                               exactjson.Value
+}
+
+// bound returns the bound fields, taking them from the exported fields the
+// first time (the dispatcher does so before any middleware runs).
+func (r *Request) bound() *boundFields {
+	if !r.b.set {
+		r.b = boundFields{set: true, endpoint: r.Endpoint, version: r.ProtocolVersion, method: r.Method,
+			partition: r.Identity.Partition, id: r.ID, params: r.Params}
+	}
+	return &r.b
+}
+
 // argsVerified reports whether verified request state proves that these
 // exact arguments already passed op's current input schema: the binding
 // covers the arguments, and the state records the fingerprint of the schema
 // that validated them when it was emitted.
 func (r *Request) argsVerified(op *operation) bool {
-	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint
+	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint &&
+		r.Params == r.bound().params // the handler sees the arguments the state was verified with
 }
+
+// Transport names how the request arrived: "http", "stdio", or "task" for
+// the steps of durable tasks.
+func (r *Request) Transport() string { return r.transport }
+
+// Server returns the server serving the request.
+func (r *Request) Server() *Server { return r.srv }
 
 // InputResponses returns the keyed responses of a retry (empty on a first call).
 func (r *Request) InputResponses() InputResponses { return r.inputResponses }

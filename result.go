@@ -42,6 +42,20 @@ type Result interface {
 	cachePolicy() *CachePolicy
 }
 
+// CacheHint returns the caching hint a result carries (ttlMs and
+// cacheScope in 2026-07-28), and false when it carries none: only
+// discovery, the lists, resource reads and custom results with a Cache are
+// cacheable.
+func CacheHint(res Result) (CachePolicy, bool) {
+	if res == nil || isNilResult(res) {
+		return CachePolicy{}, false
+	}
+	if c := res.cachePolicy(); c != nil {
+		return *c, true
+	}
+	return CachePolicy{}, false
+}
+
 // noMeta gives a result type no _meta and no caching hint.
 type noMeta struct{}
 

@@ -347,6 +347,13 @@ func NewServer(impl Implementation, opts *Options) *Server {
 // internal error.
 func (s *Server) Err() error { return s.cfgErr }
 
+// CatalogVersion changes whenever this instance learns that its catalog
+// changed: a tool, prompt, resource or template was added or removed, a
+// resource was updated or the resource list changed, here or (with
+// [Options.Events]) on another instance of the fleet. Caches of list and
+// read results key on it (see the middleware package's Cache).
+func (s *Server) CatalogVersion() uint64 { return s.bus.version.Load() }
+
 // Implementation returns the server's implementation info.
 func (s *Server) Implementation() Implementation { return s.impl }
 

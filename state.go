@@ -131,11 +131,12 @@ const maxPooledScratch = 64 << 10
 // cache or is computed in the same buffer; remember (sealing) adds it to
 // the cache for the retry.
 func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
+	b0 := req.bound()
 	bp, _ := s.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	key, err := exactjson.AppendJSONWithout((*bp)[:0], req.Params, 1, unstableMember)
+	key, err := exactjson.AppendJSONWithout((*bp)[:0], b0.params, 1, unstableMember)
 	if err != nil {
 		*bp = key
 		s.putScratch(bp)
@@ -148,7 +149,7 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 		if remember && len(key) <= maxDigestKey {
 			keep = string(key)
 		}
-		d, buf, err = paramsDigestBuf(key, req.Params)
+		d, buf, err = paramsDigestBuf(key, b0.params)
 		if err != nil {
 			*bp = buf
 			s.putScratch(bp)
@@ -158,7 +159,7 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 			s.digests.remember(keep, d)
 		}
 	}
-	b := appendBinding(buf[:0], req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d)
+	b := appendBinding(buf[:0], b0.endpoint, b0.version, b0.method, b0.partition, d)
 	*bp = b
 	return b, bp, nil
 }
@@ -174,7 +175,7 @@ func (s *Server) putScratch(bp *[]byte) {
 // openState verifies and exposes the retry state of req for op's mode. Every
 // failure is the same -32602; the reason is logged for the server only.
 func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Error {
-	rsv, present := req.Params.Get("requestState")
+	rsv, present := req.bound().params.Get("requestState")
 	if !present {
 		return nil
 	}
@@ -234,7 +235,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 		return fail("expired")
 	case m.Round < 1 || m.Round > s.state.Rounds:
 		return fail("round out of range")
-	case m.RequestID.Equal(req.ID):
+	case m.RequestID.Equal(req.bound().id):
 		return fail("retry reuses the emitting request id")
 	}
 	req.fwState, req.hasFwState, req.stateMeta = state, true, m
@@ -249,7 +250,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		return "", withStatus(internalError(err), http.StatusOK)
 	}
 	now := s.now()
-	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.ID, Keys: make([]stateKey, 0, len(ir.keys))}
+	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.bound().id, Keys: make([]stateKey, 0, len(ir.keys))}
 	if prev := req.stateMeta; prev != nil {
 		m.ExpiresAt = prev.ExpiresAt
 		m.Round = prev.Round + 1

@@ -43,6 +43,8 @@ type bus struct {
 	// while an instance starts are not news for the rest of the fleet.
 	serving atomic.Bool
 	log     *slog.Logger
+	// version counts the events delivered to this instance (Server.CatalogVersion).
+	version atomic.Uint64
 }
 
 // reserve counts a listen stream against its partition's limit.
@@ -172,6 +174,7 @@ func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slo
 }
 
 func (b *bus) deliver(ev event) {
+	b.version.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {

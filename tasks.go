@@ -388,12 +388,13 @@ func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, 
 		Method: "tools/call", ProtocolVersion: version, Name: job.Operation(), Params: params, Meta: meta,
 		ClientCapabilities: caps, Endpoint: "task",
 		Identity: Identity{Principal: job.Owner().Principal, Partition: job.Owner().Partition},
-		srv:      s, op: t.op, logLevel: -1,
+		srv:      s, op: t.op, logLevel: -1, transport: "task",
 		progressToken: exactjson.String("task"),
 		task:          &TaskInfo{ID: job.ID(), Step: job.Step(), Attempt: job.Attempt(), IdempotencyKey: job.IdempotencyKey()},
 	}
 	req.ClientInfo, _ = meta.Get(metaClientInfo)
 	req.out = &taskNotifier{ctx: ctx, job: job}
+	req.bound()
 	if len(job.InputResponses()) > 0 {
 		v, err := exactjson.Parse(job.InputResponses(), exactjson.Limits{})
 		if err != nil {
