@@ -146,7 +146,7 @@ func errReply(id ID, e *Error) reply {
 }
 
 // serve runs one message of either era: it parses the body once, sends
-// 2025-11-25 messages to their session (legacy_session.go), validates a
+// 2025-11-25 messages to their session (legacy_serve.go), validates a
 // 2026-07-28 request in the spec's order, admits it and dispatches it.
 func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if s.cfgErr != nil {

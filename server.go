@@ -93,7 +93,7 @@ type Options struct {
 
 	// Legacy, when set, also serves MCP 2025-11-25 clients (initialize,
 	// sessions, server-to-client requests) on the same endpoint with the
-	// same registrations (legacy.go, docs/legacy.md). Nil: 2026-07-28 only.
+	// same registrations (legacy_serve.go, docs/legacy.md). Nil: 2026-07-28 only.
 	Legacy *LegacyOptions
 
 	// Logger receives the server's logs. Default: slog.Default().
@@ -237,7 +237,7 @@ type Server struct {
 	extState   map[any]any // ExtensionState, created on first use
 	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
 	parsers    sync.Pool   // *exactjson.Parser: request bodies (dispatch.go)
-	digests    digestCache // params digests of sealed state (digestcache.go)
+	digests    digestCache // params digests of sealed state (state_digests.go)
 
 	bus      *bus
 	inflight sync.WaitGroup
@@ -245,8 +245,8 @@ type Server struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	cfgErr   error
-	tel      *telemetry    // weft: tracing, metrics and request logs (otel.go)
-	legacy   *legacyServer // weft: 2025-11-25 era (legacy.go); nil when off
+	tel      *telemetry    // weft: tracing, metrics and request logs (telemetry_*.go)
+	legacy   *legacyServer // weft: 2025-11-25 era (legacy_*.go); nil when off
 }
 
 // NewServer returns a server with the given implementation info and options
@@ -326,7 +326,7 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
 	}
 	s.protector = s.opts.Protector
-	// weft: telemetry hook (otel.go)
+	// weft: telemetry hook (telemetry_*.go)
 	s.tel = newTelemetry(s)
 	if s.legacy, err = newLegacyServer(s, s.opts.Legacy); err != nil { // weft: 2025-11-25 era hook
 		s.cfgErr = errors.Join(s.cfgErr, err)
