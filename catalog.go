@@ -99,66 +99,41 @@ func (s *Server) page(req *Request, n int) (start, end int, next string, e *Erro
 	return start, end, next, nil
 }
 
-// visiblePage returns one page (params.cursor) of the items of all that req
-// may see (Options.Visible, by the name key gives), as item gives them.
-func visiblePage[E, T any](s *Server, ctx context.Context, req *Request, all []E, kind ItemKind, key func(E) string, item func(E) T) ([]T, string, error) {
-	vis := all[:0:0]
-	for _, it := range all {
-		if s.Visible(ctx, req, kind, key(it)) {
-			vis = append(vis, it)
+// listPage answers a list method: one page (params.cursor) of the
+// registrations of cat that req may see (Options.Visible, by the name key
+// gives), as item gives them.
+func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, cat *catalog[E], kind ItemKind, key func(E) string, item func(E) T) Handler {
+	return func(ctx context.Context, req *Request) (Result, error) {
+		s.mu.RLock()
+		all := cat.list()
+		s.mu.RUnlock()
+		vis := all[:0:0]
+		for _, it := range all {
+			if s.Visible(ctx, req, kind, key(it)) {
+				vis = append(vis, it)
+			}
 		}
+		start, end, next, e := s.page(req, len(vis))
+		if e != nil {
+			return nil, e
+		}
+		p := &Page[T]{Items: make([]T, 0, end-start), NextCursor: next, Cache: s.listCache()}
+		for _, it := range vis[start:end] {
+			p.Items = append(p.Items, item(it))
+		}
+		return p, nil
 	}
-	start, end, next, e := s.page(req, len(vis))
-	if e != nil {
-		return nil, "", e
-	}
-	out := make([]T, 0, end-start)
-	for _, it := range vis[start:end] {
-		out = append(out, item(it))
-	}
-	return out, next, nil
 }
 
-func (s *Server) handleToolsList(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	all := s.tools.list()
-	s.mu.RUnlock()
-	tools, next, err := visiblePage(s, ctx, req, all, KindTool, func(t *toolEntry) string { return t.tool.Name }, func(t *toolEntry) Tool { return t.tool })
-	if err != nil {
-		return nil, err
+// listHandlers are the handlers of the four list methods.
+func (s *Server) listHandlers() map[string]Handler {
+	return map[string]Handler{
+		"tools/list": listPage(s, &s.tools, KindTool, func(t *toolEntry) string { return t.tool.Name }, func(t *toolEntry) Tool { return t.tool }),
+		"prompts/list": listPage(s, &s.prompts, KindPrompt, func(p *promptEntry) string { return p.prompt.Name },
+			func(p *promptEntry) Prompt { return p.prompt }),
+		"resources/list": listPage(s, &s.resources, KindResource, func(r *resourceEntry) string { return r.res.URI },
+			func(r *resourceEntry) ResourceInfo { return r.res.ResourceInfo }),
+		"resources/templates/list": listPage(s, &s.templates, KindResourceTemplate, func(t *templateEntry) string { return t.tmpl.URITemplate },
+			func(t *templateEntry) ResourceTemplate { return t.tmpl }),
 	}
-	return &ListToolsResult{Tools: tools, NextCursor: next, Cache: s.listCache()}, nil
-}
-
-func (s *Server) handlePromptsList(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	all := s.prompts.list()
-	s.mu.RUnlock()
-	prompts, next, err := visiblePage(s, ctx, req, all, KindPrompt, func(p *promptEntry) string { return p.prompt.Name }, func(p *promptEntry) Prompt { return p.prompt })
-	if err != nil {
-		return nil, err
-	}
-	return &ListPromptsResult{Prompts: prompts, NextCursor: next, Cache: s.listCache()}, nil
-}
-
-func (s *Server) handleResourcesList(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	all := s.resources.list()
-	s.mu.RUnlock()
-	res, next, err := visiblePage(s, ctx, req, all, KindResource, func(r *resourceEntry) string { return r.res.URI }, func(r *resourceEntry) ResourceInfo { return r.res.ResourceInfo })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourcesResult{Resources: res, NextCursor: next, Cache: s.listCache()}, nil
-}
-
-func (s *Server) handleTemplatesList(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	all := s.templates.list()
-	s.mu.RUnlock()
-	ts, next, err := visiblePage(s, ctx, req, all, KindResourceTemplate, func(t *templateEntry) string { return t.tmpl.URITemplate }, func(t *templateEntry) ResourceTemplate { return t.tmpl })
-	if err != nil {
-		return nil, err
-	}
-	return &ListResourceTemplatesResult{ResourceTemplates: ts, NextCursor: next, Cache: s.listCache()}, nil
 }

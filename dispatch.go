@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -424,41 +426,16 @@ func outcomeOf(res Result) Outcome {
 	return OutcomeComplete
 }
 
-// isNilResult reports a typed nil pointer inside a Result.
+// isNilResult reports a typed nil pointer inside a Result (or a task
+// result without its task).
 func isNilResult(res Result) bool {
 	switch r := res.(type) {
-	case *CallToolResult:
-		return r == nil
-	case *GetPromptResult:
-		return r == nil
-	case *ReadResourceResult:
-		return r == nil
-	case *InputRequired:
-		return r == nil
-	case *MethodResult:
-		return r == nil
-	case *EmptyResult:
-		return r == nil
 	case *CreateTaskResult:
 		return r == nil || r.Task == nil
 	case *GetTaskResult:
 		return r == nil || r.Task == nil
-	case *CompleteResult:
-		return r == nil
-	case *DiscoverResult:
-		return r == nil
-	case *InitializeResult:
-		return r == nil
-	case *ListToolsResult:
-		return r == nil
-	case *ListPromptsResult:
-		return r == nil
-	case *ListResourcesResult:
-		return r == nil
-	case *ListResourceTemplatesResult:
-		return r == nil
 	}
-	return false
+	return reflect.ValueOf(res).IsNil() // every Result is a pointer
 }
 
 // encodeModern is the 2026-07-28 encoding of a result: an input_required
@@ -516,20 +493,17 @@ func (s *Server) wrap(h Handler) Handler {
 // wrapped in the middleware once.
 func (s *Server) builtinHandlers() map[string]Handler {
 	hs := map[string]Handler{
-		"server/discover":          s.handleDiscover,
-		"subscriptions/listen":     s.handleListen,
-		"tools/list":               s.handleToolsList,
-		"tools/call":               s.handleToolsCall,
-		"prompts/list":             s.handlePromptsList,
-		"prompts/get":              s.handlePromptsGet,
-		"resources/list":           s.handleResourcesList,
-		"resources/templates/list": s.handleTemplatesList,
-		"resources/read":           s.handleResourcesRead,
-		"completion/complete":      s.handleComplete,
-		"tasks/get":                s.handleTasksGet,
-		"tasks/update":             s.handleTasksUpdate,
-		"tasks/cancel":             s.handleTasksCancel,
+		"server/discover":      s.handleDiscover,
+		"subscriptions/listen": s.handleListen,
+		"tools/call":           s.handleToolsCall,
+		"prompts/get":          s.handlePromptsGet,
+		"resources/read":       s.handleResourcesRead,
+		"completion/complete":  s.handleComplete,
+		"tasks/get":            s.handleTasksGet,
+		"tasks/update":         s.handleTasksUpdate,
+		"tasks/cancel":         s.handleTasksCancel,
 	}
+	maps.Copy(hs, s.listHandlers())
 	for m, h := range hs {
 		hs[m] = s.wrap(h)
 	}

@@ -31,9 +31,8 @@ const (
 // Fixed client-facing sentences. Security-relevant failures always use one
 // fixed sentence so that no oracle distinguishes why a request failed.
 const (
-	msgInternal      = "Internal error"
-	msgInvalidState  = "Invalid request state"
-	msgInvalidParams = "Invalid params"
+	msgInternal     = "Internal error"
+	msgInvalidState = "Invalid request state"
 )
 
 // Error is a JSON-RPC error returned to the client.

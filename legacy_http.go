@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -198,16 +197,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 		case <-sub.wake:
 			reloaded := false
 			for _, ev := range sub.drain() {
-				var method string
-				params := exactjson.Value{}
-				switch ev.kind {
-				case evToolsListChanged:
-					method = "notifications/tools/list_changed"
-				case evPromptsListChanged:
-					method = "notifications/prompts/list_changed"
-				case evResourcesListChanged:
-					method = "notifications/resources/list_changed"
-				case evResourceUpdated:
+				if ev.kind == evResourceUpdated {
 					if !reloaded {
 						if !reload(ctx) {
 							return
@@ -217,12 +207,8 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 					if !(&filter{uris: subs}).wants(ev) {
 						continue
 					}
-					method = "notifications/resources/updated"
-					params = exactjson.Object(exactjson.Field("uri", exactjson.String(ev.uri)))
-				default:
-					continue
 				}
-				if st.send(frame{method: method, params: params}) != nil {
+				if st.send(ev.frame()) != nil {
 					return
 				}
 			}

@@ -449,6 +449,8 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Result, error) {
 	s := l.srv
 	c := req.legacy
+	// A bad initialize is a transport failure (HTTP 400), unlike the
+	// JSON-RPC errors of a session (HTTP 200).
 	bad := func(msg string) error { return withStatus(InvalidParams(msg), http.StatusBadRequest) }
 	pv, _ := req.Params.Get("protocolVersion")
 	requested, ok := pv.AsString()

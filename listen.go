@@ -31,6 +31,28 @@ type event struct {
 	uri  string
 }
 
+// frame is the notification of an event, with extra params members.
+func (ev event) frame(extra ...exactjson.Member) frame {
+	var method string
+	var params []exactjson.Member
+	switch ev.kind {
+	case evToolsListChanged:
+		method = "notifications/tools/list_changed"
+	case evPromptsListChanged:
+		method = "notifications/prompts/list_changed"
+	case evResourcesListChanged:
+		method = "notifications/resources/list_changed"
+	case evResourceUpdated:
+		method = "notifications/resources/updated"
+		params = append(params, exactjson.Field("uri", exactjson.String(ev.uri)))
+	}
+	params = append(params, extra...)
+	if len(params) == 0 {
+		return frame{method: method}
+	}
+	return frame{method: method, params: exactjson.Object(params...)}
+}
+
 // bus fans catalog events out to open subscriptions. Each subscriber keeps a
 // coalescing set of pending events, so a slow subscriber never blocks
 // publishers and never loses the fact that something changed.
@@ -359,21 +381,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 				if !f.wants(ev) {
 					continue
 				}
-				var method string
-				params := []exactjson.Member{}
-				switch ev.kind {
-				case evToolsListChanged:
-					method = "notifications/tools/list_changed"
-				case evPromptsListChanged:
-					method = "notifications/prompts/list_changed"
-				case evResourcesListChanged:
-					method = "notifications/resources/list_changed"
-				case evResourceUpdated:
-					method = "notifications/resources/updated"
-					params = append(params, exactjson.Field("uri", exactjson.String(ev.uri)))
-				}
-				params = append(params, exactjson.Field("_meta", subMeta))
-				if err := req.out.send(frame{method: method, params: exactjson.Object(params...)}); err != nil {
+				if err := req.out.send(ev.frame(exactjson.Field("_meta", subMeta))); err != nil {
 					return nil, errNoReply
 				}
 			}

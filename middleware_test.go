@@ -41,7 +41,7 @@ func (s *methodLog) middleware(next Handler) Handler {
 		if req.Task() != nil {
 			entry += " step"
 		}
-		entry += fmt.Sprintf(" -> %T", res)
+		entry += " -> " + strings.ReplaceAll(fmt.Sprintf("%T", res), "github.com/weftmcp/weft.", "")
 		if err != nil {
 			entry += " error"
 		}
@@ -175,12 +175,12 @@ func TestMiddlewareSeesEveryMethod(t *testing.T) {
 
 	for _, want := range []string{
 		"2026 server/discover -> *weft.DiscoverResult",
-		"2026 tools/list -> *weft.ListToolsResult",
+		"2026 tools/list -> *weft.Page[Tool]",
 		"2026 tools/call echo -> *weft.CallToolResult",
-		"2026 prompts/list -> *weft.ListPromptsResult",
+		"2026 prompts/list -> *weft.Page[Prompt]",
 		"2026 prompts/get greet -> *weft.GetPromptResult",
-		"2026 resources/list -> *weft.ListResourcesResult",
-		"2026 resources/templates/list -> *weft.ListResourceTemplatesResult",
+		"2026 resources/list -> *weft.Page[ResourceInfo]",
+		"2026 resources/templates/list -> *weft.Page[ResourceTemplate]",
 		"2026 resources/read file:///t/1 -> *weft.ReadResourceResult",
 		"2026 completion/complete -> *weft.CompleteResult",
 		"2026 x/echo -> *weft.MethodResult",
@@ -195,7 +195,7 @@ func TestMiddlewareSeesEveryMethod(t *testing.T) {
 		"2025 logging/setLevel -> *weft.EmptyResult",
 		"2025 resources/subscribe -> *weft.EmptyResult",
 		"2025 resources/unsubscribe -> *weft.EmptyResult",
-		"2025 tools/list -> *weft.ListToolsResult",
+		"2025 tools/list -> *weft.Page[Tool]",
 		"2025 tools/call wizard -> *weft.InputRequired",
 		"2025 tools/call wizard -> *weft.CallToolResult",
 		"2025 prompts/get greet -> *weft.GetPromptResult",

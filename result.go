@@ -110,66 +110,30 @@ func (impl Implementation) encode(e *enc) {
 	e.close()
 }
 
-// ListToolsResult is one page of tools/list.
-type ListToolsResult struct {
-	Tools      []Tool
+// Page is one page of a list method's items: [ListToolsResult],
+// [ListPromptsResult], [ListResourcesResult] or
+// [ListResourceTemplatesResult]. The items share the server's registrations
+// (schemas included): treat them as read-only.
+type Page[T Tool | Prompt | ResourceInfo | ResourceTemplate] struct {
+	Items      []T
 	NextCursor string
-	Cache      *CachePolicy
+	// Cache is the caching hint ([Options.Cache]).
+	Cache *CachePolicy
 }
 
-// ListPromptsResult is one page of prompts/list.
-type ListPromptsResult struct {
-	Prompts    []Prompt
-	NextCursor string
-	Cache      *CachePolicy
-}
+// The results of the list methods.
+type (
+	ListToolsResult             = Page[Tool]             // tools/list
+	ListPromptsResult           = Page[Prompt]           // prompts/list
+	ListResourcesResult         = Page[ResourceInfo]     // resources/list
+	ListResourceTemplatesResult = Page[ResourceTemplate] // resources/templates/list
+)
 
-// ListResourcesResult is one page of resources/list.
-type ListResourcesResult struct {
-	Resources  []ResourceInfo
-	NextCursor string
-	Cache      *CachePolicy
-}
-
-// ListResourceTemplatesResult is one page of resources/templates/list.
-type ListResourceTemplatesResult struct {
-	ResourceTemplates []ResourceTemplate
-	NextCursor        string
-	Cache             *CachePolicy
-}
-
-func (*ListToolsResult) resultType() string             { return "complete" }
-func (*ListPromptsResult) resultType() string           { return "complete" }
-func (*ListResourcesResult) resultType() string         { return "complete" }
-func (*ListResourceTemplatesResult) resultType() string { return "complete" }
-
-func (*ListToolsResult) resultMeta() exactjson.Value             { return exactjson.Value{} }
-func (*ListPromptsResult) resultMeta() exactjson.Value           { return exactjson.Value{} }
-func (*ListResourcesResult) resultMeta() exactjson.Value         { return exactjson.Value{} }
-func (*ListResourceTemplatesResult) resultMeta() exactjson.Value { return exactjson.Value{} }
-
-func (r *ListToolsResult) cachePolicy() *CachePolicy             { return r.Cache }
-func (r *ListPromptsResult) cachePolicy() *CachePolicy           { return r.Cache }
-func (r *ListResourcesResult) cachePolicy() *CachePolicy         { return r.Cache }
-func (r *ListResourceTemplatesResult) cachePolicy() *CachePolicy { return r.Cache }
-
-func (r *ListToolsResult) nextCursor() string             { return r.NextCursor }
-func (r *ListPromptsResult) nextCursor() string           { return r.NextCursor }
-func (r *ListResourcesResult) nextCursor() string         { return r.NextCursor }
-func (r *ListResourceTemplatesResult) nextCursor() string { return r.NextCursor }
-
-func (r *ListToolsResult) withCursor(c string) Result   { o := *r; o.NextCursor = c; return &o }
-func (r *ListPromptsResult) withCursor(c string) Result { o := *r; o.NextCursor = c; return &o }
-func (r *ListResourcesResult) withCursor(c string) Result {
-	o := *r
-	o.NextCursor = c
-	return &o
-}
-func (r *ListResourceTemplatesResult) withCursor(c string) Result {
-	o := *r
-	o.NextCursor = c
-	return &o
-}
+func (*Page[T]) resultType() string           { return "complete" }
+func (*Page[T]) resultMeta() exactjson.Value  { return exactjson.Value{} }
+func (r *Page[T]) cachePolicy() *CachePolicy  { return r.Cache }
+func (r *Page[T]) nextCursor() string         { return r.NextCursor }
+func (r *Page[T]) withCursor(c string) Result { o := *r; o.NextCursor = c; return &o }
 
 // paged is a list result with a nextCursor, which 2025-11-25 sessions get
 // sealed (a copy: the result itself may be cached by middleware).
@@ -178,35 +142,39 @@ type paged interface {
 	withCursor(string) Result
 }
 
-func (r *ListToolsResult) encodeBody(e *enc, legacy bool) {
-	encodeList(e, "tools", r.Tools, func(t *Tool) { t.encode(e, legacy) }, r.NextCursor)
-}
-func (r *ListPromptsResult) encodeBody(e *enc, legacy bool) {
-	encodeList(e, "prompts", r.Prompts, func(p *Prompt) { p.encode(e) }, r.NextCursor)
-}
-func (r *ListResourcesResult) encodeBody(e *enc, legacy bool) {
-	encodeList(e, "resources", r.Resources, func(ri *ResourceInfo) {
-		e.open()
-		ri.encodeFields(e)
-		e.close()
-	}, r.NextCursor)
-}
-func (r *ListResourceTemplatesResult) encodeBody(e *enc, legacy bool) {
-	encodeList(e, "resourceTemplates", r.ResourceTemplates, func(t *ResourceTemplate) { t.encode(e) }, r.NextCursor)
-}
-
-// encodeList writes an array member of items and the optional nextCursor.
-func encodeList[T any](e *enc, member string, items []T, encode func(*T), next string) {
+func (r *Page[T]) encodeBody(e *enc, legacy bool) {
+	var member string
+	switch any((*T)(nil)).(type) {
+	case *Tool:
+		member = "tools"
+	case *Prompt:
+		member = "prompts"
+	case *ResourceInfo:
+		member = "resources"
+	default:
+		member = "resourceTemplates"
+	}
 	e.name(member)
 	e.b = append(e.b, '[')
-	for i := range items {
+	for i := range r.Items {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		encode(&items[i])
+		switch it := any(&r.Items[i]).(type) {
+		case *Tool:
+			it.encode(e, legacy)
+		case *Prompt:
+			it.encode(e)
+		case *ResourceInfo:
+			e.open()
+			it.encodeFields(e)
+			e.close()
+		case *ResourceTemplate:
+			it.encode(e)
+		}
 	}
 	e.b = append(e.b, ']')
-	e.strOpt("nextCursor", next)
+	e.strOpt("nextCursor", r.NextCursor)
 }
 
 func (*CallToolResult) resultType() string            { return "complete" }
