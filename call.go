@@ -173,7 +173,7 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, err
 	// validated against this same schema when it was emitted. The
 	// pre-check accepts the common valid case without the full validator,
 	// which decides everything else.
-	if !req.argsVerified(t.op) && (t.fastInput == nil || !t.fastInput.accepts(args)) {
+	if !req.argsVerified(t.op) && (t.fastInput == nil || !t.fastInput.Accepts(args)) {
 		if err := t.input.Validate(toAny(args)); err != nil {
 			return &CallToolResult{IsError: true, Content: []Content{TextContent("Arguments do not match the tool's inputSchema: " + err.Error())}}, nil
 		}

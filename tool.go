@@ -15,6 +15,7 @@ import (
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/fastschema"
 	"github.com/weftmcp/weft/internal/mirror"
 )
 
@@ -68,7 +69,7 @@ type toolEntry struct {
 	output  *jsonschema.Schema
 	// fastInput pre-checks arguments (schema_fast.go); nil when the input
 	// schema uses constructs it does not model.
-	fastInput *fastSchema
+	fastInput *fastschema.Schema
 	mirrors   []mirror.Mirror
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
@@ -124,7 +125,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 		}
 		e.tool.OutputSchema, e.output = out.compact, out.validator
 	}
-	if f, ok := compileFastSchema(in.doc); ok {
+	if f, ok := fastschema.Compile(in.doc); ok {
 		e.fastInput = f
 	}
 	if e.mirrors, err = mirror.Find(in.doc); err != nil {
