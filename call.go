@@ -47,7 +47,7 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 		m := ir.Member(i)
 		method := ""
 		if req.stateMeta != nil {
-			method = req.stateMeta.method(m.Name)
+			method = req.stateMeta.Method(m.Name)
 		}
 		if err := checkInputResponse(m.Value, method); err != nil {
 			return InvalidParams(fmt.Sprintf("Invalid input response %q: %v", m.Name, err))

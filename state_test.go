@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/stateplain"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -489,8 +490,8 @@ func (f *stateFixture) craft(t testing.TB, p seal.Protector, endpoint, version, 
 	bind, err := stateBinding(endpoint, version, "tools/call", partition, pv)
 	must(t, err)
 	now := f.clock.now()
-	plain, err := encodePlaintext(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
-		Round: 1, RequestID: IntID(1), Keys: []stateKey{{"approve", "elicitation/create"}}}, state)
+	plain, err := stateplain.Encode(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
+		Round: 1, RequestID: exactjson.Int(1), Keys: []stateKey{{Name: "approve", Method: "elicitation/create"}}}, state)
 	must(t, err)
 	tok, err := p.Seal(context.Background(), bind, plain)
 	must(t, err)
