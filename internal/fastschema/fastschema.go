@@ -20,10 +20,10 @@ type Schema struct {
 	types      uint16 // allowed kinds (fastType bits); 0 = any
 	props      []fastProp
 	required   []string
-	addlFalse  bool        // additionalProperties: false
+	addlFalse  bool    // additionalProperties: false
 	addl       *Schema // additionalProperties as a schema (nil = any)
 	items      *Schema // items (nil = any)
-	properties bool        // "properties" present
+	properties bool    // "properties" present
 }
 
 type fastProp struct {
