@@ -129,17 +129,23 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 // *InputRequired returned as the error is the result; nil results are the
 // dispatcher's to report.
 func operationResult[R Result](res R, err error) (Result, error) {
+	if err == nil {
+		return res, nil
+	}
+	return inputRequiredOr(err)
+}
+
+// inputRequiredOr returns the *InputRequired err carries as the result, or
+// err (out of line: its errors.As target costs an allocation).
+func inputRequiredOr(err error) (Result, error) {
 	var ir *InputRequired
-	if err != nil && errors.As(err, &ir) {
+	if errors.As(err, &ir) {
 		if ir == nil {
 			ir = &InputRequired{err: errors.New("nil *InputRequired")} // reported as the programming error it is
 		}
 		return ir, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return nil, err
 }
 
 // tools/call
@@ -201,10 +207,17 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, err
 // inside a task step).
 func (s *Server) callTool(ctx context.Context, req *Request, t *toolEntry) (Result, error) {
 	res, err := t.handler(ctx, req)
+	if err == nil {
+		return res, nil
+	}
+	return s.toolError(ctx, req, err)
+}
+
+// toolError normalizes the error a tool's handler returned.
+func (s *Server) toolError(ctx context.Context, req *Request, err error) (Result, error) {
 	var te *ToolError
 	var rt *runAsTask
 	switch {
-	case err == nil:
 	case errors.As(err, &te):
 		return &CallToolResult{IsError: true, Content: []Content{TextContent(te.Message)}}, nil
 	case errors.As(err, &rt):
@@ -213,7 +226,7 @@ func (s *Server) callTool(ctx context.Context, req *Request, t *toolEntry) (Resu
 		}
 		return s.createTask(ctx, req, rt)
 	}
-	return operationResult(res, err)
+	return inputRequiredOr(err)
 }
 
 // prompts/get

@@ -239,7 +239,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		}
 	}
 	rt.admitted(req)
-	rep = s.dispatch(ctx, req, h, s.encodeModern)
+	rep = s.dispatch(ctx, req, h, (*Server).encodeModern)
 	rep.id = m.id
 	return rep
 }
@@ -279,17 +279,27 @@ func (s *Server) newRequest(in *inbound, method string, id ID, version, name str
 // deadline (except subscriptions/listen and task steps), the handler span,
 // panic recovery, the middleware chain and h. fin encodes the typed result
 // for the client's era; a nil fin keeps the typed result (task steps).
-func (s *Server) dispatch(ctx context.Context, req *Request, h Handler, fin func(context.Context, *Request, Result) reply) (rep reply) {
-	if obs := s.opts.Observer; obs != nil && req.task == nil {
-		obs.RequestStarted(ctx, req)
-		defer func() {
-			var err error
-			if rep.err != nil {
-				err = rep.err
-			}
-			obs.RequestFinished(ctx, req, rep.classify(), err)
-		}()
+func (s *Server) dispatch(ctx context.Context, req *Request, h Handler, fin encoder) reply {
+	obs := s.opts.Observer
+	if obs == nil || req.task != nil {
+		return s.admitted(ctx, req, h, fin)
 	}
+	obs.RequestStarted(ctx, req)
+	rep := s.admitted(ctx, req, h, fin) // no panic gets past run
+	var err error
+	if rep.err != nil {
+		err = rep.err
+	}
+	obs.RequestFinished(ctx, req, rep.classify(), err)
+	return rep
+}
+
+// encoder encodes a typed result for the client's era: (*Server).encodeModern
+// or (*Server).encodeLegacy; nil keeps the typed result (task steps).
+type encoder func(s *Server, ctx context.Context, req *Request, res Result) reply
+
+// admitted runs the stages after the Observer.
+func (s *Server) admitted(ctx context.Context, req *Request, h Handler, fin encoder) (rep reply) {
 	if rl := s.opts.RateLimiter; rl != nil && req.task == nil && !req.bridged {
 		if ok, retry := rl.Allow(ctx, rateKey(req.Identity, req.remoteAddr)); !ok {
 			return errReply(ID{}, RateLimited(retry))
@@ -339,12 +349,30 @@ func (s *Server) dispatch(ctx context.Context, req *Request, h Handler, fin func
 	return rep
 }
 
-// run calls h through the middleware, inside the handler span and the
-// panic recovery, and turns its outcome into a reply.
-func (s *Server) run(ctx context.Context, req *Request, h Handler, fin func(context.Context, *Request, Result) reply) (rep reply) {
+// run calls h (the method's handler wrapped in the middleware) inside the
+// handler span and the panic recovery, and turns its outcome into a reply.
+func (s *Server) run(ctx context.Context, req *Request, h Handler, fin encoder) reply {
 	ctx, endSpan := s.handlerSpan(ctx, req) // telemetry_trace.go: the mcp.handler span
-	defer endSpan(&rep)
-	res, err := s.call(ctx, req, h)
+	rep := s.result(ctx, req, h, fin)
+	endSpan(rep) // result recovers every panic
+	return rep
+}
+
+// result calls h and encodes what it returns, recovering a panic anywhere
+// below (middleware, the method's checks, the application's handler, the
+// encoding) into the internal error, logged with its stack.
+func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encoder) (rep reply) {
+	defer func() {
+		if p := recover(); p != nil {
+			attrs := []any{"method", req.Method, "name", req.Name, "panic", p, "stack", string(debug.Stack())}
+			if req.task != nil {
+				attrs = append(attrs, "task", req.task.ID)
+			}
+			s.log.Error("weft: handler panic", attrs...)
+			rep = reply{err: internalError(fmt.Errorf("panic: %v", p)), outcome: OutcomeInternalError}
+		}
+	}()
+	res, err := h(ctx, req)
 	if err != nil {
 		return s.errorReply(ctx, req, err)
 	}
@@ -355,28 +383,11 @@ func (s *Server) run(ctx context.Context, req *Request, h Handler, fin func(cont
 	if fin == nil {
 		return reply{res: res, outcome: outcomeOf(res)}
 	}
-	rep = fin(ctx, req, res)
+	rep = fin(s, ctx, req, res)
 	if rep.outcome == 0 && rep.err == nil {
 		rep.outcome = outcomeOf(res)
 	}
 	return rep
-}
-
-// call runs h and recovers a panic anywhere below it (middleware, the
-// method's checks, the application's handler) into an error, logging the
-// panic with its stack.
-func (s *Server) call(ctx context.Context, req *Request, h Handler) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			attrs := []any{"method", req.Method, "name", req.Name, "panic", p, "stack", string(debug.Stack())}
-			if req.task != nil {
-				attrs = append(attrs, "task", req.task.ID)
-			}
-			s.log.Error("weft: handler panic", attrs...)
-			res, err = nil, internalError(fmt.Errorf("panic: %v", p))
-		}
-	}()
-	return h(ctx, req)
 }
 
 // errorReply turns a handler's error into the error reply: an *Error with

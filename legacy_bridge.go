@@ -49,7 +49,7 @@ func (l *legacyServer) bridge(ctx context.Context, first *Request, h Handler) re
 			req = l.request(c, first.Method, roundID(first.ID, round), first.Name, params)
 			req.bridged = round > 0 // the client's request was charged to the rate limiter once
 		}
-		rep := l.srv.dispatch(ctx, req, h, l.encode)
+		rep := l.srv.dispatch(ctx, req, h, (*Server).encodeLegacy)
 		ir, ok := rep.res.(*InputRequired)
 		if rep.err != nil || rep.none || !ok {
 			return rep

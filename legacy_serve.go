@@ -314,7 +314,7 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 	case "tools/call", "prompts/get", "resources/read":
 		return l.bridge(ctx, req, h)
 	}
-	return s.dispatch(ctx, req, h, l.encode)
+	return s.dispatch(ctx, req, h, (*Server).encodeLegacy)
 }
 
 // request builds the *Request of one invocation for a session.
@@ -366,12 +366,12 @@ func (l *legacyServer) sessionHandlers() map[string]Handler {
 	return hs
 }
 
-// encode is the 2025-11-25 encoding of a result: no resultType, caching
-// hints or serverInfo, and a pagination cursor sealed to the session. An
-// input_required result (the bridge answers it) is checked and sealed but
-// not encoded.
-func (l *legacyServer) encode(ctx context.Context, req *Request, res Result) reply {
-	s := l.srv
+// encodeLegacy is the 2025-11-25 encoding of a result: no resultType,
+// caching hints or serverInfo, and a pagination cursor sealed to the
+// session. An input_required result (the bridge answers it) is checked and
+// sealed but not encoded.
+func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) reply {
+	l := s.legacy
 	switch r := res.(type) {
 	case *InputRequired:
 		if rep, ok := s.prepareInputRequired(ctx, req, r); !ok {

@@ -296,16 +296,16 @@ func (s *Server) admitObserved(ctx context.Context, in *inbound, method, target 
 	return id, rej
 }
 
-func noEnd(*reply) {}
+func noEnd(reply) {}
 
 // handlerSpan starts the "mcp.handler" span around a method handler.
-func (s *Server) handlerSpan(ctx context.Context, req *Request) (context.Context, func(*reply)) {
+func (s *Server) handlerSpan(ctx context.Context, req *Request) (context.Context, func(reply)) {
 	t := s.tel
 	if t == nil || t.tracer == nil {
 		return ctx, noEnd
 	}
 	ctx, span := t.tracer.Start(ctx, "mcp.handler")
-	return ctx, func(rep *reply) {
+	return ctx, func(rep reply) {
 		if rep.err != nil {
 			span.SetAttributes(attribute.String("error.type", strconv.Itoa(rep.err.Code)))
 			span.SetStatus(codes.Error, rep.classify().String())
