@@ -8,9 +8,15 @@ GO ?= go
 ## the bounded soak, then conformance (its acceptance figure prints last).
 test: vet unit fuzz soak conformance
 
+## vet: go vet and gofmt, then `go mod tidy -diff` in every module (the root
+## and bench/): a go.mod or go.sum that tidy would change fails the build.
+MODULES := . bench
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m (run: cd $$m && go mod tidy)"; exit 1; }; \
+	done
 
 postgres:
 	@bash scripts/ensure-postgres.sh
