@@ -144,7 +144,6 @@ var invLimits = []invLimit{
 		past: []string{"429", "-31999", "Retry-After"}, check: checkRateLimit},
 	{doc: "rate-limit buckets", names: []string{"DefaultTokenBucketMaxKeys", "TokenBucket.MaxKeys"},
 		def: invNumI(DefaultTokenBucketMaxKeys), past: []string{"dropped"}, why: "eviction is internal; the constant is checked against the doc"},
-	{doc: "connections", names: []string{"LimitListener(l, n)"}, check: checkLimitListener},
 
 	// JSON.
 	{doc: "input bytes", names: []string{"MaxInputBytes", "Limits.MaxBodyBytes"},
@@ -1390,56 +1389,6 @@ func checkRateLimit(t *testing.T) {
 	invFail(t, "a request past the burst", r, http.StatusTooManyRequests, CodeRateLimited)
 	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
 		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
-	}
-}
-
-func checkLimitListener(t *testing.T) {
-	s, _ := newServer(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	hs := NewHTTPServer("", s)
-	go func() { _ = hs.Serve(LimitListener(ln, 2)) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	addr := ln.Addr().String()
-	b := invBody(t, "server/discover", params(nil))
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n", len(b))
-	for k, vs := range stdHeaders(b) {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, vs[0])
-	}
-	req.WriteString("\r\n")
-	req.Write(b)
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	// Two connections are served (and kept open).
-	for i := range 2 {
-		c, err := net.Dial("tcp", addr)
-		must(t, err)
-		conns = append(conns, c)
-		_, _ = c.Write(req.Bytes())
-		_ = c.SetReadDeadline(time.Now().Add(hangGuard))
-		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
-			t.Fatalf("connection %d: %q %v", i+1, line, err)
-		}
-	}
-	// The third waits in the backlog until one of them closes.
-	c3, err := net.Dial("tcp", addr)
-	must(t, err)
-	conns = append(conns, c3)
-	_, _ = c3.Write(req.Bytes())
-	br := bufio.NewReader(c3)
-	_ = c3.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if line, err := br.ReadString('\n'); err == nil {
-		t.Fatalf("a third connection was served past the limit: %q", line)
-	}
-	conns[0].Close()
-	_ = c3.SetReadDeadline(time.Now().Add(hangGuard))
-	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
-		t.Fatalf("the third connection after a slot freed: %q %v", line, err)
 	}
 }
 

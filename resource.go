@@ -142,6 +142,20 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	return nil
 }
 
+// RemoveResourceTemplate removes the resource template registered under
+// uriTemplate (the exact [ResourceTemplate.URITemplate] string); it reports
+// whether it existed. Like [Server.RemoveResource] it notifies
+// notifications/resources/list_changed when it removes one.
+func (s *Server) RemoveResourceTemplate(uriTemplate string) bool {
+	s.mu.Lock()
+	ok := s.templates.remove(uriTemplate)
+	s.mu.Unlock()
+	if ok {
+		s.bus.publish(event{kind: evResourcesListChanged})
+	}
+	return ok
+}
+
 // findResource resolves a URI to a direct resource or a matching template.
 func (s *Server) findResource(uri string) (*operation, ResourceHandler, CachePolicy, map[string]string, bool) {
 	s.mu.RLock()

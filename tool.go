@@ -19,9 +19,9 @@ import (
 	"github.com/weftmcp/weft/internal/mirror"
 )
 
-// Tool describes a tool. Name, Description and an object InputSchema are
-// required on the wire; [AddTool] infers the schemas from Go types when they
-// are left empty.
+// Tool describes a tool. Name and Description are required. An empty
+// InputSchema is sent as {"type":"object"} by [Server.AddTool] and inferred
+// from the Go argument type by the generic [AddTool].
 type Tool struct {
 	// Name is 1-128 characters of [A-Za-z0-9_.-], unique per server.
 	Name        string
@@ -29,7 +29,8 @@ type Tool struct {
 	Description string
 	// InputSchema is a JSON Schema 2020-12 document with root type "object".
 	// An authored schema is sent exactly as written (insignificant whitespace
-	// removed) and arguments are validated against it.
+	// removed) and arguments are validated against it. When empty, see
+	// [Server.AddTool] and [AddTool].
 	InputSchema []byte
 	// OutputSchema optionally describes structuredContent.
 	OutputSchema []byte
@@ -92,8 +93,10 @@ func validToolName(name string) bool {
 	return true
 }
 
-// AddTool registers (or replaces) a tool with an untyped handler. The tool's
-// InputSchema must be set (use the generic [AddTool] to infer it).
+// AddTool registers (or replaces) a tool with an untyped handler. An empty
+// InputSchema becomes {"type":"object"}, which accepts any arguments object;
+// set one to have arguments validated, or use the generic [AddTool] to infer
+// it from a Go type.
 func (s *Server) AddTool(t Tool, h ToolHandler) error { return s.addTool(t, false, h) }
 
 // addTool registers a tool. trustedOutput marks an output schema inferred

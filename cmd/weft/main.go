@@ -3,12 +3,17 @@
 //	weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
 //	weft keys generate --id ID --keyring FILE
 //	weft keys fingerprint --keyring FILE
+//	weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
+//	weft tools URL
+//	weft call URL TOOL [--args JSON]
+//
+// Every command answers -h or --help with its flags (weft help COMMAND
+// does the same).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,9 +47,21 @@ const usage = `usage:
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
   weft tools URL
-  weft call URL TOOL [--args JSON]`
+  weft call URL TOOL [--args JSON]
 
+Run weft COMMAND --help for the flags of a command.`
+
+// run runs the command line args. A command that printed its help
+// succeeds.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -59,29 +76,44 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// weft help COMMAND...: the help of that command.
+			return dispatch(ctx, append(args[1:len(args):len(args)], "--help"), stdin, stdout, stderr)
+		}
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
+var serveDoc = helpDoc{name: "serve",
+	synopsis: []string{
+		"weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]",
+		"           [--tokens FILE [--authorization-server URL]]",
+		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
+		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
+	},
+	about: "Runs the Weft demo server over HTTP (or stdio) until SIGINT or SIGTERM.",
+}
+
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	data := fs.String("data", "./weft-data", "data directory (created on first start)")
-	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
+	fs := newFlags("serve")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port)")
+	data := fs.String("data", "./weft-data", "data directory `DIR` (created on first start)")
+	keyring := fs.String("keyring", "", "keyring `FILE` (default: <data>/keyring.json, created on first start)")
 	stdio := fs.Bool("stdio", false, "serve the demo over stdin/stdout instead of HTTP")
-	postgres := fs.String("postgres", "", "PostgreSQL URL: tasks, handles and fleet events live there instead of SQLite")
-	schema := fs.String("schema", "", "PostgreSQL schema for the demo's tables (default: the search_path)")
-	taskLease := fs.Duration("task-lease", 0, "lease of a running task step (default 30s); a crashed worker's task is taken over after it")
-	tokens := fs.String("tokens", "", "static bearer tokens file (JSON; mode 0600): requests without a valid token get 401")
-	authServer := fs.String("authorization-server", "", "authorization server advertised in the protected resource metadata (with --tokens)")
-	adminAddr := fs.String("admin", "", "admin listener address (loopback only; off when empty)")
-	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token (created with a random token when missing)")
-	if err := fs.Parse(args); err != nil {
+	postgres := fs.String("postgres", "", "PostgreSQL `URL`: tasks, handles and fleet events live there instead of SQLite")
+	schema := fs.String("schema", "", "PostgreSQL schema `NAME` for the demo's tables (default: the search_path)")
+	taskLease := fs.Duration("task-lease", 0, "lease (a `DURATION`) of a running task step (default 30s); a crashed worker's task is taken over after it")
+	tokens := fs.String("tokens", "", "static bearer tokens `FILE` (JSON; mode 0600): requests without a valid token get 401")
+	authServer := fs.String("authorization-server", "", "authorization server `URL` advertised in the protected resource metadata (with --tokens)")
+	adminAddr := fs.String("admin", "", "admin listener `ADDRESS` (loopback only; off when empty)")
+	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
+	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := os.MkdirAll(*data, 0o700); err != nil {
@@ -192,23 +224,47 @@ func loadOrCreateKeyring(path string) (*seal.Keyring, bool, error) {
 	return kr, true, nil
 }
 
+var (
+	keysGenerateDoc = helpDoc{name: "keys generate", synopsis: []string{"weft keys generate --id ID --keyring FILE"},
+		about: "Adds a fresh key to the keyring file as a verification key (creating the file, with the key active, when missing)."}
+	keysFingerprintDoc = helpDoc{name: "keys fingerprint", synopsis: []string{"weft keys fingerprint --keyring FILE"},
+		about: "Prints the fingerprint of the keyring file (compare it across instances)."}
+)
+
 func keys(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(usage)
+	subs := []helpDoc{keysGenerateDoc, keysFingerprintDoc}
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) == 0 {
+			return fmt.Errorf("keys needs a command\nusage: %s\n       %s", keysGenerateDoc.synopsis[0], keysFingerprintDoc.synopsis[0])
+		}
+		writeGroupHelp(stdout, "keys", subs)
+		return errHelp
 	}
-	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
-	id := fs.String("id", "", "key id (1-64 HTTP token characters)")
-	path := fs.String("keyring", "", "keyring file")
-	if err := fs.Parse(args[1:]); err != nil {
+	fs := newFlags("keys " + args[0])
+	path := fs.String("keyring", "", "keyring `FILE`")
+	var doc helpDoc
+	var id *string
+	switch args[0] {
+	case "generate":
+		doc = keysGenerateDoc
+		id = fs.String("id", "", "key `ID` (1-64 HTTP token characters)")
+	case "fingerprint":
+		doc = keysFingerprintDoc
+	default:
+		return fmt.Errorf("unknown keys command %q\nusage: %s\n       %s", args[0], keysGenerateDoc.synopsis[0], keysFingerprintDoc.synopsis[0])
+	}
+	if pos, err := parseFlags(fs, doc, args[1:], stdout); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(doc, fmt.Errorf("unexpected arguments %q", pos))
 	}
 	if *path == "" {
-		return errors.New("--keyring is required")
+		return usageError(doc, errors.New("--keyring is required"))
 	}
 	switch args[0] {
 	case "generate":
 		if *id == "" {
-			return errors.New("--id is required")
+			return usageError(doc, errors.New("--id is required"))
 		}
 		k, err := seal.GenerateKey(*id)
 		if err != nil {
@@ -231,7 +287,7 @@ func keys(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "key %s written to %s\nfingerprint %s\n", k.ID(), *path, kr.Fingerprint())
 		return nil
-	case "fingerprint":
+	default: // fingerprint
 		kr, err := seal.LoadKeyringFile(*path)
 		if err != nil {
 			return err
@@ -239,7 +295,6 @@ func keys(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, kr.Fingerprint())
 		return nil
 	}
-	return fmt.Errorf("unknown keys command %q", args[0])
 }
 
 // tokenAdmission builds static-token admission and the protected resource
