@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -521,8 +522,12 @@ func (s *Server) builtinHandlers() map[string]Handler {
 	return hs
 }
 
+// errShuttingDown answers the requests that reach a server being shut down:
+// 503 with Retry-After, so a client (or a load balancer) retries elsewhere.
 func errShuttingDown() *Error {
-	return withStatus(protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), http.StatusServiceUnavailable)
+	e := withStatus(protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), http.StatusServiceUnavailable)
+	e.retryAfter = time.Second
+	return e
 }
 
 // reservedCode reports the codes only the framework may emit.

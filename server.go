@@ -39,6 +39,11 @@ type Options struct {
 	Admission Admission
 	// Observer receives start and finish callbacks for every admitted request.
 	Observer Observer
+	// ReadinessCheck, when set, is part of [Server.ReadinessHandler]: the
+	// server is not ready while it fails (for example when a database the
+	// tools need is unreachable). It is called with a deadline of
+	// ReadinessTimeout.
+	ReadinessCheck func(ctx context.Context) error
 	// Middleware wraps the handler of every method of both protocol eras
 	// and every task step, outermost first (see [Middleware] for what they
 	// see and docs/architecture.md for where they run). The middleware
@@ -242,6 +247,7 @@ type Server struct {
 	bus      *bus
 	inflight sync.WaitGroup
 	closing  atomic.Bool
+	draining atomic.Bool // Drain was called (health.go)
 	done     chan struct{}
 	doneOnce sync.Once
 	cfgErr   error
@@ -508,10 +514,13 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 	return s.opts.Visible(ctx, req, kind, name)
 }
 
-// Shutdown stops accepting requests, ends open subscriptions gracefully (each
-// gets its closing result) and waits until in-flight requests finish or ctx
-// is done. Call it before http.Server.Shutdown, or register it with
-// http.Server.RegisterOnShutdown.
+// Shutdown stops accepting requests (they get 503 with Retry-After), ends
+// open subscriptions gracefully (each gets its closing result), stops the
+// task runner (steps still running when its ShutdownTimeout passes are cut
+// off and their leases released, so another instance takes them over at
+// once) and waits until in-flight requests finish or ctx is done. Behind a
+// load balancer, call [Server.Drain] first and Shutdown once the balancer
+// has stopped sending requests; then shut the http.Server down.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })

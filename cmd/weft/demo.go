@@ -46,6 +46,9 @@ type demoConfig struct {
 	schema    string         // PostgreSQL schema (tests isolate themselves)
 	taskLease time.Duration  // task step lease (0: default)
 	admission weft.Admission // nil: anonymous
+	// allowedHosts and allowedOrigins extend the loopback defaults
+	// (weft.Options.AllowedHosts, AllowedOrigins).
+	allowedHosts, allowedOrigins []string
 
 	// meter records metrics (serve --admin serves them at /metrics); nil: none.
 	meter metric.MeterProvider
@@ -93,6 +96,8 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		Logger:         logger,
 		Protector:      protector,
 		Admission:      cfg.admission,
+		AllowedHosts:   cfg.allowedHosts,
+		AllowedOrigins: cfg.allowedOrigins,
 		Visible:        apps.Visible(nil),
 		Events:         events,
 		Legacy:         legacy,

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,6 +94,7 @@ var serveDoc = helpDoc{name: "serve",
 		"           [--tokens FILE [--authorization-server URL]]",
 		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
 		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
+		"           [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s]",
 	},
 	about: "Runs the Weft demo server over HTTP (or stdio) until SIGINT or SIGTERM.",
 }
@@ -110,6 +112,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	authServer := fs.String("authorization-server", "", "authorization server `URL` advertised in the protected resource metadata (with --tokens)")
 	adminAddr := fs.String("admin", "", "admin listener `ADDRESS` (loopback only; off when empty)")
 	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated `HOSTS` (host or host:port) accepted in the Host header besides loopback, e.g. the name a proxy forwards")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
+	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
 	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -152,7 +157,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
-		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission})
+		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission,
+		allowedHosts: splitList(*allowedHosts), allowedOrigins: splitList(*allowedOrigins)})
 	if err != nil {
 		return err
 	}
@@ -164,6 +170,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
+	// Probes for load balancers and orchestrators (no Host check: probes
+	// often send none).
+	mux.Handle("/healthz", srv.LivenessHandler())
+	mux.Handle("/readyz", srv.ReadinessHandler())
 	mux.HandleFunc("/link/", d.stores.linkPage)
 	if prm != nil {
 		h, err := prm.Handler()
@@ -192,13 +202,45 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	return drainAndShutdown(logger, srv, hs, *drainDelay)
+}
+
+// drainAndShutdown stops a server without losing a request behind a load
+// balancer: it reports not ready for delay while still serving (the
+// balancer takes the instance out of rotation), then closes the listener,
+// ends listen streams with their closing result, stops the task runner
+// (cut-off steps' leases are released for the other instances) and waits
+// for in-flight requests.
+func drainAndShutdown(logger *slog.Logger, srv *weft.Server, hs *http.Server, delay time.Duration) error {
+	srv.Drain()
+	if delay > 0 {
+		logger.Info("draining: /readyz reports 503 while requests are still served", "for", delay)
+		time.Sleep(delay)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := hs.Shutdown(sctx); err != nil {
+	stopped := make(chan error, 1)
+	hs.RegisterOnShutdown(func() { stopped <- srv.Shutdown(sctx) })
+	err := hs.Shutdown(sctx)
+	if serr := <-stopped; serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	logger.Info("shut down")
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // loadOrCreateKeyring loads the keyring file, creating a fresh one (mode
