@@ -5,8 +5,9 @@ GO ?= go
 .PHONY: test vet unit fuzz conformance postgres bench
 
 ## test: everything CI runs: vet and gofmt, unit tests with -race, fuzzing,
-## the bounded soak, then conformance (its acceptance figure prints last).
-test: vet unit fuzz soak conformance
+## the bounded soak, the rolling restart behind HAProxy, then conformance
+## (its acceptance figure prints last).
+test: vet unit fuzz soak rolling conformance
 
 ## vet: go vet and gofmt, then `go mod tidy -diff` in every module (the root
 ## and bench/): a go.mod or go.sum that tidy would change fails the build.
@@ -59,6 +60,15 @@ bench: postgres
 ## weft-soak-*.md in the OS temp directory (or WEFT_SOAK_REPORT); the log
 ## names it. No tracked file changes. `make test` runs it too. (It depends
 ## on `postgres` only for the Debian packages' initdb and pg_ctl.)
+## rolling: three `weft serve` instances on a throwaway PostgreSQL cluster
+## behind a real HAProxy (installed from Debian packages when missing),
+## restarted one after the other under load: no request and no task may be
+## lost (about a minute; soak/rolling_test.go).
+.PHONY: rolling
+rolling: postgres
+	@bash scripts/ensure-haproxy.sh
+	WEFT_ROLLING=1 $(GO) test -count=1 -timeout 10m -run '^TestRollingRestart$$' -v ./soak
+
 .PHONY: soak
 soak: postgres
 	WEFT_SOAK=1 $(GO) test -count=1 -timeout 10m -run '^TestSoak$$' -v ./soak

@@ -45,6 +45,10 @@ type TaskOptions struct {
 	PollInterval time.Duration
 	// Retention is how long finished tasks stay readable (default task.DefaultRetention).
 	Retention time.Duration
+	// WorkerID names this server's task runner in lease records (its
+	// workers are WorkerID#0, WorkerID#1, ...), so an operator sees which
+	// instance holds a step. Default: a random id.
+	WorkerID string
 	// NoRunner disables running steps on this server (a front-end that only
 	// creates and serves tasks while other instances run them).
 	NoRunner bool
@@ -89,7 +93,7 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 		return nil
 	}
 	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers, Lease: opts.Lease,
-		Retention: opts.Retention, Logger: s.log}
+		Retention: opts.Retention, Logger: s.log, WorkerID: opts.WorkerID}
 	go func() {
 		defer close(e.done)
 		if err := r.Run(ctx); err != nil {

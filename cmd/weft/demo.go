@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -208,7 +209,9 @@ func (d *demo) register() error {
 	}
 	// Tasks last: the runner starts claiming steps at once, and every tool
 	// it may run must be registered by then.
-	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease}); err != nil {
+	host, _ := os.Hostname()
+	worker := fmt.Sprintf("weft-%s-%d", host, os.Getpid()) // which instance holds a step's lease
+	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease, WorkerID: worker}); err != nil {
 		return err
 	}
 	return nil
