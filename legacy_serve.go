@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -85,6 +86,32 @@ type legacyServer struct {
 	stdioStore *sessionstore.Memory
 	local      *localSessions
 	handlers   map[string]Handler // the session methods, wrapped in the middleware
+	janitor    sync.Once          // starts the sweeper of the in-memory stores
+}
+
+// sweepInterval is how often the in-memory session stores are swept of
+// expired sessions: a quarter of the idle timeout, within 1s..1min.
+func (l *legacyServer) sweepInterval() time.Duration {
+	return min(max(l.opts.IdleTimeout/4, time.Second), time.Minute)
+}
+
+// sweep purges the expired sessions of the in-memory stores (a configured
+// store sweeps itself) every sweepInterval until the server shuts down. It
+// starts with the first 2025-11-25 message.
+func (l *legacyServer) sweep() {
+	t := time.NewTicker(l.sweepInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-l.srv.done:
+			return
+		case <-t.C:
+			if m, ok := l.store.(*sessionstore.Memory); ok {
+				m.Sweep()
+			}
+			l.stdioStore.Sweep()
+		}
+	}
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
@@ -212,6 +239,7 @@ func errNoSession() reply { return transportError(http.StatusNotFound, "Session 
 // serve (rt), like modern ones, and dispatched by the same core.
 func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry) reply {
 	s := l.srv
+	l.janitor.Do(func() { go l.sweep() })
 	if s.closing.Load() {
 		return errReply(ID{}, errShuttingDown())
 	}

@@ -45,6 +45,9 @@ type TaskOptions struct {
 	PollInterval time.Duration
 	// Retention is how long finished tasks stay readable (default task.DefaultRetention).
 	Retention time.Duration
+	// SweepInterval is how often expired tasks are failed and finished ones
+	// past Retention deleted (default task.DefaultSweepInterval).
+	SweepInterval time.Duration
 	// WorkerID names this server's task runner in lease records (its
 	// workers are WorkerID#0, WorkerID#1, ...), so an operator sees which
 	// instance holds a step. Default: a random id.
@@ -93,7 +96,7 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 		return nil
 	}
 	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers, Lease: opts.Lease,
-		Retention: opts.Retention, Logger: s.log, WorkerID: opts.WorkerID}
+		Retention: opts.Retention, SweepInterval: opts.SweepInterval, Logger: s.log, WorkerID: opts.WorkerID}
 	go func() {
 		defer close(e.done)
 		if err := r.Run(ctx); err != nil {
