@@ -24,7 +24,7 @@ func FuzzOpenState(f *testing.F) {
 	op := &operation{kind: KindTool, name: "t", stateMode: StateFramework}
 	params := exactjson.Object(exactjson.Field("name", exactjson.String("t")))
 	emitter := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "t", Params: params, Endpoint: "/mcp", srv: s}
-	valid, e := s.sealState(context.Background(), emitter, NewInputRequired().WithFrameworkState(exactjson.String("s")))
+	valid, e := s.sealState(context.Background(), emitter, new(InputRequired).WithFrameworkState(exactjson.String("s")))
 	if e != nil {
 		f.Fatal(e)
 	}
@@ -41,7 +41,7 @@ func FuzzOpenState(f *testing.F) {
 		// Fuzz workers run this setup in their own processes, so the seed
 		// token of another process is as genuine as ours: an accepted token
 		// must carry exactly the state that was sealed.
-		if st, ok := req.FrameworkState(); err == nil && (!ok || !exactjson.Equal(st, exactjson.String("s"))) {
+		if st, ok, _ := FrameworkState[exactjson.Value](req); err == nil && (!ok || !exactjson.Equal(st, exactjson.String("s"))) {
 			t.Fatalf("opened a token that was never sealed: %q", token)
 		}
 		if err != nil && (err.Code != CodeInvalidParams || err.Message != msgInvalidState) {
@@ -76,14 +76,14 @@ func FuzzInputResponse(f *testing.F) {
 		// What the server accepts, the handler's readers read.
 		switch method {
 		case "sampling/createMessage":
-			r, err := ParseSamplingResult(v)
+			r, err := parseSamplingResult(v)
 			if err != nil {
-				t.Fatalf("accepted %s, ParseSamplingResult: %v", data, err)
+				t.Fatalf("accepted %s, parseSamplingResult: %v", data, err)
 			}
 			_ = r.Text()
 		case "roots/list":
-			if _, err := ParseRoots(v); err != nil {
-				t.Fatalf("accepted %s, ParseRoots: %v", data, err)
+			if _, err := parseRoots(v); err != nil {
+				t.Fatalf("accepted %s, parseRoots: %v", data, err)
 			}
 		}
 		if method == "elicitation/create" {

@@ -56,7 +56,7 @@ func ExampleClient_CallTool() {
 // completes.
 func ExampleClient_CallToolWithInput() {
 	srv := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
-	form := weft.FormElicitation(weft.Required)
+	form := weft.Form(weft.RequiredCapability)
 	nameSchema := exactjson.Object(
 		exactjson.Field("type", exactjson.String("object")),
 		exactjson.Field("properties", exactjson.Object(exactjson.Field("name",
@@ -67,11 +67,11 @@ func ExampleClient_CallToolWithInput() {
 		Content map[string]string `json:"content"`
 	}
 	err := weft.AddTool(srv, weft.Tool{Name: "greet", Description: "Greets the user by name.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			a, ok, err := weft.Decode[answer](req.InputResponses(), "user")
 			if err != nil || !ok || a.Action != "accept" {
-				return nil, weft.AskInput("user", weft.ElicitForm(form, "What is your name?", nameSchema))
+				return nil, weft.AskInput("user", form.Ask("What is your name?", nameSchema))
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Hello, " + a.Content["name"] + "!")}}, nil
 		})
@@ -100,14 +100,14 @@ func ExampleClient_CallToolWithInput() {
 // response. The retry is a new request that echoes the request state.
 func ExampleClient_Retry() {
 	srv := weft.NewServer(weft.Implementation{Name: "approvals", Version: "1.0.0"}, nil)
-	form := weft.FormElicitation(weft.Required)
+	form := weft.Form(weft.RequiredCapability)
 	err := weft.AddTool(srv, weft.Tool{Name: "deploy", Description: "Deploys after approval.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{form}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			resp, ok := req.InputResponses().Get("approve")
 			state, _ := req.ApplicationState()
 			if !ok || state != "deploy-42" {
-				return nil, weft.AskInput("approve", weft.ElicitForm(form, "Deploy build 42?",
+				return nil, weft.AskInput("approve", form.Ask("Deploy build 42?",
 					exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object())))).
 					WithApplicationState("deploy-42")
 			}

@@ -56,7 +56,7 @@ func formSchema(name, typ string) exactjson.Value {
 }
 
 func stateOf(req *weft.Request, name string) string {
-	st, _ := req.FrameworkState()
+	st, _, _ := weft.FrameworkState[exactjson.Value](req)
 	v, _ := st.Get(name)
 	s, _ := v.AsString()
 	return s
@@ -89,12 +89,12 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		}))
 
 	// An MRTR tool: two rounds of form elicitation with framework state.
-	form := weft.FormElicitation(weft.Required)
+	form := weft.Form(weft.RequiredCapability)
 	must(weft.AddTool(s, weft.Tool{Name: "book_trip", Description: "Books a trip after asking where and confirming.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateFramework},
+		Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			in := req.InputResponses()
-			askCity := weft.AskInput("destination", weft.ElicitForm(form, "Where to?", formSchema("city", "string"))).
+			askCity := weft.AskInput("destination", form.Ask("Where to?", formSchema("city", "string"))).
 				WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("destination"))))
 			switch stateOf(req, "phase") {
 			case "destination":
@@ -105,7 +105,7 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 				if a.Action != "accept" || a.Content.City == "" {
 					return nil, weft.ToolErrorf("trip cancelled")
 				}
-				return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Book a trip to "+a.Content.City+"?", formSchema("ok", "boolean"))).
+				return nil, weft.AskInput("confirm", form.Ask("Book a trip to "+a.Content.City+"?", formSchema("ok", "boolean"))).
 					WithFrameworkState(exactjson.Object(
 						exactjson.Field("phase", exactjson.String("confirm")),
 						exactjson.Field("city", exactjson.String(a.Content.City))))
@@ -120,14 +120,13 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		}))
 
 	// An MRTR tool asking for three kinds of input at once.
-	cform, sampling, roots := weft.FormElicitation(weft.Conditional), weft.Sampling(weft.Conditional), weft.Roots(weft.Conditional)
+	cform, sampling, roots := weft.Form(weft.ConditionalCapability), weft.Sampling(weft.ConditionalCapability), weft.Roots(weft.ConditionalCapability)
 	must(weft.AddTool(s, weft.Tool{Name: "survey", Description: "Asks for a name, a model answer and the roots.",
-		Inputs: []weft.InputDeclaration{cform, sampling, roots}},
+		Inputs: []weft.Input{cform, sampling, roots}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			in := req.InputResponses()
 			if len(in.Missing("name", "poem", "roots")) > 0 {
-				return nil, weft.NewInputRequired().
-					Ask("name", weft.ElicitForm(cform, "Your name?", formSchema("name", "string"))).
+				return nil, weft.AskInput("name", cform.Ask("Your name?", formSchema("name", "string"))).
 					Ask("poem", weft.CreateMessage(sampling, exactjson.Object(
 						exactjson.Field("messages", exactjson.Array(exactjson.Object(
 							exactjson.Field("role", exactjson.String("user")),
@@ -135,7 +134,7 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 								exactjson.Field("type", exactjson.String("text")),
 								exactjson.Field("text", exactjson.String("Write a haiku."))))))),
 						exactjson.Field("maxTokens", exactjson.Int(50))))).
-					Ask("roots", weft.ListRoots(roots))
+					Ask("roots", roots.Ask())
 			}
 			nameResp, _ := in.Get("name")
 			content, _ := nameResp.Get("content")
@@ -155,12 +154,12 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 			if st, ok := req.ApplicationState(); ok && st == "retry-me" {
 				return text("served after retry"), nil
 			}
-			return nil, weft.NewInputRequired().WithApplicationState("retry-me")
+			return nil, new(weft.InputRequired).WithApplicationState("retry-me")
 		}))
 
 	// A tool that needs sampling on every call.
 	must(weft.AddTool(s, weft.Tool{Name: "needs_sampling", Description: "Needs sampling.",
-		Inputs: []weft.InputDeclaration{weft.Sampling(weft.Required)}},
+		Inputs: []weft.Input{weft.Sampling(weft.RequiredCapability)}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			return text("ok"), nil
 		}))
@@ -211,12 +210,12 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 			return &weft.GetPromptResult{Messages: []weft.PromptMessage{{Role: weft.RoleUser, Content: weft.TextContent("Grüß Gott!")}}}, nil
 		}))
-	pform := weft.FormElicitation(weft.Conditional)
-	must(s.AddPrompt(weft.Prompt{Name: "ask_topic", Description: "Asks for a topic first.", Inputs: []weft.InputDeclaration{pform}},
+	pform := weft.Form(weft.ConditionalCapability)
+	must(s.AddPrompt(weft.Prompt{Name: "ask_topic", Description: "Asks for a topic first.", Inputs: []weft.Input{pform}},
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 			r, ok := req.InputResponses().Get("topic")
 			if !ok {
-				return nil, weft.AskInput("topic", weft.ElicitForm(pform, "Which topic?", formSchema("topic", "string")))
+				return nil, weft.AskInput("topic", pform.Ask("Which topic?", formSchema("topic", "string")))
 			}
 			c, _ := r.Get("content")
 			tv, _ := c.Get("topic")
@@ -238,14 +237,14 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/plain", "user "+id)}}, nil
 		}))
-	rform := weft.FormElicitation(weft.Required)
+	rform := weft.Form(weft.RequiredCapability)
 	must(s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://vault", Name: "vault"},
-		Inputs: []weft.InputDeclaration{rform}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{rform}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			st, hasState := req.ApplicationState()
 			r, ok := req.InputResponses().Get("answer")
 			if !hasState || st != "vault-nonce" || !ok {
-				return nil, weft.AskInput("answer", weft.ElicitForm(rform, "Riddle answer?", formSchema("answer", "string"))).
+				return nil, weft.AskInput("answer", rform.Ask("Riddle answer?", formSchema("answer", "string"))).
 					WithApplicationState("vault-nonce")
 			}
 			c, _ := r.Get("content")

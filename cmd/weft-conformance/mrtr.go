@@ -53,7 +53,7 @@ func samplingParams(question string) exactjson.Value {
 }
 
 func phase(req *weft.Request) string {
-	st, ok := req.FrameworkState()
+	st, ok, _ := weft.FrameworkState[exactjson.Value](req)
 	if !ok {
 		return ""
 	}
@@ -67,10 +67,10 @@ func phaseState(p string) exactjson.Value {
 }
 
 func addMRTRTools(s *weft.Server, add func(error)) {
-	form := weft.FormElicitation(weft.Conditional)
-	sampling := weft.Sampling(weft.Conditional)
-	roots := weft.Roots(weft.Conditional)
-	all := []weft.InputDeclaration{form, sampling, roots}
+	form := weft.Form(weft.ConditionalCapability)
+	sampling := weft.Sampling(weft.ConditionalCapability)
+	roots := weft.Roots(weft.ConditionalCapability)
+	all := []weft.Input{form, sampling, roots}
 	tool := func(name, desc string, mode weft.StateMode, h weft.TypedToolHandler[noArgs, *weft.CallToolResult]) {
 		add(weft.AddTool(s, weft.Tool{Name: name, Description: desc, Inputs: all, StateMode: mode}, h))
 	}
@@ -79,12 +79,12 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			content, ok := acceptedContent(req, "user_name")
 			if !ok {
-				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			n, _ := content.Get("name")
 			name, isString := n.AsString()
 			if !isString {
-				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			return text("Hello, " + name + "!"), nil
 		})
@@ -103,7 +103,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			r, ok := req.InputResponses().Get("client_roots")
 			if !ok {
-				return nil, weft.AskInput("client_roots", weft.ListRoots(roots))
+				return nil, weft.AskInput("client_roots", roots.Ask())
 			}
 			rs, _ := r.Get("roots")
 			return text("The client has " + itoa(rs.Len()) + " root(s)."), nil
@@ -113,7 +113,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if phase(req) == "confirming" && req.InputResponses().Has("confirm") {
 				return text("state-ok"), nil
 			}
-			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+			return nil, weft.AskInput("confirm", form.Ask("Please confirm.", objectSchema(boolProp("ok")))).
 				WithFrameworkState(phaseState("confirming"))
 		})
 	tool("test_input_required_result_multiple_inputs", "Asks for three inputs at once.", weft.StateFramework,
@@ -122,10 +122,9 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if phase(req) == "collecting" && len(in.Missing("user_name", "greeting", "client_roots")) == 0 {
 				return text("All inputs received."), nil
 			}
-			return nil, weft.NewInputRequired().
-				Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name")))).
+			return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name")))).
 				Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting."))).
-				Ask("client_roots", weft.ListRoots(roots)).
+				Ask("client_roots", roots.Ask()).
 				WithFrameworkState(phaseState("collecting"))
 		})
 	tool("test_input_required_result_multi_round", "Asks twice, one round after the other.", weft.StateFramework,
@@ -135,10 +134,10 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			case phase(req) == "step2" && in.Has("step2"):
 				return text("Both rounds completed."), nil
 			case phase(req) == "step1" && in.Has("step1"):
-				return nil, weft.AskInput("step2", weft.ElicitForm(form, "Step 2: confirm.", objectSchema(boolProp("ok")))).
+				return nil, weft.AskInput("step2", form.Ask("Step 2: confirm.", objectSchema(boolProp("ok")))).
 					WithFrameworkState(phaseState("step2"))
 			}
-			return nil, weft.AskInput("step1", weft.ElicitForm(form, "Step 1: your name?", objectSchema(stringProp("name")))).
+			return nil, weft.AskInput("step1", form.Ask("Step 1: your name?", objectSchema(stringProp("name")))).
 				WithFrameworkState(phaseState("step1"))
 		})
 	tool("test_input_required_result_tampered_state", "Carries sealed state that must not be tampered with.", weft.StateFramework,
@@ -146,7 +145,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if phase(req) == "sealed" {
 				return text("State verified."), nil
 			}
-			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+			return nil, weft.AskInput("confirm", form.Ask("Please confirm.", objectSchema(boolProp("ok")))).
 				WithFrameworkState(phaseState("sealed"))
 		})
 	tool("test_input_required_result_capabilities", "Asks only for what the client supports.", weft.StateNone,
@@ -154,15 +153,15 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if req.InputResponses().Len() > 0 {
 				return text("Input received."), nil
 			}
-			ir := weft.NewInputRequired()
+			ir := new(weft.InputRequired)
 			if req.ClientSupports(weft.InputFormElicitation) {
-				ir.Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				ir.Ask("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			if req.ClientSupports(weft.InputSampling) {
 				ir.Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting.")))
 			}
 			if req.ClientSupports(weft.InputRoots) {
-				ir.Ask("client_roots", weft.ListRoots(roots))
+				ir.Ask("client_roots", roots.Ask())
 			}
 			if len(ir.Keys()) == 0 {
 				return text("The client supports no input requests."), nil

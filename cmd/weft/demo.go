@@ -121,7 +121,7 @@ func (d *demo) register() error {
 			return err
 		}
 	}
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 
 	// catalog.continue: the approval flow of the product page. It asks for
 	// form approval and carries a framework-protected phase between rounds.
@@ -129,12 +129,12 @@ func (d *demo) register() error {
 		Name:        "catalog.continue",
 		Description: "Continues a catalog workflow after the user approves catalog access.",
 		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{form},
+		Inputs:      []weft.Input{form},
 		StateMode:   weft.StateFramework,
 	}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		state, ok := req.FrameworkState()
+		state, ok, _ := weft.FrameworkState[exactjson.Value](req)
 		if !ok {
-			return nil, weft.AskInput("approval", weft.ElicitForm(form, "Approve catalog access?",
+			return nil, weft.AskInput("approval", form.Ask("Approve catalog access?",
 				exactjson.Object(exactjson.Field("type", exactjson.String("object")),
 					exactjson.Field("properties", exactjson.Object())))).
 				WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("waiting-for-approval"))))
@@ -149,7 +149,7 @@ func (d *demo) register() error {
 		Name:        "refund.request",
 		Description: "Requests a refund for an order; asks the user for the exact amount (at most 500.00).",
 		InputSchema: []byte(`{"type":"object","properties":{"orderId":{"type":"string","minLength":1}},"required":["orderId"],"additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{form},
+		Inputs:      []weft.Input{form},
 		StateMode:   weft.StateFramework,
 	}, refundHandler(form)); err != nil {
 		return err
@@ -246,13 +246,13 @@ func refundHandler(form weft.InputDeclaration) weft.ToolHandler {
 			exactjson.Field("maximum", exactjson.NumberValue(maxAmount)))))),
 		exactjson.Field("required", exactjson.Array(exactjson.String("amount"))))
 	ask := func(order, message string) error {
-		return weft.AskInput("amount", weft.ElicitForm(form, message, schema)).
+		return weft.AskInput("amount", form.Ask(message, schema)).
 			WithFrameworkState(exactjson.Object(exactjson.Field("order", exactjson.String(order))))
 	}
 	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		ov, _ := req.Arguments().Get("orderId")
 		order, _ := ov.AsString()
-		state, ok := req.FrameworkState()
+		state, ok, _ := weft.FrameworkState[exactjson.Value](req)
 		if !ok {
 			return nil, ask(order, fmt.Sprintf("How much should be refunded for order %s?", order))
 		}

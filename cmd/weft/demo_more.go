@@ -85,7 +85,7 @@ func binding(req *weft.Request, op string) handle.Binding {
 // addCart registers cart.checkout: application-protected state carrying a
 // rotating durable handle; every retry redeems the handle and gets a new one.
 func addCart(s *weft.Server, st *demoStores) error {
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	confirm, err := elicit.Form("Check out these items?", elicit.BooleanField("confirm").Title("Confirm the order").Required())
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func addCart(s *weft.Server, st *demoStores) error {
 		Items []string `json:"items" jsonschema:"the items to buy"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "cart.checkout", Description: "Checks out a cart in two confirmation rounds; the cart lives server-side behind a rotating handle.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{form}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			b := binding(req, "cart.checkout")
 			h, retry := req.ApplicationState()
@@ -170,10 +170,10 @@ func text(s string) *weft.CallToolResult {
 // addAccountLink registers account.link: URL-mode elicitation to a page the
 // server owns, with an opaque single-purpose handle in the path.
 func addAccountLink(s *weft.Server, st *demoStores) error {
-	urlDecl := weft.URLElicitation(weft.Conditional)
+	urlDecl := weft.URL(weft.ConditionalCapability)
 	return s.AddTool(weft.Tool{Name: "account.link", Description: "Links an external account: the user opens a page, then retries.",
 		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{urlDecl}, StateMode: weft.StateFramework},
+		Inputs:      []weft.Input{urlDecl}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			b := binding(req, "account.link")
 			ask := func(h string) error {
@@ -188,7 +188,7 @@ func addAccountLink(s *weft.Server, st *demoStores) error {
 				return weft.AskInput("link", weft.Elicit(urlDecl, r)).
 					WithFrameworkState(exactjson.Object(exactjson.Field("handle", exactjson.String(h))))
 			}
-			state, ok := req.FrameworkState()
+			state, ok, _ := FrameworkState[exactjson.Value](req)
 			if !ok {
 				h, err := st.handles.Issue(ctx, b, nil, 15*time.Minute)
 				if err != nil {
@@ -235,7 +235,7 @@ func (st *demoStores) linkPage(w http.ResponseWriter, r *http.Request) {
 // addReport registers report.generate: a durable task with progress that
 // asks for input through tasks/update.
 func addReport(s *weft.Server) error {
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	charts, err := elicit.Form("Include charts in the report?", elicit.BooleanField("charts").Title("Charts").Required())
 	if err != nil {
 		return err
@@ -244,7 +244,7 @@ func addReport(s *weft.Server) error {
 		Topic string `json:"topic"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "report.generate", Description: "Generates a report as a durable task (progress, then a question through tasks/update).",
-		Task: weft.TaskOptional, Inputs: []weft.InputDeclaration{form}},
+		Task: weft.TaskOptional, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
 				return nil, weft.RunAsTask(exactjson.Value{})
@@ -283,13 +283,13 @@ func addReport(s *weft.Server) error {
 // offers them (CONDITIONAL). Nothing needs to survive the round, so it uses
 // no request state.
 func addHeadline(s *weft.Server) error {
-	sampling, roots := weft.Sampling(weft.Required), weft.Roots(weft.Conditional)
+	sampling, roots := weft.Sampling(weft.RequiredCapability), weft.Roots(weft.ConditionalCapability)
 	type args struct {
 		Text string `json:"text" jsonschema:"the text to find a headline for"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "text.headline",
 		Description: "Suggests a headline for a text by asking the client's model (sampling); mentions the client's roots when it shares them.",
-		Inputs:      []weft.InputDeclaration{sampling, roots}},
+		Inputs:      []weft.Input{sampling, roots}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if strings.TrimSpace(in.Text) == "" {
 				return nil, &weft.ToolError{Message: "Give a non-empty text."}
@@ -297,13 +297,13 @@ func addHeadline(s *weft.Server) error {
 			resp := req.InputResponses()
 			answer, ok := resp.Get("headline")
 			if !ok {
-				ask := weft.AskInput("headline", weft.Sample(sampling, weft.SamplingRequest{
+				ask := weft.AskInput("headline", sampling.Ask(weft.SamplingRequest{
 					SystemPrompt: "You write short, factual headlines. Answer with the headline only.",
 					MaxTokens:    40,
 					Messages:     []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Write a headline for:\n\n" + in.Text)}},
 				}))
 				if req.ClientSupports(weft.InputRoots) {
-					ask.Ask("roots", weft.ListRoots(roots))
+					ask.Ask("roots", roots.Ask())
 				}
 				return nil, ask
 			}
