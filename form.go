@@ -77,17 +77,25 @@ type TypedFormInput[T any] struct {
 // floats or [exactjson.Number] (an exact decimal: 3.50 keeps its digits);
 // the accepted answer decodes into a T.
 //
-//	type Refund struct {
-//		Amount exactjson.Number `json:"amount" jsonschema:"the amount to refund, at most 500.00"`
-//		Reason string           `json:"reason,omitempty" jsonschema:"why, in a few words"`
-//	}
-//	refund := weft.FormOf[Refund](weft.ConditionalCapability)
+// Refinements, built with package elicit's field constructors, replace the
+// inferred schema of the field of the same name: a title, bounds, a format,
+// a default, the options of a string (single-select) or []string
+// (multi-select) field. A refinement must keep the field's JSON type.
 //
-// A type that does not make a flat form, or a field that asks for a secret
-// under the server's [Options.SecretPolicy], makes registration fail.
-func FormOf[T any](r Requirement) TypedFormInput[T] {
+//	type Refund struct {
+//		Amount exactjson.Number `json:"amount" jsonschema:"the amount to refund"`
+//		Reason string           `json:"reason,omitempty"`
+//	}
+//	refund := weft.FormOf[Refund](weft.ConditionalCapability,
+//		elicit.NumberField("amount").Title("Amount").MinInt(0).MaxDecimal("500.00"),
+//		elicit.EnumField("reason", "damaged", "late", "other").Title("Reason"))
+//
+// A type that does not make a flat form, an invalid refinement, or a field
+// that asks for a secret under the server's [Options.SecretPolicy] makes
+// registration fail.
+func FormOf[T any](r Requirement, refine ...elicit.Field) TypedFormInput[T] {
 	f := TypedFormInput[T]{inputDecl: inputDecl{inputForm, r}}
-	f.schema, f.err = formSchemaFor[T]()
+	f.schema, f.err = formSchemaFor[T](refine)
 	return f
 }
 
@@ -163,9 +171,9 @@ func checkMessage(message string) error {
 }
 
 // formSchemaFor infers the requestedSchema of struct T with
-// github.com/google/jsonschema-go (exactjson.Number as "number") and checks
-// it against the flat form-schema rules.
-func formSchemaFor[T any]() (*elicit.Schema, error) {
+// github.com/google/jsonschema-go (exactjson.Number as "number"), applies
+// the refinements and checks the result against the flat form-schema rules.
+func formSchemaFor[T any](refine []elicit.Field) (*elicit.Schema, error) {
 	t := reflect.TypeFor[T]()
 	fail := func(err error) (*elicit.Schema, error) {
 		return nil, fmt.Errorf("weft: form %s: %w", t, err)
@@ -179,34 +187,81 @@ func formSchemaFor[T any]() (*elicit.Schema, error) {
 	if err != nil {
 		return fail(err)
 	}
-	props := make([]exactjson.Member, 0, len(sch.PropertyOrder))
-	for _, name := range sch.PropertyOrder {
-		b, err := json.Marshal(sch.Properties[name])
-		if err != nil {
-			return fail(err)
+	var refined *elicit.Schema
+	if len(refine) > 0 {
+		if refined, err = elicit.BuildSchema(refine...); err != nil {
+			return fail(fmt.Errorf("refinement: %w", err))
 		}
-		v, err := exactjson.Parse(b, exactjson.Limits{})
-		if err != nil {
-			return fail(err)
+		for _, fi := range refined.Fields() {
+			if _, ok := sch.Properties[fi.Name]; !ok {
+				return fail(fmt.Errorf("refinement of %q: %s has no such field", fi.Name, t))
+			}
+		}
+	}
+	required := make(map[string]bool, len(sch.Required))
+	for _, name := range sch.Required {
+		required[name] = true
+	}
+	props := make([]exactjson.Member, 0, len(sch.PropertyOrder))
+	var reqNames []exactjson.Value
+	for _, name := range sch.PropertyOrder {
+		inferred := sch.Properties[name]
+		var v exactjson.Value
+		if fi, ok := refined.Field(name); ok {
+			if !refinable(inferred.Type, fi.Kind) {
+				return fail(fmt.Errorf("refinement of %q: a %s field cannot hold the %s values of the Go field (JSON type %q)", name, fi.Kind, t, inferred.Type))
+			}
+			pv, _ := refined.Value().Get("properties")
+			v, _ = pv.Get(name)
+			if fi.Description == "" && inferred.Description != "" {
+				v = v.With("description", exactjson.String(inferred.Description))
+			}
+			required[name] = required[name] || fi.Required
+		} else {
+			b, err := json.Marshal(inferred)
+			if err != nil {
+				return fail(err)
+			}
+			if v, err = exactjson.Parse(b, exactjson.Limits{}); err != nil {
+				return fail(err)
+			}
 		}
 		props = append(props, exactjson.Field(name, v))
+		if required[name] {
+			reqNames = append(reqNames, exactjson.String(name))
+		}
 	}
 	members := []exactjson.Member{
 		exactjson.Field("type", exactjson.String("object")),
 		exactjson.Field("properties", exactjson.Object(props...)),
 	}
-	if len(sch.Required) > 0 {
-		req := make([]exactjson.Value, len(sch.Required))
-		for i, r := range sch.Required {
-			req[i] = exactjson.String(r)
-		}
-		members = append(members, exactjson.Field("required", exactjson.Array(req...)))
+	if len(reqNames) > 0 {
+		members = append(members, exactjson.Field("required", exactjson.Array(reqNames...)))
 	}
 	s, err := elicit.ParseSchema(exactjson.Object(members...))
 	if err != nil {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// refinable reports whether a form field of kind k can stand for a Go
+// field whose inferred JSON type is jsonType: its answers must decode into
+// the Go field.
+func refinable(jsonType string, k elicit.FieldKind) bool {
+	switch jsonType {
+	case "string":
+		return k == elicit.KindString || k == elicit.KindSingleSelect
+	case "boolean":
+		return k == elicit.KindBoolean
+	case "integer":
+		return k == elicit.KindInteger
+	case "number":
+		return k == elicit.KindNumber || k == elicit.KindInteger
+	case "array":
+		return k == elicit.KindMultiSelect
+	}
+	return false
 }
 
 // URLInput declares URL-mode elicitation: the user is sent to a page the

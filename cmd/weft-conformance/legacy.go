@@ -110,14 +110,14 @@ func addLegacyFixtures(s *weft.Server, add func(error)) {
 	add(weft.AddTool(s, weft.Tool{Name: "test_sampling", Description: "Asks the client's model to answer a prompt.",
 		Inputs: []weft.Input{sampling}},
 		func(ctx context.Context, req *weft.Request, in promptArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("llm")
-			if !ok {
-				return nil, weft.AskInput("llm", weft.CreateMessage(sampling, samplingParams(in.Prompt)))
+			answer, ok, err := sampling.Answer(req, "llm")
+			if err != nil {
+				return nil, err
 			}
-			c, _ := r.Get("content")
-			t, _ := c.Get("text")
-			answer, _ := t.AsString()
-			return text("LLM response: " + answer), nil
+			if !ok {
+				return nil, weft.AskInput("llm", sampling.Ask(question(in.Prompt)))
+			}
+			return text("LLM response: " + answer.Text()), nil
 		}))
 
 	type messageArgs struct {

@@ -233,7 +233,7 @@ func addPrompts(s *weft.Server, add func(error)) {
 	add(s.AddPrompt(weft.Prompt{Name: "test_input_required_result_prompt", Description: "Asks for context before building the prompt.",
 		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
-			content, ok := acceptedContent(req, "user_context")
+			content, ok := acceptedContent(req, form, "user_context")
 			if !ok {
 				return nil, weft.AskInput("user_context", form.Ask("What context should the prompt use?",
 					objectSchema(stringProp("context"))))

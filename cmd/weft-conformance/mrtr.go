@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -27,44 +28,29 @@ func boolProp(name string) exactjson.Member {
 	return exactjson.Field(name, exactjson.Object(exactjson.Field("type", exactjson.String("boolean"))))
 }
 
-// acceptedContent returns the content of an accepted elicitation under key.
-func acceptedContent(req *weft.Request, key string) (exactjson.Value, bool) {
-	r, ok := req.InputResponses().Get(key)
-	if !ok {
-		return exactjson.Value{}, false
-	}
-	if a, _ := r.Get("action"); !isStr(a, "accept") {
-		return exactjson.Value{}, false
-	}
-	c, ok := r.Get("content")
-	return c, ok && c.Kind() == exactjson.KindObject
+// acceptedContent returns the content of an accepted form elicitation
+// under key.
+func acceptedContent(req *weft.Request, form weft.FormInput, key string) (exactjson.Value, bool) {
+	content, outcome, ok, err := form.Answer(req, key)
+	return content, ok && err == nil && outcome == elicit.Accepted
 }
 
-func isStr(v exactjson.Value, want string) bool { s, ok := v.AsString(); return ok && s == want }
+// question is a sampling request for one user question.
+func question(q string) weft.SamplingRequest {
+	return weft.SamplingRequest{MaxTokens: 100, Messages: []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent(q)}}}
+}
 
-func samplingParams(question string) exactjson.Value {
-	return exactjson.Object(
-		exactjson.Field("messages", exactjson.Array(exactjson.Object(
-			exactjson.Field("role", exactjson.String("user")),
-			exactjson.Field("content", exactjson.Object(
-				exactjson.Field("type", exactjson.String("text")),
-				exactjson.Field("text", exactjson.String(question))))))),
-		exactjson.Field("maxTokens", exactjson.Int(100)))
+// step is the framework state of the multi-round fixtures.
+type step struct {
+	Phase string `json:"phase"`
 }
 
 func phase(req *weft.Request) string {
-	st, ok, _ := weft.FrameworkState[exactjson.Value](req)
-	if !ok {
-		return ""
-	}
-	p, _ := st.Get("phase")
-	s, _ := p.AsString()
-	return s
+	st, _, _ := weft.FrameworkState[step](req)
+	return st.Phase
 }
 
-func phaseState(p string) exactjson.Value {
-	return exactjson.Object(exactjson.Field("phase", exactjson.String(p)))
-}
+func phaseState(p string) step { return step{Phase: p} }
 
 func addMRTRTools(s *weft.Server, add func(error)) {
 	form := weft.Form(weft.ConditionalCapability)
@@ -77,7 +63,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 
 	tool("test_input_required_result_elicitation", "Asks for the user's name.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			content, ok := acceptedContent(req, "user_name")
+			content, ok := acceptedContent(req, form, "user_name")
 			if !ok {
 				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
@@ -90,23 +76,25 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 		})
 	tool("test_input_required_result_sampling", "Asks the client's model a question.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("capital_question")
-			if !ok {
-				return nil, weft.AskInput("capital_question", weft.CreateMessage(sampling, samplingParams("What is the capital of France?")))
+			answer, ok, err := sampling.Answer(req, "capital_question")
+			if err != nil {
+				return nil, err
 			}
-			c, _ := r.Get("content")
-			t, _ := c.Get("text")
-			answer, _ := t.AsString()
-			return text("The model answered: " + answer), nil
+			if !ok {
+				return nil, weft.AskInput("capital_question", sampling.Ask(question("What is the capital of France?")))
+			}
+			return text("The model answered: " + answer.Text()), nil
 		})
 	tool("test_input_required_result_list_roots", "Asks for the client's roots.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("client_roots")
+			rs, ok, err := roots.Answer(req, "client_roots")
+			if err != nil {
+				return nil, err
+			}
 			if !ok {
 				return nil, weft.AskInput("client_roots", roots.Ask())
 			}
-			rs, _ := r.Get("roots")
-			return text("The client has " + itoa(rs.Len()) + " root(s)."), nil
+			return text("The client has " + itoa(len(rs)) + " root(s)."), nil
 		})
 	tool("test_input_required_result_request_state", "Asks for confirmation and carries sealed state.", weft.StateFramework,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
@@ -123,7 +111,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 				return text("All inputs received."), nil
 			}
 			return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name")))).
-				Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting."))).
+				Ask("greeting", sampling.Ask(question("Write a short greeting."))).
 				Ask("client_roots", roots.Ask()).
 				WithFrameworkState(phaseState("collecting"))
 		})
@@ -154,13 +142,13 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 				return text("Input received."), nil
 			}
 			ir := new(weft.InputRequired)
-			if req.ClientSupports(weft.InputFormElicitation) {
+			if req.ClientSupports(form) {
 				ir.Ask("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
-			if req.ClientSupports(weft.InputSampling) {
-				ir.Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting.")))
+			if req.ClientSupports(sampling) {
+				ir.Ask("greeting", sampling.Ask(question("Write a short greeting.")))
 			}
-			if req.ClientSupports(weft.InputRoots) {
+			if req.ClientSupports(roots) {
 				ir.Ask("client_roots", roots.Ask())
 			}
 			if len(ir.Keys()) == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 )
@@ -82,11 +83,11 @@ func addTaskTools(s *weft.Server, add func(error)) {
 			if req.Task() == nil && req.TasksSupported() {
 				return nil, weft.RunAsTask(exactjson.Value{})
 			}
-			r, ok := req.InputResponses().Get("confirm")
+			_, outcome, ok, err := form.Answer(req, "confirm")
 			if !ok {
 				return nil, weft.AskInput("confirm", form.Ask("Delete the item?", objectSchema(boolProp("confirm"))))
 			}
-			if a, _ := r.Get("action"); !isStr(a, "accept") {
+			if err != nil || outcome != elicit.Accepted {
 				return text("Deletion cancelled."), nil
 			}
 			return text("Deleted " + in.Filename + "."), nil
@@ -113,7 +114,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 				name, _ := n.AsString()
 				return text("Hello, " + name + "! (from the task)"), nil
 			}
-			content, ok := acceptedContent(req, "user_name")
+			content, ok := acceptedContent(req, form, "user_name")
 			if !ok {
 				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}

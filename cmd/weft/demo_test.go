@@ -42,14 +42,14 @@ func newTestDemo(t *testing.T) *demo {
 	return d
 }
 
-func testClient(d *demo, user string, kinds ...weft.InputKind) *wefttest.Client {
-	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(kinds...)))
+func testClient(d *demo, user string, inputs ...weft.Input) *wefttest.Client {
+	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(inputs...)))
 }
 
 func TestCatalogContinue(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.Form(weft.RequiredCapability))
 	for _, tc := range []struct {
 		action, want string
 	}{
@@ -81,7 +81,7 @@ func TestCatalogContinue(t *testing.T) {
 func TestRefundExactDecimal(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.Form(weft.RequiredCapability))
 	first, err := c.CallTool(ctx, "refund.request", map[string]any{"orderId": "A-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +119,8 @@ func TestRefundExactDecimal(t *testing.T) {
 func TestCartHandles(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	alice := testClient(d, "alice", weft.InputFormElicitation)
-	bob := testClient(d, "bob", weft.InputFormElicitation)
+	alice := testClient(d, "alice", weft.Form(weft.RequiredCapability))
+	bob := testClient(d, "bob", weft.Form(weft.RequiredCapability))
 	a1, err := alice.CallTool(ctx, "cart.checkout", map[string]any{"items": []string{"tea"}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestCartHandles(t *testing.T) {
 func TestAccountLink(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputURLElicitation)
+	c := testClient(d, "alice", weft.URL(weft.RequiredCapability))
 	first, err := c.CallTool(ctx, "account.link", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestAccountLink(t *testing.T) {
 		t.Fatalf("after the browser step: %v %q", err, final.Text())
 	}
 	// Form-only clients cannot be sent a URL request.
-	if _, err := testClient(d, "alice", weft.InputFormElicitation).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
+	if _, err := testClient(d, "alice", weft.Form(weft.RequiredCapability)).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("form-only client: %v", err)
 	}
 }
