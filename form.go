@@ -208,8 +208,8 @@ func formSchemaFor[T any](refine []elicit.Field) (*elicit.Schema, error) {
 		inferred := sch.Properties[name]
 		var v exactjson.Value
 		if fi, ok := refined.Field(name); ok {
-			if !refinable(inferred.Type, fi.Kind) {
-				return fail(fmt.Errorf("refinement of %q: a %s field cannot hold the %s values of the Go field (JSON type %q)", name, fi.Kind, t, inferred.Type))
+			if jt := jsonType(inferred); !refinable(jt, fi.Kind) {
+				return fail(fmt.Errorf("refinement of %q: a %s field cannot hold the values of the Go field (JSON type %q)", name, fi.Kind, jt))
 			}
 			pv, _ := refined.Value().Get("properties")
 			v, _ = pv.Get(name)
@@ -243,6 +243,21 @@ func formSchemaFor[T any](refine []elicit.Field) (*elicit.Schema, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// jsonType is the JSON type of an inferred property: its "type", or the
+// non-null one of a nullable slice's ["null", "array"].
+func jsonType(s *gschema.Schema) string {
+	if s.Type != "" || len(s.Types) != 2 {
+		return s.Type
+	}
+	if s.Types[0] == "null" {
+		return s.Types[1]
+	}
+	if s.Types[1] == "null" {
+		return s.Types[0]
+	}
+	return ""
 }
 
 // refinable reports whether a form field of kind k can stand for a Go
