@@ -129,12 +129,15 @@ func (d *demo) register() error {
 		Inputs:      []weft.Input{approval}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			state, resumed, err := weft.FrameworkState[catalogState](req)
+			if err != nil {
+				return nil, err
+			}
 			if !resumed {
 				return nil, weft.AskInput("approval", approval.Ask("Approve catalog access?")).
 					WithFrameworkState(catalogState{Phase: "waiting-for-approval"})
 			}
-			_, outcome, _, answerErr := approval.Answer(req, "approval")
-			return continueFrom(state, outcome, errors.Join(err, answerErr))
+			_, outcome, _, err := approval.Answer(req, "approval")
+			return continueFrom(state, outcome, err)
 		}); err != nil {
 		return err
 	}
@@ -209,10 +212,10 @@ type catalogState struct {
 
 // continueFrom validates the protected phase, branches on the elicitation
 // action and completes. It is the application-owned part of the flow.
-func continueFrom(state catalogState, outcome elicit.Outcome, err error) (*weft.CallToolResult, error) {
+func continueFrom(state catalogState, outcome elicit.Outcome, answerErr error) (*weft.CallToolResult, error) {
 	switch {
-	case err != nil:
-		return nil, err
+	case answerErr != nil:
+		return nil, &weft.ToolError{Message: "The approval answer could not be read; start again."}
 	case state.Phase != "waiting-for-approval":
 		return nil, &weft.ToolError{Message: "The workflow is in an unexpected phase; start again."}
 	case outcome == 0:

@@ -72,6 +72,19 @@ func TestCatalogContinue(t *testing.T) {
 			t.Fatalf("%s: got %q (%s)", tc.action, final.Text(), final.ResultType)
 		}
 	}
+	// An accepted answer with fields the (empty) form does not have is refused.
+	first, err := c.CallTool(ctx, "catalog.continue", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := c.Retry(ctx, first, map[string]exactjson.Value{"approval": exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+		exactjson.Field("content", exactjson.Object(exactjson.Field("scope", exactjson.String("all")))))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !final.IsError || final.Text() != "The approval answer could not be read; start again." {
+		t.Fatalf("unexpected content: %q (isError %v)", final.Text(), final.IsError)
+	}
 	// Without any elicitation capability the conditional request is refused with -32021.
 	if _, err := testClient(d, "alice").CallTool(ctx, "catalog.continue", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("missing capability: got %v", err)
