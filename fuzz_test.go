@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
@@ -53,6 +54,9 @@ func FuzzOpenState(f *testing.F) {
 // FuzzInputResponse feeds arbitrary JSON to the input-response checker: it
 // must never panic, and accepted elicitation content holds only the union.
 func FuzzInputResponse(f *testing.F) {
+	if err := fuzzForm.Err(); err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range []string{
 		`{"action":"accept","content":{"name":"a","n":3.50,"b":true,"tags":["x"]}}`,
 		`{"action":"decline"}`,
@@ -87,6 +91,15 @@ func FuzzInputResponse(f *testing.F) {
 			}
 		}
 		if method == "elicitation/create" {
+			req := &Request{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}
+			if _, _, ok, err := Form(RequiredCapability).Answer(req, "k"); !ok || err != nil {
+				t.Fatalf("accepted %s, Form.Answer: %v %v", data, ok, err)
+			}
+			// A typed form validates and decodes whatever was accepted,
+			// or reports why not; it never panics.
+			if _, outcome, ok, err := fuzzForm.Answer(req, "k"); !ok || (err == nil && outcome == 0) {
+				t.Fatalf("accepted %s, FormOf.Answer: %v %v %v", data, outcome, ok, err)
+			}
 			c, _ := v.Get("content")
 			for _, fv := range c.All() {
 				switch fv.Kind() {
@@ -104,3 +117,13 @@ func FuzzInputResponse(f *testing.F) {
 		}
 	})
 }
+
+// fuzzForm is a typed form with one field of each kind.
+var fuzzForm = FormOf[struct {
+	S string           `json:"s,omitempty"`
+	N exactjson.Number `json:"n,omitempty"`
+	I int64            `json:"i,omitempty"`
+	B bool             `json:"b,omitempty"`
+	E string           `json:"e,omitempty"`
+	M []string         `json:"m,omitempty"`
+}](RequiredCapability, elicit.EnumField("e", "x", "y"), elicit.MultiSelectField("m", "x", "y"))

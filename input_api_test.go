@@ -214,3 +214,118 @@ func ExampleFrameworkState() {
 	// Output:
 	// 4 rounds: [step 1 step 2 step 3] 300
 }
+
+// An untyped form: the requested schema is built at call time (here, from
+// the caller's own orders), and the answer is read as JSON, checked only
+// for the protocol shape: validate it before acting on it.
+func ExampleForm() {
+	s := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	choose := weft.Form(weft.ConditionalCapability)
+	err := weft.AddTool(s, weft.Tool{Name: "cancel_order", Description: "Cancels one of the caller's orders.", Inputs: []weft.Input{choose}},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
+			orders := []string{"A-1", "A-7"} // looked up for this caller
+			schema, err := elicit.BuildSchema(elicit.EnumField("order", orders...).Title("Order").Required())
+			if err != nil {
+				return nil, err
+			}
+			content, outcome, present, err := choose.Answer(req, "order")
+			if !present || err != nil || schema.Validate(content) != nil {
+				return nil, weft.AskInput("order", choose.Ask("Which order should be cancelled?", schema.Value()))
+			}
+			if outcome != elicit.Accepted {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Nothing cancelled.")}}, nil
+			}
+			order, _ := content.Get("order")
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Cancelled " + order.String() + ".")}}, nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(choose)))
+	final, rounds, err := c.CallToolWithInput(context.Background(), "cancel_order", nil, wefttest.AcceptForm(map[string]any{"order": "A-7"}), 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	schema, _ := rounds[0].InputRequests["order"].Params.Get("requestedSchema")
+	fmt.Println(schema)
+	fmt.Println(final.Text())
+	// Output:
+	// {"type":"object","properties":{"order":{"type":"string","title":"Order","enum":["A-1","A-7"]}},"required":["order"]}
+	// Cancelled "A-7".
+}
+
+// URL-mode elicitation sends the user to a page the server owns, with an
+// opaque handle in the path; the server checks the URL against
+// Options.URLElicitation before anything reaches the client.
+func ExampleURL() {
+	s := weft.NewServer(weft.Implementation{Name: "accounts", Version: "1.0.0"},
+		&weft.Options{URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://accounts.example.com"}}})
+	link := weft.URL(weft.ConditionalCapability)
+	err := weft.AddTool(s, weft.Tool{Name: "link", Description: "Links an account on the server's page.", Inputs: []weft.Input{link}},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
+			outcome, present, err := link.Answer(req, "link")
+			if !present || err != nil {
+				// In a real server: elicit.NewHandle, stored bound to the user.
+				page, err := elicit.HandleURL("https://accounts.example.com/link", "pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w")
+				if err != nil {
+					return nil, err
+				}
+				return nil, weft.AskInput("link", link.Ask("Open this page to link your account.", page))
+			}
+			// Accepted means the user agreed to open the page: check the
+			// handle's record before completing.
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("link: " + outcome.String())}}, nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(link)))
+	final, rounds, err := c.CallToolWithInput(context.Background(), "link", nil,
+		func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+		}, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rounds[0].InputRequests["link"].Params)
+	fmt.Println(final.Text())
+	// Output:
+	// {"mode":"url","message":"Open this page to link your account.","url":"https://accounts.example.com/link/pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w"}
+	// link: accept
+}
+
+// Roots are asked for only when the client offers them: a conditional
+// declaration, and ClientSupports before asking.
+func ExampleRoots() {
+	s := weft.NewServer(weft.Implementation{Name: "workspace", Version: "1.0.0"}, nil)
+	roots := weft.Roots(weft.ConditionalCapability)
+	err := weft.AddTool(s, weft.Tool{Name: "where", Description: "Names the user's workspace.", Inputs: []weft.Input{roots}},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
+			rs, present, err := roots.Answer(req, "roots")
+			switch {
+			case err != nil:
+				return nil, err
+			case !present && req.ClientSupports(roots):
+				return nil, weft.AskInput("roots", roots.Ask())
+			case len(rs) == 0:
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("no workspace")}}, nil
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(rs[0].URI)}}, nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range []*wefttest.Client{
+		wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(roots))),
+		wefttest.NewClient(s),
+	} {
+		final, _, err := c.CallToolWithInput(context.Background(), "where", nil, wefttest.RootsOf("file:///home/ada/src"), 0)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(final.Text())
+	}
+	// Output:
+	// file:///home/ada/src
+	// no workspace
+}
