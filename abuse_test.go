@@ -72,13 +72,13 @@ func TestAbuseMemoryBounded(t *testing.T) {
 	must(t, s.EnableTasks(TaskOptions{Store: store, TTL: time.Second, Retention: time.Millisecond, SweepInterval: 100 * time.Millisecond}))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	addWizard(t, s, "wizard", StateFramework)
-	form := FormElicitation(Required)
-	must(t, s.AddTool(Tool{Name: "park", Description: "Parks a task on input.", Task: TaskRequired, Inputs: []InputDeclaration{form}},
+	form := Form(RequiredCapability)
+	must(t, s.AddTool(Tool{Name: "park", Description: "Parks a task on input.", Task: TaskRequired, Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
 				return nil, RunAsTask(exactjson.Value{})
 			}
-			return nil, AskInput("q", ElicitForm(form, "Never answered", mustParse(t, `{"type":"object","properties":{"v":{"type":"string"}}}`)))
+			return nil, AskInput("q", form.Ask("Never answered", mustParse(t, `{"type":"object","properties":{"v":{"type":"string"}}}`)))
 		}))
 	ts := startHTTP(t, s)
 

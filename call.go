@@ -21,10 +21,10 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 	missing := exactjson.Value{}
 	for _, d := range op.inputs {
 		supported := clientSupports(req.ClientCapabilities, d.kind)
-		if d.req == Required && !supported {
+		if d.req == RequiredCapability && !supported {
 			missing = mergeCapabilities(missing, capabilityFor(d.kind))
 		}
-		if d.req == Conditional && !supported {
+		if d.req == ConditionalCapability && !supported {
 			req.holdOutput = true
 		}
 	}

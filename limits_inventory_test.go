@@ -1034,19 +1034,19 @@ func checkURIBytes(t *testing.T) {
 }
 
 func checkInputResponses(t *testing.T) {
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	s, logs := newServer(t, &Options{Limits: Limits{MaxInputResponses: 4}})
-	invTool(t, s, Tool{Name: "ir", Inputs: []InputDeclaration{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "ir", Inputs: []Input{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		return textResult(fmt.Sprint(len(req.InputResponses().Keys()))), nil
 	})
-	invTool(t, s, Tool{Name: "ask", Inputs: []InputDeclaration{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "ask", Inputs: []Input{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		nv, _ := req.Arguments().Get("n")
 		n, _ := nv.AsNumber()
 		k, _ := n.Int64()
-		ir := NewInputRequired()
+		ir := new(InputRequired)
 		schema := exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object()))
 		for i := range k {
-			ir = ir.Ask("k"+strconv.FormatInt(i, 10), ElicitForm(form, "ok?", schema))
+			ir = ir.Ask("k"+strconv.FormatInt(i, 10), form.Ask("ok?", schema))
 		}
 		return nil, ir
 	})
@@ -1539,11 +1539,11 @@ func (f *invStateFixture) server(t testing.TB, opts Options) string {
 		opts.Protector = f.mgr
 	}
 	s, _ := newServer(t, &opts)
-	form := FormElicitation(Conditional)
-	invTool(t, s, Tool{Name: "st", Inputs: []InputDeclaration{form}, StateMode: StateFramework}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
-		if st, ok := req.FrameworkState(); ok {
+	form := Form(ConditionalCapability)
+	invTool(t, s, Tool{Name: "st", Inputs: []Input{form}, StateMode: StateFramework}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		if st, ok, _ := FrameworkState[exactjson.Value](req); ok {
 			if again, _ := st.Get("again"); exactjson.Equal(again, exactjson.Bool(true)) {
-				return nil, NewInputRequired().WithFrameworkState(st)
+				return nil, new(InputRequired).WithFrameworkState(st)
 			}
 			return textResult("done"), nil
 		}
@@ -1551,7 +1551,7 @@ func (f *invStateFixture) server(t testing.TB, opts Options) string {
 		n, _ := pv.AsNumber()
 		k, _ := n.Int64()
 		av, _ := req.Arguments().Get("again")
-		return nil, NewInputRequired().WithFrameworkState(exactjson.Object(
+		return nil, new(InputRequired).WithFrameworkState(exactjson.Object(
 			exactjson.Field("pad", exactjson.String(strings.Repeat("s", int(k)))),
 			exactjson.Field("again", av)))
 	})
@@ -1659,16 +1659,16 @@ func checkStateRounds(t *testing.T) {
 }
 
 func checkApplicationState(t *testing.T) {
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	s, _ := newServer(t, nil)
-	invTool(t, s, Tool{Name: "app", Inputs: []InputDeclaration{form}, StateMode: StateApplication}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "app", Inputs: []Input{form}, StateMode: StateApplication}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		if st, ok := req.ApplicationState(); ok {
 			return textResult(strconv.Itoa(len(st))), nil
 		}
 		nv, _ := req.Arguments().Get("n")
 		n, _ := nv.AsNumber()
 		k, _ := n.Int64()
-		return nil, NewInputRequired().WithApplicationState(strings.Repeat("é", int(k)/2) + strings.Repeat("a", int(k)%2))
+		return nil, new(InputRequired).WithApplicationState(strings.Repeat("é", int(k)/2) + strings.Repeat("a", int(k)%2))
 	})
 	url := invServe(t, s)
 	// Retry side: UTF-8 bytes, not characters.

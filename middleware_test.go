@@ -372,13 +372,13 @@ func TestMiddlewareCannotRebindState(t *testing.T) {
 		}
 	}
 	s, _ := newServer(t, &Options{Middleware: []Middleware{tamper}})
-	form := FormElicitation(Required)
-	must(t, s.AddTool(Tool{Name: "confirm", Description: "Asks once.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+	form := Form(RequiredCapability)
+	must(t, s.AddTool(Tool{Name: "confirm", Description: "Asks once.", Inputs: []Input{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
-			if _, ok := req.FrameworkState(); ok {
+			if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 				return textResult("confirmed"), nil
 			}
-			return nil, AskInput("ok", ElicitForm(form, "Sure?", mustParse(t, `{"type":"object","properties":{"yes":{"type":"boolean"}}}`))).
+			return nil, AskInput("ok", form.Ask("Sure?", mustParse(t, `{"type":"object","properties":{"yes":{"type":"boolean"}}}`))).
 				WithFrameworkState(exactjson.String("asked"))
 		}))
 	caps := M{"elicitation": M{"form": M{}}}

@@ -161,10 +161,8 @@ func (r *Request) InputResponses() InputResponses { return r.inputResponses }
 // present only on a retry of an operation declared with [StateApplication].
 func (r *Request) ApplicationState() (string, bool) { return r.appState, r.hasAppState }
 
-// FrameworkState returns the verified framework-protected state of a retry. It
-// is present only on a retry of an operation declared with [StateFramework].
-// Numbers come back in canonical form (1.50 as 1.5, 100 as 1E+2).
-func (r *Request) FrameworkState() (exactjson.Value, bool) { return r.fwState, r.hasFwState }
+// The verified framework-protected state of a retry is read with the
+// generic [FrameworkState].
 
 // Round returns the round number of verified framework state (1 after the
 // first input_required), or 0 on a first call.
@@ -184,9 +182,12 @@ func (r *Request) Arguments() exactjson.Value {
 	return a
 }
 
-// ClientSupports reports whether the client declared the capability that
-// input kind k needs on this request.
-func (r *Request) ClientSupports(k InputKind) bool { return clientSupports(r.ClientCapabilities, k) }
+// ClientSupports reports whether the client declared, on this request, the
+// capability that the declared input needs (for a [SamplingInput] made
+// WithTools, sampling.tools).
+func (r *Request) ClientSupports(in Input) bool {
+	return in != nil && clientSupports(r.ClientCapabilities, in.input().decl.kind)
+}
 
 // ErrNoProgress is returned by [Request.Progress] when progress cannot be
 // delivered for this request: the client sent no progress token, or the

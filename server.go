@@ -463,37 +463,11 @@ func (c *catalog[T]) len() int { return len(c.order) }
 type operation struct {
 	kind      ItemKind
 	name      string
-	inputs    []InputDeclaration
+	inputs    []inputDecl
 	stateMode StateMode
 	// argsFingerprint identifies a tool's input schema (see
 	// schemaFingerprint); "" for prompts and resources.
 	argsFingerprint string
-}
-
-func newOperation(kind ItemKind, name string, inputs []InputDeclaration, mode StateMode) (*operation, error) {
-	seen := map[InputKind]bool{}
-	for _, d := range inputs {
-		if !d.valid() {
-			return nil, fmt.Errorf("weft: %q: input declarations must be built with FormElicitation, URLElicitation, Sampling, SamplingWithTools or Roots", name)
-		}
-		if seen[d.kind] {
-			return nil, fmt.Errorf("weft: %q declares %s twice", name, d.kind)
-		}
-		seen[d.kind] = true
-	}
-	if mode > StateFramework {
-		return nil, fmt.Errorf("weft: %q: unknown state mode %d", name, mode)
-	}
-	return &operation{kind: kind, name: name, inputs: append([]InputDeclaration(nil), inputs...), stateMode: mode}, nil
-}
-
-func (op *operation) declaration(k InputKind) (InputDeclaration, bool) {
-	for _, d := range op.inputs {
-		if d.kind == k {
-			return d, true
-		}
-	}
-	return InputDeclaration{}, false
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.

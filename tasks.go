@@ -171,7 +171,7 @@ func (*runAsTask) Error() string { return "weft: continue as a task" }
 
 // RunAsTask is returned by a tool handler (through its error result) to
 // continue the call as a durable task: the framework stores the task (with
-// state, any JSON, handed back through [Request.FrameworkState] in the task)
+// state, any JSON, handed back through [FrameworkState] in the task)
 // and answers resultType "task"; a runner then calls the same handler again
 // with [Request.Task] set. Only valid when [Request.TasksSupported].
 func RunAsTask(state exactjson.Value) error { return &runAsTask{state: state} }

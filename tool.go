@@ -38,7 +38,7 @@ type Tool struct {
 	Meta         exactjson.Value
 	// Inputs declares the client requests the handler may embed in an
 	// input_required result.
-	Inputs []InputDeclaration
+	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 	// Task declares whether the tool may continue as a durable task
@@ -134,7 +134,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if e.mirrors, err = mirror.Find(in.doc); err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
-	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
+	if e.op, err = s.newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
 		return err
 	}
 	e.op.argsFingerprint = schemaFingerprint(e.tool.InputSchema)
