@@ -1,7 +1,6 @@
 package weft
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -164,11 +163,3 @@ func ToolErrorf(format string, args ...any) error {
 	return &ToolError{Message: fmt.Sprintf(format, args...)}
 }
 
-// asError converts any handler error into the *Error sent to the client.
-func asError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return internalError(err)
-}

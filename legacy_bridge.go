@@ -200,7 +200,7 @@ func (l *legacyServer) send(c *legacyConn, f frame) error {
 			return err // stdio has no other stream
 		}
 	}
-	if st := l.local.stream(c.sess.ID); st != nil {
+	if st, ok := l.local.Stream(c.sess.ID); ok {
 		return st.send(f)
 	}
 	return errNoStream

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weftmcp/weft/internal/localsess"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -81,8 +82,8 @@ func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid s
 		writePlainError(w, http.StatusServiceUnavailable, "Session could not be deleted")
 		return
 	}
-	l.local.end(sid)
-	l.publishCancel(r.Context(), "session "+sessionDigest(sid))
+	l.local.End(sid)
+	l.publishCancel(r.Context(), "session "+localsess.SessionDigest(sid))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -97,7 +98,8 @@ type legacyStream struct {
 	endOnce sync.Once
 }
 
-func (st *legacyStream) end() { st.endOnce.Do(func() { close(st.ended) }) }
+// End ends the stream (its session was deleted).
+func (st *legacyStream) End() { st.endOnce.Do(func() { close(st.ended) }) }
 
 func (st *legacyStream) write(b []byte) error {
 	st.mu.Lock()
@@ -140,12 +142,12 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	// Hold the stream's lock until the headers are out: once registered,
 	// server requests of the session's calls may be written to it.
 	st.mu.Lock()
-	if !l.local.addStream(sid, st) {
+	if !l.local.AddStream(sid, st) {
 		st.mu.Unlock()
 		writePlainError(w, http.StatusConflict, "Conflict: this session already has an event stream open")
 		return
 	}
-	defer l.local.removeStream(sid, st)
+	defer l.local.RemoveStream(sid, st)
 	defer func() {
 		st.mu.Lock()
 		st.done = true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/localsess"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -84,7 +85,7 @@ type legacyServer struct {
 	opts       LegacyOptions
 	store      sessionstore.Store
 	stdioStore *sessionstore.Memory
-	local      *localSessions
+	local      *localsess.Local[*legacyStream, *stdioWriter]
 	handlers   map[string]Handler // the session methods, wrapped in the middleware
 	janitor    sync.Once          // starts the sweeper of the in-memory stores
 }
@@ -119,8 +120,7 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 	if o == nil {
 		return nil, nil
 	}
-	l := &legacyServer{srv: s, opts: *o, local: newLocalSessions()}
-	l.local.fleet = s.opts.Events != nil
+	l := &legacyServer{srv: s, opts: *o, local: localsess.New[*legacyStream, *stdioWriter](s.opts.Events != nil)}
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}
@@ -203,7 +203,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 		if w == nil {
 			return reply{}, false
 		}
-		sid, open := l.local.stdioSession(w)
+		sid, open := l.local.StdioSession(w)
 		if !open && method != "initialize" {
 			return reply{}, false
 		}
@@ -335,7 +335,7 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		defer l.local.addCall(c.sess.ID, m.id.key(), cancel)()
+		defer l.local.AddCall(c.sess.ID, m.id.key(), cancel)()
 		ctx = context.WithValue(ctx, sessionKey{}, SessionInfo{ID: c.sess.ID, ProtocolVersion: c.sess.ProtocolVersion, ClientInfo: c.info, Transport: c.transport})
 	}
 	switch m.method {
@@ -526,7 +526,7 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 		return nil, withStatus(internalError(fmt.Errorf("weft: storing a legacy session: %w", err)), http.StatusServiceUnavailable)
 	}
 	if c.transport == "stdio" {
-		l.local.setStdioSession(c.in.conn, sid)
+		l.local.SetStdioSession(c.in.conn, sid)
 	}
 	return &InitializeResult{
 		ProtocolVersion: version,
@@ -550,8 +550,8 @@ func (l *legacyServer) notification(ctx context.Context, c *legacyConn, m messag
 		// cancellation is handled by the stdio transport.
 		if rid, ok := m.params.Get("requestId"); ok {
 			sid, key := c.sess.ID, ID{rid}.key()
-			if !l.local.cancelCall(sid, key) && c.transport == "http" {
-				l.publishCancel(ctx, "call "+sessionDigest(sid)+" "+callDigest(sid, key))
+			if !l.local.CancelCall(sid, key) && c.transport == "http" {
+				l.publishCancel(ctx, "call "+localsess.SessionDigest(sid)+" "+localsess.CallDigest(sid, key))
 			}
 		}
 	}
@@ -586,9 +586,9 @@ func (l *legacyServer) relayCancels(done <-chan struct{}) {
 		f := strings.Fields(payload)
 		switch {
 		case len(f) == 3 && f[0] == "call":
-			l.local.cancelByDigest(f[1], f[2])
+			l.local.CancelByDigest(f[1], f[2])
 		case len(f) == 2 && f[0] == "session":
-			l.local.endByDigest(f[1])
+			l.local.EndByDigest(f[1])
 		}
 	})
 }

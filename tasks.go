@@ -90,7 +90,7 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 	s.tasks = e
 	s.mu.Unlock()
 	s.EnableExtension(TasksExtension, exactjson.Object())
-	s.tel.watchTasks(opts.Store) // weft: telemetry hook (telemetry_tasks.go): the weft.tasks gauge
+	s.tel.watchTasks(opts.Store) // the weft.tasks gauge (internal/taskgauge)
 	if opts.NoRunner {
 		close(e.done)
 		return nil
