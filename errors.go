@@ -162,4 +162,3 @@ func (e *ToolError) Error() string { return e.Message }
 func ToolErrorf(format string, args ...any) error {
 	return &ToolError{Message: fmt.Sprintf(format, args...)}
 }
-
