@@ -114,11 +114,11 @@ func (rt *requestTelemetry) end(rep *reply) {
 			attribute.String("outcome", outcome.String()),
 			attribute.String("name", name),
 		}
-		m.duration.Record(ctx, dur.Seconds(), metric.WithAttributes(base...))
+		m.Duration.Record(ctx, dur.Seconds(), metric.WithAttributes(base...))
 		if code != 0 {
 			base = append(base, attribute.String("code", strconv.Itoa(code)))
 		}
-		m.requests.Add(ctx, 1, metric.WithAttributes(base...))
+		m.Requests.Add(ctx, 1, metric.WithAttributes(base...))
 	}
 	if span := rt.span; span != nil {
 		if name != "" {

@@ -2,7 +2,6 @@ package weft
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/otelinst"
 	"github.com/weftmcp/weft/internal/taskgauge"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
@@ -39,38 +39,15 @@ type KeyringReporter interface {
 	Snapshot() seal.Snapshot
 }
 
-// requestBuckets are the bucket bounds, in seconds, of the latency
-// histograms (the MCP semantic conventions' bounds, with finer low buckets).
-var requestBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
-
 // telemetry is the server's tracing, metrics and request logging. Each part
 // is off (and costs a nil check) unless configured.
 type telemetry struct {
 	s      *Server
 	tracer trace.Tracer // nil: no tracing
 	prop   propagation.TextMapPropagator
-	logReq bool         // the "mcp request" line
-	m      *instruments // nil: no metrics
+	logReq bool                  // the "mcp request" line
+	m      *otelinst.Instruments // nil: no metrics
 	tasks  taskgauge.Gauge
-}
-
-// instruments are the OpenTelemetry instruments of docs/operations.md.
-type instruments struct {
-	requests      metric.Int64Counter
-	duration      metric.Float64Histogram
-	stateOpens    metric.Int64Counter
-	stateFailures metric.Int64Counter
-	stateSeals    metric.Int64Counter
-	taskSteps     metric.Int64Counter
-	taskDuration  metric.Float64Histogram
-	leases        metric.Int64UpDownCounter
-
-	keyringInfo  metric.Int64ObservableGauge
-	verification metric.Int64ObservableGauge
-	tasks        metric.Int64ObservableGauge
-	subs         metric.Int64ObservableGauge
-	active       metric.Int64ObservableGauge
-	queued       metric.Int64ObservableGauge
 }
 
 func newTelemetry(s *Server) *telemetry {
@@ -80,71 +57,17 @@ func newTelemetry(s *Server) *telemetry {
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	if mp := s.opts.MeterProvider; mp != nil {
-		m, err := t.newInstruments(mp.Meter(instrumentationName))
+		meter := mp.Meter(instrumentationName)
+		m, err := otelinst.New(meter)
+		if err == nil {
+			_, err = meter.RegisterCallback(t.observe, m.Observables()...)
+		}
 		if err != nil {
 			s.log.Warn("weft: creating metric instruments failed; some metrics may be missing", "err", err)
 		}
 		t.m = m
 	}
 	return t
-}
-
-func (t *telemetry) newInstruments(meter metric.Meter) (*instruments, error) {
-	var m instruments
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	var err error
-	m.requests, err = meter.Int64Counter("weft.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Finished MCP requests by method, outcome, target name and JSON-RPC error code."))
-	add(err)
-	m.duration, err = meter.Float64Histogram("weft.request.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time from parsing an MCP request to its reply, by method, outcome and target name."),
-		metric.WithExplicitBucketBoundaries(requestBuckets...))
-	add(err)
-	m.stateOpens, err = meter.Int64Counter("weft.state.opens", metric.WithUnit("{open}"),
-		metric.WithDescription("Retries that carried requestState, by state mode and result (ok or failed)."))
-	add(err)
-	m.stateFailures, err = meter.Int64Counter("weft.state.open.failures", metric.WithUnit("{failure}"),
-		metric.WithDescription("Request state rejected on a retry, by server-side reason (never told to the client)."))
-	add(err)
-	m.stateSeals, err = meter.Int64Counter("weft.state.seals", metric.WithUnit("{seal}"),
-		metric.WithDescription("Framework request state sealed for input_required results, by result (ok or failed)."))
-	add(err)
-	m.taskSteps, err = meter.Int64Counter("weft.task.steps", metric.WithUnit("{step}"),
-		metric.WithDescription("Task steps run by this instance, by tool and result."))
-	add(err)
-	m.taskDuration, err = meter.Float64Histogram("weft.task.step.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of task steps run by this instance, by tool and result."),
-		metric.WithExplicitBucketBoundaries(requestBuckets...))
-	add(err)
-	m.leases, err = meter.Int64UpDownCounter("weft.task.leases", metric.WithUnit("{lease}"),
-		metric.WithDescription("Task steps running on this instance (leases held by its workers)."))
-	add(err)
-	m.keyringInfo, err = meter.Int64ObservableGauge("weft.keyring.info",
-		metric.WithDescription("1, labelled with the active key id and keyring fingerprint of the request-state protector."))
-	add(err)
-	m.verification, err = meter.Int64ObservableGauge("weft.keyring.verification_keys", metric.WithUnit("{key}"),
-		metric.WithDescription("Verification-only keys held by the request-state keyring."))
-	add(err)
-	m.tasks, err = meter.Int64ObservableGauge("weft.tasks", metric.WithUnit("{task}"),
-		metric.WithDescription("Non-terminal tasks by status, as seen on the task store's change bus."))
-	add(err)
-	m.subs, err = meter.Int64ObservableGauge("weft.subscriptions.open", metric.WithUnit("{subscription}"),
-		metric.WithDescription("Open subscriptions/listen streams."))
-	add(err)
-	m.active, err = meter.Int64ObservableGauge("weft.requests.active", metric.WithUnit("{request}"),
-		metric.WithDescription("Handlers holding a concurrency slot (at most MaxConcurrent)."))
-	add(err)
-	m.queued, err = meter.Int64ObservableGauge("weft.requests.queued", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests waiting for a concurrency slot (at most MaxQueue)."))
-	add(err)
-	_, err = meter.RegisterCallback(t.observe, m.keyringInfo, m.verification, m.tasks, m.subs, m.active, m.queued)
-	add(err)
-	return &m, errors.Join(errs...)
 }
 
 // watchTasks follows the task store for the weft.tasks gauge (only when
@@ -166,21 +89,21 @@ func (t *telemetry) observe(ctx context.Context, o metric.Observer) error {
 	s.mu.RUnlock()
 	if kr, ok := p.(KeyringReporter); ok {
 		snap := kr.Snapshot()
-		o.ObserveInt64(m.keyringInfo, 1, metric.WithAttributes(
+		o.ObserveInt64(m.KeyringInfo, 1, metric.WithAttributes(
 			attribute.String("active_key_id", snap.ActiveID),
 			attribute.String("fingerprint", snap.Fingerprint.String()),
 			attribute.Bool("ephemeral", ephemeral)))
-		o.ObserveInt64(m.verification, int64(len(snap.VerificationIDs)))
+		o.ObserveInt64(m.Verification, int64(len(snap.VerificationIDs)))
 	}
 	s.bus.mu.Lock()
 	subs := len(s.bus.subs)
 	s.bus.mu.Unlock()
-	o.ObserveInt64(m.subs, int64(subs))
-	o.ObserveInt64(m.active, int64(len(s.gate.slots)))
-	o.ObserveInt64(m.queued, int64(len(s.gate.waiting)))
+	o.ObserveInt64(m.Subs, int64(subs))
+	o.ObserveInt64(m.Active, int64(len(s.gate.slots)))
+	o.ObserveInt64(m.Queued, int64(len(s.gate.waiting)))
 	if working, input, ok := t.tasks.Counts(); ok {
-		o.ObserveInt64(m.tasks, working, metric.WithAttributes(attribute.String("status", string(task.Working))))
-		o.ObserveInt64(m.tasks, input, metric.WithAttributes(attribute.String("status", string(task.InputRequired))))
+		o.ObserveInt64(m.Tasks, working, metric.WithAttributes(attribute.String("status", string(task.Working))))
+		o.ObserveInt64(m.Tasks, input, metric.WithAttributes(attribute.String("status", string(task.InputRequired))))
 	}
 	return nil
 }
@@ -354,9 +277,9 @@ func (s *Server) openStateObserved(ctx context.Context, req *Request, op *operat
 		result, reason = "failed", stateFailureReason(e)
 	}
 	if m := t.m; m != nil {
-		m.stateOpens.Add(ctx, 1, metric.WithAttributes(attribute.String("mode", mode), attribute.String("result", result)))
+		m.StateOpens.Add(ctx, 1, metric.WithAttributes(attribute.String("mode", mode), attribute.String("result", result)))
 		if e != nil {
-			m.stateFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+			m.StateFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 		}
 	}
 	if span != nil && e != nil {
@@ -429,7 +352,7 @@ func (s *Server) sealStateObserved(ctx context.Context, req *Request, ir *InputR
 		}
 	}
 	if m := t.m; m != nil {
-		m.stateSeals.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+		m.StateSeals.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 	}
 	return token, e
 }
@@ -459,15 +382,15 @@ func (s *Server) observedTaskStep(ctx context.Context, job *task.Job) (out task.
 	}
 	m := t.m
 	if m != nil {
-		m.leases.Add(ctx, 1)
+		m.Leases.Add(ctx, 1)
 	}
 	result := "panic"
 	defer func() {
 		if m != nil {
-			m.leases.Add(ctx, -1)
+			m.Leases.Add(ctx, -1)
 			attrs := metric.WithAttributes(attribute.String("name", tool), attribute.String("result", result))
-			m.taskSteps.Add(ctx, 1, attrs)
-			m.taskDuration.Record(ctx, time.Since(start).Seconds(), attrs)
+			m.TaskSteps.Add(ctx, 1, attrs)
+			m.TaskDuration.Record(ctx, time.Since(start).Seconds(), attrs)
 		}
 		if span != nil {
 			span.SetAttributes(attribute.String("weft.task.result", result))
