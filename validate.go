@@ -3,7 +3,6 @@ package weft
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
@@ -51,25 +50,9 @@ func headerMismatch(msg string) *Error {
 	return protocolError(CodeHeaderMismatch, "Header mismatch: "+msg, exactjson.Value{})
 }
 
-// headerValue returns a decoded metadata header, whether it was present, and
-// an error for an undecodable value.
-func headerValue(h http.Header, name string) (string, bool, error) {
-	vs := h.Values(name)
-	if len(vs) == 0 {
-		return "", false, nil
-	}
-	if len(vs) > 1 {
-		return "", true, fmt.Errorf("%s appears more than once", name)
-	}
-	v, err := hdr.Decode(vs[0])
-	if err != nil {
-		return "", true, fmt.Errorf("%s: %w", name, err)
-	}
-	return v, true, nil
-}
 
 func checkHeaders(h http.Header, version, method string) *Error {
-	pv, ok, err := headerValue(h, "MCP-Protocol-Version")
+	pv, ok, err := hdr.Value(h, "MCP-Protocol-Version")
 	switch {
 	case err != nil:
 		return headerMismatch(err.Error())
@@ -78,7 +61,7 @@ func checkHeaders(h http.Header, version, method string) *Error {
 	case pv != version:
 		return headerMismatch("MCP-Protocol-Version header differs from params._meta")
 	}
-	mv, ok, err := headerValue(h, "Mcp-Method")
+	mv, ok, err := hdr.Value(h, "Mcp-Method")
 	switch {
 	case err != nil:
 		return headerMismatch(err.Error())
@@ -91,7 +74,7 @@ func checkHeaders(h http.Header, version, method string) *Error {
 }
 
 func checkNameHeader(h http.Header, name string) *Error {
-	nv, ok, err := headerValue(h, "Mcp-Name")
+	nv, ok, err := hdr.Value(h, "Mcp-Name")
 	switch {
 	case err != nil:
 		return headerMismatch(err.Error())
@@ -141,40 +124,8 @@ func nameParam(member string, params exactjson.Value) (target, *Error) {
 // checkMirrors validates Mcp-Param-* headers of a tools/call against the
 // arguments they mirror.
 func checkMirrors(h http.Header, mirrors []mirror.Mirror, args exactjson.Value) *Error {
-	for _, m := range mirrors {
-		v, present := m.Lookup(args)
-		hv, hok, err := headerValue(h, "Mcp-Param-"+m.Header)
-		if err != nil {
-			return headerMismatch(err.Error())
-		}
-		if !present {
-			if hok {
-				return headerMismatch("Mcp-Param-" + m.Header + " is sent but the argument is absent")
-			}
-			continue
-		}
-		if !hok {
-			return headerMismatch("Mcp-Param-" + m.Header + " header is required")
-		}
-		if !mirrorEqual(m.Type, v, hv) {
-			return headerMismatch("Mcp-Param-" + m.Header + " differs from the argument")
-		}
+	if err := mirror.Check(h, mirrors, args); err != nil {
+		return headerMismatch(err.Error())
 	}
 	return nil
-}
-
-func mirrorEqual(typ string, v exactjson.Value, hv string) bool {
-	switch v.Kind() {
-	case exactjson.KindString:
-		s, _ := v.AsString()
-		return s == hv
-	case exactjson.KindBool:
-		b, _ := v.AsBool()
-		return strconv.FormatBool(b) == hv
-	case exactjson.KindNumber:
-		n, _ := v.AsNumber()
-		hn, err := exactjson.ParseNumber(hv)
-		return err == nil && n.Cmp(hn) == 0
-	}
-	return false
 }

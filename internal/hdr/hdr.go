@@ -23,6 +23,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -266,4 +267,21 @@ func ParseBool(s string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%w: boolean value %q is neither \"true\" nor \"false\"", ErrInvalid, s)
+}
+
+// Value returns the decoded value of the metadata header name, whether it
+// is present, and an error for a repeated or undecodable one.
+func Value(h http.Header, name string) (string, bool, error) {
+	vs := h.Values(name)
+	if len(vs) == 0 {
+		return "", false, nil
+	}
+	if len(vs) > 1 {
+		return "", true, fmt.Errorf("%s appears more than once", name)
+	}
+	v, err := Decode(vs[0])
+	if err != nil {
+		return "", true, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, true, nil
 }

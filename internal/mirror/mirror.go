@@ -5,7 +5,10 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -145,4 +148,44 @@ func (m Mirror) Lookup(args exactjson.Value) (exactjson.Value, bool) {
 		}
 	}
 	return v, !v.IsNull()
+}
+
+// Check verifies the Mcp-Param-* headers of a tools/call against the
+// arguments they mirror: each mirrored argument that is present needs its
+// header with an equal value (numbers compared as exact decimals), and an
+// absent one must not have a header. The error says which header fails.
+func Check(h http.Header, mirrors []Mirror, args exactjson.Value) error {
+	for _, m := range mirrors {
+		v, present := m.Lookup(args)
+		name := "Mcp-Param-" + m.Header
+		hv, hok, err := hdr.Value(h, name)
+		switch {
+		case err != nil:
+			return err
+		case !present && hok:
+			return errors.New(name + " is sent but the argument is absent")
+		case !present:
+		case !hok:
+			return errors.New(name + " header is required")
+		case !equal(v, hv):
+			return errors.New(name + " differs from the argument")
+		}
+	}
+	return nil
+}
+
+func equal(v exactjson.Value, hv string) bool {
+	switch v.Kind() {
+	case exactjson.KindString:
+		s, _ := v.AsString()
+		return s == hv
+	case exactjson.KindBool:
+		b, _ := v.AsBool()
+		return strconv.FormatBool(b) == hv
+	case exactjson.KindNumber:
+		n, _ := v.AsNumber()
+		hn, err := exactjson.ParseNumber(hv)
+		return err == nil && n.Cmp(hn) == 0
+	}
+	return false
 }
