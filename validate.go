@@ -50,7 +50,6 @@ func headerMismatch(msg string) *Error {
 	return protocolError(CodeHeaderMismatch, "Header mismatch: "+msg, exactjson.Value{})
 }
 
-
 func checkHeaders(h http.Header, version, method string) *Error {
 	pv, ok, err := hdr.Value(h, "MCP-Protocol-Version")
 	switch {
