@@ -1,0 +1,42 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/middleware"
+	"github.com/weftmcp/weft/wefttest"
+)
+
+// A cache in front of the list and read methods, timing around everything.
+func Example() {
+	cache := middleware.NewCache(middleware.CacheOptions{})
+	s := weft.NewServer(weft.Implementation{Name: "example"}, &weft.Options{
+		Cache: &weft.CachePolicy{TTLMillis: 60_000, Public: true}, // the hint tools/list carries
+		Middleware: []weft.Middleware{
+			middleware.Recover(nil),
+			middleware.Timing(func(ctx context.Context, req *weft.Request, d time.Duration, res weft.Result, err error) {
+				outcome, _ := middleware.Outcome(res, err)
+				fmt.Println(req.Method, outcome)
+			}),
+			cache.Middleware(),
+		},
+	})
+	_ = s.AddTool(weft.Tool{Name: "echo", Description: "Echoes."}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil
+	})
+	c := wefttest.NewClient(s)
+	ctx := context.Background()
+	_, _ = c.ListTools(ctx)
+	_, _ = c.ListTools(ctx) // served from the cache
+	_, _ = c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("echo"))))
+	fmt.Printf("cache hits: %d\n", cache.Stats().Hits)
+	// Output:
+	// tools/list complete
+	// tools/list complete
+	// tools/call complete
+	// cache hits: 1
+}
