@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	yaml "github.com/pb33f/go-yaml"
 	"github.com/pb33f/libopenapi"
 	"github.com/pb33f/libopenapi/datamodel"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
-	yaml "github.com/pb33f/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	yaml "github.com/pb33f/go-yaml"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -229,10 +229,9 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 	}
 	// A top-level reference to an object schema is inlined at the root (its
 	// definition stays in $defs for recursive uses).
-	root2 := s
 	for range 8 {
-		r, ok := root2.Get("$ref")
-		if !ok || root2.Len() != 1 {
+		r, ok := s.Get("$ref")
+		if !ok || s.Len() != 1 {
 			break
 		}
 		rs, _ := r.AsString()
@@ -240,11 +239,9 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 		if !found {
 			break
 		}
-		root2 = next
+		s = next
 	}
-	if t, ok := root2.Get("type"); ok && isStr(t, "object") && !root2.Has("$defs") {
-		s = root2
-	} else {
+	if s.Has("$defs") || !isObjectSchema(conv, s, 0) {
 		pl.wrap = true
 		s = exactjson.Object(
 			exactjson.Field("type", exactjson.String("object")),
@@ -255,6 +252,32 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 		return fmt.Errorf("output schema: %w", err)
 	}
 	return nil
+}
+
+// isObjectSchema reports whether every value s accepts is an object: its
+// type is "object", or one of its allOf members (or its $ref) is such a
+// schema.
+func isObjectSchema(conv *converter, s exactjson.Value, depth int) bool {
+	if depth > 8 {
+		return false
+	}
+	if t, ok := s.Get("type"); ok {
+		return isStr(t, "object")
+	}
+	if r, ok := s.Get("$ref"); ok {
+		rs, _ := r.AsString()
+		if d, found := conv.def(strings.TrimPrefix(rs, "#/$defs/")); found && isObjectSchema(conv, d, depth+1) {
+			return true
+		}
+	}
+	if all, ok := s.Get("allOf"); ok {
+		for m := range all.Values() {
+			if isObjectSchema(conv, m, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isStr(v exactjson.Value, s string) bool { x, ok := v.AsString(); return ok && x == s }
