@@ -30,6 +30,9 @@ type response struct {
 	header http.Header
 	body   []byte
 	url    string
+	// truncated: the body went beyond MaxResponseBytes and body holds only
+	// its first MaxResponseBytes.
+	truncated bool
 }
 
 // buildRequest builds the upstream request from the call's arguments.
@@ -226,10 +229,15 @@ func (a *API) do(ctx context.Context, mreq *weft.Request, pl *plan, args exactjs
 		}
 		return nil, failf("%s %s: reading the upstream response: %v", pl.method, pl.path, err)
 	}
+	r := &response{status: resp.StatusCode, header: resp.Header, body: data, url: req.URL.String()}
 	if int64(len(data)) > a.opts.MaxResponseBytes {
-		return nil, failf("%s %s: the upstream response exceeds %d bytes (MaxResponseBytes)", pl.method, pl.path, a.opts.MaxResponseBytes)
+		if r.status >= 200 && r.status <= 299 {
+			return nil, failf("%s %s: the upstream response exceeds %d bytes (MaxResponseBytes)", pl.method, pl.path, a.opts.MaxResponseBytes)
+		}
+		// An error answer is still reported, with the start of its body.
+		r.body, r.truncated = data[:a.opts.MaxResponseBytes], true
 	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: data, url: req.URL.String()}, nil
+	return r, nil
 }
 
 // redact keeps the request URL (which may carry query credentials) out of
@@ -301,7 +309,7 @@ func (a *API) errorResult(pl *plan, r *response, mt string) *weft.CallToolResult
 	structured := exactjson.Object(exactjson.Field("status", exactjson.Int(int64(r.status))))
 	if len(r.body) > 0 {
 		msg += ": " + clip(r.body, a.opts.MaxErrorBytes)
-		if isJSON(mt) && len(r.body) <= a.opts.MaxErrorBytes {
+		if isJSON(mt) && len(r.body) <= a.opts.MaxErrorBytes && !r.truncated {
 			if v, err := exactjson.Parse(r.body, exactjson.Limits{}); err == nil {
 				structured = structured.With("body", v)
 			}
@@ -315,6 +323,15 @@ func (a *API) errorResult(pl *plan, r *response, mt string) *weft.CallToolResult
 // clip returns at most max bytes of b as text, cut at a UTF-8 boundary, and
 // says how much was left out.
 func clip(b []byte, max int) string {
+	if len(b) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		if utf8.Valid(b[:cut]) {
+			return string(b[:cut]) + fmt.Sprintf("… (%d more bytes)", len(b)-cut)
+		}
+	}
 	if !utf8.Valid(b) {
 		return fmt.Sprintf("(%d bytes of binary data)", len(b))
 	}

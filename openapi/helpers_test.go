@@ -2,8 +2,10 @@ package openapi_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +18,8 @@ import (
 	"github.com/weftmcp/weft/wefttest"
 )
 
+var quiet = slog.New(slog.DiscardHandler)
+
 // seen is what the echo upstream received, exactly as it came off the wire.
 type seen struct {
 	Method      string            `json:"method"`
@@ -25,6 +29,7 @@ type seen struct {
 	Cookie      string            `json:"cookie"`
 	ContentType string            `json:"contentType"`
 	Body        string            `json:"body"`
+	BodyHex     string            `json:"bodyHex"`
 }
 
 // echoUpstream is a loopback HTTP server that answers every request with
@@ -35,7 +40,7 @@ func echoUpstream(t *testing.T) *httptest.Server {
 		b, _ := io.ReadAll(r.Body)
 		path, query, _ := strings.Cut(r.RequestURI, "?")
 		s := seen{Method: r.Method, Path: path, Query: query, Headers: map[string]string{}, Cookie: r.Header.Get("Cookie"),
-			ContentType: r.Header.Get("Content-Type"), Body: string(b)}
+			ContentType: r.Header.Get("Content-Type"), Body: string(b), BodyHex: hex.EncodeToString(b)}
 		for k, v := range r.Header {
 			if strings.HasPrefix(k, "X-") || k == "Authorization" || k == "Accept" {
 				s.Headers[k] = strings.Join(v, "|")
@@ -56,7 +61,7 @@ func newServer(t *testing.T, doc string, opts openapi.Options, copts ...wefttest
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	s := weft.NewServer(weft.Implementation{Name: "openapi-test", Version: "1"}, &weft.Options{Protector: protector(t)})
+	s := weft.NewServer(weft.Implementation{Name: "openapi-test", Version: "1"}, &weft.Options{Protector: protector(t), Logger: quiet})
 	if err := api.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -80,6 +85,19 @@ func protector(t *testing.T) seal.Protector {
 // upstream saw.
 func call(t *testing.T, c *wefttest.Client, tool, args string) (seen, *wefttest.ToolResult) {
 	t.Helper()
+	res := callRaw(t, c, tool, args)
+	var s seen
+	if !res.IsError {
+		if err := json.Unmarshal([]byte(res.Text()), &s); err != nil {
+			t.Fatalf("%s: upstream answer %q: %v", tool, res.Text(), err)
+		}
+	}
+	return s, res
+}
+
+// callRaw calls a tool and returns its result.
+func callRaw(t *testing.T, c *wefttest.Client, tool, args string) *wefttest.ToolResult {
+	t.Helper()
 	a, err := exactjson.Parse([]byte(args), exactjson.Limits{})
 	if err != nil {
 		t.Fatalf("args %s: %v", args, err)
@@ -88,11 +106,5 @@ func call(t *testing.T, c *wefttest.Client, tool, args string) (seen, *wefttest.
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
-	var s seen
-	if !res.IsError {
-		if err := json.Unmarshal([]byte(res.Text()), &s); err != nil {
-			t.Fatalf("%s: upstream answer %q: %v", tool, res.Text(), err)
-		}
-	}
-	return s, res
+	return res
 }
