@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
@@ -186,6 +187,8 @@ func New(doc []byte, opts Options) (*API, error) {
 	d, err := libopenapi.NewDocumentWithConfiguration(doc, &datamodel.DocumentConfiguration{
 		IgnorePolymorphicCircularReferences: true,
 		IgnoreArrayCircularReferences:       true,
+		// Problems come back as errors; the parser's own log stays quiet.
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
@@ -378,6 +381,12 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 		op.Confirm = a.opts.Confirm(op)
 	} else {
 		op.URI = pl.resourceURI(a.opts.ResourceScheme, name)
+	}
+	// The document's schemas are copied as written, so a keyword with a
+	// wrong value (maximum: null) would make an invalid tool: refuse it here,
+	// with the operation's name.
+	if _, err := compile(op.InputSchema); err != nil {
+		return nil, fmt.Errorf("openapi: %s: the input schema is not valid JSON Schema 2020-12 (exclude the operation or fix the document): %w", where, err)
 	}
 	if op.Kind == KindTool && len(op.OutputSchema) > 0 {
 		if pl.outValidator, err = compile(op.OutputSchema); err != nil {
