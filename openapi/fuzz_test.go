@@ -2,6 +2,8 @@ package openapi
 
 import (
 	"os"
+
+	yaml "github.com/pb33f/go-yaml"
 	"strings"
 	"testing"
 
@@ -12,6 +14,13 @@ import (
 // it must never panic, and every tool it makes must have an object input
 // schema that compiles as JSON Schema 2020-12 (as must any output schema),
 // with a valid tool name.
+//
+// Under go test -fuzz this target runs only a few inputs a minute: the Go
+// 1.26 fuzzing engine stalls between executions of anything that calls
+// libopenapi (a target calling only libopenapi.NewDocument and
+// BuildV3Model stalls the same way), so its seed corpus, replayed by every
+// go test, is what it mostly checks. FuzzSchema fuzzes the converter,
+// this package's own parser of the document's schemas, at full speed.
 func FuzzMapping(f *testing.F) {
 	for _, p := range []string{"../examples/openapi/petstore.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
@@ -60,6 +69,43 @@ components:
 					t.Fatalf("%s: output schema does not compile: %v\n%s", op.Name, err, op.OutputSchema)
 				}
 			}
+		}
+	})
+}
+
+// FuzzSchema feeds arbitrary YAML to the schema converter, under both the
+// 3.0 and the 3.1 rules: it must never panic, its output must be strict
+// JSON, and the output must compile unless the meta-schema refuses a
+// keyword value (so every $ref it writes resolves in the $defs it writes).
+func FuzzSchema(f *testing.F) {
+	f.Add([]byte("type: object\nproperties:\n  a: {$ref: '#/b'}\n  n: {type: number, maximum: 0x10, exclusiveMaximum: true, nullable: true}\nb: {items: [{$ref: '#'}], example: 1.50}\n"), true)
+	f.Add([]byte("allOf: [{$ref: '#/components/schemas/A~1B'}]\ncomponents: {schemas: {A/B: {enum: [1, null], nullable: true, $ref: '#/x'}}}\nx: true\n"), false)
+	f.Add([]byte("&a {properties: {x: *a}, anyOf: [*a]}"), false)
+	f.Fuzz(func(t *testing.T, doc []byte, v30 bool) {
+		var root yaml.Node
+		if err := yaml.Unmarshal(doc, &root); err != nil {
+			return
+		}
+		c := newConverter(&root, v30, 5000)
+		s, err := c.schema(&root, 1)
+		if err != nil {
+			return
+		}
+		// As in a tool's input schema: the converted schema is a property.
+		wrapped := exactjson.Object(exactjson.Field("type", exactjson.String("object")),
+			exactjson.Field("properties", exactjson.Object(exactjson.Field("x", s))))
+		out, err := exactjson.Encode(c.document(wrapped), 0)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		if _, err := exactjson.Parse(out, exactjson.Limits{MaxDepth: 256}); err != nil {
+			t.Fatalf("the converted schema is not strict JSON: %v\n%s", err, out)
+		}
+		// Keyword values are copied as written, so the meta-schema may
+		// refuse them (New then refuses the operation); anything else the
+		// compiler refuses, a dangling reference above all, is a bug.
+		if _, err := compile(out); err != nil && !strings.Contains(err.Error(), "is not valid against metaschema") {
+			t.Fatalf("%v\n%s", err, out)
 		}
 	})
 }
