@@ -264,3 +264,77 @@ func TestBearerPassThrough(t *testing.T) {
 		t.Errorf("anonymous: %s", res.Text())
 	}
 }
+
+// x-mcp-confirm asks for (or waives) confirmation whatever the method, and
+// Options.Confirm replaces the policy.
+func TestConfirmPolicy(t *testing.T) {
+	const doc = `openapi: 3.1.0
+info: {title: t, version: "1"}
+servers: [{url: "http://127.0.0.1:1"}]
+paths:
+  /a:
+    post: {operationId: transfer, x-mcp-confirm: true, responses: {'200': {description: ok}}}
+    delete: {operationId: purgeCache, x-mcp-confirm: false, responses: {'204': {description: ok}}}
+    put: {operationId: replace, responses: {'200': {description: ok}}}
+  /b:
+    delete: {operationId: remove, responses: {'204': {description: ok}}}
+`
+	tests := []struct {
+		name string
+		opts openapi.Options
+		want string
+	}{
+		{"default", openapi.Options{}, "transfer remove"},
+		{"custom", openapi.Options{Confirm: func(op *openapi.Operation) bool { return op.Method != "POST" }}, "replace purgeCache remove"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api, err := openapi.New([]byte(doc), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tool := range api.Tools() {
+				if len(tool.Inputs) == 1 && tool.StateMode == weft.StateFramework {
+					got = append(got, tool.Name)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("confirming %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A GET with scalar path and query parameters becomes a template with a
+// query expansion; the variables reach the upstream typed and escaped.
+func TestResourceTemplateQuery(t *testing.T) {
+	const doc = `openapi: 3.1.0
+info: {title: t, version: "1"}
+paths:
+  /users/{login}/repos:
+    get:
+      operationId: userRepos
+      parameters:
+        - {name: login, in: path, required: true, schema: {type: string}}
+        - {name: per_page, in: query, schema: {type: integer}}
+        - {name: sort, in: query, schema: {type: string}}
+      responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
+`
+	up := echoUpstream(t)
+	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL, ResourceScheme: "gh",
+		Routes: []openapi.Route{{Methods: []string{"GET"}, Kind: openapi.KindResourceTemplate}}})
+	if op := api.Operations()[0]; op.Kind != openapi.KindResourceTemplate || op.URI != "gh://userRepos/{login}{?per_page,sort}" {
+		t.Fatalf("%s %s", op.Kind, op.URI)
+	}
+	r, err := c.ReadResource(context.Background(), "gh://userRepos/a%20b?per_page=5&sort=new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Contents[0].Text, `"path":"/users/a%20b/repos","query":"per_page=5\u0026sort=new"`) {
+		t.Errorf("%s", r.Contents[0].Text)
+	}
+	if _, err := c.ReadResource(context.Background(), "gh://userRepos/a?per_page=many"); err == nil {
+		t.Error("a non-integer per_page was read")
+	}
+}
