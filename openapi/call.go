@@ -139,8 +139,8 @@ func (a *API) buildRequest(ctx context.Context, pl *plan, args exactjson.Value) 
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	if pl.jsonOut {
-		req.Header.Set("Accept", "application/json")
+	if pl.accept != "" {
+		req.Header.Set("Accept", pl.accept)
 	}
 	return req, nil
 }

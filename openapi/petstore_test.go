@@ -331,7 +331,8 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.Contents[0].Text, `"path":"/users/a%20b/repos","query":"per_page=5\u0026sort=new"`) {
+	if !strings.Contains(r.Contents[0].Text, `"path":"/users/a%20b/repos","query":"per_page=5\u0026sort=new"`) ||
+		!strings.Contains(r.Contents[0].Text, `"Accept":"application/json"`) {
 		t.Errorf("%s", r.Contents[0].Text)
 	}
 	if _, err := c.ReadResource(context.Background(), "gh://userRepos/a?per_page=many"); err == nil {

@@ -54,7 +54,8 @@ type plan struct {
 	output       []byte
 	wrap         bool // the 2xx JSON response is structuredContent.result
 	outValidator *jsonschema.Schema
-	jsonOut      bool // a 2xx JSON response is documented
+	jsonOut      bool   // a 2xx JSON response is documented
+	accept       string // the media type of the first documented 2xx response
 }
 
 // reservedHeaders are header parameters OpenAPI says to ignore.
@@ -66,7 +67,10 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 	var all []*v3.Parameter
 	all = append(all, o.Parameters...)
 	for _, ip := range item.Parameters {
-		if !slices.ContainsFunc(o.Parameters, func(x *v3.Parameter) bool { return x.Name == ip.Name && x.In == ip.In }) {
+		if ip == nil {
+			continue
+		}
+		if !slices.ContainsFunc(o.Parameters, func(x *v3.Parameter) bool { return x != nil && x.Name == ip.Name && x.In == ip.In }) {
 			all = append(all, ip)
 		}
 	}
@@ -75,6 +79,9 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 	used := map[string]bool{}
 	count := map[string]int{}
 	for _, prm := range all {
+		if prm == nil {
+			return nil, fmt.Errorf("a parameter is empty")
+		}
 		count[prm.Name]++
 	}
 	for _, prm := range all {
@@ -204,9 +211,15 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 		if !strings.HasPrefix(code, "2") {
 			continue
 		}
+		if r == nil {
+			return nil
+		}
 		n2xx++
 		content, _ := lookup(r.GoLow().RootNode, "content")
 		media, mnode := pickMedia(deref(content))
+		if pl.accept == "" && media != "" && !strings.ContainsAny(media, "*\r\n") {
+			pl.accept = media
+		}
 		if !isJSON(media) {
 			return nil
 		}
@@ -470,11 +483,22 @@ func (pl *plan) resourceKind(method string) (Kind, bool) {
 		default:
 			return 0, false
 		}
-		if p.in == "path" && p.style != "simple" {
+		if p.in == "path" && p.style != "simple" || !varName(p.arg) {
 			return 0, false
 		}
 	}
 	return KindResourceTemplate, true
+}
+
+// varName reports whether s can be an RFC 6570 variable name.
+func varName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // resourceURI is the resource URI, or the RFC 6570 template

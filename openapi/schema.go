@@ -26,6 +26,7 @@ type converter struct {
 	root   *yaml.Node // the document's root mapping
 	v30    bool       // OpenAPI 3.0 Schema Object rules (nullable, boolean exclusive bounds, $ref siblings ignored)
 	budget int        // nodes left to copy
+	chain  int        // definitions being converted, one inside the other
 	names  map[string]string
 	taken  map[string]bool
 	defs   []exactjson.Member
@@ -35,8 +36,12 @@ func newConverter(root *yaml.Node, v30 bool, budget int) *converter {
 	return &converter{root: root, v30: v30, budget: budget, names: map[string]string{}, taken: map[string]bool{}}
 }
 
-// maxDepth bounds nesting in one converted value.
-const maxDepth = 128
+// maxDepth bounds nesting in one converted value, maxChain the references
+// followed one inside the other (A's schema refers to B, whose refers to C...).
+const (
+	maxDepth = 128
+	maxChain = 1000
+)
 
 // schema keywords whose value is a map of subschemas, a subschema, or an
 // array of subschemas.
@@ -306,13 +311,18 @@ func (c *converter) ref(n *yaml.Node) (exactjson.Value, error) {
 		if err != nil {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: %w", n.Line, err)
 		}
+		if c.chain >= maxChain {
+			return exactjson.Value{}, fmt.Errorf("openapi: line %d: more than %d schema references nested one inside the other", n.Line, maxChain)
+		}
 		name = c.defName(ref)
 		c.names[ref] = name
 		// Register the name before converting, so a recursive schema refers
 		// to itself instead of recursing forever.
 		idx := len(c.defs)
 		c.defs = append(c.defs, exactjson.Field(name, exactjson.Object()))
+		c.chain++
 		v, err := c.schema(target, 1)
+		c.chain--
 		if err != nil {
 			return exactjson.Value{}, err
 		}
