@@ -264,9 +264,12 @@ func (a *API) toolResult(pl *plan, r *response) (*weft.CallToolResult, error) {
 		}
 		if pl.outValidator != nil {
 			if err := pl.outValidator.Validate(toAny(structured)); err != nil {
+				// The request did happen: say so first, so a model does not
+				// repeat a POST that succeeded.
 				return &weft.CallToolResult{IsError: true, Content: []weft.Content{
-					weft.TextContent(fmt.Sprintf("%s %s: the upstream response does not match the documented schema: %v", pl.method, pl.path, err)),
-					weft.TextContent(clip(r.body, a.opts.MaxErrorBytes))}}, nil
+					weft.TextContent(fmt.Sprintf("%s %s succeeded (HTTP %d), but its response does not match the documented output schema, so it comes as text: %v",
+						pl.method, pl.path, r.status, err)),
+					weft.TextContent(string(r.body))}}, nil
 			}
 		} else if structured.Kind() != exactjson.KindObject {
 			structured = exactjson.Object(exactjson.Field("result", v))
