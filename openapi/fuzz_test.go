@@ -15,12 +15,10 @@ import (
 // schema that compiles as JSON Schema 2020-12 (as must any output schema),
 // with a valid tool name.
 //
-// Under go test -fuzz this target runs only a few inputs a minute: the Go
-// 1.26 fuzzing engine stalls between executions of anything that calls
-// libopenapi (a target calling only libopenapi.NewDocument and
-// BuildV3Model stalls the same way), so its seed corpus, replayed by every
-// go test, is what it mostly checks. FuzzSchema fuzzes the converter,
-// this package's own parser of the document's schemas, at full speed.
+// Under go test -fuzz this target often pauses for long stretches between
+// executions (a target that only calls libopenapi.NewDocument and
+// BuildV3Model pauses the same way), so FuzzSchema fuzzes the converter,
+// this package's own reader of the document's schemas, at full speed.
 func FuzzMapping(f *testing.F) {
 	for _, p := range []string{"../examples/openapi/petstore.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
