@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -243,7 +244,11 @@ func (a *API) do(ctx context.Context, mreq *weft.Request, pl *plan, args exactjs
 // redact keeps the request URL (which may carry query credentials) out of
 // transport errors.
 func redact(err error, req *http.Request) string {
-	return strings.ReplaceAll(err.Error(), req.URL.String(), req.URL.Scheme+"://"+req.URL.Host+req.URL.EscapedPath())
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return strings.ReplaceAll(err.Error(), req.URL.RawQuery, "…")
 }
 
 // toolResult maps an upstream response to a tool result.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/openapi"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -337,11 +336,22 @@ func TestUpstreamDown(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	url := up.URL
 	up.Close()
-	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: url})
+	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: url, Authorize: openapi.StaticQuery("api_key", "k3y")})
 	res := callRaw(t, c, "getObject", `{}`)
-	if !res.IsError || !strings.Contains(res.Text(), "upstream request failed") {
+	if !res.IsError || !strings.Contains(res.Text(), "upstream request failed") || strings.Contains(res.Text(), "k3y") {
 		t.Errorf("%v %s", res.IsError, res.Text())
 	}
 }
 
-var _ = exactjson.Null
+// StaticQuery adds its parameter after the operation's own.
+func TestStaticQuery(t *testing.T) {
+	up := echoUpstream(t)
+	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.StaticQuery("api key", "a&b")})
+	for args, want := range map[string]string{`{"id":1}`: "id=1&api%20key=a%26b", `{}`: "api%20key=a%26b"} {
+		s, res := call(t, c, "queryForm", args)
+		if res.IsError || s.Query != want {
+			t.Errorf("%s: %q, want %q (%s)", args, s.Query, want, res.Text())
+		}
+	}
+}
+

@@ -53,7 +53,7 @@
 //
 // # Authorization
 //
-// Upstream credentials are added by Options.Authorize ([StaticHeader],
+// Upstream credentials are added by Options.Authorize ([StaticHeader], [StaticQuery],
 // [BearerPassThrough] or any [Authorizer]); nothing from the MCP request
 // reaches the upstream otherwise, and nothing from the upstream's response
 // headers (Set-Cookie, WWW-Authenticate) reaches the MCP client. Forwarding

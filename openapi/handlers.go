@@ -170,6 +170,21 @@ func StaticHeader(name, value string) Authorizer {
 	}
 }
 
+// StaticQuery adds one fixed query parameter (an API key sent as
+// ?api_key=...) to every upstream request. Transport errors never quote the
+// query.
+func StaticQuery(name, value string) Authorizer {
+	return func(_ context.Context, _ *weft.Request, up *http.Request) error {
+		pair := escape(name, false) + "=" + escape(value, false)
+		if up.URL.RawQuery == "" {
+			up.URL.RawQuery = pair
+		} else {
+			up.URL.RawQuery += "&" + pair
+		}
+		return nil
+	}
+}
+
 // BearerPassThrough forwards the MCP request's own bearer token upstream.
 // Use it only when the upstream is the audience of that token (one
 // authorization server, and tokens minted for both); otherwise it is the

@@ -500,7 +500,10 @@ func describe(op *Operation) string {
 		parts = append(parts, op.Description)
 	}
 	if len(parts) == 0 {
-		return op.Method + " " + op.Path
+		parts = append(parts, op.Method+" "+op.Path)
+	}
+	if op.Deprecated {
+		parts = append([]string{"Deprecated."}, parts...)
 	}
 	return strings.Join(parts, "\n\n")
 }

@@ -69,3 +69,22 @@ func TestOpenAPIServeAndConfirmDelete(t *testing.T) {
 		})
 	}
 }
+
+// Mistakes on the command line get a clear error before anything listens.
+func TestOpenAPICommandErrors(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"openapi"}, "usage: weft openapi --spec FILE"},
+		{[]string{"openapi", "--spec", "no-such-file.yaml"}, "read the OpenAPI document"},
+		{[]string{"serve", "--openapi", "../../examples/openapi/petstore.yaml", "--upstream", "ftp://x"}, "absolute http or https URL"},
+		{[]string{"openapi", "--spec", "../../README.md"}, "openapi:"},
+	} {
+		err := run(ctx, tc.args, strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
