@@ -354,4 +354,3 @@ func TestStaticQuery(t *testing.T) {
 		}
 	}
 }
-
