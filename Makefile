@@ -5,12 +5,19 @@ GO ?= go
 .PHONY: test vet unit fuzz conformance postgres bench
 
 ## test: everything CI runs: vet and gofmt, unit tests with -race, fuzzing,
-## the bounded soak, then conformance (its acceptance figure prints last).
-test: vet unit fuzz soak conformance
+## the bounded soak, the rolling restart behind HAProxy, then conformance
+## (its acceptance figure prints last).
+test: vet unit fuzz soak rolling conformance
 
+## vet: go vet and gofmt, then `go mod tidy -diff` in every module (the root
+## and bench/): a go.mod or go.sum that tidy would change fails the build.
+MODULES := . bench
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do \
+		(cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m (run: cd $$m && go mod tidy)"; exit 1; }; \
+	done
 
 postgres:
 	@bash scripts/ensure-postgres.sh
@@ -46,10 +53,22 @@ bench: postgres
 	cd bench && $(GO) run -mod=mod $(BENCHTAGS) ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md
 
 ## soak: the bounded soak of soak/ (about 3-4 minutes, loopback only): two
-## `weft serve` instances on PostgreSQL under 200 concurrent clients while
-## PostgreSQL is restarted once (it restarts the local cluster!) and the
-## instances get SIGTERM and SIGKILL; rewrites the figures in
-## docs/reliability.md. `make test` runs it too.
+## `weft serve` instances under 200 concurrent clients, on a throwaway
+## PostgreSQL cluster of their own (initdb into a temp dir, its own port;
+## the machine's server is never touched), which is restarted once while the
+## instances get SIGTERM and SIGKILL. The report goes to a new
+## weft-soak-*.md in the OS temp directory (or WEFT_SOAK_REPORT); the log
+## names it. No tracked file changes. `make test` runs it too. (It depends
+## on `postgres` only for the Debian packages' initdb and pg_ctl.)
+## rolling: three `weft serve` instances on a throwaway PostgreSQL cluster
+## behind a real HAProxy (installed from Debian packages when missing),
+## restarted one after the other under load: no request and no task may be
+## lost (about a minute; soak/rolling_test.go).
+.PHONY: rolling
+rolling: postgres
+	@bash scripts/ensure-haproxy.sh
+	WEFT_ROLLING=1 $(GO) test -count=1 -timeout 10m -run '^TestRollingRestart$$' -v ./soak
+
 .PHONY: soak
 soak: postgres
-	WEFT_SOAK=1 WEFT_SOAK_DOC=$(CURDIR)/docs/reliability.md $(GO) test -count=1 -timeout 10m -run '^TestSoak$$' -v ./soak
+	WEFT_SOAK=1 $(GO) test -count=1 -timeout 10m -run '^TestSoak$$' -v ./soak

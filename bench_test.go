@@ -85,7 +85,7 @@ func stateBench(b *testing.B) (s *Server, op *operation, first, retry exactjson.
 	must(b, err)
 	op = &operation{kind: KindTool, name: "confirm", stateMode: StateFramework}
 	emitter := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "confirm", Params: first, Endpoint: "/mcp", srv: s, op: op}
-	tok, e := s.sealState(context.Background(), emitter, NewInputRequired().WithFrameworkState(
+	tok, e := s.sealState(context.Background(), emitter, new(InputRequired).WithFrameworkState(
 		exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")))))
 	if e != nil {
 		b.Fatal(e)
@@ -124,7 +124,7 @@ func BenchmarkOpenState(b *testing.B) {
 // BenchmarkSealState measures sealing state for an input_required result.
 func BenchmarkSealState(b *testing.B) {
 	s, op, first, _ := stateBench(b)
-	ir := NewInputRequired().WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("confirming"))))
+	ir := new(InputRequired).WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("confirming"))))
 	b.ReportAllocs()
 	for b.Loop() {
 		req := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "confirm", Params: first, Endpoint: "/mcp", srv: s, op: op}

@@ -138,7 +138,7 @@ type CallToolResult struct {
 	Meta              exactjson.Value
 }
 
-func (r *CallToolResult) encode(e *enc) {
+func (r *CallToolResult) encodeBody(e *enc, legacy bool) {
 	e.name("content")
 	e.b = append(e.b, '[')
 	for i := range r.Content {
@@ -148,7 +148,10 @@ func (r *CallToolResult) encode(e *enc) {
 		r.Content[i].encode(e)
 	}
 	e.b = append(e.b, ']')
-	e.valueOpt("structuredContent", r.StructuredContent)
+	if !legacy || r.StructuredContent.Kind() == exactjson.KindObject {
+		// 2025-11-25 structured content is an object.
+		e.valueOpt("structuredContent", r.StructuredContent)
+	}
 	if r.IsError {
 		e.boolean("isError", true)
 	}
@@ -176,7 +179,7 @@ type GetPromptResult struct {
 	Meta        exactjson.Value
 }
 
-func (r *GetPromptResult) encode(e *enc) {
+func (r *GetPromptResult) encodeBody(e *enc, legacy bool) {
 	e.strOpt("description", r.Description)
 	e.name("messages")
 	e.b = append(e.b, '[')
@@ -201,7 +204,7 @@ type ReadResourceResult struct {
 	Meta  exactjson.Value
 }
 
-func (r *ReadResourceResult) encode(e *enc) {
+func (r *ReadResourceResult) encodeBody(e *enc, legacy bool) {
 	e.name("contents")
 	e.b = append(e.b, '[')
 	for i := range r.Contents {

@@ -1,9 +1,9 @@
 package weft
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -30,9 +30,8 @@ const (
 // Fixed client-facing sentences. Security-relevant failures always use one
 // fixed sentence so that no oracle distinguishes why a request failed.
 const (
-	msgInternal      = "Internal error"
-	msgInvalidState  = "Invalid request state"
-	msgInvalidParams = "Invalid params"
+	msgInternal     = "Internal error"
+	msgInvalidState = "Invalid request state"
 )
 
 // Error is a JSON-RPC error returned to the client.
@@ -50,6 +49,18 @@ type Error struct {
 	reserved bool  // built by the framework
 	notFound bool  // resource-not-found (-32002 for 2025-era clients)
 	cause    error // server-side detail, never sent
+	// retryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds, rounded up) of an HTTP error response.
+	retryAfter time.Duration
+}
+
+// RateLimited returns the framework's rate-limit error (CodeRateLimited,
+// HTTP 429) with a Retry-After hint, for middleware that limits requests
+// itself (see the middleware package's RateLimit).
+func RateLimited(retryAfter time.Duration) *Error {
+	e := protocolError(CodeRateLimited, "Rate limited", exactjson.Value{})
+	e.retryAfter = max(retryAfter, 0)
+	return e
 }
 
 // NewError returns an application error with the given code and message.
@@ -150,13 +161,4 @@ func (e *ToolError) Error() string { return e.Message }
 // ToolErrorf formats a [ToolError].
 func ToolErrorf(format string, args ...any) error {
 	return &ToolError{Message: fmt.Sprintf(format, args...)}
-}
-
-// asError converts any handler error into the *Error sent to the client.
-func asError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return internalError(err)
 }

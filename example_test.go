@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -72,17 +72,10 @@ func ExampleAddTool() {
 	// {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"sum\":9007199254740994}"}],"structuredContent":{"sum":9007199254740994},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"calc","version":"1.0.0"}}}}
 }
 
-// approvalAnswer is the elicitation result ExampleAskInput expects.
-type approvalAnswer struct {
-	Action  string `json:"action"`
-	Content struct {
-		Approve bool `json:"approve"`
-	} `json:"content"`
-}
-
 // A multi-round tool: the first call answers input_required with a form
-// elicitation and sealed state; the client's retry carries the answer and
-// the state back, and the handler completes.
+// elicitation (inferred from a Go struct) and sealed state (a Go value); the
+// client's retry carries the answer and the state back, and the handler
+// completes.
 func ExampleAskInput() {
 	key, err := seal.GenerateKey("example-2026-08")
 	if err != nil {
@@ -95,12 +88,13 @@ func ExampleAskInput() {
 	s := weft.NewServer(weft.Implementation{Name: "shop", Version: "1.0.0"},
 		&weft.Options{Protector: seal.NewManager(ring)})
 
-	approval := weft.FormElicitation(weft.Conditional)
-	schema := exactjson.Object(
-		exactjson.Field("type", exactjson.String("object")),
-		exactjson.Field("properties", exactjson.Object(
-			exactjson.Field("approve", exactjson.Object(exactjson.Field("type", exactjson.String("boolean")))))),
-		exactjson.Field("required", exactjson.Array(exactjson.String("approve"))))
+	type approval struct {
+		Approve bool `json:"approve" jsonschema:"approve the order"`
+	}
+	type pending struct {
+		Item string `json:"item"`
+	}
+	approve := weft.FormOf[approval](weft.ConditionalCapability)
 	type orderArgs struct {
 		Item string `json:"item"`
 	}
@@ -108,22 +102,23 @@ func ExampleAskInput() {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(s)}}
 	}
 	err = weft.AddTool(s, weft.Tool{Name: "order", Description: "Orders an item once the user approves.",
-		Inputs: []weft.InputDeclaration{approval}, StateMode: weft.StateFramework},
+		Inputs: []weft.Input{approve}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, in orderArgs) (*weft.CallToolResult, error) {
-			state, resumed := req.FrameworkState()
-			if !resumed {
-				return nil, weft.AskInput("approval", weft.ElicitForm(approval, "Order "+in.Item+"?", schema)).
-					WithFrameworkState(exactjson.Object(exactjson.Field("item", exactjson.String(in.Item))))
+			order, resumed, err := weft.FrameworkState[pending](req)
+			if err != nil {
+				return nil, err
 			}
-			// Decoding is conversion, not validation: check the action
-			// and the content before acting.
-			answer, ok, err := weft.Decode[approvalAnswer](req.InputResponses(), "approval")
-			if err != nil || !ok || answer.Action != "accept" || !answer.Content.Approve {
+			if !resumed {
+				return nil, weft.AskInput("approval", approve.Ask("Order "+in.Item+"?")).
+					WithFrameworkState(pending{Item: in.Item})
+			}
+			// The answer is validated against the form and decoded; the
+			// decision is still the application's.
+			answer, outcome, _, err := approve.Answer(req, "approval")
+			if err != nil || outcome != elicit.Accepted || !answer.Approve {
 				return text("Order cancelled."), nil
 			}
-			item, _ := state.Get("item")
-			name, _ := item.AsString()
-			return text("Ordered " + name + "."), nil
+			return text("Ordered " + order.Item + "."), nil
 		})
 	if err != nil {
 		log.Fatal(err)
@@ -167,7 +162,7 @@ func ExampleAskInput() {
 	fmt.Println(second.Result.ResultType, second.Result.Content[0].Text)
 	// Output:
 	// input_required
-	// {"approval":{"method":"elicitation/create","params":{"mode":"form","message":"Order tea?","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean"}},"required":["approve"]}}}}
+	// {"approval":{"method":"elicitation/create","params":{"mode":"form","message":"Order tea?","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean","description":"approve the order"}},"required":["approve"]}}}}
 	// sealed state: true
 	// complete Ordered tea.
 }

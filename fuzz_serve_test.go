@@ -40,7 +40,7 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		QuietRequests:  true,
 		RequestTimeout: 2 * time.Second,
 	})
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	add := func(err error) {
 		if err != nil {
 			panic(err)
@@ -51,21 +51,21 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			return textResult("echo " + req.Arguments().String()), nil
 		}))
-	add(s.AddTool(Tool{Name: "ask", Description: "Asks with framework state.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+	add(s.AddTool(Tool{Name: "ask", Description: "Asks with framework state.", Inputs: []Input{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
-			if _, ok := req.FrameworkState(); ok {
+			if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 				return textResult("done"), nil
 			}
-			return nil, AskInput("ok", ElicitForm(form, "OK?", exactjson.Object(exactjson.Field("type", exactjson.String("object")),
+			return nil, AskInput("ok", form.Ask("OK?", exactjson.Object(exactjson.Field("type", exactjson.String("object")),
 				exactjson.Field("properties", exactjson.Object())))).
 				WithFrameworkState(exactjson.String("s"))
 		}))
-	add(s.AddTool(Tool{Name: "app", Description: "Application state.", Inputs: []InputDeclaration{form}, StateMode: StateApplication},
+	add(s.AddTool(Tool{Name: "app", Description: "Application state.", Inputs: []Input{form}, StateMode: StateApplication},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if st, ok := req.ApplicationState(); ok {
 				return textResult(strconv.Itoa(len(st))), nil
 			}
-			return nil, NewInputRequired().WithApplicationState("h")
+			return nil, new(InputRequired).WithApplicationState("h")
 		}))
 	add(s.AddTool(Tool{Name: "long", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
@@ -24,7 +25,7 @@ func FuzzOpenState(f *testing.F) {
 	op := &operation{kind: KindTool, name: "t", stateMode: StateFramework}
 	params := exactjson.Object(exactjson.Field("name", exactjson.String("t")))
 	emitter := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "t", Params: params, Endpoint: "/mcp", srv: s}
-	valid, e := s.sealState(context.Background(), emitter, NewInputRequired().WithFrameworkState(exactjson.String("s")))
+	valid, e := s.sealState(context.Background(), emitter, new(InputRequired).WithFrameworkState(exactjson.String("s")))
 	if e != nil {
 		f.Fatal(e)
 	}
@@ -41,7 +42,7 @@ func FuzzOpenState(f *testing.F) {
 		// Fuzz workers run this setup in their own processes, so the seed
 		// token of another process is as genuine as ours: an accepted token
 		// must carry exactly the state that was sealed.
-		if st, ok := req.FrameworkState(); err == nil && (!ok || !exactjson.Equal(st, exactjson.String("s"))) {
+		if st, ok, _ := FrameworkState[exactjson.Value](req); err == nil && (!ok || !exactjson.Equal(st, exactjson.String("s"))) {
 			t.Fatalf("opened a token that was never sealed: %q", token)
 		}
 		if err != nil && (err.Code != CodeInvalidParams || err.Message != msgInvalidState) {
@@ -53,6 +54,9 @@ func FuzzOpenState(f *testing.F) {
 // FuzzInputResponse feeds arbitrary JSON to the input-response checker: it
 // must never panic, and accepted elicitation content holds only the union.
 func FuzzInputResponse(f *testing.F) {
+	if err := fuzzForm.Err(); err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range []string{
 		`{"action":"accept","content":{"name":"a","n":3.50,"b":true,"tags":["x"]}}`,
 		`{"action":"decline"}`,
@@ -76,17 +80,26 @@ func FuzzInputResponse(f *testing.F) {
 		// What the server accepts, the handler's readers read.
 		switch method {
 		case "sampling/createMessage":
-			r, err := ParseSamplingResult(v)
+			r, err := parseSamplingResult(v)
 			if err != nil {
-				t.Fatalf("accepted %s, ParseSamplingResult: %v", data, err)
+				t.Fatalf("accepted %s, parseSamplingResult: %v", data, err)
 			}
 			_ = r.Text()
 		case "roots/list":
-			if _, err := ParseRoots(v); err != nil {
-				t.Fatalf("accepted %s, ParseRoots: %v", data, err)
+			if _, err := parseRoots(v); err != nil {
+				t.Fatalf("accepted %s, parseRoots: %v", data, err)
 			}
 		}
 		if method == "elicitation/create" {
+			req := &Request{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}
+			if _, _, ok, err := Form(RequiredCapability).Answer(req, "k"); !ok || err != nil {
+				t.Fatalf("accepted %s, Form.Answer: %v %v", data, ok, err)
+			}
+			// A typed form validates and decodes whatever was accepted,
+			// or reports why not; it never panics.
+			if _, outcome, ok, err := fuzzForm.Answer(req, "k"); !ok || (err == nil && outcome == 0) {
+				t.Fatalf("accepted %s, FormOf.Answer: %v %v %v", data, outcome, ok, err)
+			}
 			c, _ := v.Get("content")
 			for _, fv := range c.All() {
 				switch fv.Kind() {
@@ -104,3 +117,13 @@ func FuzzInputResponse(f *testing.F) {
 		}
 	})
 }
+
+// fuzzForm is a typed form with one field of each kind.
+var fuzzForm = FormOf[struct {
+	S string           `json:"s,omitempty"`
+	N exactjson.Number `json:"n,omitempty"`
+	I int64            `json:"i,omitempty"`
+	B bool             `json:"b,omitempty"`
+	E string           `json:"e,omitempty"`
+	M []string         `json:"m,omitempty"`
+}](RequiredCapability, elicit.EnumField("e", "x", "y"), elicit.MultiSelectField("m", "x", "y"))

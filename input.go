@@ -4,165 +4,245 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/big"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// InputKind names the kind of client request an operation may embed in an
+// An operation that needs the client's help before it can complete declares
+// each kind of client request it may emit, once, at registration:
+//
+//	approval := weft.FormOf[Approval](weft.ConditionalCapability)
+//	weft.AddTool(s, weft.Tool{Name: "order", Inputs: []weft.Input{approval}, ...}, ...)
+//
+// The same declaration builds the request (approval.Ask("Order tea?")),
+// which the handler returns keyed in an [InputRequired]
+// (weft.AskInput("approval", approval.Ask(...))), and reads the client's
+// answer on the retry (approval.Answer(req, "approval")). There is one
+// declaration per kind: [Form] and [FormOf] (form-mode elicitation), [URL]
+// (URL-mode elicitation), [Sampling] and [Roots].
+
+// inputKind names the kind of client request an operation may embed in an
 // input_required result.
-type InputKind uint8
+type inputKind uint8
 
 // The input kinds.
 const (
-	InputFormElicitation   InputKind = iota + 1 // elicitation/create, form mode
-	InputURLElicitation                         // elicitation/create, URL mode
-	InputSampling                               // sampling/createMessage
-	InputSamplingWithTools                      // sampling/createMessage with tools
-	InputRoots                                  // roots/list
+	inputForm          inputKind = iota + 1 // elicitation/create, form mode
+	inputURL                                // elicitation/create, URL mode
+	inputSampling                           // sampling/createMessage
+	inputSamplingTools                      // sampling/createMessage with tools
+	inputRoots                              // roots/list
 )
 
 // String returns a short name for the kind.
-func (k InputKind) String() string {
+func (k inputKind) String() string {
 	switch k {
-	case InputFormElicitation:
+	case inputForm:
 		return "form elicitation"
-	case InputURLElicitation:
+	case inputURL:
 		return "URL elicitation"
-	case InputSampling:
+	case inputSampling:
 		return "sampling"
-	case InputSamplingWithTools:
+	case inputSamplingTools:
 		return "sampling with tools"
-	case InputRoots:
+	case inputRoots:
 		return "roots"
 	}
-	return fmt.Sprintf("InputKind(%d)", uint8(k))
+	return fmt.Sprintf("inputKind(%d)", uint8(k))
 }
 
-// Method returns the JSON-RPC method of the embedded request.
-func (k InputKind) Method() string {
+// method returns the JSON-RPC method of the embedded request.
+func (k inputKind) method() string {
 	switch k {
-	case InputFormElicitation, InputURLElicitation:
-		return "elicitation/create"
-	case InputSampling, InputSamplingWithTools:
+	case inputForm, inputURL:
+		return elicit.Method
+	case inputSampling, inputSamplingTools:
 		return "sampling/createMessage"
-	case InputRoots:
+	case inputRoots:
 		return "roots/list"
 	}
 	return ""
 }
 
-// Requirement says when a declared input kind's client capability is checked.
+// Requirement says when a declared input's client capability is checked.
 type Requirement uint8
 
 const (
-	// Required capabilities are checked on every call, after admission and
-	// before the handler runs: a client without them gets -32021.
-	Required Requirement = iota + 1
-	// Conditional capabilities are checked only when the handler actually
-	// emits that kind of request. While such a capability is missing the
-	// response stays uncommitted, so progress notifications are held back.
-	Conditional
+	// RequiredCapability: the capability is checked on every call, after
+	// admission and before the handler runs; a client without it gets
+	// -32021 listing every missing capability.
+	RequiredCapability Requirement = iota + 1
+	// ConditionalCapability: the capability is checked only when the
+	// handler actually emits that kind of request. While such a capability
+	// is missing the response stays uncommitted, so progress notifications
+	// are held back.
+	ConditionalCapability
 )
 
 // String returns "required" or "conditional".
 func (r Requirement) String() string {
 	switch r {
-	case Required:
+	case RequiredCapability:
 		return "required"
-	case Conditional:
+	case ConditionalCapability:
 		return "conditional"
 	}
 	return fmt.Sprintf("Requirement(%d)", uint8(r))
 }
 
-// InputDeclaration declares that an operation may emit one kind of client
-// request. It is an immutable value built only by its named constructors
-// ([FormElicitation], [URLElicitation], [Sampling], [SamplingWithTools],
-// [Roots]); the zero value declares nothing.
-type InputDeclaration struct {
-	kind InputKind
+// Input is a declaration that an operation may emit one kind of client
+// request, listed in Tool.Inputs, Prompt.Inputs or Resource.Inputs. It is
+// implemented only by the declarations of this package: [FormInput],
+// [TypedFormInput], [URLInput], [SamplingInput] and [RootsInput]. An
+// operation may list several declarations of one kind (two typed forms, say)
+// as long as they agree on the [Requirement].
+type Input interface {
+	// Requirement returns when the capability is checked.
+	Requirement() Requirement
+	// Method returns the JSON-RPC method of the declared request.
+	Method() string
+	// Capabilities returns the client capabilities the request needs, as a
+	// ClientCapabilities object.
+	Capabilities() exactjson.Value
+	// String describes the declaration ("conditional form elicitation").
+	String() string
+
+	input() declared
+}
+
+// declared is what registration learns from an [Input]: its kind and
+// requirement, the schema of a typed form (checked against the server's
+// secret policy) and any construction error.
+type declared struct {
+	decl   inputDecl
+	schema *elicit.Schema
+	err    error
+}
+
+// inputDecl is the comparable core of every declaration: its kind and
+// requirement. The zero value declares nothing.
+type inputDecl struct {
+	kind inputKind
 	req  Requirement
 }
 
-// FormElicitation declares form-mode elicitation.
-func FormElicitation(r Requirement) InputDeclaration {
-	return InputDeclaration{InputFormElicitation, r}
-}
-
-// URLElicitation declares URL-mode elicitation.
-func URLElicitation(r Requirement) InputDeclaration { return InputDeclaration{InputURLElicitation, r} }
-
-// Sampling declares sampling/createMessage without tools.
-func Sampling(r Requirement) InputDeclaration { return InputDeclaration{InputSampling, r} }
-
-// SamplingWithTools declares sampling/createMessage requests that offer tools.
-func SamplingWithTools(r Requirement) InputDeclaration {
-	return InputDeclaration{InputSamplingWithTools, r}
-}
-
-// Roots declares roots/list.
-func Roots(r Requirement) InputDeclaration { return InputDeclaration{InputRoots, r} }
-
-// Kind returns the declared kind.
-func (d InputDeclaration) Kind() InputKind { return d.kind }
-
 // Requirement returns when the capability is checked.
-func (d InputDeclaration) Requirement() Requirement { return d.req }
+func (d inputDecl) Requirement() Requirement { return d.req }
 
 // Method returns the JSON-RPC method of the declared request.
-func (d InputDeclaration) Method() string { return d.kind.Method() }
+func (d inputDecl) Method() string { return d.kind.method() }
 
-// Capabilities returns the client capabilities this kind needs, as a
-// ClientCapabilities object.
-func (d InputDeclaration) Capabilities() exactjson.Value { return capabilityFor(d.kind) }
+// Capabilities returns the client capabilities this kind needs.
+func (d inputDecl) Capabilities() exactjson.Value { return capabilityFor(d.kind) }
 
 // String describes the declaration.
-func (d InputDeclaration) String() string { return d.req.String() + " " + d.kind.String() }
+func (d inputDecl) String() string { return d.req.String() + " " + d.kind.String() }
 
-func (d InputDeclaration) valid() bool {
-	return d.kind >= InputFormElicitation && d.kind <= InputRoots && (d.req == Required || d.req == Conditional)
+func (d inputDecl) input() declared { return declared{decl: d} }
+
+func (d inputDecl) valid() bool {
+	return d.kind >= inputForm && d.kind <= inputRoots && (d.req == RequiredCapability || d.req == ConditionalCapability)
 }
 
-func capabilityFor(k InputKind) exactjson.Value {
+// invalid is the error of a request built from a zero declaration.
+func (d inputDecl) invalid() error {
+	if d.valid() {
+		return nil
+	}
+	return errors.New("weft: input request built from a zero or invalid declaration (use weft.Form, FormOf, URL, Sampling or Roots)")
+}
+
+// newOperation checks an operation's input declarations and records them.
+// Declarations of one kind collapse into one; they must agree on the
+// requirement. A typed form's schema must pass the server's secret policy.
+func (s *Server) newOperation(kind ItemKind, name string, inputs []Input, mode StateMode) (*operation, error) {
+	var decls []inputDecl
+	for _, in := range inputs {
+		if in == nil {
+			return nil, fmt.Errorf("weft: %q: nil input declaration", name)
+		}
+		d := in.input()
+		if d.err != nil {
+			return nil, fmt.Errorf("weft: %q: %w", name, d.err)
+		}
+		if !d.decl.valid() {
+			return nil, fmt.Errorf("weft: %q: input declarations must be built with weft.Form, FormOf, URL, Sampling or Roots", name)
+		}
+		if d.schema != nil {
+			if err := s.opts.SecretPolicy.CheckSchema(d.schema); err != nil {
+				return nil, fmt.Errorf("weft: %q: form refused by the secret policy: %w", name, err)
+			}
+		}
+		dup := false
+		for _, prev := range decls {
+			if prev.kind == d.decl.kind {
+				if prev.req != d.decl.req {
+					return nil, fmt.Errorf("weft: %q declares %s both as %s and %s", name, d.decl.kind, prev.req, d.decl.req)
+				}
+				dup = true
+			}
+		}
+		if !dup {
+			decls = append(decls, d.decl)
+		}
+	}
+	if mode > StateFramework {
+		return nil, fmt.Errorf("weft: %q: unknown state mode %d", name, mode)
+	}
+	return &operation{kind: kind, name: name, inputs: decls, stateMode: mode}, nil
+}
+
+func (op *operation) declaration(k inputKind) (inputDecl, bool) {
+	for _, d := range op.inputs {
+		if d.kind == k {
+			return d, true
+		}
+	}
+	return inputDecl{}, false
+}
+
+func capabilityFor(k inputKind) exactjson.Value {
 	empty := exactjson.Object()
 	switch k {
-	case InputFormElicitation:
+	case inputForm:
 		return exactjson.Object(exactjson.Field("elicitation", exactjson.Object(exactjson.Field("form", empty))))
-	case InputURLElicitation:
+	case inputURL:
 		return exactjson.Object(exactjson.Field("elicitation", exactjson.Object(exactjson.Field("url", empty))))
-	case InputSampling:
+	case inputSampling:
 		return exactjson.Object(exactjson.Field("sampling", empty))
-	case InputSamplingWithTools:
+	case inputSamplingTools:
 		return exactjson.Object(exactjson.Field("sampling", exactjson.Object(exactjson.Field("tools", empty))))
-	case InputRoots:
+	case inputRoots:
 		return exactjson.Object(exactjson.Field("roots", empty))
 	}
 	return empty
 }
 
 // clientSupports reports whether client capabilities cover kind k.
-func clientSupports(caps exactjson.Value, k InputKind) bool {
+func clientSupports(caps exactjson.Value, k inputKind) bool {
 	switch k {
-	case InputFormElicitation, InputURLElicitation:
+	case inputForm, inputURL:
 		e, ok := caps.Get("elicitation")
 		if !ok || e.Kind() != exactjson.KindObject {
 			return false
 		}
 		hasForm, hasURL := e.Has("form"), e.Has("url")
-		if k == InputURLElicitation {
+		if k == inputURL {
 			return hasURL
 		}
 		return hasForm || !hasURL // {} means form only
-	case InputSampling:
+	case inputSampling:
 		s, ok := caps.Get("sampling")
 		return ok && s.Kind() == exactjson.KindObject
-	case InputSamplingWithTools:
+	case inputSamplingTools:
 		s, ok := caps.Get("sampling")
 		return ok && s.Kind() == exactjson.KindObject && s.Has("tools")
-	case InputRoots:
+	case inputRoots:
 		r, ok := caps.Get("roots")
 		return ok && r.Kind() == exactjson.KindObject
 	}
@@ -186,105 +266,17 @@ func mergeCapabilities(a, b exactjson.Value) exactjson.Value {
 	return out
 }
 
-// InputRequest is one client request embedded in an input_required result.
-// Build it with [NewInputRequest] or one of the helpers ([ElicitForm],
-// [ElicitURL], [CreateMessage], [ListRoots]).
+// InputRequest is one client request embedded in an input_required result,
+// built by a declaration's Ask method. It is immutable; a request that could
+// not be built carries its error ([InputRequest.Err]), which is reported
+// when the handler's result is checked.
 type InputRequest struct {
-	decl   InputDeclaration
-	kind   InputKind // the kind actually emitted (sampling with tools is derived from params)
+	decl   inputDecl
+	kind   inputKind // the kind actually emitted (sampling with tools is derived from params)
 	params exactjson.Value
+	schema *elicit.Schema // a form's parsed requestedSchema, when known
 	err    error
 }
-
-// NewInputRequest builds an embedded request for declaration d with the given
-// params (the "params" member of the embedded request). The params are
-// checked against the protocol shape of d's method.
-func NewInputRequest(d InputDeclaration, params exactjson.Value) (InputRequest, error) {
-	r := InputRequest{decl: d, kind: d.kind, params: params}
-	if !d.valid() {
-		r.err = errors.New("weft: input request built from a zero or invalid InputDeclaration")
-		return r, r.err
-	}
-	if params.Kind() == exactjson.KindNull {
-		params = exactjson.Object()
-		r.params = params
-	}
-	if params.Kind() != exactjson.KindObject {
-		r.err = fmt.Errorf("weft: %s params must be a JSON object", d.Method())
-		return r, r.err
-	}
-	switch d.kind {
-	case InputFormElicitation:
-		if m, ok := params.Get("mode"); ok && !isString(m, "form") {
-			r.err = errors.New(`weft: form elicitation params must have mode "form" or no mode`)
-		} else if msg, ok := params.Get("message"); !ok || msg.Kind() != exactjson.KindString {
-			r.err = errors.New(`weft: form elicitation params need a string "message"`)
-		} else if s, ok := params.Get("requestedSchema"); !ok || s.Kind() != exactjson.KindObject {
-			r.err = errors.New(`weft: form elicitation params need an object "requestedSchema"`)
-		}
-	case InputURLElicitation:
-		if m, ok := params.Get("mode"); !ok || !isString(m, "url") {
-			r.err = errors.New(`weft: URL elicitation params must have mode "url"`)
-		} else if msg, ok := params.Get("message"); !ok || msg.Kind() != exactjson.KindString {
-			r.err = errors.New(`weft: URL elicitation params need a string "message"`)
-		} else if u, ok := params.Get("url"); !ok || u.Kind() != exactjson.KindString {
-			r.err = errors.New(`weft: URL elicitation params need a string "url"`)
-		}
-	case InputSampling, InputSamplingWithTools:
-		if m, ok := params.Get("messages"); !ok || m.Kind() != exactjson.KindArray {
-			r.err = errors.New(`weft: sampling params need an array "messages"`)
-		} else if mt, ok := params.Get("maxTokens"); !ok || !isInteger(mt) {
-			r.err = errors.New(`weft: sampling params need an integer "maxTokens"`)
-		}
-		if params.Has("tools") || params.Has("toolChoice") {
-			r.kind = InputSamplingWithTools
-			if d.kind != InputSamplingWithTools {
-				r.err = errors.New("weft: sampling request offers tools but the operation declared Sampling, not SamplingWithTools")
-			}
-		}
-	case InputRoots:
-	}
-	return r, r.err
-}
-
-func isInteger(v exactjson.Value) bool {
-	n, ok := v.AsNumber()
-	return ok && n.IsInteger()
-}
-
-// ElicitForm builds a form-mode elicitation request. Invalid input is
-// reported when the handler's result is checked.
-func ElicitForm(d InputDeclaration, message string, requestedSchema exactjson.Value) InputRequest {
-	r, _ := NewInputRequest(d, exactjson.Object(
-		exactjson.Field("mode", exactjson.String("form")),
-		exactjson.Field("message", exactjson.String(message)),
-		exactjson.Field("requestedSchema", requestedSchema)))
-	return r
-}
-
-// ElicitURL builds a URL-mode elicitation request.
-func ElicitURL(d InputDeclaration, message, url string) InputRequest {
-	r, _ := NewInputRequest(d, exactjson.Object(
-		exactjson.Field("mode", exactjson.String("url")),
-		exactjson.Field("message", exactjson.String(message)),
-		exactjson.Field("url", exactjson.String(url))))
-	return r
-}
-
-// CreateMessage builds a sampling/createMessage request from its params.
-func CreateMessage(d InputDeclaration, params exactjson.Value) InputRequest {
-	r, _ := NewInputRequest(d, params)
-	return r
-}
-
-// ListRoots builds a roots/list request.
-func ListRoots(d InputDeclaration) InputRequest {
-	r, _ := NewInputRequest(d, exactjson.Object())
-	return r
-}
-
-// Declaration returns the declaration the request was built from.
-func (r InputRequest) Declaration() InputDeclaration { return r.decl }
 
 // Method returns the embedded request's JSON-RPC method.
 func (r InputRequest) Method() string { return r.decl.Method() }
@@ -295,32 +287,39 @@ func (r InputRequest) Params() exactjson.Value { return r.params }
 // Err returns the construction error, if any.
 func (r InputRequest) Err() error { return r.err }
 
+// failed returns a request that reports err when the result is checked.
+func (d inputDecl) failed(err error) InputRequest {
+	return InputRequest{decl: d, kind: d.kind, err: err}
+}
+
 // MaxApplicationStateBytes bounds application-protected request state.
 const MaxApplicationStateBytes = 65536
 
 // InputRequired is the result a handler returns, through its error result,
 // when it needs the client's input before it can complete:
 //
-//	return nil, weft.AskInput("approval", weft.ElicitForm(form, "Approve?", schema)).
-//		WithFrameworkState(state)
+//	return nil, weft.AskInput("approval", approval.Ask("Approve?")).
+//		WithFrameworkState(step{Phase: "approving"})
 //
 // It carries one or more keyed input requests, retry state, or both. It is not
-// a failure: the framework answers resultType "input_required". The two state
-// setters are exclusive; the last call wins.
+// a failure: the framework answers resultType "input_required". The zero
+// value is an empty InputRequired ready to use; the two state setters are
+// exclusive and the last call wins.
 type InputRequired struct {
 	keys     []string
 	requests []InputRequest
 	appState string
 	fwState  exactjson.Value
 	mode     StateMode // which state was set last (StateNone: none)
-	err      error
+	// token is the requestState sent: the application state, or the
+	// framework state once sealed (prepareInputRequired).
+	token string
+	err   error
 }
 
-// NewInputRequired returns an empty InputRequired to add requests and state to.
-func NewInputRequired() *InputRequired { return &InputRequired{} }
-
-// AskInput returns an InputRequired with one keyed request.
-func AskInput(key string, r InputRequest) *InputRequired { return NewInputRequired().Ask(key, r) }
+// AskInput returns an InputRequired asking for one keyed request; add more
+// with [InputRequired.Ask].
+func AskInput(key string, r InputRequest) *InputRequired { return new(InputRequired).Ask(key, r) }
 
 // Ask adds a keyed input request. Keys must be unique within the result.
 func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
@@ -330,6 +329,8 @@ func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 			ir.err = fmt.Errorf("weft: input request key %q is not a valid JSON member name", key)
 		case r.err != nil:
 			ir.err = fmt.Errorf("weft: input request %q: %w", key, r.err)
+		case !r.decl.valid():
+			ir.err = fmt.Errorf("weft: input request %q: %w", key, r.decl.invalid())
 		default:
 			for _, k := range ir.keys {
 				if k == key {
@@ -344,18 +345,28 @@ func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 }
 
 // WithApplicationState sets application-protected state: an exact, non-empty
-// opaque string of at most 65,536 UTF-8 bytes, returned untouched on retry.
-// It replaces any framework state set before.
+// opaque string of at most 65,536 UTF-8 bytes, returned untouched on retry
+// ([Request.ApplicationState]). It replaces any framework state set before.
 func (ir *InputRequired) WithApplicationState(s string) *InputRequired {
 	ir.appState, ir.fwState, ir.mode = s, exactjson.Value{}, StateApplication
 	return ir
 }
 
-// WithFrameworkState sets framework-protected state: JSON the framework seals
-// and binds to this operation; returned verified (with canonical numbers) on
-// retry. It replaces any application state set before.
-func (ir *InputRequired) WithFrameworkState(v exactjson.Value) *InputRequired {
-	ir.fwState, ir.appState, ir.mode = v, "", StateFramework
+// WithFrameworkState sets framework-protected state: a Go value (a struct,
+// a map, an [exactjson.Value], ...) that the framework encodes as JSON
+// (github.com/go-json-experiment/json, as typed tools' output), seals and
+// binds to this operation. The retry reads it back as the same type with
+// [FrameworkState]. It replaces any application state set before; a value
+// that cannot be encoded is reported when the result is checked.
+func (ir *InputRequired) WithFrameworkState(v any) *InputRequired {
+	sv, ok := v.(exactjson.Value)
+	if !ok {
+		var err error
+		if sv, err = exactjson.FromGo(v); err != nil && ir.err == nil {
+			ir.err = fmt.Errorf("weft: framework state: %w", err)
+		}
+	}
+	ir.fwState, ir.appState, ir.mode = sv, "", StateFramework
 	return ir
 }
 
@@ -370,12 +381,15 @@ func (ir *InputRequired) Requests() iter.Seq2[string, InputRequest] {
 	}
 }
 
+// Keys returns the request keys in the order they were added.
+func (ir *InputRequired) Keys() []string { return append([]string(nil), ir.keys...) }
+
 // ApplicationState returns the application state, if set.
 func (ir *InputRequired) ApplicationState() (string, bool) {
 	return ir.appState, ir.mode == StateApplication
 }
 
-// FrameworkState returns the framework state, if set.
+// FrameworkState returns the framework state as JSON, if set.
 func (ir *InputRequired) FrameworkState() (exactjson.Value, bool) {
 	return ir.fwState, ir.mode == StateFramework
 }
@@ -393,9 +407,10 @@ const (
 	// StateApplication: the application supplies an opaque string and owns
 	// its protection, expiry and validation. Weft only bounds its size.
 	StateApplication
-	// StateFramework: the application supplies JSON; Weft seals it with
-	// AES-256-GCM and binds it to the endpoint, protocol version, method,
-	// authorization partition, stable params, lifetime, round and request id.
+	// StateFramework: the application supplies a Go value; Weft seals its
+	// JSON with AES-256-GCM and binds it to the endpoint, protocol version,
+	// method, authorization partition, stable params, lifetime, round and
+	// request id.
 	StateFramework
 )
 
@@ -412,8 +427,103 @@ func (m StateMode) String() string {
 	return fmt.Sprintf("StateMode(%d)", uint8(m))
 }
 
-// InputResponses holds the keyed responses a client sent with a retry. Values
-// passed the protocol-union check; unexpected keys are preserved.
+// FrameworkState returns the verified framework-protected state of a retry,
+// decoded into T (exactly, as typed tool arguments are): present only on a
+// retry of an operation declared with [StateFramework]. T is normally the
+// type given to [InputRequired.WithFrameworkState]; exactjson.Value returns
+// the JSON itself. Numbers come back in canonical form (1.50 as 1.5, 100 as
+// 1E+2); integers still decode into integer fields. An error means the
+// state does not decode into T (say, after a deploy changed the type).
+func FrameworkState[T any](req *Request) (T, bool, error) {
+	var out T
+	if !req.hasFwState {
+		return out, false, nil
+	}
+	if p, ok := any(&out).(*exactjson.Value); ok {
+		*p = req.fwState
+		return out, true, nil
+	}
+	if err := exactjson.Unmarshal(plainIntegers(req.fwState), &out); err != nil {
+		return out, true, fmt.Errorf("weft: framework state: %w", err)
+	}
+	return out, true, nil
+}
+
+// maxPlainExponent bounds the integers plainIntegers spells out: 1E+400
+// becomes 401 digits, 1E+5000 stays as it is (and fails to decode into an
+// integer field, as it should).
+const maxPlainExponent = 400
+
+// plainIntegers respells integers in exponent form (canonical JSON writes
+// 100 as 1E+2) as plain digits, which integer fields accept. Values without
+// such numbers are returned as they are.
+func plainIntegers(v exactjson.Value) exactjson.Value {
+	out, _ := respell(v)
+	return out
+}
+
+// respell is plainIntegers, reporting whether anything changed.
+func respell(v exactjson.Value) (exactjson.Value, bool) {
+	switch v.Kind() {
+	case exactjson.KindNumber:
+		n, _ := v.AsNumber()
+		if !n.IsInteger() || !strings.ContainsAny(n.String(), "eE.") {
+			return v, false
+		}
+		unscaled, scale := n.Decimal()
+		if scale < -maxPlainExponent {
+			return v, false
+		}
+		pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(scale, -scale))), nil)
+		if scale < 0 {
+			unscaled.Mul(unscaled, pow)
+		} else {
+			unscaled.Quo(unscaled, pow) // exact: n is an integer
+		}
+		p, err := exactjson.ParseNumber(unscaled.String())
+		if err != nil {
+			return v, false
+		}
+		return exactjson.NumberValue(p), true
+	case exactjson.KindArray:
+		var out []exactjson.Value
+		for i := range v.Len() {
+			e, changed := respell(v.Index(i))
+			if changed && out == nil {
+				out = append(make([]exactjson.Value, 0, v.Len()), v.Elements()[:i]...)
+			}
+			if out != nil {
+				out = append(out, e)
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return exactjson.Array(out...), true
+	case exactjson.KindObject:
+		var out []exactjson.Member
+		for i := range v.Len() {
+			m := v.Member(i)
+			e, changed := respell(m.Value)
+			if changed && out == nil {
+				out = append(make([]exactjson.Member, 0, v.Len()), v.Members()[:i]...)
+			}
+			if out != nil {
+				out = append(out, exactjson.Field(m.Name, e))
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return exactjson.Object(out...), true
+	}
+	return v, false
+}
+
+// InputResponses holds the keyed responses a client sent with a retry, as
+// [Request.InputResponses] returns them. Values passed the protocol-union
+// check; unexpected keys are preserved. Read an answer through the
+// declaration that asked for it (for example [TypedFormInput.Answer]).
 type InputResponses struct{ v exactjson.Value }
 
 // Get returns the exact response under key.
@@ -450,25 +560,6 @@ func (r InputResponses) Missing(keys ...string) []string {
 	return out
 }
 
-// Decode converts the response under key to T (for example a struct with
-// Action and Content fields). Conversion is not validation: check the action
-// and the content before acting on it.
-func Decode[T any](r InputResponses, key string) (T, bool, error) {
-	var zero T
-	v, ok := r.v.Get(key)
-	if !ok {
-		return zero, false, nil
-	}
-	out, err := exactjson.Decode[T](v)
-	if err != nil {
-		return zero, true, fmt.Errorf("weft: decode input response %q: %w", key, err)
-	}
-	return out, true, nil
-}
-
-// NewInputResponses builds InputResponses from a JSON object, for tests.
-func NewInputResponses(obj exactjson.Value) InputResponses { return InputResponses{obj} }
-
 // checkInputResponse checks one response against the protocol union of
 // elicitation, sampling and roots results. When method is known (from sealed
 // state) only that shape is accepted.
@@ -477,7 +568,7 @@ func checkInputResponse(v exactjson.Value, method string) error {
 		return errors.New("input response must be an object")
 	}
 	switch method {
-	case "elicitation/create":
+	case elicit.Method:
 		return checkElicitResult(v)
 	case "sampling/createMessage":
 		return checkSamplingResult(v)
@@ -495,61 +586,22 @@ func checkElicitResult(v exactjson.Value) error {
 	return err
 }
 
-func checkSamplingResult(v exactjson.Value) error {
-	role, ok := v.Get("role")
-	if r, isStr := role.AsString(); !ok || !isStr || (r != "assistant" && r != "user") {
-		return errors.New(`sampling result needs role "assistant" or "user"`)
-	}
-	c, ok := v.Get("content")
-	if !ok || (c.Kind() != exactjson.KindObject && c.Kind() != exactjson.KindArray) {
-		return errors.New("sampling result needs content")
-	}
-	for b := range c.Values() {
-		if b.Kind() != exactjson.KindObject {
-			return errors.New("sampling result content blocks must be objects")
-		}
-	}
-	if m, ok := v.Get("model"); !ok || m.Kind() != exactjson.KindString {
-		return errors.New("sampling result needs a string model")
-	}
-	if sr, ok := v.Get("stopReason"); ok && sr.Kind() != exactjson.KindString {
-		return errors.New("sampling result stopReason must be a string")
-	}
-	return nil
-}
-
-func checkRootsResult(v exactjson.Value) error {
-	roots, ok := v.Get("roots")
-	if !ok || roots.Kind() != exactjson.KindArray {
-		return errors.New("roots result needs an array roots")
-	}
-	for r := range roots.Values() {
-		if u, ok := r.Get("uri"); !ok || u.Kind() != exactjson.KindString {
-			return errors.New("each root needs a string uri")
-		}
-		if n, ok := r.Get("name"); ok && n.Kind() != exactjson.KindString {
-			return errors.New("a root's name must be a string")
-		}
-	}
-	return nil
-}
-
-// Keys returns the request keys in the order they were added.
-func (ir *InputRequired) Keys() []string { return append([]string(nil), ir.keys...) }
-
 // checkElicitation applies the server's form and URL policies to an emitted
 // elicitation: form fields that ask for secrets and unsafe URLs are refused
 // before anything reaches the client.
 func (s *Server) checkElicitation(r InputRequest) error {
 	switch r.kind {
-	case InputFormElicitation:
-		schemaValue, _ := r.params.Get("requestedSchema")
-		schema, err := elicit.ParseSchema(schemaValue)
-		if err != nil {
-			return err
+	case inputForm:
+		schema := r.schema
+		if schema == nil {
+			schemaValue, _ := r.params.Get("requestedSchema")
+			var err error
+			if schema, err = elicit.ParseSchema(schemaValue); err != nil {
+				return err
+			}
 		}
 		return s.opts.SecretPolicy.CheckSchema(schema)
-	case InputURLElicitation:
+	case inputURL:
 		u, _ := r.params.Get("url")
 		us, _ := u.AsString()
 		if _, err := s.opts.URLElicitation.Check(us); err != nil {
@@ -559,23 +611,7 @@ func (s *Server) checkElicitation(r InputRequest) error {
 	return nil
 }
 
-// Elicit builds an embedded elicitation request from an [elicit.Request]
-// (built with elicit.Form or elicit.URL) under declaration d.
-func Elicit(d InputDeclaration, r elicit.Request) InputRequest {
-	ir, _ := NewInputRequest(d, r.Params())
-	return ir
-}
-
-// Answer reads the response under key to the elicitation r: it reports
-// whether a response is present, the outcome (accept, decline, cancel) and,
-// for an accepted form, the content validated against r's schema. A present
-// but invalid answer returns an error (a *elicit.ValidationError for content
-// that breaks the schema) that is safe to show to the user; ask again.
-func Answer(in InputResponses, key string, r elicit.Request) (content exactjson.Value, outcome elicit.Outcome, present bool, err error) {
-	v, ok := in.Get(key)
-	if !ok {
-		return exactjson.Value{}, 0, false, nil
-	}
-	content, outcome, err = r.Answer(v)
-	return content, outcome, true, err
+func isInteger(v exactjson.Value) bool {
+	n, ok := v.AsNumber()
+	return ok && n.IsInteger()
 }

@@ -45,8 +45,8 @@ func newInputServer(t testing.TB, opts *Options) *inputServer {
 	t.Helper()
 	is := &inputServer{}
 	is.s, is.lc = newServer(t, opts)
-	form := FormElicitation(Conditional)
-	must(t, is.s.AddTool(Tool{Name: "ask", Description: "Asks for approval.", Inputs: []InputDeclaration{form}},
+	form := Form(ConditionalCapability)
+	must(t, is.s.AddTool(Tool{Name: "ask", Description: "Asks for approval.", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			is.mu.Lock()
 			is.last, is.runs = req.InputResponses(), is.runs+1
@@ -54,7 +54,7 @@ func newInputServer(t testing.TB, opts *Options) *inputServer {
 			if req.InputResponses().Len() > 0 {
 				return textResult("got " + strings.Join(req.InputResponses().Keys(), ",")), nil
 			}
-			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema))
+			return nil, AskInput("approve", form.Ask("Approve?", approveSchema))
 		}))
 	return is
 }
@@ -147,24 +147,20 @@ func TestInputResponsesPreserved(t *testing.T) {
 	if m := in.Missing("approve", "later", "zeta", "other"); fmt.Sprint(m) != "[later other]" {
 		t.Errorf("Missing = %v", m)
 	}
-	type elicitResult struct {
-		Action  string `json:"action"`
-		Content struct {
-			Amount exactjson.Number `json:"amount"`
-			Tags   []string         `json:"tags"`
-		} `json:"content"`
+	// The declaration reads the answers it asked for.
+	req, form := &Request{inputResponses: in}, Form(RequiredCapability)
+	content, outcome, ok, err := form.Answer(req, "approve")
+	if err != nil || !ok || outcome != elicit.Accepted || content.String() != `{"amount":3.50,"tags":["a","b"]}` {
+		t.Errorf("Answer = %s %v %v %v", content, outcome, ok, err)
 	}
-	er, ok, err := Decode[elicitResult](in, "approve")
-	if err != nil || !ok || er.Action != "accept" || er.Content.Amount.String() != "3.50" || len(er.Content.Tags) != 2 {
-		t.Errorf("Decode = %+v %v %v", er, ok, err)
+	if _, outcome, ok, err := form.Answer(req, "zeta"); err != nil || !ok || outcome != elicit.Cancelled {
+		t.Errorf("Answer of a cancel: %v %v %v", outcome, ok, err)
 	}
-	if _, ok, err := Decode[elicitResult](in, "absent"); ok || err != nil {
-		t.Errorf("Decode of an absent key: %v %v", ok, err)
+	if _, _, ok, err := form.Answer(req, "absent"); ok || err != nil {
+		t.Errorf("Answer of an absent key: %v %v", ok, err)
 	}
-	if _, ok, err := Decode[struct {
-		Action int `json:"action"`
-	}](in, "zeta"); !ok || err == nil {
-		t.Errorf("Decode into a wrong type must fail: %v", err)
+	if _, _, ok, err := form.Answer(req, "alpha"); !ok || err == nil {
+		t.Errorf("Answer of a roots result must fail: %v", err)
 	}
 }
 
@@ -193,52 +189,67 @@ func TestInputResponseShapeBoundByState(t *testing.T) {
 // TestInvalidInputRequiredIsProgrammingError: results a handler may not
 // return become -32603 with an error log line; nothing of them is sent.
 func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
-	form := FormElicitation(Conditional)
-	sampling := Sampling(Conditional)
+	form := Form(ConditionalCapability)
+	sampling := Sampling(ConditionalCapability)
 	cases := []struct {
 		name string
 		mode StateMode
 		ir   func() *InputRequired
 	}{
 		{"undeclared kind", StateNone, func() *InputRequired {
-			return AskInput("r", ListRoots(Roots(Conditional)))
+			return AskInput("r", Roots(ConditionalCapability).Ask())
 		}},
 		{"declared kind with another requirement", StateNone, func() *InputRequired {
-			return AskInput("e", ElicitForm(FormElicitation(Required), "Approve?", approveSchema))
+			return AskInput("e", Form(RequiredCapability).Ask("Approve?", approveSchema))
 		}},
 		{"sampling with tools declared as Sampling", StateNone, func() *InputRequired {
-			return AskInput("s", CreateMessage(sampling, mustParse(t, `{"messages":[],"maxTokens":5,"tools":[]}`)))
+			return AskInput("s", sampling.Ask(SamplingRequest{Messages: []SamplingMessage{{Role: RoleUser, Content: TextContent("Hi")}},
+				MaxTokens: 5, Tools: []SamplingTool{{Name: "lookup"}}}))
 		}},
-		{"malformed sampling params", StateNone, func() *InputRequired {
-			return AskInput("s", CreateMessage(sampling, mustParse(t, `{"messages":[],"maxTokens":1.5}`)))
+		{"malformed sampling request", StateNone, func() *InputRequired {
+			return AskInput("s", sampling.Ask(SamplingRequest{MaxTokens: 5}))
 		}},
 		{"form without a message", StateNone, func() *InputRequired {
-			r, _ := NewInputRequest(form, mustParse(t, `{"requestedSchema":{}}`))
-			return AskInput("e", r)
+			return AskInput("e", form.Ask(" ", approveSchema))
+		}},
+		{"form schema outside the flat shape", StateNone, func() *InputRequired {
+			return AskInput("e", form.Ask("Where?", mustParse(t, `{"type":"object","properties":{"a":{"type":"object"}}}`)))
 		}},
 		{"zero declaration", StateNone, func() *InputRequired {
-			return AskInput("e", ElicitForm(InputDeclaration{}, "x", approveSchema))
+			return AskInput("e", FormInput{}.Ask("x", approveSchema))
+		}},
+		{"zero typed declaration", StateNone, func() *InputRequired {
+			return AskInput("e", TypedFormInput[struct{}]{}.Ask("x"))
+		}},
+		{"undeclared typed form with a secret", StateNone, func() *InputRequired {
+			type login struct {
+				Password string `json:"password"`
+			}
+			return AskInput("e", FormOf[login](ConditionalCapability).Ask("Sign in"))
+		}},
+		{"framework state that does not encode", StateFramework, func() *InputRequired {
+			return AskInput("e", form.Ask("a", approveSchema)).WithFrameworkState(func() {})
 		}},
 		{"duplicate key", StateNone, func() *InputRequired {
-			return AskInput("e", ElicitForm(form, "a", approveSchema)).Ask("e", ElicitForm(form, "b", approveSchema))
+			return AskInput("e", form.Ask("a", approveSchema)).Ask("e", form.Ask("b", approveSchema))
 		}},
-		{"empty key", StateNone, func() *InputRequired { return AskInput("", ElicitForm(form, "a", approveSchema)) }},
-		{"nothing at all", StateNone, NewInputRequired},
+		{"empty key", StateNone, func() *InputRequired { return AskInput("", form.Ask("a", approveSchema)) }},
+		{"nothing at all", StateNone, func() *InputRequired { return new(InputRequired) }},
 		{"framework state on a stateless tool", StateNone, func() *InputRequired {
-			return AskInput("e", ElicitForm(form, "a", approveSchema)).WithFrameworkState(exactjson.Object())
+			return AskInput("e", form.Ask("a", approveSchema)).WithFrameworkState(exactjson.Object())
 		}},
 		{"application state on a framework tool", StateFramework, func() *InputRequired {
-			return AskInput("e", ElicitForm(form, "a", approveSchema)).WithApplicationState("x")
+			return AskInput("e", form.Ask("a", approveSchema)).WithApplicationState("x")
 		}},
 		{"framework state on an application tool", StateApplication, func() *InputRequired {
-			return AskInput("e", ElicitForm(form, "a", approveSchema)).WithFrameworkState(exactjson.Object())
+			return AskInput("e", form.Ask("a", approveSchema)).WithFrameworkState(exactjson.Object())
 		}},
 		{"nil", StateNone, func() *InputRequired { return nil }},
 		{"form field asking for a secret", StateNone, func() *InputRequired {
-			return AskInput("e", ElicitForm(form, "Sign in", mustParse(t, `{"type":"object","properties":{"password":{"type":"string"}}}`)))
+			return AskInput("e", form.Ask("Sign in", mustParse(t, `{"type":"object","properties":{"password":{"type":"string"}}}`)))
 		}},
 		{"URL outside the URL policy", StateNone, func() *InputRequired {
-			return AskInput("u", ElicitURL(URLElicitation(Conditional), "Sign in", "https://evil.example/login"))
+			return AskInput("u", URL(ConditionalCapability).Ask("Sign in", "https://evil.example/login"))
 		}},
 	}
 	caps := M{"elicitation": M{"form": M{}, "url": M{}}, "sampling": M{"tools": M{}}, "roots": M{}}
@@ -246,7 +257,7 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			prot := &countingProtector{inner: managerFor(t, fixedKey(t, "k", 1))}
 			s, lc := newServer(t, &Options{Protector: prot})
-			must(t, s.AddTool(Tool{Name: "bad", Description: "Returns an invalid input_required.", Inputs: []InputDeclaration{form, sampling, URLElicitation(Conditional)}, StateMode: c.mode},
+			must(t, s.AddTool(Tool{Name: "bad", Description: "Returns an invalid input_required.", Inputs: []Input{form, sampling, URL(ConditionalCapability)}, StateMode: c.mode},
 				func(ctx context.Context, req *Request) (*CallToolResult, error) {
 					ir := c.ir()
 					if ir == nil {
@@ -270,34 +281,34 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 	}
 }
 
-// conditionalServer declares every input kind as Conditional and emits the
+// conditionalServer declares every input kind with ConditionalCapability and emits the
 // kinds listed in the "emit" argument, with framework state.
 func conditionalServer(t testing.TB) (*Server, *countingProtector, *atomic.Int32, chan [3]any) {
 	prot := &countingProtector{inner: managerFor(t, fixedKey(t, "k", 1))}
 	s, _ := newServer(t, &Options{Protector: prot, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
-	decls := map[string]InputDeclaration{
-		"form": FormElicitation(Conditional), "url": URLElicitation(Conditional),
-		"sampling": Sampling(Conditional), "roots": Roots(Conditional),
+	decls := map[string]Input{
+		"form": Form(ConditionalCapability), "url": URL(ConditionalCapability),
+		"sampling": Sampling(ConditionalCapability), "roots": Roots(ConditionalCapability),
 	}
 	reqs := map[string]func() InputRequest{
-		"form": func() InputRequest { return ElicitForm(decls["form"], "Name?", approveSchema) },
-		"url":  func() InputRequest { return ElicitURL(decls["url"], "Sign in.", "https://example.com/auth?h=1") },
+		"form": func() InputRequest { return decls["form"].(FormInput).Ask("Name?", approveSchema) },
+		"url":  func() InputRequest { return decls["url"].(URLInput).Ask("Sign in.", "https://example.com/auth?h=1") },
 		"sampling": func() InputRequest {
-			return CreateMessage(decls["sampling"], mustParse(t, `{"messages":[],"maxTokens":10}`))
+			return decls["sampling"].(SamplingInput).Ask(SamplingRequest{Messages: []SamplingMessage{{Role: RoleUser, Content: TextContent("Hi")}}, MaxTokens: 10})
 		},
-		"roots": func() InputRequest { return ListRoots(decls["roots"]) },
+		"roots": func() InputRequest { return decls["roots"].(RootsInput).Ask() },
 	}
 	var runs atomic.Int32
 	held := make(chan [3]any, 16)
 	must(t, s.AddTool(Tool{Name: "cond", Description: "Emits what it is told.", StateMode: StateFramework,
-		Inputs: []InputDeclaration{decls["form"], decls["url"], decls["sampling"], decls["roots"]}},
+		Inputs: []Input{decls["form"], decls["url"], decls["sampling"], decls["roots"]}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			runs.Add(1)
 			perr := req.Progress(1, 0, "")
 			sent, lerr := req.Log(LevelEmergency, "", exactjson.String("x"))
 			held <- [3]any{req.CanReportProgress(), perr, sent && lerr == nil}
 			ev, _ := req.Arguments().Get("emit")
-			ir := NewInputRequired()
+			ir := new(InputRequired)
 			for e := range ev.Values() {
 				k, _ := e.AsString()
 				ir.Ask(k, reqs[k]())
@@ -376,7 +387,7 @@ func TestConditionalCapabilitiesCheckedWhenEmitted(t *testing.T) {
 	}
 }
 
-// TestRequiredCapabilityCheckedBeforeHandler: a Required capability is
+// TestRequiredCapabilityCheckedBeforeHandler: a required capability is
 // checked after admission and before the handler, every call.
 func TestRequiredCapabilityCheckedBeforeHandler(t *testing.T) {
 	var runs atomic.Int32
@@ -386,7 +397,7 @@ func TestRequiredCapabilityCheckedBeforeHandler(t *testing.T) {
 		}
 		return Identity{Principal: r.BearerToken}, nil
 	}})
-	must(t, s.AddTool(Tool{Name: "req", Description: "Needs sampling and roots.", Inputs: []InputDeclaration{Sampling(Required), Roots(Required), FormElicitation(Conditional)}},
+	must(t, s.AddTool(Tool{Name: "req", Description: "Needs sampling and roots.", Inputs: []Input{Sampling(RequiredCapability), Roots(RequiredCapability), Form(ConditionalCapability)}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			runs.Add(1)
 			return textResult("ran"), nil
@@ -414,24 +425,24 @@ func TestRequiredCapabilityCheckedBeforeHandler(t *testing.T) {
 // TestInputRequiredForPromptsAndResources: prompts/get and resources/read
 // may ask for input; a resource retry result is never shared or cached.
 func TestInputRequiredForPromptsAndResources(t *testing.T) {
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	s, _ := newServer(t, nil)
-	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://gated", Name: "gated"}, Cache: CachePolicy{TTLMillis: 60000, Public: true}, Inputs: []InputDeclaration{form}},
+	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://gated", Name: "gated"}, Cache: CachePolicy{TTLMillis: 60000, Public: true}, Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*ReadResourceResult, error) {
 			if !req.InputResponses().Has("ok") {
-				return nil, AskInput("ok", ElicitForm(form, "Open?", approveSchema))
+				return nil, AskInput("ok", form.Ask("Open?", approveSchema))
 			}
 			return &ReadResourceResult{Contents: []ResourceContents{TextResource(req.Name, "text/plain", "opened")}}, nil
 		}))
-	must(t, s.AddPrompt(Prompt{Name: "gated", Inputs: []InputDeclaration{form}},
+	must(t, s.AddPrompt(Prompt{Name: "gated", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
 			if !req.InputResponses().Has("ok") {
-				return nil, AskInput("ok", ElicitForm(form, "Open?", approveSchema))
+				return nil, AskInput("ok", form.Ask("Open?", approveSchema))
 			}
 			return &GetPromptResult{Messages: []PromptMessage{{Role: RoleUser, Content: TextContent("opened")}}}, nil
 		}))
 	must(t, s.AddPrompt(Prompt{Name: "completing", Complete: func(ctx context.Context, req *Request, c CompletionRequest) (Completion, error) {
-		return Completion{}, AskInput("ok", ElicitForm(form, "Open?", approveSchema))
+		return Completion{}, AskInput("ok", form.Ask("Open?", approveSchema))
 	}, Arguments: []PromptArgument{{Name: "a"}}}, func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
 		return &GetPromptResult{}, nil
 	}))

@@ -21,15 +21,15 @@ import (
 // addWizard registers a tool that asks three questions, one round each,
 // with the given state mode. It is an ordinary 2026-07-28 handler.
 func addWizard(t testing.TB, s *Server, name string, mode StateMode) {
-	form := FormElicitation(Required)
+	form := Form(RequiredCapability)
 	schema := mustParse(t, `{"type":"object","properties":{"v":{"type":"string"}},"required":["v"]}`)
-	must(t, s.AddTool(Tool{Name: name, Description: "Asks three questions.", Inputs: []InputDeclaration{form}, StateMode: mode},
+	must(t, s.AddTool(Tool{Name: name, Description: "Asks three questions.", Inputs: []Input{form}, StateMode: mode},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			// The answers so far travel in the state.
 			var got []string
 			switch mode {
 			case StateFramework:
-				if st, ok := req.FrameworkState(); ok {
+				if st, ok, _ := FrameworkState[exactjson.Value](req); ok {
 					for v := range st.Values() {
 						s, _ := v.AsString()
 						got = append(got, s)
@@ -59,7 +59,7 @@ func addWizard(t testing.TB, s *Server, name string, mode StateMode) {
 			if len(got) == 3 {
 				return textResult("answers: " + strings.Join(got, ",")), nil
 			}
-			ask := AskInput(fmt.Sprintf("q%d", len(got)), ElicitForm(form, fmt.Sprintf("Question %d?", len(got)+1), schema))
+			ask := AskInput(fmt.Sprintf("q%d", len(got)), form.Ask(fmt.Sprintf("Question %d?", len(got)+1), schema))
 			switch mode {
 			case StateFramework:
 				vs := make([]exactjson.Value, len(got))
@@ -121,8 +121,8 @@ func TestLegacyBridgeRounds(t *testing.T) {
 
 func TestLegacyBridgeInputKinds(t *testing.T) {
 	s, _ := legacyServerFor(t, nil)
-	form, sampling, roots := FormElicitation(Conditional), Sampling(Conditional), Roots(Conditional)
-	all := []InputDeclaration{form, sampling, roots}
+	form, sampling, roots := Form(ConditionalCapability), Sampling(ConditionalCapability), Roots(ConditionalCapability)
+	all := []Input{form, sampling, roots}
 	must(t, s.AddTool(Tool{Name: "all", Description: "Asks for everything at once.", Inputs: all},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			in := req.InputResponses()
@@ -130,26 +130,25 @@ func TestLegacyBridgeInputKinds(t *testing.T) {
 				b, _ := json.Marshal(in.Keys())
 				return textResult(string(b)), nil
 			}
-			return nil, NewInputRequired().
-				Ask("name", ElicitForm(form, "Name?", mustParse(t, `{"type":"object","properties":{"n":{"type":"string"}}}`))).
-				Ask("llm", CreateMessage(sampling, mustParse(t, `{"messages":[{"role":"user","content":{"type":"text","text":"Capital?"}}],"maxTokens":10}`))).
-				Ask("roots", ListRoots(roots))
+			return nil, AskInput("name", form.Ask("Name?", mustParse(t, `{"type":"object","properties":{"n":{"type":"string"}}}`))).
+				Ask("llm", sampling.Ask(SamplingRequest{Messages: []SamplingMessage{{Role: RoleUser, Content: TextContent("Capital?")}}, MaxTokens: 10})).
+				Ask("roots", roots.Ask())
 		}))
-	must(t, s.AddPrompt(Prompt{Name: "p", Description: "Asks first.", Inputs: []InputDeclaration{form}},
+	must(t, s.AddPrompt(Prompt{Name: "p", Description: "Asks first.", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
 			if r, ok := req.InputResponses().Get("ctx"); ok {
 				a, _ := r.Get("action")
 				act, _ := a.AsString()
 				return &GetPromptResult{Messages: []PromptMessage{{Role: RoleUser, Content: TextContent("action " + act)}}}, nil
 			}
-			return nil, AskInput("ctx", ElicitForm(form, "Context?", mustParse(t, `{"type":"object","properties":{}}`)))
+			return nil, AskInput("ctx", form.Ask("Context?", mustParse(t, `{"type":"object","properties":{}}`)))
 		}))
-	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://guarded", Name: "g"}, Inputs: []InputDeclaration{roots}},
+	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://guarded", Name: "g"}, Inputs: []Input{roots}},
 		func(ctx context.Context, req *Request) (*ReadResourceResult, error) {
 			if _, ok := req.InputResponses().Get("r"); ok {
 				return &ReadResourceResult{Contents: []ResourceContents{TextResource(req.Name, "text/plain", "ok")}}, nil
 			}
-			return nil, AskInput("r", ListRoots(roots))
+			return nil, AskInput("r", roots.Ask())
 		}))
 	ts := startHTTP(t, s)
 	c := newLegacyClient(t, ts.URL)
@@ -213,17 +212,17 @@ func TestLegacyBridgeLimits(t *testing.T) {
 			}
 		}
 	}()
-	form := FormElicitation(Required)
-	must(t, s.AddTool(Tool{Name: "forever", Description: "Never satisfied.", Inputs: []InputDeclaration{form}},
+	form := Form(RequiredCapability)
+	must(t, s.AddTool(Tool{Name: "forever", Description: "Never satisfied.", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
-			return nil, AskInput(fmt.Sprintf("k%d", req.InputResponses().Len()), ElicitForm(form, "Again?", mustParse(t, `{"type":"object","properties":{}}`)))
+			return nil, AskInput(fmt.Sprintf("k%d", req.InputResponses().Len()), form.Ask("Again?", mustParse(t, `{"type":"object","properties":{}}`)))
 		}))
-	must(t, s.AddTool(Tool{Name: "url", Description: "Sends the user to a page.", Inputs: []InputDeclaration{URLElicitation(Required)}},
+	must(t, s.AddTool(Tool{Name: "url", Description: "Sends the user to a page.", Inputs: []Input{URL(RequiredCapability)}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.InputResponses().Len() > 0 {
 				return textResult("consented"), nil
 			}
-			return nil, AskInput("go", ElicitURL(URLElicitation(Required), "Open the page.", "https://example.com/connect"))
+			return nil, AskInput("go", URL(RequiredCapability).Ask("Open the page.", "https://example.com/connect"))
 		}))
 	ts := startHTTP(t, s)
 	c := newLegacyClient(t, ts.URL)
@@ -381,7 +380,7 @@ func TestLegacyObserverRounds(t *testing.T) {
 	c.call(8, "ping", nil)
 	c.call(9, "logging/setLevel", M{"level": "nope"})
 	got := obs.get()
-	want := []string{"7 input_required", `"n:7#weft-round-1" input_required`, `"n:7#weft-round-2" input_required`, `"n:7#weft-round-3" complete`,
+	want := []string{"0 complete", "7 input_required", `"n:7#weft-round-1" input_required`, `"n:7#weft-round-2" input_required`, `"n:7#weft-round-3" complete`,
 		"8 complete", "9 protocol_error"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("observed %v, want %v", got, want)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/localsess"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -56,7 +56,7 @@ func writeReply(w http.ResponseWriter, rep reply) {
 // openHTTP admits r and loads its session.
 func (l *legacyServer) openHTTP(w http.ResponseWriter, r *http.Request, sid string) *legacyConn {
 	in := &inbound{header: r.Header, endpoint: path.Clean("/" + r.URL.Path), transport: "http", remoteAddr: r.RemoteAddr}
-	ident, rej := l.srv.admit(r.Context(), in, "")
+	ident, rej := l.srv.admit(r.Context(), in, "", "")
 	if rej != nil {
 		writeReply(w, *rej)
 		return nil
@@ -82,8 +82,8 @@ func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid s
 		writePlainError(w, http.StatusServiceUnavailable, "Session could not be deleted")
 		return
 	}
-	l.local.end(sid)
-	l.publishCancel(r.Context(), "session "+sessionDigest(sid))
+	l.local.End(sid)
+	l.publishCancel(r.Context(), "session "+localsess.SessionDigest(sid))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -98,7 +98,8 @@ type legacyStream struct {
 	endOnce sync.Once
 }
 
-func (st *legacyStream) end() { st.endOnce.Do(func() { close(st.ended) }) }
+// End ends the stream (its session was deleted).
+func (st *legacyStream) End() { st.endOnce.Do(func() { close(st.ended) }) }
 
 func (st *legacyStream) write(b []byte) error {
 	st.mu.Lock()
@@ -112,24 +113,15 @@ func (st *legacyStream) write(b []byte) error {
 	return st.rc.Flush()
 }
 
-func (st *legacyStream) send(msg []byte) error {
-	b := make([]byte, 0, len(msg)+8)
-	b = append(b, "data: "...)
-	b = append(b, msg...)
-	return st.write(append(b, '\n', '\n'))
-}
+func (st *legacyStream) canStream() bool { return true }
 
-func (st *legacyStream) notify(method string, params exactjson.Value) error {
-	b := []byte(`{"jsonrpc":"2.0","method":`)
-	b = appendQuoted(b, method)
-	if params.Kind() != exactjson.KindNull {
-		b = append(b, `,"params":`...)
-		var err error
-		if b, err = exactjson.AppendJSON(b, params); err != nil {
-			return err
-		}
+// send writes one frame as an SSE event.
+func (st *legacyStream) send(f frame) error {
+	b, err := appendFrame([]byte("data: "), f)
+	if err != nil {
+		return err
 	}
-	return st.send(append(b, '}'))
+	return st.write(append(b, '\n', '\n'))
 }
 
 // serveGet holds the session's event stream: list-changed notifications,
@@ -150,12 +142,12 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	// Hold the stream's lock until the headers are out: once registered,
 	// server requests of the session's calls may be written to it.
 	st.mu.Lock()
-	if !l.local.addStream(sid, st) {
+	if !l.local.AddStream(sid, st) {
 		st.mu.Unlock()
 		writePlainError(w, http.StatusConflict, "Conflict: this session already has an event stream open")
 		return
 	}
-	defer l.local.removeStream(sid, st)
+	defer l.local.RemoveStream(sid, st)
 	defer func() {
 		st.mu.Lock()
 		st.done = true
@@ -207,16 +199,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 		case <-sub.wake:
 			reloaded := false
 			for _, ev := range sub.drain() {
-				var method string
-				params := exactjson.Value{}
-				switch ev.kind {
-				case evToolsListChanged:
-					method = "notifications/tools/list_changed"
-				case evPromptsListChanged:
-					method = "notifications/prompts/list_changed"
-				case evResourcesListChanged:
-					method = "notifications/resources/list_changed"
-				case evResourceUpdated:
+				if ev.kind == evResourceUpdated {
 					if !reloaded {
 						if !reload(ctx) {
 							return
@@ -226,12 +209,8 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 					if !(&filter{uris: subs}).wants(ev) {
 						continue
 					}
-					method = "notifications/resources/updated"
-					params = exactjson.Object(exactjson.Field("uri", exactjson.String(ev.uri)))
-				default:
-					continue
 				}
-				if st.notify(method, params) != nil {
+				if st.send(ev.frame()) != nil {
 					return
 				}
 			}

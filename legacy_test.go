@@ -469,12 +469,12 @@ func TestLegacyIdentityBinding(t *testing.T) {
 func TestLegacyDelete(t *testing.T) {
 	s, _ := legacyServerFor(t, nil)
 	started := make(chan struct{}, 1)
-	form := FormElicitation(Required)
-	must(t, s.AddTool(Tool{Name: "ask", Description: "Asks.", Inputs: []InputDeclaration{form}},
+	form := Form(RequiredCapability)
+	must(t, s.AddTool(Tool{Name: "ask", Description: "Asks.", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.InputResponses().Len() == 0 {
 				started <- struct{}{}
-				return nil, AskInput("q", ElicitForm(form, "Q?", mustParse(t, `{"type":"object","properties":{}}`)))
+				return nil, AskInput("q", form.Ask("Q?", mustParse(t, `{"type":"object","properties":{}}`)))
 			}
 			return textResult("answered"), nil
 		}))

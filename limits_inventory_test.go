@@ -144,7 +144,6 @@ var invLimits = []invLimit{
 		past: []string{"429", "-31999", "Retry-After"}, check: checkRateLimit},
 	{doc: "rate-limit buckets", names: []string{"DefaultTokenBucketMaxKeys", "TokenBucket.MaxKeys"},
 		def: invNumI(DefaultTokenBucketMaxKeys), past: []string{"dropped"}, why: "eviction is internal; the constant is checked against the doc"},
-	{doc: "connections", names: []string{"LimitListener(l, n)"}, check: checkLimitListener},
 
 	// JSON.
 	{doc: "input bytes", names: []string{"MaxInputBytes", "Limits.MaxBodyBytes"},
@@ -1035,19 +1034,19 @@ func checkURIBytes(t *testing.T) {
 }
 
 func checkInputResponses(t *testing.T) {
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	s, logs := newServer(t, &Options{Limits: Limits{MaxInputResponses: 4}})
-	invTool(t, s, Tool{Name: "ir", Inputs: []InputDeclaration{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "ir", Inputs: []Input{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		return textResult(fmt.Sprint(len(req.InputResponses().Keys()))), nil
 	})
-	invTool(t, s, Tool{Name: "ask", Inputs: []InputDeclaration{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "ask", Inputs: []Input{form}}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		nv, _ := req.Arguments().Get("n")
 		n, _ := nv.AsNumber()
 		k, _ := n.Int64()
-		ir := NewInputRequired()
+		ir := new(InputRequired)
 		schema := exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object()))
 		for i := range k {
-			ir = ir.Ask("k"+strconv.FormatInt(i, 10), ElicitForm(form, "ok?", schema))
+			ir = ir.Ask("k"+strconv.FormatInt(i, 10), form.Ask("ok?", schema))
 		}
 		return nil, ir
 	})
@@ -1393,56 +1392,6 @@ func checkRateLimit(t *testing.T) {
 	}
 }
 
-func checkLimitListener(t *testing.T) {
-	s, _ := newServer(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	hs := NewHTTPServer("", s)
-	go func() { _ = hs.Serve(LimitListener(ln, 2)) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	addr := ln.Addr().String()
-	b := invBody(t, "server/discover", params(nil))
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n", len(b))
-	for k, vs := range stdHeaders(b) {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, vs[0])
-	}
-	req.WriteString("\r\n")
-	req.Write(b)
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	// Two connections are served (and kept open).
-	for i := range 2 {
-		c, err := net.Dial("tcp", addr)
-		must(t, err)
-		conns = append(conns, c)
-		_, _ = c.Write(req.Bytes())
-		_ = c.SetReadDeadline(time.Now().Add(hangGuard))
-		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
-			t.Fatalf("connection %d: %q %v", i+1, line, err)
-		}
-	}
-	// The third waits in the backlog until one of them closes.
-	c3, err := net.Dial("tcp", addr)
-	must(t, err)
-	conns = append(conns, c3)
-	_, _ = c3.Write(req.Bytes())
-	br := bufio.NewReader(c3)
-	_ = c3.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if line, err := br.ReadString('\n'); err == nil {
-		t.Fatalf("a third connection was served past the limit: %q", line)
-	}
-	conns[0].Close()
-	_ = c3.SetReadDeadline(time.Now().Add(hangGuard))
-	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
-		t.Fatalf("the third connection after a slot freed: %q %v", line, err)
-	}
-}
-
 // ---------------------------------------------------------------------------
 // JSON
 
@@ -1590,11 +1539,11 @@ func (f *invStateFixture) server(t testing.TB, opts Options) string {
 		opts.Protector = f.mgr
 	}
 	s, _ := newServer(t, &opts)
-	form := FormElicitation(Conditional)
-	invTool(t, s, Tool{Name: "st", Inputs: []InputDeclaration{form}, StateMode: StateFramework}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
-		if st, ok := req.FrameworkState(); ok {
+	form := Form(ConditionalCapability)
+	invTool(t, s, Tool{Name: "st", Inputs: []Input{form}, StateMode: StateFramework}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		if st, ok, _ := FrameworkState[exactjson.Value](req); ok {
 			if again, _ := st.Get("again"); exactjson.Equal(again, exactjson.Bool(true)) {
-				return nil, NewInputRequired().WithFrameworkState(st)
+				return nil, new(InputRequired).WithFrameworkState(st)
 			}
 			return textResult("done"), nil
 		}
@@ -1602,7 +1551,7 @@ func (f *invStateFixture) server(t testing.TB, opts Options) string {
 		n, _ := pv.AsNumber()
 		k, _ := n.Int64()
 		av, _ := req.Arguments().Get("again")
-		return nil, NewInputRequired().WithFrameworkState(exactjson.Object(
+		return nil, new(InputRequired).WithFrameworkState(exactjson.Object(
 			exactjson.Field("pad", exactjson.String(strings.Repeat("s", int(k)))),
 			exactjson.Field("again", av)))
 	})
@@ -1710,16 +1659,16 @@ func checkStateRounds(t *testing.T) {
 }
 
 func checkApplicationState(t *testing.T) {
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	s, _ := newServer(t, nil)
-	invTool(t, s, Tool{Name: "app", Inputs: []InputDeclaration{form}, StateMode: StateApplication}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	invTool(t, s, Tool{Name: "app", Inputs: []Input{form}, StateMode: StateApplication}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		if st, ok := req.ApplicationState(); ok {
 			return textResult(strconv.Itoa(len(st))), nil
 		}
 		nv, _ := req.Arguments().Get("n")
 		n, _ := nv.AsNumber()
 		k, _ := n.Int64()
-		return nil, NewInputRequired().WithApplicationState(strings.Repeat("é", int(k)/2) + strings.Repeat("a", int(k)%2))
+		return nil, new(InputRequired).WithApplicationState(strings.Repeat("é", int(k)/2) + strings.Repeat("a", int(k)%2))
 	})
 	url := invServe(t, s)
 	// Retry side: UTF-8 bytes, not characters.

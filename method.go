@@ -2,7 +2,6 @@ package weft
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -26,7 +25,7 @@ type MethodResult struct {
 }
 
 type customMethod struct {
-	handler MethodHandler
+	handler Handler // the MethodHandler, adapted and wrapped in the middleware
 	opts    MethodOptions
 }
 
@@ -61,7 +60,9 @@ func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler
 	if s.custom == nil {
 		s.custom = map[string]customMethod{}
 	}
-	s.custom[method] = customMethod{handler: h, opts: opts}
+	s.custom[method] = customMethod{handler: s.wrap(func(ctx context.Context, req *Request) (Result, error) {
+		return operationResult(h(ctx, req))
+	}), opts: opts}
 	return nil
 }
 
@@ -70,40 +71,4 @@ func (s *Server) customMethod(method string) (customMethod, bool) {
 	defer s.mu.RUnlock()
 	m, ok := s.custom[method]
 	return m, ok
-}
-
-func (s *Server) handleCustom(m customMethod) methodHandler {
-	return func(ctx context.Context, req *Request, in *inbound) reply {
-		res, err := m.handler(ctx, req)
-		var rep reply
-		outcome := OutcomeComplete
-		switch {
-		case err != nil:
-			e := asError(err)
-			if e.reserved && e.Code == CodeInternalError {
-				s.log.Error("weft: method handler failed", "method", req.Method, "err", err)
-				outcome = OutcomeInternalError
-			} else {
-				outcome = OutcomeApplicationError
-			}
-			rep = errReply(req.ID, e)
-		case res == nil:
-			rep, outcome = errReply(req.ID, internalError(errors.New("method handler returned no result"))), OutcomeInternalError
-		default:
-			body := res.Body
-			rep = s.resultReply("complete", func(e *enc) {
-				for k, v := range body.All() {
-					if k == "resultType" || k == "_meta" || k == "ttlMs" || k == "cacheScope" {
-						continue
-					}
-					e.value(k, v)
-				}
-			}, res.Cache, res.Meta)
-			if rep.err != nil {
-				outcome = OutcomeInternalError
-			}
-		}
-		rep.outcome = outcome
-		return rep
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -149,65 +148,26 @@ func (g *gate) acquire(ctx context.Context) error {
 func (g *gate) release() { <-g.slots }
 
 func busyReply() reply {
-	r := errReply(ID{}, withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable))
-	r.header = http.Header{"Retry-After": {"1"}}
-	return r
-}
-
-func rateLimitedReply(retry time.Duration) reply {
-	r := errReply(ID{}, protocolError(CodeRateLimited, "Rate limited", exactjson.Value{}))
-	r.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(retry.Seconds())))}}
-	return r
+	e := withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable)
+	e.retryAfter = time.Second
+	return errReply(ID{}, e)
 }
 
 func deadlineReply() reply {
-	return errReply(ID{}, withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout))
+	return reply{err: withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout), outcome: OutcomeDeadlineExceeded}
 }
 
-func rateKey(id Identity, in *inbound) string {
+func rateKey(id Identity, remoteAddr string) string {
 	switch {
 	case id.RateKey != "":
 		return id.RateKey
 	case id.Partition != "":
 		return "p:" + id.Partition
-	case in.remoteAddr != "":
-		if h, _, err := net.SplitHostPort(in.remoteAddr); err == nil {
+	case remoteAddr != "":
+		if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
 			return "a:" + h
 		}
-		return "a:" + in.remoteAddr
+		return "a:" + remoteAddr
 	}
 	return "stdio"
-}
-
-// LimitListener returns a listener that accepts at most n simultaneous
-// connections; further connections wait in the kernel backlog.
-func LimitListener(l net.Listener, n int) net.Listener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n)}
-}
-
-type limitListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

@@ -16,7 +16,7 @@ type Prompt struct {
 	Arguments   []PromptArgument
 	Meta        exactjson.Value
 	// Inputs declares the client requests the handler may emit.
-	Inputs []InputDeclaration
+	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 	// Complete offers completions for the prompt's arguments.
@@ -56,7 +56,7 @@ func (s *Server) AddPrompt(p Prompt, h PromptHandler) error {
 		}
 		seen[a.Name] = true
 	}
-	op, err := newOperation(KindPrompt, p.Name, p.Inputs, p.StateMode)
+	op, err := s.newOperation(KindPrompt, p.Name, p.Inputs, p.StateMode)
 	if err != nil {
 		return err
 	}

@@ -10,64 +10,6 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// Identity is what admission made of a request: who is calling and which
-// authorization partition their state, tasks and subscriptions belong to.
-// Client-reported info, _meta and forwarded headers never make an identity.
-type Identity struct {
-	// Principal names the caller (for example a token subject). Empty for
-	// anonymous callers.
-	Principal string
-	// Partition is the authorization partition: request state sealed for one
-	// partition never opens in another, and tasks are visible only within the
-	// partition (and principal) that created them. At most 256 bytes.
-	Partition string
-	// RateKey keys rate limiting; empty means Partition.
-	RateKey string
-	// Scopes are the granted OAuth scopes, if any.
-	Scopes []string
-	// Data carries application data from admission to handlers.
-	Data any
-}
-
-// Anonymous reports whether the identity has no principal.
-func (id Identity) Anonymous() bool { return id.Principal == "" }
-
-// AdmissionRequest is what an [Admission] function sees.
-type AdmissionRequest struct {
-	Method string // JSON-RPC method
-	// Name is the request's target taken from the body (tool or prompt
-	// name, resource URI, task id), so admission can require per-operation
-	// scopes; empty for methods without a target.
-	Name       string
-	Header     http.Header // nil on stdio
-	RemoteAddr string      // empty on stdio
-	Transport  string      // "http" or "stdio"
-	// BearerToken is the token of an "Authorization: Bearer" header, if any.
-	BearerToken string
-}
-
-// Admission turns a request into an identity, or rejects it. It runs for every
-// structurally valid request, before the target is looked up, so known and
-// unknown targets get the same rejection. Return an [*AdmissionError] to
-// choose the HTTP status and challenge; any other error is a 401 without
-// detail.
-type Admission func(ctx context.Context, r *AdmissionRequest) (Identity, error)
-
-// AdmissionError rejects a request at admission.
-type AdmissionError struct {
-	Status  int    // HTTP status: 401, 403, 429...
-	Message string // client-visible sentence
-	// Challenge is the WWW-Authenticate header value, if any.
-	Challenge string
-	// Header holds extra response headers (for example Retry-After).
-	Header http.Header
-}
-
-// Error implements error.
-func (e *AdmissionError) Error() string {
-	return fmt.Sprintf("weft: request rejected at admission (%d): %s", e.Status, e.Message)
-}
-
 // Outcome classifies how a request ended, for observers and metrics.
 type Outcome uint8
 
@@ -116,13 +58,8 @@ type Observer interface {
 	RequestFinished(ctx context.Context, req *Request, outcome Outcome, err error)
 }
 
-// Interceptor wraps the handler of tools/call, prompts/get and
-// resources/read. It must call next at most once; it may inspect or replace
-// the result, or return without calling next.
-type Interceptor func(ctx context.Context, req *Request, next func(context.Context) (any, error)) (any, error)
-
 // Request is the context of one admitted MCP request. The same *Request
-// reaches the [Observer], the [Interceptor] and the handler.
+// reaches the [Observer], every [Middleware] and the handler.
 type Request struct {
 	// Method is the JSON-RPC method, e.g. "tools/call".
 	Method string
@@ -149,6 +86,8 @@ type Request struct {
 	Endpoint string
 
 	srv            *Server
+	transport      string
+	b              boundFields
 	op             *operation
 	inputResponses InputResponses
 	appState       string
@@ -161,7 +100,13 @@ type Request struct {
 
 	progressToken exactjson.Value
 	logLevel      int // index into logLevels; -1 = no logging requested
-	out           notifier
+	out           stream
+	early         func(reply) // the transport's early reply (dispatch.go)
+	remoteAddr    string
+	legacy        *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
+	// bridged marks the later rounds of a 2025-11-25 bridged call: the
+	// client's request was charged to the rate limiter once, in round 0.
+	bridged bool
 
 	mu           sync.Mutex
 	lastProgress float64
@@ -172,21 +117,42 @@ type Request struct {
 	argsChecked bool
 }
 
+// boundFields are what request state is bound to, as the request arrived:
+// a middleware or handler that changes the exported fields of a Request
+// changes neither what its state is sealed to nor what a retry's state is
+// verified against.
+type boundFields struct {
+	set                                  bool
+	endpoint, version, method, partition string
+	id                                   ID
+	params                               exactjson.Value
+}
+
+// bound returns the bound fields, taking them from the exported fields the
+// first time (the dispatcher does so before any middleware runs).
+func (r *Request) bound() *boundFields {
+	if !r.b.set {
+		r.b = boundFields{set: true, endpoint: r.Endpoint, version: r.ProtocolVersion, method: r.Method,
+			partition: r.Identity.Partition, id: r.ID, params: r.Params}
+	}
+	return &r.b
+}
+
 // argsVerified reports whether verified request state proves that these
 // exact arguments already passed op's current input schema: the binding
 // covers the arguments, and the state records the fingerprint of the schema
 // that validated them when it was emitted.
 func (r *Request) argsVerified(op *operation) bool {
-	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint
+	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint &&
+		r.Params == r.bound().params // the handler sees the arguments the state was verified with
 }
 
-// notifier sends request-scoped notifications on the request's response stream.
-type notifier interface {
-	notify(method string, params exactjson.Value) error
-	// canStream reports whether notifications can reach the client at all
-	// (an HTTP client that does not accept text/event-stream cannot get any).
-	canStream() bool
-}
+// Transport names how the request arrived: "http", "stdio", or "task" for
+// the steps of durable tasks.
+func (r *Request) Transport() string { return r.transport }
+
+// Server returns the server serving the request.
+func (r *Request) Server() *Server { return r.srv }
 
 // InputResponses returns the keyed responses of a retry (empty on a first call).
 func (r *Request) InputResponses() InputResponses { return r.inputResponses }
@@ -195,10 +161,8 @@ func (r *Request) InputResponses() InputResponses { return r.inputResponses }
 // present only on a retry of an operation declared with [StateApplication].
 func (r *Request) ApplicationState() (string, bool) { return r.appState, r.hasAppState }
 
-// FrameworkState returns the verified framework-protected state of a retry. It
-// is present only on a retry of an operation declared with [StateFramework].
-// Numbers come back in canonical form (1.50 as 1.5, 100 as 1E+2).
-func (r *Request) FrameworkState() (exactjson.Value, bool) { return r.fwState, r.hasFwState }
+// The verified framework-protected state of a retry is read with the
+// generic [FrameworkState].
 
 // Round returns the round number of verified framework state (1 after the
 // first input_required), or 0 on a first call.
@@ -218,9 +182,12 @@ func (r *Request) Arguments() exactjson.Value {
 	return a
 }
 
-// ClientSupports reports whether the client declared the capability that
-// input kind k needs on this request.
-func (r *Request) ClientSupports(k InputKind) bool { return clientSupports(r.ClientCapabilities, k) }
+// ClientSupports reports whether the client declared, on this request, the
+// capability that the declared input needs (for a [SamplingInput] made
+// WithTools, sampling.tools).
+func (r *Request) ClientSupports(in Input) bool {
+	return in != nil && clientSupports(r.ClientCapabilities, in.input().decl.kind)
+}
 
 // ErrNoProgress is returned by [Request.Progress] when progress cannot be
 // delivered for this request: the client sent no progress token, or the
@@ -272,7 +239,7 @@ func (r *Request) Progress(progress, total float64, message string) error {
 	if message != "" {
 		members = append(members, exactjson.Field("message", exactjson.String(message)))
 	}
-	return out.notify("notifications/progress", exactjson.Object(members...))
+	return out.send(frame{method: "notifications/progress", params: exactjson.Object(members...)})
 }
 
 // LogLevel is a log severity of MCP logging (RFC 5424 names).
@@ -322,5 +289,5 @@ func (r *Request) Log(level LogLevel, logger string, data exactjson.Value) (bool
 		members = append(members, exactjson.Field("logger", exactjson.String(logger)))
 	}
 	members = append(members, exactjson.Field("data", data))
-	return true, out.notify("notifications/message", exactjson.Object(members...))
+	return true, out.send(frame{method: "notifications/message", params: exactjson.Object(members...)})
 }

@@ -43,7 +43,7 @@ type Resource struct {
 	// Cache is the caching hint of reads.
 	Cache CachePolicy
 	// Inputs declares the client requests the read handler may emit.
-	Inputs []InputDeclaration
+	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 }
@@ -66,7 +66,7 @@ func (s *Server) AddResource(r Resource, h ResourceHandler) error {
 	if r.URI == "" || strings.TrimSpace(r.Name) == "" {
 		return fmt.Errorf("weft: resource needs a URI and a name")
 	}
-	op, err := newOperation(KindResource, r.URI, r.Inputs, r.StateMode)
+	op, err := s.newOperation(KindResource, r.URI, r.Inputs, r.StateMode)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ type ResourceTemplate struct {
 	// Cache is the caching hint of reads.
 	Cache CachePolicy
 	// Inputs declares the client requests the read handler may emit.
-	Inputs []InputDeclaration
+	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 	// Complete offers completions for template variables.
@@ -131,7 +131,7 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	if !p.Matchable() {
 		return fmt.Errorf("weft: resource template %q repeats a variable, so URIs cannot be matched to it", t.URITemplate)
 	}
-	op, err := newOperation(KindResourceTemplate, t.URITemplate, t.Inputs, t.StateMode)
+	op, err := s.newOperation(KindResourceTemplate, t.URITemplate, t.Inputs, t.StateMode)
 	if err != nil {
 		return err
 	}
@@ -140,6 +140,20 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	s.mu.Unlock()
 	s.bus.publish(event{kind: evResourcesListChanged})
 	return nil
+}
+
+// RemoveResourceTemplate removes the resource template registered under
+// uriTemplate (the exact [ResourceTemplate.URITemplate] string); it reports
+// whether it existed. Like [Server.RemoveResource] it notifies
+// notifications/resources/list_changed when it removes one.
+func (s *Server) RemoveResourceTemplate(uriTemplate string) bool {
+	s.mu.Lock()
+	ok := s.templates.remove(uriTemplate)
+	s.mu.Unlock()
+	if ok {
+		s.bus.publish(event{kind: evResourcesListChanged})
+	}
+	return ok
 }
 
 // findResource resolves a URI to a direct resource or a matching template.

@@ -15,10 +15,59 @@ type SamplingMessage struct {
 	Content Content
 }
 
+// SamplingInput declares sampling/createMessage: the handler asks the
+// client's model for a message.
+type SamplingInput struct{ inputDecl }
+
+// Sampling declares sampling/createMessage requests without tools; see
+// [SamplingInput.WithTools] for requests that offer tools.
+func Sampling(r Requirement) SamplingInput { return SamplingInput{inputDecl{inputSampling, r}} }
+
+// WithTools returns the declaration of sampling requests that may offer the
+// model tools ([SamplingRequest.Tools]): the client must declare the
+// sampling.tools capability.
+func (d SamplingInput) WithTools() SamplingInput {
+	d.kind = inputSamplingTools
+	return d
+}
+
+// Ask builds a sampling request. A request without messages, with MaxTokens
+// below 1, with content other than text, image or audio, or with tools under
+// a declaration without [SamplingInput.WithTools] is reported by the
+// request's Err and when the handler's result is checked.
+func (d SamplingInput) Ask(r SamplingRequest) InputRequest {
+	if err := d.invalid(); err != nil {
+		return d.failed(err)
+	}
+	params, err := r.params()
+	if err != nil {
+		return d.failed(fmt.Errorf("weft: sampling request: %w", err))
+	}
+	req := InputRequest{decl: d.inputDecl, kind: inputSampling, params: params}
+	if len(r.Tools) > 0 || r.ToolChoice != "" {
+		req.kind = inputSamplingTools
+		if d.kind != inputSamplingTools {
+			req.err = errors.New("weft: sampling request offers tools but the operation declared weft.Sampling without WithTools")
+		}
+	}
+	return req
+}
+
+// Answer reads the response under key to a sampling request: whether it is
+// present and the message the client's model produced. A present response
+// that is not a sampling result is an error.
+func (d SamplingInput) Answer(req *Request, key string) (SamplingResult, bool, error) {
+	v, ok := req.inputResponses.Get(key)
+	if !ok {
+		return SamplingResult{}, false, nil
+	}
+	r, err := parseSamplingResult(v)
+	return r, true, err
+}
+
 // SamplingRequest asks the client's model for a message
-// (sampling/createMessage). Build the input request with [Sample]; for
-// members it does not cover (tools, includeContext, model priorities) build
-// the params yourself and use [CreateMessage].
+// (sampling/createMessage); build the input request with
+// [SamplingInput.Ask].
 type SamplingRequest struct {
 	// Messages is the conversation to continue; at least one.
 	Messages []SamplingMessage
@@ -36,20 +85,23 @@ type SamplingRequest struct {
 	ModelHints []string
 	// Metadata is optional provider-specific metadata (a JSON object).
 	Metadata exactjson.Value
+	// Tools are tools the model may call (declare the input with
+	// [SamplingInput.WithTools]). A tool use comes back as a "tool_use"
+	// content block of the [SamplingResult].
+	Tools []SamplingTool
+	// ToolChoice is "auto", "required" or "none"; empty leaves it to the
+	// client.
+	ToolChoice string
 }
 
-// Sample builds a sampling/createMessage input request for declaration d
-// (from [Sampling]). A request without messages, with MaxTokens below 1 or
-// with content other than text, image or audio is reported by the returned
-// request's Err and when the handler's result is checked, like every other
-// input request.
-func Sample(d InputDeclaration, r SamplingRequest) InputRequest {
-	params, err := r.params()
-	if err != nil {
-		return InputRequest{decl: d, kind: d.kind, err: fmt.Errorf("weft: sampling request: %w", err)}
-	}
-	ir, _ := NewInputRequest(d, params)
-	return ir
+// SamplingTool is a tool offered to the client's model in a sampling
+// request.
+type SamplingTool struct {
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON Schema (root type "object"); null
+	// means {"type":"object"}.
+	InputSchema exactjson.Value
 }
 
 func (r SamplingRequest) params() (exactjson.Value, error) {
@@ -101,6 +153,34 @@ func (r SamplingRequest) params() (exactjson.Value, error) {
 		}
 		fields = append(fields, exactjson.Field("modelPreferences", exactjson.Object(exactjson.Field("hints", exactjson.Array(hints...)))))
 	}
+	if len(r.Tools) > 0 {
+		tools := make([]exactjson.Value, len(r.Tools))
+		for i, t := range r.Tools {
+			if !validToolName(t.Name) {
+				return exactjson.Value{}, fmt.Errorf("tool %d: name %q must be 1-128 characters of A-Z a-z 0-9 _ . -", i, t.Name)
+			}
+			schema := t.InputSchema
+			if schema.IsNull() {
+				schema = exactjson.Object(exactjson.Field("type", exactjson.String("object")))
+			}
+			if ty, _ := schema.Get("type"); !isString(ty, "object") {
+				return exactjson.Value{}, fmt.Errorf(`tool %q: input schema must have root "type": "object"`, t.Name)
+			}
+			fs := []exactjson.Member{exactjson.Field("name", exactjson.String(t.Name))}
+			if t.Description != "" {
+				fs = append(fs, exactjson.Field("description", exactjson.String(t.Description)))
+			}
+			tools[i] = exactjson.Object(append(fs, exactjson.Field("inputSchema", schema))...)
+		}
+		fields = append(fields, exactjson.Field("tools", exactjson.Array(tools...)))
+	}
+	switch r.ToolChoice {
+	case "":
+	case "auto", "required", "none":
+		fields = append(fields, exactjson.Field("toolChoice", exactjson.Object(exactjson.Field("mode", exactjson.String(r.ToolChoice)))))
+	default:
+		return exactjson.Value{}, fmt.Errorf(`tool choice %q: want "auto", "required" or "none"`, r.ToolChoice)
+	}
 	if !r.Metadata.IsNull() {
 		if r.Metadata.Kind() != exactjson.KindObject {
 			return exactjson.Value{}, errors.New("metadata must be a JSON object")
@@ -120,8 +200,8 @@ func contentValue(c Content) (exactjson.Value, error) {
 	return exactjson.Parse(e.b, exactjson.Limits{})
 }
 
-// SamplingResult is a client's answer to a sampling request: the input
-// response under the request's key, read with [ParseSamplingResult].
+// SamplingResult is a client's answer to a sampling request, read with
+// [SamplingInput.Answer].
 type SamplingResult struct {
 	// Role is who the message is from, normally [RoleAssistant].
 	Role Role
@@ -150,11 +230,11 @@ func (r SamplingResult) Text() string {
 	return strings.Join(parts, "\n")
 }
 
-// ParseSamplingResult reads a sampling input response (a
-// CreateMessageResult), as [Request.InputResponses] returns it. The server
-// checks the shape of every input response before the handler runs, so an
-// error here means v is not the answer to a sampling request.
-func ParseSamplingResult(v exactjson.Value) (SamplingResult, error) {
+// parseSamplingResult reads a sampling input response (a
+// CreateMessageResult). The server checks the shape of every input response
+// before the handler runs, so an error here means v is not the answer to a
+// sampling request.
+func parseSamplingResult(v exactjson.Value) (SamplingResult, error) {
 	if err := checkSamplingResult(v); err != nil {
 		return SamplingResult{}, fmt.Errorf("weft: %w", err)
 	}
@@ -179,6 +259,32 @@ func ParseSamplingResult(v exactjson.Value) (SamplingResult, error) {
 	return r, nil
 }
 
+// RootsInput declares roots/list: the handler asks for the client's roots.
+type RootsInput struct{ inputDecl }
+
+// Roots declares roots/list requests.
+func Roots(r Requirement) RootsInput { return RootsInput{inputDecl{inputRoots, r}} }
+
+// Ask builds a roots/list request.
+func (d RootsInput) Ask() InputRequest {
+	if err := d.invalid(); err != nil {
+		return d.failed(err)
+	}
+	return InputRequest{decl: d.inputDecl, kind: d.kind, params: exactjson.Object()}
+}
+
+// Answer reads the response under key to a roots request: whether it is
+// present and the roots. Roots are advisory: they say where the user works,
+// not what the server may touch.
+func (d RootsInput) Answer(req *Request, key string) ([]Root, bool, error) {
+	v, ok := req.inputResponses.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	rs, err := parseRoots(v)
+	return rs, true, err
+}
+
 // Root is one of the client's roots (roots/list).
 type Root struct {
 	// URI is the root's URI (a file:// URI today).
@@ -187,10 +293,8 @@ type Root struct {
 	Name string
 }
 
-// ParseRoots reads a roots input response (a ListRootsResult), as
-// [Request.InputResponses] returns it. Like [ParseSamplingResult], it fails
-// only on what the server refuses as an input response anyway.
-func ParseRoots(v exactjson.Value) ([]Root, error) {
+// parseRoots reads a roots input response (a ListRootsResult).
+func parseRoots(v exactjson.Value) ([]Root, error) {
 	if err := checkRootsResult(v); err != nil {
 		return nil, fmt.Errorf("weft: %w", err)
 	}
@@ -205,4 +309,43 @@ func ParseRoots(v exactjson.Value) ([]Root, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+func checkSamplingResult(v exactjson.Value) error {
+	role, ok := v.Get("role")
+	if r, isStr := role.AsString(); !ok || !isStr || (r != "assistant" && r != "user") {
+		return errors.New(`sampling result needs role "assistant" or "user"`)
+	}
+	c, ok := v.Get("content")
+	if !ok || (c.Kind() != exactjson.KindObject && c.Kind() != exactjson.KindArray) {
+		return errors.New("sampling result needs content")
+	}
+	for b := range c.Values() {
+		if b.Kind() != exactjson.KindObject {
+			return errors.New("sampling result content blocks must be objects")
+		}
+	}
+	if m, ok := v.Get("model"); !ok || m.Kind() != exactjson.KindString {
+		return errors.New("sampling result needs a string model")
+	}
+	if sr, ok := v.Get("stopReason"); ok && sr.Kind() != exactjson.KindString {
+		return errors.New("sampling result stopReason must be a string")
+	}
+	return nil
+}
+
+func checkRootsResult(v exactjson.Value) error {
+	roots, ok := v.Get("roots")
+	if !ok || roots.Kind() != exactjson.KindArray {
+		return errors.New("roots result needs an array roots")
+	}
+	for r := range roots.Values() {
+		if u, ok := r.Get("uri"); !ok || u.Kind() != exactjson.KindString {
+			return errors.New("each root needs a string uri")
+		}
+		if n, ok := r.Get("name"); ok && n.Kind() != exactjson.KindString {
+			return errors.New("a root's name must be a string")
+		}
+	}
+	return nil
 }

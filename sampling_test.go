@@ -3,6 +3,7 @@ package weft_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 )
 
 func TestSampleParams(t *testing.T) {
-	d := weft.Sampling(weft.Required)
+	d := weft.Sampling(weft.RequiredCapability)
 	temp := 0.25
 	for _, tc := range []struct {
 		name    string
@@ -46,7 +47,7 @@ func TestSampleParams(t *testing.T) {
 			MaxTokens: 1, Metadata: exactjson.String("x")}, wantErr: "metadata must be a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := weft.Sample(d, tc.req)
+			r := d.Ask(tc.req)
 			if tc.wantErr != "" {
 				if r.Err() == nil || !strings.Contains(r.Err().Error(), tc.wantErr) {
 					t.Fatalf("Err() = %v, want it to mention %q", r.Err(), tc.wantErr)
@@ -70,106 +71,36 @@ func TestSampleParams(t *testing.T) {
 	}
 }
 
-func TestParseSamplingResult(t *testing.T) {
-	for _, tc := range []struct {
-		name, in  string
-		text      string
-		blocks    int
-		stop      string
-		wantError string
-	}{
-		{name: "single block", in: `{"role":"assistant","content":{"type":"text","text":"Teal"},"model":"m","stopReason":"endTurn"}`,
-			text: "Teal", blocks: 1, stop: "endTurn"},
-		{name: "blocks", in: `{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","data":"AQI=","mimeType":"image/png"},{"type":"text","text":"b"}],"model":"m"}`,
-			text: "a\nb", blocks: 3},
-		{name: "no text", in: `{"role":"assistant","content":[],"model":"m"}`, blocks: 0},
-		{name: "no model", in: `{"role":"assistant","content":{"type":"text","text":"x"}}`, wantError: "model"},
-		{name: "bad role", in: `{"role":"system","content":{"type":"text","text":"x"},"model":"m"}`, wantError: "role"},
-		{name: "bad stopReason", in: `{"role":"assistant","content":{"type":"text","text":"x"},"model":"m","stopReason":1}`, wantError: "stopReason"},
-		{name: "bad block", in: `{"role":"assistant","content":["x"],"model":"m"}`, wantError: "blocks must be objects"},
-		{name: "an elicitation answer", in: `{"action":"accept"}`, wantError: "role"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v, err := exactjson.Parse([]byte(tc.in), exactjson.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := weft.ParseSamplingResult(v)
-			if tc.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-					t.Fatalf("err = %v, want it to mention %q", err, tc.wantError)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Text() != tc.text || len(r.Content) != tc.blocks || r.StopReason != tc.stop || r.Model != "m" || r.Role != weft.RoleAssistant {
-				t.Errorf("got %+v (text %q)", r, r.Text())
-			}
-		})
-	}
-}
-
-func TestParseRoots(t *testing.T) {
-	for _, tc := range []struct {
-		in, want, wantError string
-	}{
-		{in: `{"roots":[]}`, want: "[]"},
-		{in: `{"roots":[{"uri":"file:///a","name":"A"},{"uri":"file:///b"}]}`, want: "[{file:///a A} {file:///b }]"},
-		{in: `{"roots":[{"name":"A"}]}`, wantError: "uri"},
-		{in: `{"roots":[{"uri":"file:///a","name":7}]}`, wantError: "name must be a string"},
-		{in: `{"roots":{}}`, wantError: "array"},
-	} {
-		v, err := exactjson.Parse([]byte(tc.in), exactjson.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		roots, err := weft.ParseRoots(v)
-		if tc.wantError != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-				t.Errorf("%s: err = %v, want it to mention %q", tc.in, err, tc.wantError)
-			}
-			continue
-		}
-		if err != nil || fmt.Sprint(roots) != tc.want {
-			t.Errorf("%s: got %v, %v; want %s", tc.in, roots, err, tc.want)
-		}
-	}
-}
-
 // addHeadline registers a tool that asks for a sampled headline (REQUIRED)
 // and, when the client offers roots, for its roots (CONDITIONAL), in one
 // round.
 func addHeadline(t testing.TB, s *weft.Server) {
-	sampling, roots := weft.Sampling(weft.Required), weft.Roots(weft.Conditional)
+	sampling, roots := weft.Sampling(weft.RequiredCapability), weft.Roots(weft.ConditionalCapability)
 	type args struct {
 		Text string `json:"text"`
 	}
 	err := weft.AddTool(s, weft.Tool{Name: "headline", Description: "Asks the client's model for a headline.",
-		Inputs: []weft.InputDeclaration{sampling, roots}},
+		Inputs: []weft.Input{sampling, roots}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
-			resp := req.InputResponses()
-			v, ok := resp.Get("headline")
+			h, ok, err := sampling.Answer(req, "headline")
 			if !ok {
-				ask := weft.AskInput("headline", weft.Sample(sampling, weft.SamplingRequest{
+				ask := weft.AskInput("headline", sampling.Ask(weft.SamplingRequest{
 					SystemPrompt: "You write headlines.", MaxTokens: 30,
 					Messages: []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Headline for: " + in.Text)}}}))
-				if req.ClientSupports(weft.InputRoots) {
-					ask.Ask("roots", weft.ListRoots(roots))
+				if req.ClientSupports(roots) {
+					ask.Ask("roots", roots.Ask())
 				}
 				return nil, ask
 			}
-			h, err := weft.ParseSamplingResult(v)
 			if err != nil {
 				return nil, err
 			}
 			out := fmt.Sprintf("%s (by %s)", h.Text(), h.Model)
-			if rv, ok := resp.Get("roots"); ok {
-				rs, err := weft.ParseRoots(rv)
-				if err != nil {
-					return nil, err
-				}
+			rs, ok, err := roots.Answer(req, "roots")
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				out += fmt.Sprintf("; %d roots", len(rs))
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(out)}}, nil
@@ -185,12 +116,12 @@ func TestSamplingRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
-		kinds []weft.InputKind
+		kinds []weft.Input
 		keys  string
 		want  string
 	}{
-		{"sampling only", []weft.InputKind{weft.InputSampling}, "[headline]", "Tides turn (by test-model)"},
-		{"sampling and roots", []weft.InputKind{weft.InputSampling, weft.InputRoots}, "[headline roots]", "Tides turn (by test-model); 2 roots"},
+		{"sampling only", []weft.Input{weft.Sampling(weft.RequiredCapability)}, "[headline]", "Tides turn (by test-model)"},
+		{"sampling and roots", []weft.Input{weft.Sampling(weft.RequiredCapability), weft.Roots(weft.RequiredCapability)}, "[headline roots]", "Tides turn (by test-model); 2 roots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(tc.kinds...)))
@@ -208,29 +139,50 @@ func TestSamplingRoundTrip(t *testing.T) {
 		})
 	}
 	// Without the sampling capability the call is refused before the tool runs.
-	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.InputRoots)))
+	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Roots(weft.RequiredCapability))))
 	if _, err := c.CallTool(ctx, "headline", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("call without sampling: %v", err)
 	}
 }
 
-// A tool asks the client's model for a reply with Sample, and reads the
-// answer with ParseSamplingResult on the retry.
-func ExampleSample() {
-	sampling := weft.Sampling(weft.Required)
-	r := weft.Sample(sampling, weft.SamplingRequest{
-		SystemPrompt: "You write headlines.",
-		MaxTokens:    30,
-		Messages:     []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Headline for: the sea")}},
-	})
-	params, _ := exactjson.Encode(r.Params(), 0)
-	fmt.Println(r.Method(), string(params))
-
-	// What a client answers (the input response under the request's key).
-	answer, _ := exactjson.Parse([]byte(`{"role":"assistant","content":{"type":"text","text":"Tides turn"},"model":"m1","stopReason":"endTurn"}`), exactjson.Limits{})
-	res, err := weft.ParseSamplingResult(answer)
-	fmt.Println(res.Text(), res.Model, res.StopReason, err)
+// A tool asks the client's model for a reply: the sampling declaration
+// builds the request and reads the answer on the retry. The wefttest client
+// plays the client and its model.
+func ExampleSamplingInput() {
+	s := weft.NewServer(weft.Implementation{Name: "news", Version: "1.0.0"}, nil)
+	sampling := weft.Sampling(weft.RequiredCapability)
+	type args struct {
+		Text string `json:"text"`
+	}
+	err := weft.AddTool(s, weft.Tool{Name: "headline", Description: "Asks the client's model for a headline.",
+		Inputs: []weft.Input{sampling}},
+		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
+			h, ok, err := sampling.Answer(req, "headline")
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, weft.AskInput("headline", sampling.Ask(weft.SamplingRequest{
+					SystemPrompt: "You write headlines.",
+					MaxTokens:    30,
+					Messages:     []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Headline for: " + in.Text)}},
+				}))
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(h.Text() + " (by " + h.Model + ")")}}, nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(sampling)))
+	final, rounds, err := c.CallToolWithInput(context.Background(), "headline", map[string]any{"text": "the sea"},
+		wefttest.SampleText("m1", "Tides turn"), 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	params, _ := exactjson.Encode(rounds[0].InputRequests["headline"].Params, 0)
+	fmt.Println(string(params))
+	fmt.Println(final.Text())
 	// Output:
-	// sampling/createMessage {"messages":[{"role":"user","content":{"type":"text","text":"Headline for: the sea"}}],"systemPrompt":"You write headlines.","maxTokens":30}
-	// Tides turn m1 endTurn <nil>
+	// {"messages":[{"role":"user","content":{"type":"text","text":"Headline for: the sea"}}],"systemPrompt":"You write headlines.","maxTokens":30}
+	// Tides turn (by m1)
 }

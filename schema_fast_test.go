@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/fastschema"
 )
 
 func TestFastSchema(t *testing.T) {
@@ -33,7 +34,7 @@ func TestFastSchema(t *testing.T) {
 		{"unknown type name", `{"type":"object","properties":{"a":{"type":"float"}}}`, `{"a":1}`, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, ok := compileFastSchema(mustParse(t, tc.schema))
+			f, ok := fastschema.Compile(mustParse(t, tc.schema))
 			if ok != tc.compiles {
 				t.Fatalf("compiles = %v, want %v", ok, tc.compiles)
 			}
@@ -41,12 +42,12 @@ func TestFastSchema(t *testing.T) {
 				return
 			}
 			inst := mustParse(t, tc.instance)
-			if got := f.accepts(inst); got != tc.accepts {
+			if got := f.Accepts(inst); got != tc.accepts {
 				t.Errorf("accepts = %v, want %v", got, tc.accepts)
 			}
 			c, err := compileSchema([]byte(tc.schema), "input", false)
 			must(t, err)
-			if f.accepts(inst) && c.validator.Validate(toAny(inst)) != nil {
+			if f.Accepts(inst) && c.validator.Validate(toAny(inst)) != nil {
 				t.Errorf("the pre-check accepted what the full validator refuses")
 			}
 		})
@@ -72,10 +73,10 @@ func TestFastSchemaForTypedTools(t *testing.T) {
 	e, _ := s.tools.get("typed")
 	s.mu.RUnlock()
 	if e.fastInput == nil {
-		t.Fatalf("no pre-check for the inferred schema %s", e.inSchema)
+		t.Fatalf("no pre-check for the inferred schema %s", e.tool.InputSchema)
 	}
-	if !e.fastInput.accepts(mustParse(t, `{"text":"a","count":1,"tags":["x"],"ptr":1.5,"inner":{"ok":true}}`)) {
-		t.Errorf("the pre-check refuses valid arguments for %s", e.inSchema)
+	if !e.fastInput.Accepts(mustParse(t, `{"text":"a","count":1,"tags":["x"],"ptr":1.5,"inner":{"ok":true}}`)) {
+		t.Errorf("the pre-check refuses valid arguments for %s", e.tool.InputSchema)
 	}
 }
 
@@ -100,8 +101,8 @@ func FuzzFastSchema(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fast, ok := compileFastSchema(sv)
-		if !ok || !fast.accepts(iv) {
+		fast, ok := fastschema.Compile(sv)
+		if !ok || !fast.Accepts(iv) {
 			return
 		}
 		c, err := compileSchema([]byte(schema), "input", false)

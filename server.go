@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,17 @@ type Options struct {
 	Admission Admission
 	// Observer receives start and finish callbacks for every admitted request.
 	Observer Observer
-	// Interceptor wraps tool, prompt and resource-read handlers.
-	Interceptor Interceptor
+	// ReadinessCheck, when set, is part of [Server.ReadinessHandler]: the
+	// server is not ready while it fails (for example when a database the
+	// tools need is unreachable). It is called with a deadline of
+	// ReadinessTimeout.
+	ReadinessCheck func(ctx context.Context) error
+	// Middleware wraps the handler of every method of both protocol eras
+	// and every task step, outermost first (see [Middleware] for what they
+	// see and docs/architecture.md for where they run). The middleware
+	// package has request logging, timing, per-tool rate limits, a response
+	// cache and panic recovery.
+	Middleware []Middleware
 	// Visible filters lists and lookups per request: a hidden tool, prompt or
 	// resource is indistinguishable from an unknown one. Default: all visible.
 	Visible func(ctx context.Context, req *Request, kind ItemKind, name string) bool
@@ -88,7 +98,7 @@ type Options struct {
 
 	// Legacy, when set, also serves MCP 2025-11-25 clients (initialize,
 	// sessions, server-to-client requests) on the same endpoint with the
-	// same registrations (legacy.go, docs/legacy.md). Nil: 2026-07-28 only.
+	// same registrations (legacy_serve.go, docs/legacy.md). Nil: 2026-07-28 only.
 	Legacy *LegacyOptions
 
 	// Logger receives the server's logs. Default: slog.Default().
@@ -225,21 +235,24 @@ type Server struct {
 	ephemeral  bool
 	tasks      *taskEngine
 	custom     map[string]customMethod
+	builtin    map[string]Handler // the built-in methods, wrapped in the middleware (dispatch.go)
+	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
 	extensions map[string]exactjson.Value
 	extState   map[any]any // ExtensionState, created on first use
 	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool   // *exactjson.Parser: request bodies (pipeline.go)
-	digests    digestCache // params digests of sealed state (digestcache.go)
+	parsers    sync.Pool   // *exactjson.Parser: request bodies (dispatch.go)
+	digests    digestCache // params digests of sealed state (state_digests.go)
 
 	bus      *bus
 	inflight sync.WaitGroup
 	closing  atomic.Bool
+	draining atomic.Bool // Drain was called (health.go)
 	done     chan struct{}
 	doneOnce sync.Once
 	cfgErr   error
-	tel      *telemetry    // weft: tracing, metrics and request logs (otel.go)
-	legacy   *legacyServer // weft: 2025-11-25 era (legacy.go); nil when off
+	tel      *telemetry    // weft: tracing, metrics and request logs (telemetry_*.go)
+	legacy   *legacyServer // weft: 2025-11-25 era (legacy_*.go); nil when off
 }
 
 // NewServer returns a server with the given implementation info and options
@@ -249,7 +262,10 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	s.digests.seed = maphash.MakeSeed()
 	if opts != nil {
 		s.opts = *opts
+		s.opts.Middleware = slices.Clone(opts.Middleware)
 	}
+	s.builtin = s.builtinHandlers()
+	s.taskStep = s.wrap(s.runTaskHandler)
 	if s.impl.Name == "" {
 		s.impl.Name = "weft-server"
 	}
@@ -316,7 +332,7 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
 	}
 	s.protector = s.opts.Protector
-	// weft: telemetry hook (otel.go)
+	// weft: telemetry hook (telemetry_*.go)
 	s.tel = newTelemetry(s)
 	if s.legacy, err = newLegacyServer(s, s.opts.Legacy); err != nil { // weft: 2025-11-25 era hook
 		s.cfgErr = errors.Join(s.cfgErr, err)
@@ -336,6 +352,13 @@ func NewServer(impl Implementation, opts *Options) *Server {
 // A server with a configuration error answers every request with an
 // internal error.
 func (s *Server) Err() error { return s.cfgErr }
+
+// CatalogVersion changes whenever this instance learns that its catalog
+// changed: a tool, prompt, resource or template was added or removed, a
+// resource was updated or the resource list changed, here or (with
+// [Options.Events]) on another instance of the fleet. Caches of list and
+// read results key on it (see the middleware package's Cache).
+func (s *Server) CatalogVersion() uint64 { return s.bus.version.Load() }
 
 // Implementation returns the server's implementation info.
 func (s *Server) Implementation() Implementation { return s.impl }
@@ -440,37 +463,11 @@ func (c *catalog[T]) len() int { return len(c.order) }
 type operation struct {
 	kind      ItemKind
 	name      string
-	inputs    []InputDeclaration
+	inputs    []inputDecl
 	stateMode StateMode
 	// argsFingerprint identifies a tool's input schema (see
 	// schemaFingerprint); "" for prompts and resources.
 	argsFingerprint string
-}
-
-func newOperation(kind ItemKind, name string, inputs []InputDeclaration, mode StateMode) (*operation, error) {
-	seen := map[InputKind]bool{}
-	for _, d := range inputs {
-		if !d.valid() {
-			return nil, fmt.Errorf("weft: %q: input declarations must be built with FormElicitation, URLElicitation, Sampling, SamplingWithTools or Roots", name)
-		}
-		if seen[d.kind] {
-			return nil, fmt.Errorf("weft: %q declares %s twice", name, d.kind)
-		}
-		seen[d.kind] = true
-	}
-	if mode > StateFramework {
-		return nil, fmt.Errorf("weft: %q: unknown state mode %d", name, mode)
-	}
-	return &operation{kind: kind, name: name, inputs: append([]InputDeclaration(nil), inputs...), stateMode: mode}, nil
-}
-
-func (op *operation) declaration(k InputKind) (InputDeclaration, bool) {
-	for _, d := range op.inputs {
-		if d.kind == k {
-			return d, true
-		}
-	}
-	return InputDeclaration{}, false
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.
@@ -491,10 +488,13 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 	return s.opts.Visible(ctx, req, kind, name)
 }
 
-// Shutdown stops accepting requests, ends open subscriptions gracefully (each
-// gets its closing result) and waits until in-flight requests finish or ctx
-// is done. Call it before http.Server.Shutdown, or register it with
-// http.Server.RegisterOnShutdown.
+// Shutdown stops accepting requests (they get 503 with Retry-After), ends
+// open subscriptions gracefully (each gets its closing result), stops the
+// task runner (steps still running when its ShutdownTimeout passes are cut
+// off and their leases released, so another instance takes them over at
+// once) and waits until in-flight requests finish or ctx is done. Behind a
+// load balancer, call [Server.Drain] first and Shutdown once the balancer
+// has stopped sending requests; then shut the http.Server down.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/stateplain"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -21,38 +20,12 @@ const (
 	paramsDomain  = "weft-request-state-params-v1"
 )
 
-// stateMeta is the framework metadata sealed next to the application state.
-type stateMeta struct {
-	IssuedAt  int64 // unix milliseconds
-	ExpiresAt int64 // unix milliseconds
-	Round     int
-	RequestID ID
-	Keys      []stateKey  // issued input keys, sorted by key, distinct
-	keyBuf    [2]stateKey // backing for Keys when there are few
-	// Args is the fingerprint of the input schema that validated the
-	// emitting tools/call's arguments ("" if none did): a retry whose
-	// arguments the binding proves identical, under a schema with the same
-	// fingerprint, is not validated again.
-	Args string
-}
+// stateMeta is the framework metadata sealed next to the application state
+// (internal/stateplain writes and reads the plaintext).
+type stateMeta = stateplain.Meta
 
 // stateKey is one issued input key and the method of its request.
-type stateKey struct{ key, method string }
-
-// sortKeys puts issued keys in the order stateMeta.Keys keeps.
-func sortKeys(ks []stateKey) {
-	slices.SortFunc(ks, func(a, b stateKey) int { return strings.Compare(a.key, b.key) })
-}
-
-// method returns the method issued under key, or "".
-func (m *stateMeta) method(key string) string {
-	for _, k := range m.Keys {
-		if k.key == key {
-			return k.method
-		}
-	}
-	return ""
-}
+type stateKey = stateplain.Key
 
 // paramsDigest is SHA-256 over the domain string, a zero byte, the length
 // and the canonical JSON of params minus inputResponses, requestState and the
@@ -131,11 +104,12 @@ const maxPooledScratch = 64 << 10
 // cache or is computed in the same buffer; remember (sealing) adds it to
 // the cache for the retry.
 func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
+	b0 := req.bound()
 	bp, _ := s.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	key, err := exactjson.AppendJSONWithout((*bp)[:0], req.Params, 1, unstableMember)
+	key, err := exactjson.AppendJSONWithout((*bp)[:0], b0.params, 1, unstableMember)
 	if err != nil {
 		*bp = key
 		s.putScratch(bp)
@@ -148,7 +122,7 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 		if remember && len(key) <= maxDigestKey {
 			keep = string(key)
 		}
-		d, buf, err = paramsDigestBuf(key, req.Params)
+		d, buf, err = paramsDigestBuf(key, b0.params)
 		if err != nil {
 			*bp = buf
 			s.putScratch(bp)
@@ -158,7 +132,7 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 			s.digests.remember(keep, d)
 		}
 	}
-	b := appendBinding(buf[:0], req.Endpoint, req.ProtocolVersion, req.Method, req.Identity.Partition, d)
+	b := appendBinding(buf[:0], b0.endpoint, b0.version, b0.method, b0.partition, d)
 	*bp = b
 	return b, bp, nil
 }
@@ -174,13 +148,13 @@ func (s *Server) putScratch(bp *[]byte) {
 // openState verifies and exposes the retry state of req for op's mode. Every
 // failure is the same -32602; the reason is logged for the server only.
 func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Error {
-	rsv, present := req.Params.Get("requestState")
+	rsv, present := req.bound().params.Get("requestState")
 	if !present {
 		return nil
 	}
 	fail := func(reason string) *Error {
 		s.log.Debug("weft: request state rejected", "reason", reason, "method", req.Method, "name", req.Name)
-		return withStatus(errInvalidState(errors.New(reason)), http.StatusBadRequest)
+		return errInvalidState(errors.New(reason))
 	}
 	token, ok := rsv.AsString()
 	if !ok {
@@ -219,7 +193,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if ps == nil {
 		ps = new(exactjson.Parser)
 	}
-	m, state, err := decodePlaintextWith(ps, plain)
+	m, state, err := stateplain.DecodeWith(ps, plain)
 	s.parsers.Put(ps)
 	if err != nil {
 		return fail(err.Error())
@@ -234,7 +208,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 		return fail("expired")
 	case m.Round < 1 || m.Round > s.state.Rounds:
 		return fail("round out of range")
-	case m.RequestID.Equal(req.ID):
+	case ID{m.RequestID}.Equal(req.bound().id):
 		return fail("retry reuses the emitting request id")
 	}
 	req.fwState, req.hasFwState, req.stateMeta = state, true, m
@@ -249,7 +223,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		return "", withStatus(internalError(err), http.StatusOK)
 	}
 	now := s.now()
-	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.ID, Keys: make([]stateKey, 0, len(ir.keys))}
+	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.bound().id.v, Keys: make([]stateKey, 0, len(ir.keys))}
 	if prev := req.stateMeta; prev != nil {
 		m.ExpiresAt = prev.ExpiresAt
 		m.Round = prev.Round + 1
@@ -264,10 +238,10 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		m.Args = req.op.argsFingerprint
 	}
 	for i, k := range ir.keys {
-		m.Keys = append(m.Keys, stateKey{k, ir.requests[i].Method()})
+		m.Keys = append(m.Keys, stateKey{Name: k, Method: ir.requests[i].Method()})
 	}
-	sortKeys(m.Keys)
-	plain, err := encodePlaintext(m, ir.fwState)
+	stateplain.SortKeys(m.Keys)
+	plain, err := stateplain.Encode(m, ir.fwState)
 	if err != nil {
 		return fail(err)
 	}

@@ -14,7 +14,7 @@ import (
 // hence identical) arguments again, and any other retry does.
 func TestRetrySkipsValidatedArguments(t *testing.T) {
 	f := newStateFixture(t, nil)
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	schema := func(max int) []byte {
 		return []byte(`{"type":"object","properties":{"n":{"type":"integer","maximum":` + itoa(max) + `}},"required":["n"]}`)
 	}
@@ -24,7 +24,7 @@ func TestRetrySkipsValidatedArguments(t *testing.T) {
 	}
 	var last seenArgs
 	add := func(max int) {
-		must(t, f.s.AddTool(Tool{Name: "bounded", Description: "Bounded n.", InputSchema: schema(max), Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+		must(t, f.s.AddTool(Tool{Name: "bounded", Description: "Bounded n.", InputSchema: schema(max), Inputs: []Input{form}, StateMode: StateFramework},
 			func(ctx context.Context, req *Request) (*CallToolResult, error) {
 				last = seenArgs{}
 				if req.stateMeta != nil {
@@ -33,10 +33,10 @@ func TestRetrySkipsValidatedArguments(t *testing.T) {
 					f.s.mu.RUnlock()
 					last = seenArgs{args: req.stateMeta.Args, verified: req.argsVerified(e.op)}
 				}
-				if _, ok := req.FrameworkState(); ok {
+				if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 					return textResult("done"), nil
 				}
-				return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema)).WithFrameworkState(exactjson.String("s"))
+				return nil, AskInput("approve", form.Ask("Approve?", approveSchema)).WithFrameworkState(exactjson.String("s"))
 			}))
 	}
 	add(10)

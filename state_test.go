@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/stateplain"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -81,7 +82,7 @@ type stateFixture struct {
 }
 
 func (f *stateFixture) record(tool string, req *Request) {
-	fw, hasFw := req.FrameworkState()
+	fw, hasFw, _ := FrameworkState[exactjson.Value](req)
 	app, hasApp := req.ApplicationState()
 	f.mu.Lock()
 	f.seen = append(f.seen, seen{tool: tool, id: req.ID, fw: fw, hasFw: hasFw, app: app, hasApp: hasApp, round: req.Round(), responses: req.InputResponses()})
@@ -131,16 +132,16 @@ func newStateFixture(t testing.TB, opts *Options) *stateFixture {
 		f.mgr = m
 	}
 	f.s, f.lc = newServer(t, &o)
-	form := FormElicitation(Conditional)
+	form := Form(ConditionalCapability)
 	orig := mustParse(t, originalState)
 	flow := func(name string) {
-		must(t, s(f).AddTool(Tool{Name: name, Description: "Asks for approval with sealed state.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+		must(t, s(f).AddTool(Tool{Name: name, Description: "Asks for approval with sealed state.", Inputs: []Input{form}, StateMode: StateFramework},
 			func(ctx context.Context, req *Request) (*CallToolResult, error) {
 				f.record(name, req)
-				if _, ok := req.FrameworkState(); ok {
+				if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 					return textResult("approved"), nil
 				}
-				return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema)).WithFrameworkState(orig)
+				return nil, AskInput("approve", form.Ask("Approve?", approveSchema)).WithFrameworkState(orig)
 			}))
 	}
 	flow("flow")
@@ -148,11 +149,11 @@ func newStateFixture(t testing.TB, opts *Options) *stateFixture {
 	// multi asks again until the "next" response says done; it carries its
 	// step in the state. sleepMs in the content advances the test clock (a
 	// slow handler).
-	must(t, f.s.AddTool(Tool{Name: "multi", Description: "Asks round after round.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+	must(t, f.s.AddTool(Tool{Name: "multi", Description: "Asks round after round.", Inputs: []Input{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			f.record("multi", req)
 			step := int64(0)
-			if st, ok := req.FrameworkState(); ok {
+			if st, ok, _ := FrameworkState[exactjson.Value](req); ok {
 				v, _ := st.Get("step")
 				n, _ := v.AsNumber()
 				step, _ = n.Int64()
@@ -170,11 +171,11 @@ func newStateFixture(t testing.TB, opts *Options) *stateFixture {
 					}
 				}
 			}
-			return nil, AskInput("next", ElicitForm(form, "Continue?", approveSchema)).
+			return nil, AskInput("next", form.Ask("Continue?", approveSchema)).
 				WithFrameworkState(exactjson.Object(exactjson.Field("step", exactjson.Int(step+1))))
 		}))
 	// app returns the application state given in its "token" argument.
-	must(t, f.s.AddTool(Tool{Name: "app", Description: "Application-protected state.", Inputs: []InputDeclaration{form}, StateMode: StateApplication},
+	must(t, f.s.AddTool(Tool{Name: "app", Description: "Application-protected state.", Inputs: []Input{form}, StateMode: StateApplication},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			f.record("app", req)
 			if s, ok := req.ApplicationState(); ok {
@@ -182,40 +183,40 @@ func newStateFixture(t testing.TB, opts *Options) *stateFixture {
 			}
 			tv, _ := req.Arguments().Get("token")
 			tok, _ := tv.AsString()
-			ir := NewInputRequired()
+			ir := new(InputRequired)
 			if req.Arguments().Has("ask") {
-				ir.Ask("approve", ElicitForm(form, "Approve?", approveSchema))
+				ir.Ask("approve", form.Ask("Approve?", approveSchema))
 			}
 			return nil, ir.WithApplicationState(tok)
 		}))
-	must(t, f.s.AddTool(Tool{Name: "none", Description: "No state.", Inputs: []InputDeclaration{form}},
+	must(t, f.s.AddTool(Tool{Name: "none", Description: "No state.", Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			f.record("none", req)
 			if req.InputResponses().Has("approve") {
 				return textResult("approved without state"), nil
 			}
-			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema))
+			return nil, AskInput("approve", form.Ask("Approve?", approveSchema))
 		}))
 	// sized seals a string of arguments.n bytes.
-	must(t, f.s.AddTool(Tool{Name: "sized", Description: "Seals state of a given size.", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+	must(t, f.s.AddTool(Tool{Name: "sized", Description: "Seals state of a given size.", Inputs: []Input{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			f.record("sized", req)
-			if _, ok := req.FrameworkState(); ok {
+			if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 				return textResult("resumed"), nil
 			}
 			nv, _ := req.Arguments().Get("n")
 			num, _ := nv.AsNumber()
 			n, _ := num.Int64()
-			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema)).
+			return nil, AskInput("approve", form.Ask("Approve?", approveSchema)).
 				WithFrameworkState(exactjson.String(strings.Repeat("s", int(n))))
 		}))
-	must(t, f.s.AddPrompt(Prompt{Name: "flow", Inputs: []InputDeclaration{form}, StateMode: StateFramework},
+	must(t, f.s.AddPrompt(Prompt{Name: "flow", Inputs: []Input{form}, StateMode: StateFramework},
 		func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
 			f.record("prompt", req)
-			if _, ok := req.FrameworkState(); ok {
+			if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 				return &GetPromptResult{Messages: []PromptMessage{{Role: RoleUser, Content: TextContent("approved")}}}, nil
 			}
-			return nil, AskInput("approve", ElicitForm(form, "Approve?", approveSchema)).WithFrameworkState(orig)
+			return nil, AskInput("approve", form.Ask("Approve?", approveSchema)).WithFrameworkState(orig)
 		}))
 	f.h = f.s
 	return f
@@ -489,8 +490,8 @@ func (f *stateFixture) craft(t testing.TB, p seal.Protector, endpoint, version, 
 	bind, err := stateBinding(endpoint, version, "tools/call", partition, pv)
 	must(t, err)
 	now := f.clock.now()
-	plain, err := encodePlaintext(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
-		Round: 1, RequestID: IntID(1), Keys: []stateKey{{"approve", "elicitation/create"}}}, state)
+	plain, err := stateplain.Encode(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
+		Round: 1, RequestID: exactjson.Int(1), Keys: []stateKey{{Name: "approve", Method: "elicitation/create"}}}, state)
 	must(t, err)
 	tok, err := p.Seal(context.Background(), bind, plain)
 	must(t, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/stateplain"
 )
 
 // stateVector is one documented binding test vector (testdata/state_vectors.json).
@@ -82,22 +83,22 @@ func TestStateVectors(t *testing.T) {
 		})
 	}
 	// The plaintext vector.
-	m := &stateMeta{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: IntID(7),
-		Keys: []stateKey{{"approval", "elicitation/create"}}}
+	m := &stateMeta{IssuedAt: 1764680000000, ExpiresAt: 1764680900000, Round: 1, RequestID: exactjson.Int(7),
+		Keys: []stateKey{{Name: "approval", Method: "elicitation/create"}}}
 	state := exactjson.Object(exactjson.Field("phase", exactjson.String("waiting-for-approval")),
 		exactjson.Field("amount", exactjson.NumberValue(mustNumber(t, "1.50"))))
-	pt, err := encodePlaintext(m, state)
+	pt, err := stateplain.Encode(m, state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := hex.EncodeToString(pt); got != vectors[0].PlaintextHex {
 		t.Errorf("plaintext\n got %s\nwant %s", got, vectors[0].PlaintextHex)
 	}
-	gm, gs, err := decodePlaintext(pt)
+	gm, gs, err := stateplain.Decode(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gm.Round != 1 || gm.IssuedAt != m.IssuedAt || gm.ExpiresAt != m.ExpiresAt || !gm.RequestID.Equal(IntID(7)) || gm.method("approval") != "elicitation/create" {
+	if gm.Round != 1 || gm.IssuedAt != m.IssuedAt || gm.ExpiresAt != m.ExpiresAt || !exactjson.Equal(gm.RequestID, exactjson.Int(7)) || gm.Method("approval") != "elicitation/create" {
 		t.Errorf("decoded meta %+v", gm)
 	}
 	if !exactjson.Equal(gs, state) {

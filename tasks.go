@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -46,6 +45,13 @@ type TaskOptions struct {
 	PollInterval time.Duration
 	// Retention is how long finished tasks stay readable (default task.DefaultRetention).
 	Retention time.Duration
+	// SweepInterval is how often expired tasks are failed and finished ones
+	// past Retention deleted (default task.DefaultSweepInterval).
+	SweepInterval time.Duration
+	// WorkerID names this server's task runner in lease records (its
+	// workers are WorkerID#0, WorkerID#1, ...), so an operator sees which
+	// instance holds a step. Default: a random id.
+	WorkerID string
 	// NoRunner disables running steps on this server (a front-end that only
 	// creates and serves tasks while other instances run them).
 	NoRunner bool
@@ -84,13 +90,13 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 	s.tasks = e
 	s.mu.Unlock()
 	s.EnableExtension(TasksExtension, exactjson.Object())
-	s.tel.watchTasks(opts.Store) // weft: telemetry hook (taskwatch.go): the weft.tasks gauge
+	s.tel.watchTasks(opts.Store) // the weft.tasks gauge (internal/taskgauge)
 	if opts.NoRunner {
 		close(e.done)
 		return nil
 	}
 	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers, Lease: opts.Lease,
-		Retention: opts.Retention, Logger: s.log}
+		Retention: opts.Retention, SweepInterval: opts.SweepInterval, Logger: s.log, WorkerID: opts.WorkerID}
 	go func() {
 		defer close(e.done)
 		if err := r.Run(ctx); err != nil {
@@ -165,28 +171,29 @@ func (*runAsTask) Error() string { return "weft: continue as a task" }
 
 // RunAsTask is returned by a tool handler (through its error result) to
 // continue the call as a durable task: the framework stores the task (with
-// state, any JSON, handed back through [Request.FrameworkState] in the task)
+// state, any JSON, handed back through [FrameworkState] in the task)
 // and answers resultType "task"; a runner then calls the same handler again
 // with [Request.Task] set. Only valid when [Request.TasksSupported].
 func RunAsTask(state exactjson.Value) error { return &runAsTask{state: state} }
 
-// createTask stores a new task for req and encodes the CreateTaskResult.
-func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (reply, Outcome) {
+// createTask stores a new task for req: the answer to a tools/call whose
+// handler returned [RunAsTask].
+func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (Result, error) {
 	e := s.taskEngine()
 	if e == nil || !declaresTasks(req.ClientCapabilities) {
 		s.log.Error("weft: handler returned RunAsTask but the client did not declare the tasks extension (check Request.TasksSupported)", "tool", req.Name)
-		return errReply(req.ID, internalError(errors.New("RunAsTask without the tasks extension"))), OutcomeInternalError
+		return nil, internalError(errors.New("RunAsTask without the tasks extension"))
 	}
 	params := req.Params.Without("inputResponses", "requestState", "task")
 	pb, err := exactjson.Encode(params, 0)
 	if err != nil {
-		return errReply(req.ID, internalError(err)), OutcomeInternalError
+		return nil, err
 	}
 	var state json.RawMessage
 	if rt.state.Kind() != exactjson.KindNull {
 		b, err := exactjson.Encode(rt.state, 0)
 		if err != nil {
-			return errReply(req.ID, internalError(err)), OutcomeInternalError
+			return nil, err
 		}
 		state = b
 	}
@@ -199,10 +206,9 @@ func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (r
 		State:        state,
 	})
 	if err != nil {
-		s.log.Error("weft: storing a task failed", "tool", req.Name, "err", err)
-		return errReply(req.ID, internalError(err)), OutcomeInternalError
+		return nil, fmt.Errorf("weft: storing a task: %w", err)
 	}
-	return s.resultReply("task", func(enc *enc) { encodeTaskFields(enc, rec, false) }, nil, exactjson.Value{}), OutcomeTask
+	return &CreateTaskResult{Task: rec}, nil
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
@@ -254,7 +260,7 @@ func (s *Server) lookupTask(ctx context.Context, req *Request) (*task.Record, *E
 
 // authorizedTask reads a task and checks it belongs to the caller.
 func (s *Server) authorizedTask(ctx context.Context, req *Request, id string) (*task.Record, *Error) {
-	notFound := withStatus(InvalidParams("Unknown task"), http.StatusBadRequest)
+	notFound := InvalidParams("Unknown task")
 	rec, err := s.taskEngine().store.Get(ctx, id)
 	if err != nil {
 		if !errors.Is(err, task.ErrNotFound) {
@@ -270,25 +276,25 @@ func (s *Server) authorizedTask(ctx context.Context, req *Request, id string) (*
 	return rec, nil
 }
 
-func (s *Server) handleTasksGet(ctx context.Context, req *Request, in *inbound) reply {
+func (s *Server) handleTasksGet(ctx context.Context, req *Request) (Result, error) {
 	rec, e := s.lookupTask(ctx, req)
 	if e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
-	return s.resultReply("complete", func(enc *enc) { encodeTaskFields(enc, rec, true) }, nil, exactjson.Value{})
+	return &GetTaskResult{Task: rec}, nil
 }
 
-func (s *Server) handleTasksUpdate(ctx context.Context, req *Request, in *inbound) reply {
+func (s *Server) handleTasksUpdate(ctx context.Context, req *Request) (Result, error) {
 	rec, e := s.lookupTask(ctx, req)
 	if e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	ir, ok := req.Params.Get("inputResponses")
 	if !ok || ir.Kind() != exactjson.KindObject {
-		return errReply(req.ID, withStatus(InvalidParams("params.inputResponses must be an object"), http.StatusBadRequest))
+		return nil, InvalidParams("params.inputResponses must be an object")
 	}
 	if ir.Len() > s.limits.MaxInputResponses {
-		return errReply(req.ID, withStatus(InvalidParams("Too many input responses"), http.StatusBadRequest))
+		return nil, InvalidParams("Too many input responses")
 	}
 	outstanding := map[string]string{}
 	if len(rec.InputRequests) > 0 {
@@ -305,33 +311,31 @@ func (s *Server) handleTasksUpdate(ctx context.Context, req *Request, in *inboun
 			continue // not outstanding: ignored by the store
 		}
 		if err := checkInputResponse(v, method); err != nil {
-			return errReply(req.ID, withStatus(InvalidParams(fmt.Sprintf("Invalid input response %q: %v", k, err)), http.StatusBadRequest))
+			return nil, InvalidParams(fmt.Sprintf("Invalid input response %q: %v", k, err))
 		}
 	}
 	b, err := exactjson.Encode(ir, 0)
 	if err != nil {
-		return errReply(req.ID, internalError(err))
+		return nil, err
 	}
 	if _, err := s.taskEngine().store.SubmitInput(ctx, rec.ID, b); err != nil {
 		if errors.Is(err, task.ErrNotFound) {
-			return errReply(req.ID, withStatus(InvalidParams("Unknown task"), http.StatusBadRequest))
+			return nil, InvalidParams("Unknown task")
 		}
-		s.log.Error("weft: submitting task input failed", "err", err)
-		return errReply(req.ID, internalError(err))
+		return nil, fmt.Errorf("weft: submitting task input: %w", err)
 	}
-	return s.resultReply("complete", nil, nil, exactjson.Value{})
+	return &EmptyResult{}, nil
 }
 
-func (s *Server) handleTasksCancel(ctx context.Context, req *Request, in *inbound) reply {
+func (s *Server) handleTasksCancel(ctx context.Context, req *Request) (Result, error) {
 	rec, e := s.lookupTask(ctx, req)
 	if e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	if _, err := s.taskEngine().store.RequestCancel(ctx, rec.ID); err != nil && !errors.Is(err, task.ErrNotFound) {
-		s.log.Error("weft: cancelling a task failed", "err", err)
-		return errReply(req.ID, internalError(err))
+		return nil, fmt.Errorf("weft: cancelling a task: %w", err)
 	}
-	return s.resultReply("complete", nil, nil, exactjson.Value{})
+	return &EmptyResult{}, nil
 }
 
 // taskState is how a step's continuation state is stored.
@@ -348,10 +352,11 @@ type taskNotifier struct {
 
 func (n *taskNotifier) canStream() bool { return true }
 
-func (n *taskNotifier) notify(method string, params exactjson.Value) error {
-	if method != "notifications/progress" {
+func (n *taskNotifier) send(f frame) error {
+	if f.method != "notifications/progress" {
 		return nil // log messages are not delivered for tasks
 	}
+	params := f.params
 	msg := ""
 	if m, ok := params.Get("message"); ok {
 		msg, _ = m.AsString()
@@ -390,12 +395,13 @@ func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, 
 		Method: "tools/call", ProtocolVersion: version, Name: job.Operation(), Params: params, Meta: meta,
 		ClientCapabilities: caps, Endpoint: "task",
 		Identity: Identity{Principal: job.Owner().Principal, Partition: job.Owner().Partition},
-		srv:      s, op: t.op, logLevel: -1,
+		srv:      s, op: t.op, logLevel: -1, transport: "task",
 		progressToken: exactjson.String("task"),
 		task:          &TaskInfo{ID: job.ID(), Step: job.Step(), Attempt: job.Attempt(), IdempotencyKey: job.IdempotencyKey()},
 	}
 	req.ClientInfo, _ = meta.Get(metaClientInfo)
 	req.out = &taskNotifier{ctx: ctx, job: job}
+	req.bound()
 	if len(job.InputResponses()) > 0 {
 		v, err := exactjson.Parse(job.InputResponses(), exactjson.Limits{})
 		if err != nil {
@@ -417,63 +423,50 @@ func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, 
 			req.fwState, req.hasFwState = v, true
 		}
 	}
-	res, herr := s.callTaskHandler(ctx, req, t)
-	return s.taskOutcome(ctx, req, res, herr)
+	rep := s.dispatch(ctx, req, s.taskStep, nil)
+	return s.taskOutcome(ctx, req, rep)
 }
 
-func (s *Server) callTaskHandler(ctx context.Context, req *Request, t *toolEntry) (res *CallToolResult, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("weft: task handler panic", "tool", req.Name, "task", req.task.ID, "panic", p)
-			err = fmt.Errorf("weft: task handler panic: %v", p)
-		}
-	}()
-	call := func(ctx context.Context) (any, error) { return t.handler(ctx, req) }
-	var out any
-	if ic := s.opts.Interceptor; ic != nil {
-		out, err = ic(ctx, req, call)
-	} else {
-		out, err = call(ctx)
+// runTaskHandler is the handler of a task step (wrapped in the middleware as
+// Server.taskStep): the tool's own handler, re-entered.
+func (s *Server) runTaskHandler(ctx context.Context, req *Request) (Result, error) {
+	s.mu.RLock()
+	t, ok := s.tools.get(req.Name)
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("weft: tool %q is no longer registered", req.Name)
 	}
-	if r, ok := out.(*CallToolResult); ok {
-		res = r
-	}
-	return res, err
+	return s.callTool(ctx, req, t)
 }
 
-func (s *Server) taskOutcome(ctx context.Context, req *Request, res *CallToolResult, err error) (task.Outcome, error) {
-	var ir *InputRequired
-	var te *ToolError
-	var rt *runAsTask
-	switch {
-	case err == nil:
-		if res == nil {
-			return task.Outcome{}, errors.New("weft: task handler returned no result")
+// taskOutcome turns a task step's reply into the step's outcome: a complete
+// result or an application error ends the task, input_required parks it, a
+// cancellation cancels it, and an internal failure goes back to the runner
+// (which retries the step).
+func (s *Server) taskOutcome(ctx context.Context, req *Request, rep reply) (task.Outcome, error) {
+	if e := rep.err; e != nil {
+		switch {
+		case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), task.ErrCancelRequested):
+			return task.Cancel(), nil
+		case e.reserved && e.Code == CodeInternalError:
+			if e.cause != nil {
+				return task.Outcome{}, fmt.Errorf("weft: task step: %w", e.cause)
+			}
+			return task.Outcome{}, fmt.Errorf("weft: task step: %w", e)
 		}
-		b, err := s.encodeResult("complete", res.encode, nil, res.Meta)
+		return task.Fail(appendRPCError(nil, e)), nil
+	}
+	switch r := rep.res.(type) {
+	case *CallToolResult:
+		b, err := s.encodeResult(r, false)
 		if err != nil {
 			return task.Outcome{}, err
 		}
 		return task.Complete(b), nil
-	case errors.As(err, &te):
-		b, err := s.encodeResult("complete", (&CallToolResult{IsError: true, Content: []Content{TextContent(te.Message)}}).encode, nil, exactjson.Value{})
-		if err != nil {
-			return task.Outcome{}, err
-		}
-		return task.Complete(b), nil
-	case errors.As(err, &ir):
-		return s.taskInput(req, ir)
-	case errors.As(err, &rt):
-		return task.Outcome{}, errors.New("weft: RunAsTask returned from inside a task")
-	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), task.ErrCancelRequested):
-		return task.Cancel(), nil
+	case *InputRequired:
+		return s.taskInput(req, r)
 	}
-	var e *Error
-	if errors.As(err, &e) && !(e.reserved && e.Code == CodeInternalError) {
-		b := appendRPCError(nil, e)
-		return task.Fail(b), nil
-	}
-	return task.Outcome{}, err
+	return task.Outcome{}, fmt.Errorf("weft: a task step returned %T, not a tool result", rep.res)
 }
 
 // taskInput turns an InputRequired from a task step into stored requests and

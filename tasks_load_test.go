@@ -39,18 +39,18 @@ func TestTasksLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps sync.Map // idempotency key -> count of completed runs
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	type args struct {
 		N int `json:"n"`
 	}
-	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "A task with one input round.", Task: weft.TaskRequired, Inputs: []weft.InputDeclaration{form}},
+	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "A task with one input round.", Task: weft.TaskRequired, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
 				return nil, weft.RunAsTask(exactjson.Value{})
 			}
 			resp, ok := req.InputResponses().Get("go")
 			if !ok {
-				return nil, weft.AskInput("go", weft.ElicitForm(form, fmt.Sprintf("Run job %d?", in.N),
+				return nil, weft.AskInput("go", form.Ask(fmt.Sprintf("Run job %d?", in.N),
 					exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object()))))
 			}
 			if a, _ := resp.Get("action"); !exactjson.Equal(a, exactjson.String("accept")) {

@@ -15,12 +15,13 @@ import (
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/fastschema"
 	"github.com/weftmcp/weft/internal/mirror"
 )
 
-// Tool describes a tool. Name, Description and an object InputSchema are
-// required on the wire; [AddTool] infers the schemas from Go types when they
-// are left empty.
+// Tool describes a tool. Name and Description are required. An empty
+// InputSchema is sent as {"type":"object"} by [Server.AddTool] and inferred
+// from the Go argument type by the generic [AddTool].
 type Tool struct {
 	// Name is 1-128 characters of [A-Za-z0-9_.-], unique per server.
 	Name        string
@@ -28,7 +29,8 @@ type Tool struct {
 	Description string
 	// InputSchema is a JSON Schema 2020-12 document with root type "object".
 	// An authored schema is sent exactly as written (insignificant whitespace
-	// removed) and arguments are validated against it.
+	// removed) and arguments are validated against it. When empty, see
+	// [Server.AddTool] and [AddTool].
 	InputSchema []byte
 	// OutputSchema optionally describes structuredContent.
 	OutputSchema []byte
@@ -36,7 +38,7 @@ type Tool struct {
 	Meta         exactjson.Value
 	// Inputs declares the client requests the handler may embed in an
 	// input_required result.
-	Inputs []InputDeclaration
+	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 	// Task declares whether the tool may continue as a durable task
@@ -68,9 +70,7 @@ type toolEntry struct {
 	output  *jsonschema.Schema
 	// fastInput pre-checks arguments (schema_fast.go); nil when the input
 	// schema uses constructs it does not model.
-	fastInput *fastSchema
-	inSchema  []byte
-	outSchem  []byte
+	fastInput *fastschema.Schema
 	mirrors   []mirror.Mirror
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
@@ -93,8 +93,10 @@ func validToolName(name string) bool {
 	return true
 }
 
-// AddTool registers (or replaces) a tool with an untyped handler. The tool's
-// InputSchema must be set (use the generic [AddTool] to infer it).
+// AddTool registers (or replaces) a tool with an untyped handler. An empty
+// InputSchema becomes {"type":"object"}, which accepts any arguments object;
+// set one to have arguments validated, or use the generic [AddTool] to infer
+// it from a Go type.
 func (s *Server) AddTool(t Tool, h ToolHandler) error { return s.addTool(t, false, h) }
 
 // addTool registers a tool. trustedOutput marks an output schema inferred
@@ -118,24 +120,24 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	if err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
-	e.inSchema, e.input = in.compact, in.validator
+	e.tool.InputSchema, e.input = in.compact, in.validator
 	if len(t.OutputSchema) > 0 {
 		out, err := compileSchema(t.OutputSchema, "output", false)
 		if err != nil {
 			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 		}
-		e.outSchem, e.output = out.compact, out.validator
+		e.tool.OutputSchema, e.output = out.compact, out.validator
 	}
-	if f, ok := compileFastSchema(in.doc); ok {
+	if f, ok := fastschema.Compile(in.doc); ok {
 		e.fastInput = f
 	}
 	if e.mirrors, err = mirror.Find(in.doc); err != nil {
 		return fmt.Errorf("weft: tool %q: %w", t.Name, err)
 	}
-	if e.op, err = newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
+	if e.op, err = s.newOperation(KindTool, t.Name, t.Inputs, t.StateMode); err != nil {
 		return err
 	}
-	e.op.argsFingerprint = schemaFingerprint(e.inSchema)
+	e.op.argsFingerprint = schemaFingerprint(e.tool.InputSchema)
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()
@@ -327,4 +329,44 @@ func toAny(v exactjson.Value) any {
 func schemaFingerprint(compact []byte) string {
 	d := sha256.Sum256(compact)
 	return hex.EncodeToString(d[:8])
+}
+
+// encode writes the tool's list entry. The schemas are the compact forms
+// compiled at registration; 2025-11-25 output schemas are objects, so legacy
+// drops any other.
+func (t *Tool) encode(e *enc, legacy bool) {
+	e.open()
+	e.str("name", t.Name)
+	e.strOpt("title", t.Title)
+	e.str("description", t.Description)
+	e.raw("inputSchema", t.InputSchema)
+	if len(t.OutputSchema) > 0 && (!legacy || objectSchema(t.OutputSchema)) {
+		e.raw("outputSchema", t.OutputSchema)
+	}
+	if a := t.Annotations; a != nil {
+		e.name("annotations")
+		e.open()
+		e.strOpt("title", a.Title)
+		for _, h := range []struct {
+			n string
+			v *bool
+		}{{"readOnlyHint", a.ReadOnlyHint}, {"destructiveHint", a.DestructiveHint}, {"idempotentHint", a.IdempotentHint}, {"openWorldHint", a.OpenWorldHint}} {
+			if h.v != nil {
+				e.boolean(h.n, *h.v)
+			}
+		}
+		e.close()
+	}
+	e.valueOpt("_meta", t.Meta)
+	e.close()
+}
+
+// objectSchema reports whether a schema's root type is "object".
+func objectSchema(schema []byte) bool {
+	v, err := exactjson.Parse(schema, exactjson.Limits{})
+	if err != nil {
+		return false
+	}
+	ty, _ := v.Get("type")
+	return isString(ty, "object")
 }

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/weftmcp/weft/seal"
@@ -63,7 +64,10 @@ type Config struct {
 	Token string
 	// Logger receives an audit line per change (never key bytes).
 	Logger *slog.Logger
-	// Extra handlers mounted beside the key API (for example /metrics).
+	// Extra handlers mounted beside the key API (for example /metrics),
+	// keyed by [http.ServeMux] pattern, behind the same loopback and token
+	// checks. A pattern that is invalid or conflicts with the key API makes
+	// Handler fail.
 	Extra map[string]http.Handler
 }
 
@@ -83,6 +87,11 @@ const MinTokenLength = 16
 //	POST /admin/keys/activate {"id": ID}   make a staged key active
 //	POST /admin/keys/rotate   {"id": ID}   stage and activate (retry-safe)
 //	POST /admin/keys/remove   {"id": ID}   remove a verification key (409 while in use, 400 for the active key)
+//
+// Stage and rotate answer 404 for a key that is not in the keyring file and
+// 500 when the file cannot be read. Every error is a JSON object
+// {"error": "..."}; a request body other than exactly one such object is
+// refused with 400.
 func Handler(cfg Config) (http.Handler, error) {
 	if cfg.Manager == nil {
 		return nil, errors.New("admin: Config.Manager is required")
@@ -98,10 +107,27 @@ func Handler(cfg Config) (http.Handler, error) {
 		writeJSON(w, http.StatusOK, statusOf(cfg.Manager.Snapshot()))
 	})
 	h.mux.HandleFunc("POST /admin/keys/{op}", h.keyOp)
-	for path, eh := range cfg.Extra {
-		h.mux.Handle(path, eh)
+	for pattern, eh := range cfg.Extra {
+		if err := handle(h.mux, pattern, eh); err != nil {
+			return nil, fmt.Errorf("admin: Config.Extra[%q]: %w", pattern, err)
+		}
 	}
 	return h, nil
+}
+
+// handle registers eh on mux, returning as an error what ServeMux.Handle
+// reports by panicking (a nil handler, an invalid or conflicting pattern).
+func handle(mux *http.ServeMux, pattern string, eh http.Handler) (err error) {
+	if eh == nil {
+		return errors.New("nil handler")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	mux.Handle(pattern, eh)
+	return nil
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -131,22 +157,38 @@ type keyRequest struct {
 }
 
 func (h *handler) keyOp(w http.ResponseWriter, r *http.Request) {
+	op := r.PathValue("op")
+	switch op {
+	case "stage", "rotate", "activate", "remove":
+	default:
+		writeError(w, http.StatusNotFound, "unknown operation "+strconv.Quote(op))
+		return
+	}
 	var kr keyRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&kr); err != nil || kr.ID == "" {
+	err := dec.Decode(&kr)
+	if err == nil {
+		if _, tail := dec.Token(); tail != io.EOF {
+			err = errors.New("trailing data")
+		}
+	}
+	if err != nil || kr.ID == "" {
 		writeError(w, http.StatusBadRequest, `the body must be {"id": "<key id>"}`)
 		return
 	}
 	m := h.cfg.Manager
-	op := r.PathValue("op")
-	var err error
 	var removed *bool
 	switch op {
 	case "stage", "rotate":
 		var k seal.Key
 		if k, err = h.keyFromFile(kr.ID); err != nil {
-			writeError(w, http.StatusNotFound, err.Error())
+			status := http.StatusInternalServerError
+			if errors.Is(err, seal.ErrUnknownKey) {
+				status = http.StatusNotFound
+			}
+			h.cfg.Logger.Warn("admin: key operation refused", "op", op, "id", kr.ID, "err", err)
+			writeError(w, status, err.Error())
 			return
 		}
 		if op == "stage" {
@@ -160,9 +202,6 @@ func (h *handler) keyOp(w http.ResponseWriter, r *http.Request) {
 		var ok bool
 		ok, err = m.Remove(kr.ID)
 		removed = &ok
-	default:
-		writeError(w, http.StatusNotFound, "unknown operation "+op)
-		return
 	}
 	if err != nil {
 		status := http.StatusBadRequest
@@ -182,7 +221,8 @@ func (h *handler) keyOp(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// keyFromFile reads key id from the keyring file (any role).
+// keyFromFile reads key id from the keyring file (any role). A key the file
+// does not hold is an [seal.ErrUnknownKey].
 func (h *handler) keyFromFile(id string) (seal.Key, error) {
 	if h.cfg.KeyringPath == "" {
 		return seal.Key{}, errors.New("this server has no keyring file to stage keys from")
@@ -196,7 +236,7 @@ func (h *handler) keyFromFile(id string) (seal.Key, error) {
 			return k, nil
 		}
 	}
-	return seal.Key{}, fmt.Errorf("key %q is not in the keyring file", id)
+	return seal.Key{}, fmt.Errorf("%w: key %q is not in the keyring file", seal.ErrUnknownKey, id)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -760,21 +760,21 @@ type echoArgs struct {
 // progress tool and a tool that blocks until cancelled.
 func newStdioTestServer(logger *slog.Logger, blocked chan<- string) *weft.Server {
 	s := weft.NewServer(weft.Implementation{Name: "stdio-test", Version: "1"}, &weft.Options{Logger: logger, PageSize: 1})
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	must := func(err error) {
 		if err != nil {
 			panic(err)
 		}
 	}
 	schema, _ := exactjson.ParseString(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`, exactjson.Limits{})
-	must(weft.AddTool(s, weft.Tool{Name: "greet", Description: "Asks for a name.", Inputs: []weft.InputDeclaration{form}},
+	must(weft.AddTool(s, weft.Tool{Name: "greet", Description: "Asks for a name.", Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			r, ok := req.InputResponses().Get("who")
 			content, _ := r.Get("content")
 			name, _ := content.Get("name")
 			n, isStr := name.AsString()
 			if !ok || !isStr {
-				return nil, weft.AskInput("who", weft.ElicitForm(form, "Who are you?", schema))
+				return nil, weft.AskInput("who", form.Ask("Who are you?", schema))
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Hello, " + n + "!")}}, nil
 		}))

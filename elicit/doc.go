@@ -1,22 +1,23 @@
-// Package elicit builds and checks MCP elicitation requests (MCP 2026-07-28):
-// form-mode schemas, a secret-field policy, validation of the user's answers,
-// result decoding, and URL-mode URL checks with opaque handles.
+// Package elicit is the elicitation toolkit under weft's form and URL
+// declarations (MCP 2026-07-28): form-mode schemas, a secret-field policy,
+// validation of the user's answers, result decoding, and URL-mode URL checks
+// with opaque handles.
 //
 // In MCP 2026-07-28 a tool that needs the user's answer returns
 // input_required with keyed input requests; each elicitation is an
-// elicitation/create request whose params this package builds
-// ([Request.Params], or [Request.Embedded] for the {method, params} pair).
-// The client retries the original call with inputResponses[key] =
-// {"action": "accept"|"decline"|"cancel", "content"?: {...}}, which [Answer]
-// (or [ParseResult] and [Schema.Validate]) interprets.
+// elicitation/create request, built in package weft by a declaration
+// (weft.Form, weft.FormOf, weft.URL). The client retries the original call
+// with inputResponses[key] = {"action": "accept"|"decline"|"cancel",
+// "content"?: {...}}, which [Answer] (or [ParseResult] and
+// [Schema.Validate]) interprets; the declarations' Answer methods call it.
 //
 // # Form mode
 //
-// [Form] assembles fields ([StringField], [NumberField], [IntegerField],
-// [BooleanField], [EnumField], [TitledEnumField], [MultiSelectField],
-// [TitledMultiSelectField], refined with chainable setters) into a
-// requestedSchema of the restricted shape the specification allows: a flat
-// object of primitive properties —
+// [BuildSchema] assembles fields ([StringField], [NumberField],
+// [IntegerField], [BooleanField], [EnumField], [TitledEnumField],
+// [MultiSelectField], [TitledMultiSelectField], refined with chainable
+// setters) into a requestedSchema of the restricted shape the specification
+// allows: a flat object of primitive properties —
 //
 //   - string: title, description, minLength, maxLength, format (email, uri,
 //     date, date-time), default;
@@ -29,15 +30,16 @@
 //
 // [ParseSchema] verifies a hand-written requestedSchema against the same
 // shape (rejecting unknown keywords, nesting, inconsistent bounds and
-// defaults that violate their own field), and [FormFromSchema] turns it into
-// a request. Numbers are exact decimals throughout: bounds keep their
-// literal (set with [Field.Min], [Field.MinInt] or [Field.MinDecimal]) and
-// comparisons are exact, so 3.50 is within a maximum of 3.5.
+// defaults that violate their own field). Numbers are exact decimals
+// throughout: bounds keep their literal (set with [Field.Min],
+// [Field.MinInt] or [Field.MinDecimal]) and comparisons are exact, so 3.50
+// is within a maximum of 3.5.
 //
 // # Secret-field policy
 //
 // Form mode must not request sensitive information; secrets go through URL
-// mode. Before a form request is built, a [SecretPolicy] inspects the name,
+// mode. Before a form reaches the client, a [SecretPolicy] (the server's
+// Options.SecretPolicy) inspects the name,
 // title and description of every free-entry field (strings without options,
 // numbers, integers) and refuses the form with a *SecretFieldError (matching
 // [ErrSecretField]) when one appears to ask for
@@ -93,12 +95,12 @@
 // not understand meaning, other languages or deliberate evasion ("enter the
 // string from the back of your card" in a field called "value"), and it
 // will occasionally refuse an innocent field whose description mentions a
-// secret. Reword such a field, or adjust the policy:
+// secret. Reword such a field, or adjust the server's policy:
 //
 //	policy := elicit.DefaultSecretPolicy().
 //		With(elicit.Rule{ID: "employee-badge", Reason: "a badge code", Phrases: []string{"badge code"}}).
 //		Without("card-expiry") // a reviewed decision
-//	req, err := elicit.FormWithPolicy(policy, "…", fields...)
+//	s := weft.NewServer(impl, &weft.Options{SecretPolicy: policy})
 //
 // A policy with an invalid rule, or one told to remove an unknown rule,
 // fails closed (see [SecretPolicy.Err]).
@@ -111,15 +113,16 @@
 // accepted content against the requested schema and reports a
 // *ValidationError whose problems are safe to show the user. [Answer] does
 // both and returns an [Outcome] so that accept, decline and cancel are
-// explicit branches. Typed binding ([Result.Bind]) is conversion, not
-// policy: it does not establish that the key was the one you issued, that
-// the content is valid, or that the user may perform the action — correlate
-// keys, re-request missing responses, validate, and authorise again before
-// any side effect.
+// explicit branches. Validation and typed decoding (weft.FormOf's Answer
+// does both) are not policy: they do not establish that the key was the one
+// you issued, that the values make business sense, or that the user may
+// perform the action — correlate keys, re-request missing responses, apply
+// your own rules, and authorise again before any side effect.
 //
 // # URL mode
 //
-// [URL] builds a URL-mode request after [URLPolicy.Check]: a server-owned
+// A URL-mode request (weft.URL) carries a URL the server checks with
+// [URLPolicy.Check] (the server's Options.URLElicitation): a server-owned
 // HTTPS origin from [URLPolicy.AllowedOrigins] (loopback over http only in
 // Development), and no secrets or user data in userinfo, query or fragment.
 // The recommended shape is an opaque, single-purpose handle in the path:

@@ -8,8 +8,8 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-func ExampleForm() {
-	req, err := elicit.Form("Where should we ship your order?",
+func ExampleBuildSchema() {
+	schema, err := elicit.BuildSchema(
 		elicit.StringField("name").Title("Full name").Required().MinLength(1).MaxLength(100),
 		elicit.StringField("email").Format(elicit.FormatEmail),
 		elicit.IntegerField("copies").MinInt(1).MaxInt(10).Default(exactjson.Int(1)),
@@ -21,15 +21,20 @@ func ExampleForm() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(req.Embedded())
+	fmt.Println(schema.Value())
 	// Output:
-	// {"method":"elicitation/create","params":{"mode":"form","message":"Where should we ship your order?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","title":"Full name","minLength":1,"maxLength":100},"email":{"type":"string","format":"email"},"copies":{"type":"integer","minimum":1,"maximum":10,"default":1},"speed":{"type":"string","oneOf":[{"const":"std","title":"Standard"},{"const":"exp","title":"Express"}]}},"required":["name","speed"]}}}
+	// {"type":"object","properties":{"name":{"type":"string","title":"Full name","minLength":1,"maxLength":100},"email":{"type":"string","format":"email"},"copies":{"type":"integer","minimum":1,"maximum":10,"default":1},"speed":{"type":"string","oneOf":[{"const":"std","title":"Standard"},{"const":"exp","title":"Express"}]}},"required":["name","speed"]}
 }
 
-func ExampleForm_secretRefused() {
-	_, err := elicit.Form("Connect your account",
+func ExampleSecretPolicy_CheckSchema() {
+	schema, err := elicit.BuildSchema(
 		elicit.StringField("username"),
 		elicit.StringField("apiToken").Title("API token"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = elicit.DefaultSecretPolicy().CheckSchema(schema)
 	var se *elicit.SecretFieldError
 	if errors.As(err, &se) {
 		fmt.Println(se.Field, "refused by rule", se.Rule)
@@ -39,7 +44,7 @@ func ExampleForm_secretRefused() {
 }
 
 func ExampleAnswer() {
-	req, err := elicit.Form("Approve the refund?",
+	schema, err := elicit.BuildSchema(
 		elicit.NumberField("amount").MinDecimal("0.01").MaxDecimal("3.50").Required())
 	if err != nil {
 		fmt.Println(err)
@@ -54,7 +59,7 @@ func ExampleAnswer() {
 		`{"action":"cancel"}`,
 	} {
 		response, _ := exactjson.ParseString(raw, exactjson.Limits{})
-		content, outcome, err := elicit.Answer(req.Schema(), response)
+		content, outcome, err := elicit.Answer(schema, response)
 		switch {
 		case err != nil:
 			fmt.Println("invalid:", err)
@@ -107,13 +112,17 @@ func ExampleSecretPolicy_With() {
 		Reason:  "a door badge code",
 		Phrases: []string{"badge code"},
 	})
-	_, err := elicit.FormWithPolicy(policy, "Visitor details", elicit.StringField("badgeCode"))
-	fmt.Println(errors.Is(err, elicit.ErrSecretField))
+	schema, err := elicit.BuildSchema(elicit.StringField("badgeCode"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(errors.Is(policy.CheckSchema(schema), elicit.ErrSecretField))
 	// Output:
 	// true
 }
 
-func ExampleURL() {
+func ExampleURLPolicy_Check() {
 	// In a handler: handle, err := elicit.NewHandle(), stored server-side
 	// and bound to the verified user; a fixed value keeps the output stable.
 	handle := "pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w"
@@ -123,17 +132,17 @@ func ExampleURL() {
 		return
 	}
 	policy := elicit.URLPolicy{AllowedOrigins: []string{"https://app.example.com"}}
-	req, err := elicit.URL("Connect your GitHub account", link, policy)
+	checked, err := policy.Check(link)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(req.Params())
+	fmt.Println(checked)
 
-	_, err = elicit.URL("Connect", "https://app.example.com/connect?access_token=abc", policy)
+	_, err = policy.Check("https://app.example.com/connect?access_token=abc")
 	fmt.Println(err)
 	// Output:
-	// {"mode":"url","message":"Connect your GitHub account","url":"https://app.example.com/connect/pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w"}
+	// https://app.example.com/connect/pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w
 	// elicit: unsafe elicitation URL: query parameter "access_token" names a credential; put an opaque handle in the path instead
 }
 
@@ -146,23 +155,4 @@ func ExampleNewHandle() {
 	fmt.Println(len(handle))
 	// Output:
 	// 43
-}
-
-func ExampleResult_Bind() {
-	response, _ := exactjson.ParseString(`{"action":"accept","content":{"name":"octocat"}}`, exactjson.Limits{})
-	schema, _ := elicit.BuildSchema(elicit.StringField("name").Required())
-	content, outcome, err := elicit.Answer(schema, response)
-	if err != nil || outcome != elicit.Accepted {
-		return
-	}
-	var answer struct {
-		Name string `json:"name"`
-	}
-	if err := (elicit.Result{Action: outcome, Content: content}).Bind(&answer); err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(answer.Name)
-	// Output:
-	// octocat
 }

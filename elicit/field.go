@@ -39,12 +39,13 @@ func (s fieldShape) String() string {
 	return "invalid"
 }
 
-// Field describes one form field for [Form]. Create it with a constructor
+// Field describes one form field for [BuildSchema] (or a refinement of a
+// typed form, weft.FormOf). Create it with a constructor
 // such as [StringField] and refine it with the chainable setters; each setter
 // returns a modified copy and leaves its receiver unchanged, so a Field can
 // be shared and reused. A setter that does not apply to the field's kind (say
 // MinLength on a number) or gets an invalid argument records an error that
-// [Form] reports; the zero Field is invalid.
+// [BuildSchema] reports; the zero Field is invalid.
 type Field struct {
 	name               string
 	shape              fieldShape
@@ -262,8 +263,8 @@ func (f Field) MaxItems(n int) Field {
 
 // Default sets the value clients pre-fill: a string for string and
 // single-select fields, a number for number and integer fields, a boolean
-// for boolean fields, and an array of strings for multi-select fields. [Form]
-// rejects a default that does not satisfy the field's own constraints.
+// for boolean fields, and an array of strings for multi-select fields.
+// [BuildSchema] rejects a default that does not satisfy the field's own constraints.
 func (f Field) Default(v exactjson.Value) Field {
 	f.def, f.hasDef = v, true
 	return f
@@ -378,10 +379,9 @@ func optionArray(opts []Option) exactjson.Value {
 	return exactjson.Array(elems...)
 }
 
-// BuildSchema assembles the fields into a verified requestedSchema without
-// applying a secret policy or building a request. [Form] and
-// [FormWithPolicy] call it; use it directly only to obtain a Schema for
-// tests or for [FormFromSchema].
+// BuildSchema assembles the fields into a verified requestedSchema. It does
+// not apply a secret policy: the server does, with [SecretPolicy.CheckSchema],
+// before a form reaches the client.
 func BuildSchema(fields ...Field) (*Schema, error) {
 	seen := make(map[string]bool, len(fields))
 	props := make([]exactjson.Member, 0, len(fields))

@@ -17,6 +17,19 @@ func num(t testing.TB, s string) exactjson.Number {
 	return n
 }
 
+// form is what a server does with fields: build the schema, then apply the
+// secret policy.
+func form(policy SecretPolicy, fields ...Field) (*Schema, error) {
+	s, err := BuildSchema(fields...)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.CheckSchema(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func TestFormBuildsSchema(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -51,30 +64,13 @@ func TestFormBuildsSchema(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := Form("Please answer", tt.fields...)
+			s, err := form(DefaultSecretPolicy(), tt.fields...)
 			if err != nil {
-				t.Fatalf("Form: %v", err)
+				t.Fatalf("form: %v", err)
 			}
-			got, _ := exactjson.Encode(req.Schema().Value(), 0)
+			got, _ := exactjson.Encode(s.Value(), 0)
 			if string(got) != tt.want {
 				t.Fatalf("schema\n got %s\nwant %s", got, tt.want)
-			}
-			p := req.Params()
-			if m, _ := p.Get("mode"); !exactjson.Equal(m, exactjson.String("form")) {
-				t.Errorf("mode = %s", m)
-			}
-			if m, _ := p.Get("message"); !exactjson.Equal(m, exactjson.String("Please answer")) {
-				t.Errorf("message = %s", m)
-			}
-			if rs, _ := p.Get("requestedSchema"); !exactjson.Equal(rs, req.Schema().Value()) {
-				t.Errorf("requestedSchema = %s", rs)
-			}
-			if req.Mode() != ModeForm || req.Message() != "Please answer" || req.URL() != "" {
-				t.Errorf("accessors: %v %q %q", req.Mode(), req.Message(), req.URL())
-			}
-			e := req.Embedded()
-			if m, _ := e.Get("method"); !exactjson.Equal(m, exactjson.String(Method)) {
-				t.Errorf("embedded method = %s", m)
 			}
 		})
 	}
@@ -82,40 +78,37 @@ func TestFormBuildsSchema(t *testing.T) {
 
 func TestFormErrors(t *testing.T) {
 	tests := []struct {
-		name    string
-		message string
-		fields  []Field
-		want    string
-		is      error
+		name   string
+		fields []Field
+		want   string
+		is     error
 	}{
-		{"empty message", " ", []Field{StringField("a")}, "message is empty", nil},
-		{"invalid UTF-8 message", "\xff", nil, "UTF-8", nil},
-		{"zero field", "m", []Field{{}}, "zero Field", ErrInvalidSchema},
-		{"empty name", "m", []Field{StringField("")}, "empty name", ErrInvalidSchema},
-		{"duplicate", "m", []Field{StringField("a"), BooleanField("a")}, "declared twice", ErrInvalidSchema},
-		{"MinLength on number", "m", []Field{NumberField("a").MinLength(1)}, "MinLength does not apply to a number field", ErrInvalidSchema},
-		{"Min on string", "m", []Field{StringField("a").MinInt(1)}, "Min does not apply to a string field", ErrInvalidSchema},
-		{"Format on enum", "m", []Field{EnumField("a", "x").Format(FormatDate)}, "Format does not apply", ErrInvalidSchema},
-		{"MinItems on enum", "m", []Field{EnumField("a", "x").MinItems(1)}, "MinItems does not apply", ErrInvalidSchema},
-		{"bad format", "m", []Field{StringField("a").Format("phone")}, "unsupported format", ErrInvalidSchema},
-		{"negative length", "m", []Field{StringField("a").MinLength(-1)}, "out of range", ErrInvalidSchema},
-		{"bad decimal", "m", []Field{NumberField("a").MinDecimal("1,5")}, "MinDecimal", ErrInvalidSchema},
-		{"bad default decimal", "m", []Field{NumberField("a").DefaultDecimal("NaN")}, "DefaultDecimal", ErrInvalidSchema},
-		{"integer default fraction", "m", []Field{IntegerField("a").DefaultDecimal("2.5")}, "default value is invalid", ErrInvalidSchema},
-		{"min above max", "m", []Field{NumberField("a").MinDecimal("3.51").MaxDecimal("3.5")}, "greater than maximum", ErrInvalidSchema},
-		{"empty enum", "m", []Field{EnumField("a")}, "no options", ErrInvalidSchema},
-		{"duplicate option", "m", []Field{MultiSelectField("a", "x", "x")}, "listed twice", ErrInvalidSchema},
-		{"bad default", "m", []Field{IntegerField("a").DefaultString("1")}, "default value is invalid", ErrInvalidSchema},
-		{"default outside options", "m", []Field{MultiSelectField("a", "x").DefaultStrings("y")}, "default value is invalid", ErrInvalidSchema},
-		{"secret", "m", []Field{StringField("name"), StringField("apiKey")}, `"apiKey"`, ErrSecretField},
-		{"secret in title", "m", []Field{StringField("value").Title("Password")}, "password", ErrSecretField},
-		{"secret number", "m", []Field{IntegerField("pin")}, "PIN", ErrSecretField},
+		{"zero field", []Field{{}}, "zero Field", ErrInvalidSchema},
+		{"empty name", []Field{StringField("")}, "empty name", ErrInvalidSchema},
+		{"duplicate", []Field{StringField("a"), BooleanField("a")}, "declared twice", ErrInvalidSchema},
+		{"MinLength on number", []Field{NumberField("a").MinLength(1)}, "MinLength does not apply to a number field", ErrInvalidSchema},
+		{"Min on string", []Field{StringField("a").MinInt(1)}, "Min does not apply to a string field", ErrInvalidSchema},
+		{"Format on enum", []Field{EnumField("a", "x").Format(FormatDate)}, "Format does not apply", ErrInvalidSchema},
+		{"MinItems on enum", []Field{EnumField("a", "x").MinItems(1)}, "MinItems does not apply", ErrInvalidSchema},
+		{"bad format", []Field{StringField("a").Format("phone")}, "unsupported format", ErrInvalidSchema},
+		{"negative length", []Field{StringField("a").MinLength(-1)}, "out of range", ErrInvalidSchema},
+		{"bad decimal", []Field{NumberField("a").MinDecimal("1,5")}, "MinDecimal", ErrInvalidSchema},
+		{"bad default decimal", []Field{NumberField("a").DefaultDecimal("NaN")}, "DefaultDecimal", ErrInvalidSchema},
+		{"integer default fraction", []Field{IntegerField("a").DefaultDecimal("2.5")}, "default value is invalid", ErrInvalidSchema},
+		{"min above max", []Field{NumberField("a").MinDecimal("3.51").MaxDecimal("3.5")}, "greater than maximum", ErrInvalidSchema},
+		{"empty enum", []Field{EnumField("a")}, "no options", ErrInvalidSchema},
+		{"duplicate option", []Field{MultiSelectField("a", "x", "x")}, "listed twice", ErrInvalidSchema},
+		{"bad default", []Field{IntegerField("a").DefaultString("1")}, "default value is invalid", ErrInvalidSchema},
+		{"default outside options", []Field{MultiSelectField("a", "x").DefaultStrings("y")}, "default value is invalid", ErrInvalidSchema},
+		{"secret", []Field{StringField("name"), StringField("apiKey")}, `"apiKey"`, ErrSecretField},
+		{"secret in title", []Field{StringField("value").Title("Password")}, "password", ErrSecretField},
+		{"secret number", []Field{IntegerField("pin")}, "PIN", ErrSecretField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Form(tt.message, tt.fields...)
+			_, err := form(DefaultSecretPolicy(), tt.fields...)
 			if err == nil {
-				t.Fatal("Form succeeded")
+				t.Fatal("form succeeded")
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
@@ -128,7 +121,7 @@ func TestFormErrors(t *testing.T) {
 }
 
 func TestFormSelectionFieldsNotInspected(t *testing.T) {
-	_, err := Form("Security settings",
+	_, err := form(DefaultSecretPolicy(),
 		BooleanField("resetPassword").Title("Reset password?"),
 		EnumField("twoFactor", "sms", "totp").Title("2FA method"),
 		MultiSelectField("tokens", "read", "write").Title("Token scopes"))
@@ -137,29 +130,29 @@ func TestFormSelectionFieldsNotInspected(t *testing.T) {
 	}
 }
 
-func TestFormWithPolicy(t *testing.T) {
+func TestFormPolicies(t *testing.T) {
 	field := StringField("badgeCode").Title("Badge code")
-	if _, err := Form("m", field); err != nil {
+	if _, err := form(DefaultSecretPolicy(), field); err != nil {
 		t.Fatalf("default policy: %v", err)
 	}
 	strict := DefaultSecretPolicy().With(Rule{ID: "badge", Reason: "a badge code", Phrases: []string{"badge code"}})
-	_, err := FormWithPolicy(strict, "m", field)
+	_, err := form(strict, field)
 	var se *SecretFieldError
 	if !errors.As(err, &se) || se.Rule != "badge" || se.Field != "badgeCode" {
-		t.Fatalf("FormWithPolicy = %v", err)
+		t.Fatalf("strict policy: %v", err)
 	}
 	lax := DefaultSecretPolicy().Without("card-expiry")
-	if _, err := FormWithPolicy(lax, "m", StringField("cardExpiry")); err != nil {
+	if _, err := form(lax, StringField("cardExpiry")); err != nil {
 		t.Fatalf("Without: %v", err)
 	}
 	broken := DefaultSecretPolicy().Without("typo")
-	if _, err := FormWithPolicy(broken, "m", StringField("name")); err == nil {
+	if _, err := form(broken, StringField("name")); err == nil {
 		t.Fatal("invalid policy accepted a form")
 	}
 }
 
 func TestFormReportsEverySecretField(t *testing.T) {
-	_, err := Form("m", StringField("password"), StringField("name"), StringField("cvv"))
+	_, err := form(DefaultSecretPolicy(), StringField("password"), StringField("name"), StringField("cvv"))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -196,33 +189,22 @@ func TestFieldImmutable(t *testing.T) {
 	}
 }
 
-func TestFormFromSchema(t *testing.T) {
+func TestPolicyOnParsedSchema(t *testing.T) {
 	s, err := ParseSchema(mustParse(t, wrap(`"token":{"type":"string"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FormFromSchema(SecretPolicy{}, "m", s); !errors.Is(err, ErrSecretField) {
-		t.Fatalf("FormFromSchema = %v, want secret refusal", err)
+	if err := (SecretPolicy{}).CheckSchema(s); !errors.Is(err, ErrSecretField) {
+		t.Fatalf("CheckSchema = %v, want secret refusal", err)
 	}
-	if _, err := FormFromSchema(SecretPolicy{}, "m", nil); err == nil {
+	if err := DefaultSecretPolicy().CheckSchema(nil); err == nil {
 		t.Fatal("nil schema accepted")
 	}
 	ok, err := ParseSchema(mustParse(t, wrap(`"n":{"type":"string"}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := FormFromSchema(DefaultSecretPolicy(), "m", ok)
-	if err != nil || req.Schema() != ok {
-		t.Fatalf("FormFromSchema = %v", err)
-	}
-}
-
-func TestZeroRequest(t *testing.T) {
-	var r Request
-	if !r.Params().IsNull() || r.Schema() != nil {
-		t.Fatal("zero request accessors")
-	}
-	if _, _, err := r.Answer(mustParse(t, `{"action":"accept"}`)); err == nil {
-		t.Fatal("zero request answered")
+	if err := DefaultSecretPolicy().CheckSchema(ok); err != nil {
+		t.Fatalf("CheckSchema = %v", err)
 	}
 }

@@ -57,23 +57,6 @@ func (r Result) Declined() bool { return r.Action == Declined }
 // Cancelled reports whether the user cancelled.
 func (r Result) Cancelled() bool { return r.Action == Cancelled }
 
-// Bind decodes the accepted content into dst (a non-nil pointer) with
-// exactjson.Unmarshal. Binding is conversion, not policy: validate the
-// content against the requested schema first (see [Answer]). Bind fails for
-// a result that was not accepted or carries no content.
-func (r Result) Bind(dst any) error {
-	if r.Action != Accepted {
-		return fmt.Errorf("elicit: bind content: the user did not accept (action %s)", r.Action)
-	}
-	if r.Content.Kind() != exactjson.KindObject {
-		return errors.New("elicit: bind content: the accepted result has no content")
-	}
-	if err := exactjson.Unmarshal(r.Content, dst); err != nil {
-		return fmt.Errorf("elicit: bind content: %w", err)
-	}
-	return nil
-}
-
 func resultErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidResult}, args...)...)
 }

@@ -104,8 +104,8 @@ type property struct {
 }
 
 // Schema is a parsed, verified form-mode requestedSchema. It is immutable
-// and safe for concurrent use. Build one with [Form] (through
-// [Request.Schema]) or [ParseSchema].
+// and safe for concurrent use. Build one with [BuildSchema] or
+// [ParseSchema].
 type Schema struct {
 	props []property
 	index map[string]int
@@ -191,7 +191,7 @@ func propErr(name, format string, args ...any) error {
 // Secret hints — "writeOnly": true, "x-secret": true, "x-sensitive": true
 // or "format": "password" — are reported as a *SecretFieldError (matching
 // both [ErrSecretField] and ErrInvalidSchema). ParseSchema does not apply
-// the name-based [SecretPolicy]; [FormFromSchema] does.
+// the name-based [SecretPolicy]; [SecretPolicy.CheckSchema] does.
 func ParseSchema(v exactjson.Value) (*Schema, error) {
 	if v.Kind() != exactjson.KindObject {
 		return nil, schemaErr("requestedSchema must be a JSON object, not %s", v.Kind())

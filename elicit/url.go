@@ -366,7 +366,7 @@ func NewHandle() (string, error) {
 // "https://app.example.com/elicit". base must be an absolute http(s) URL
 // without userinfo, query or fragment; handle must be 22 to 512 base64url
 // characters (at least 128 bits when random). HandleURL does not apply a
-// URLPolicy: pass the result to [URL].
+// URLPolicy: the server checks the URL it is given with [URLPolicy.Check].
 func HandleURL(base, handle string) (string, error) {
 	if len(handle) < 22 || len(handle) > 512 {
 		return "", fmt.Errorf("elicit: handle URL: handle must be 22 to 512 characters, got %d", len(handle))

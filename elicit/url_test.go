@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/weftmcp/weft/exactjson"
 )
 
 func TestURLPolicyCheck(t *testing.T) {
@@ -131,27 +129,6 @@ func TestURLPolicySecrets(t *testing.T) {
 	pol.Secrets = DefaultSecretPolicy().Without("nope")
 	if _, err := pol.Check("https://app.example.com/x?a=1"); err == nil {
 		t.Fatal("invalid secret policy accepted")
-	}
-}
-
-func TestURLRequest(t *testing.T) {
-	pol := URLPolicy{AllowedOrigins: []string{"https://app.example.com"}}
-	req, err := URL("Connect GitHub", "https://app.example.com/connect/abc", pol)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := mustParse(t, `{"mode":"url","message":"Connect GitHub","url":"https://app.example.com/connect/abc"}`)
-	if !exactjson.Equal(req.Params(), want) {
-		t.Fatalf("params %s", req.Params())
-	}
-	if req.Mode() != ModeURL || req.Schema() != nil || req.URL() != "https://app.example.com/connect/abc" {
-		t.Fatal("accessors")
-	}
-	if _, err := URL("", "https://app.example.com/x", pol); err == nil {
-		t.Fatal("empty message accepted")
-	}
-	if _, err := URL("m", "https://evil.example.com/x", pol); !errors.Is(err, ErrUnsafeURL) {
-		t.Fatalf("bad URL: %v", err)
 	}
 }
 

@@ -12,11 +12,26 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// confirmDecl is the declaration of the confirmation form. It is
-// conditional: a client without form elicitation gets the framework's
-// missing-capability error when the form is asked, so a dangerous request
-// is never sent unconfirmed.
-var confirmDecl = weft.FormElicitation(weft.Conditional)
+// confirmation is the answer to the confirmation form.
+type confirmation struct {
+	Confirm bool `json:"confirm"`
+}
+
+// confirmState is the framework-protected state of a confirmation round:
+// the tool it belongs to.
+type confirmState struct {
+	Confirm string `json:"confirm"`
+}
+
+// newConfirmInput declares the confirmation form. It is conditional: a
+// client without form elicitation gets the framework's missing-capability
+// error when the form is asked, so a dangerous request is never sent
+// unconfirmed.
+func newConfirmInput(host string) weft.TypedFormInput[confirmation] {
+	return weft.FormOf[confirmation](weft.ConditionalCapability,
+		elicit.BooleanField("confirm").Title("Send the request").
+			Description("The request changes or removes data on "+host+"."))
+}
 
 // ConfirmKey is the input-request key of the confirmation form; its one
 // field is the boolean "confirm".
@@ -45,9 +60,8 @@ func errResult(err error) (*weft.CallToolResult, error) {
 	return nil, err
 }
 
-// confirmForm is the form a dangerous operation asks; its message names the
-// request about to be sent.
-func (a *API) confirmForm(op *Operation, args exactjson.Value) (elicit.Request, error) {
+// confirmMessage names the request about to be sent.
+func confirmMessage(op *Operation, args exactjson.Value) string {
 	msg := fmt.Sprintf("Confirm %s %s", op.Method, op.Path)
 	if op.Summary != "" {
 		msg += " (" + op.Summary + ")"
@@ -55,36 +69,31 @@ func (a *API) confirmForm(op *Operation, args exactjson.Value) (elicit.Request, 
 	if args.Kind() == exactjson.KindObject && args.Len() > 0 {
 		msg += " with " + clip([]byte(args.String()), 512)
 	}
-	msg += "?"
-	f := elicit.BooleanField("confirm").Title("Send the request").
-		Description("The request changes or removes data on " + a.base.Host + ".").Required()
-	return elicit.Form(msg, f)
+	return msg + "?"
 }
 
 // confirm runs the confirmation round. It returns (nil, nil) when the user
 // confirmed on a verified retry: the request may be sent.
 func (a *API) confirm(op *Operation, req *weft.Request) (*weft.CallToolResult, error) {
-	form, err := a.confirmForm(op, req.Arguments())
-	if err != nil {
-		return nil, fmt.Errorf("openapi: confirmation form: %w", err)
+	ask := func() error {
+		// The state is sealed and bound to these arguments by the framework,
+		// so the retry cannot change what is sent.
+		return weft.AskInput(ConfirmKey, a.confirmInput.Ask(confirmMessage(op, req.Arguments()))).
+			WithFrameworkState(confirmState{Confirm: op.Name})
 	}
-	state, resumed := req.FrameworkState()
-	if !resumed || !isStr(mustGet(state, "confirm"), op.Name) {
-		// First round. The state is sealed and bound to these arguments by
-		// the framework, so the retry cannot change what is sent.
-		return nil, weft.AskInput(ConfirmKey, weft.Elicit(confirmDecl, form)).
-			WithFrameworkState(exactjson.Object(exactjson.Field("confirm", exactjson.String(op.Name))))
+	state, resumed, err := weft.FrameworkState[confirmState](req)
+	if err != nil || !resumed || state.Confirm != op.Name {
+		return nil, ask()
 	}
-	content, outcome, present, err := weft.Answer(req.InputResponses(), ConfirmKey, form)
+	answer, outcome, present, err := a.confirmInput.Answer(req, ConfirmKey)
 	switch {
 	case !present:
-		return nil, weft.AskInput(ConfirmKey, weft.Elicit(confirmDecl, form)).WithFrameworkState(state)
+		return nil, ask()
 	case err != nil:
 		return toolError("The confirmation answer was not valid: " + err.Error() + "; nothing was sent."), nil
 	case outcome != elicit.Accepted:
 		return toolError(fmt.Sprintf("The user did not confirm; %s %s was not sent.", op.Method, op.Path)), nil
-	}
-	if ok, _ := mustGet(content, "confirm").AsBool(); !ok {
+	case !answer.Confirm:
 		return toolError(fmt.Sprintf("The user answered no; %s %s was not sent.", op.Method, op.Path)), nil
 	}
 	return nil, nil

@@ -168,10 +168,11 @@ type Operation struct {
 
 // API is an OpenAPI document mapped to MCP tools and resources.
 type API struct {
-	opts    Options
-	version string
-	base    *url.URL
-	ops     []*Operation
+	opts         Options
+	version      string
+	base         *url.URL
+	ops          []*Operation
+	confirmInput weft.TypedFormInput[confirmation]
 }
 
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -208,6 +209,10 @@ func New(doc []byte, opts Options) (*API, error) {
 	a := &API{opts: opts, version: v}
 	if a.base, err = baseURL(opts.BaseURL, m.Model.Servers); err != nil {
 		return nil, err
+	}
+	a.confirmInput = newConfirmInput(a.base.Host)
+	if err := a.confirmInput.Err(); err != nil {
+		return nil, fmt.Errorf("openapi: confirmation form: %w", err)
 	}
 	names := map[string]bool{}
 	if m.Model.Paths != nil {
@@ -512,7 +517,7 @@ func (a *API) tool(op *Operation) weft.Tool {
 	t := weft.Tool{Name: op.Name, Title: op.Summary, Description: describe(op), InputSchema: op.InputSchema,
 		OutputSchema: op.OutputSchema, Annotations: annotations(op)}
 	if op.Confirm {
-		t.Inputs = []weft.InputDeclaration{confirmDecl}
+		t.Inputs = []weft.Input{a.confirmInput}
 		t.StateMode = weft.StateFramework
 	}
 	return t

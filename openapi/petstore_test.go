@@ -101,7 +101,7 @@ func TestConfirmDelete(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	_, _, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL},
-		wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+		wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.ConditionalCapability))))
 	ctx := context.Background()
 	args := exactjson.Object(exactjson.Field("petId", exactjson.Int(1)))
 

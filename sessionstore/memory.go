@@ -56,6 +56,16 @@ func (m *Memory) Len() int {
 	return len(m.sessions)
 }
 
+// Sweep purges expired sessions and answer slots now. The store also sweeps
+// on its own while sessions are created; a server calls Sweep periodically
+// so that abandoned sessions do not hold memory while nothing is created.
+func (m *Memory) Sweep() {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
+}
+
 // sweep purges expired sessions and slots. Caller holds m.mu.
 func (m *Memory) sweep(now time.Time) {
 	m.lastSweep = now

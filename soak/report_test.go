@@ -11,24 +11,22 @@ import (
 	"time"
 )
 
-const (
-	docBegin = "<!-- soak:begin -->"
-	docEnd   = "<!-- soak:end -->"
-)
-
-// writeDoc replaces the text between the soak markers of path.
-func writeDoc(path, section string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
+// writeReport writes the report to path, or to a new weft-soak-*.md file
+// in the OS temp directory when path is empty, and returns the path.
+func writeReport(path, report string) (string, error) {
+	body := "# Weft soak report\n\n" + report
+	if path == "" {
+		f, err := os.CreateTemp("", "weft-soak-"+time.Now().UTC().Format("20060102-150405")+"-*.md")
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		if _, err := f.WriteString(body); err != nil {
+			return "", err
+		}
+		return f.Name(), f.Close()
 	}
-	doc := string(b)
-	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("no %s ... %s markers", docBegin, docEnd)
-	}
-	doc = doc[:i+len(docBegin)] + "\n" + section + "\n" + doc[j:]
-	return os.WriteFile(path, []byte(doc), 0o644)
+	return path, os.WriteFile(path, []byte(body), 0o644)
 }
 
 var windows = []string{"steady", "PostgreSQL restart", "SIGTERM A", "SIGKILL B"}
@@ -74,7 +72,7 @@ func (s *soak) report(v verdict) string {
 	load := s.loadEnd.Sub(s.start)
 	w("Run of %s UTC: Go %s %s/%s, %d CPUs (load average %s at the end, the machine is shared).\n",
 		s.start.UTC().Format("2006-01-02 15:04"), strings.TrimPrefix(runtime.Version(), "go"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadAverage())
-	w("Command: `make soak` (`WEFT_SOAK=1 go test -count=1 -run '^TestSoak$' ./soak`), %d clients for %s, two `weft serve` instances on one PostgreSQL schema, task lease %s.\n",
+	w("Command: `make soak` (`WEFT_SOAK=1 go test -count=1 -timeout 10m -run '^TestSoak$' -v ./soak`), %d clients for %s, two `weft serve` instances on one schema of a throwaway PostgreSQL cluster, task lease %s.\n",
 		s.cfg.clients, s.cfg.duration, taskLease)
 	w("Wall time: setup (build, keyring, start) %s, load %s, drain and checks %s, total %s.\n\n",
 		v.setup.Round(time.Second), load.Round(time.Second), (v.total - v.setup - load).Round(time.Second), v.total.Round(time.Second))

@@ -33,11 +33,16 @@ import (
 //	WEFT_SOAK=1                 run the soak (skipped otherwise)
 //	WEFT_SOAK_DURATION=120s     how long the clients run
 //	WEFT_SOAK_CLIENTS=200       concurrent clients
-//	WEFT_SOAK_PG_RESTART=cmd    the PostgreSQL restart command ("off" skips it);
-//	                            default: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main restart
-//	WEFT_SOAK_DOC=path          rewrite the figures between the soak markers of this file
-//	WEFT_TEST_POSTGRES=dsn      the database (see internal/testpg)
-const defaultPGRestart = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main restart"
+//	WEFT_SOAK_PG_RESTART=off    skip the PostgreSQL restart
+//	WEFT_SOAK_REPORT=path       where the report goes (default: a new
+//	                            weft-soak-*.md in the OS temp directory)
+//	WEFT_SOAK_LOGS=dir          where the instances' logs go (default: the
+//	                            test's temp directory)
+//	WEFT_PG_BIN, WEFT_PG_USER   the PostgreSQL binaries and OS user of the
+//	                            soak's own cluster (see internal/testpg)
+//
+// The soak never uses the machine's PostgreSQL: it starts a throwaway
+// cluster of its own (testpg.StartCluster) and restarts that one.
 
 // Bounds of the run: every wait below is bounded by one of these.
 const (
@@ -54,12 +59,12 @@ const (
 type config struct {
 	duration  time.Duration
 	clients   int
-	pgRestart string
-	doc       string
+	pgRestart bool
+	report    string
 }
 
 func loadConfig(t *testing.T) config {
-	c := config{duration: 120 * time.Second, clients: 200, pgRestart: defaultPGRestart, doc: os.Getenv("WEFT_SOAK_DOC")}
+	c := config{duration: 120 * time.Second, clients: 200, pgRestart: true, report: os.Getenv("WEFT_SOAK_REPORT")}
 	if v := os.Getenv("WEFT_SOAK_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 20*time.Second || d > 10*time.Minute {
@@ -74,8 +79,12 @@ func loadConfig(t *testing.T) config {
 		}
 		c.clients = n
 	}
-	if v, ok := os.LookupEnv("WEFT_SOAK_PG_RESTART"); ok {
-		c.pgRestart = v
+	switch v := os.Getenv("WEFT_SOAK_PG_RESTART"); v {
+	case "", "on":
+	case "off":
+		c.pgRestart = false
+	default:
+		t.Fatalf("WEFT_SOAK_PG_RESTART=%q: want on or off (the soak restarts only its own cluster)", v)
 	}
 	return c
 }
@@ -403,6 +412,7 @@ type soak struct {
 	start   time.Time
 	loadEnd time.Time
 	inst    []*instance
+	pg      *testpg.Cluster
 	db      *sql.DB
 	schema  string
 
@@ -702,16 +712,15 @@ func TestSoak(t *testing.T) {
 		t.Skip("the soak runs for minutes: set WEFT_SOAK=1 (make soak)")
 	}
 	cfg := loadConfig(t)
-	db := testpg.Open(t)
-	s := &soak{t: t, cfg: cfg, stats: NewStats(), db: db, schema: testpg.Name("weft_soak"),
+	setupStart := time.Now()
+	// The soak's own cluster: stopped and removed last (cleanups run in
+	// reverse), after the instances.
+	pg := testpg.StartCluster(t)
+	t.Logf("PostgreSQL: throwaway cluster on 127.0.0.1:%d (log %s)", pg.Port(), pg.LogPath())
+	db := pg.OpenDB(t)
+	s := &soak{t: t, cfg: cfg, stats: NewStats(), pg: pg, db: db, schema: testpg.Name("weft_soak"),
 		tasks: registry{tasks: map[string]*taskRec{}}, flows: flows{counts: map[[2]string]int64{}},
 		listenSem: make(chan struct{}, 20)}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(ctx, `DROP SCHEMA IF EXISTS "`+s.schema+`" CASCADE`)
-	})
-	setupStart := time.Now()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "weft")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/weftmcp/weft/cmd/weft").CombinedOutput(); err != nil {
@@ -730,7 +739,7 @@ func TestSoak(t *testing.T) {
 	for _, name := range []string{"A", "B"} {
 		addr := freeAddr(t)
 		in := &instance{name: name, addr: addr, bin: bin, logPath: filepath.Join(logDir, "weft-"+name+".log"), ready: ready,
-			args: []string{"--data", filepath.Join(dir, name), "--postgres", testpg.DSN(), "--schema", s.schema,
+			args: []string{"--data", filepath.Join(dir, name), "--postgres", pg.DSN(), "--schema", s.schema,
 				"--keyring", keyring, "--task-lease", taskLease.String()}}
 		s.inst = append(s.inst, in)
 	}
@@ -810,10 +819,11 @@ func TestSoak(t *testing.T) {
 	verdict.total = time.Since(setupStart)
 	report := s.report(verdict)
 	t.Log("\n" + report)
-	if cfg.doc != "" {
-		if err := writeDoc(cfg.doc, report); err != nil {
-			t.Errorf("writing %s: %v", cfg.doc, err)
-		}
+	path, err := writeReport(cfg.report, report)
+	if err != nil {
+		t.Errorf("writing the report: %v", err)
+	} else {
+		t.Logf("report written to %s", path)
 	}
 }
 
@@ -848,12 +858,14 @@ func (s *soak) injectFaults(ctx context.Context) {
 	if !at(0.2) {
 		return
 	}
-	if cmd := s.cfg.pgRestart; cmd != "" && cmd != "off" {
+	if s.cfg.pgRestart {
 		f := &fault{name: "PostgreSQL restart", start: time.Now()}
-		out, err := exec.Command("bash", "-c", cmd).CombinedOutput()
+		rctx, rcancel := context.WithTimeout(context.Background(), 90*time.Second)
+		err := s.pg.Restart(rctx)
+		rcancel()
 		ok := err == nil
 		if err != nil {
-			t.Errorf("PostgreSQL restart (%s): %v\n%s", cmd, err, out)
+			t.Errorf("PostgreSQL restart: %v", err)
 		}
 		// Wait until the database answers again.
 		pctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -863,7 +875,7 @@ func (s *soak) injectFaults(ctx context.Context) {
 		cancel()
 		back := time.Now()
 		f.end = back.Add(5 * time.Second) // pools and listeners reconnect
-		f.detail = fmt.Sprintf("`%s`; the database answered again after %s", cmd, back.Sub(f.start).Round(time.Millisecond))
+		f.detail = fmt.Sprintf("`pg_ctl restart -m fast` of the soak's own cluster; the database answered again after %s", back.Sub(f.start).Round(time.Millisecond))
 		if !ok {
 			f.detail += " (the command failed)"
 		}

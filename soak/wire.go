@@ -1,9 +1,10 @@
 // Package soak holds the bounded soak test of issue #8 (item 5): two
-// `weft serve` instances on PostgreSQL under a couple of hundred concurrent
-// loopback clients, while PostgreSQL is restarted once and the instances
-// are sent SIGTERM and SIGKILL. Run it with `make soak` (it is skipped
-// unless WEFT_SOAK is set); the figures of the last run are in
-// docs/reliability.md.
+// `weft serve` instances on a throwaway PostgreSQL cluster of their own
+// under a couple of hundred concurrent loopback clients, while that cluster
+// is restarted once and the instances are sent SIGTERM and SIGKILL. Run it
+// with `make soak` (it is skipped unless WEFT_SOAK is set); each run writes
+// its report to a file it names in the log, and docs/reliability.md
+// describes the soak and a recorded run.
 //
 // This file is the client side's independent view of the wire: a
 // RoundTripper that spreads requests over the instances like a load

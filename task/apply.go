@@ -54,6 +54,19 @@ func (r *Record) ApplyRenew(fence int64, now time.Time, lease time.Duration) (ca
 	return r.CancelRequested, nil
 }
 
+// ApplyRelease gives up the lease identified by fence without ending the
+// step (ErrLeaseLost when it is not held): the task is claimable again at
+// once, by any worker. A runner that shuts down hands its cut-off steps to
+// the rest of the fleet this way instead of leaving them leased.
+func (r *Record) ApplyRelease(fence int64) error {
+	if !r.held(fence) {
+		return fmt.Errorf("task %s: release with fence %d: %w", r.ID, fence, ErrLeaseLost)
+	}
+	r.LeaseOwner = ""
+	r.LeaseExpiresAt = time.Time{}
+	return nil
+}
+
 // ApplyStatusMessage sets the status message under the lease identified by
 // fence (ErrLeaseLost otherwise).
 func (r *Record) ApplyStatusMessage(fence int64, msg string, now time.Time) error {
@@ -254,7 +267,7 @@ func NotifyChannels(before, after *Record) []string {
 	if before == nil || visibleChange(before, after) {
 		chans = append(chans, ChannelChanged)
 	}
-	if after.Status == Working && after.LeaseOwner == "" && (before == nil || before.Status != Working) {
+	if after.Status == Working && after.LeaseOwner == "" && (before == nil || before.Status != Working || before.LeaseOwner != "") {
 		chans = append(chans, ChannelRunnable)
 	}
 	if before != nil && !before.CancelRequested && after.CancelRequested && after.Status == Working {

@@ -188,9 +188,9 @@ func (r *Runner) config() (Runner, error) {
 }
 
 // Run runs workers until ctx is done, then stops claiming, waits up to
-// ShutdownTimeout for running steps, cancels the ones still running (they
-// stay leased) and waits up to ShutdownTimeout more for their handlers to
-// return. It returns nil after a clean stop, an error if the configuration
+// ShutdownTimeout for running steps, cancels the ones still running (their
+// leases are released, so another instance takes them over at once) and
+// waits up to ShutdownTimeout more for their handlers to return. It returns nil after a clean stop, an error if the configuration
 // is invalid, the store cannot be subscribed to, or handlers ignored
 // cancellation (their late outcomes are discarded).
 func (r *Runner) Run(ctx context.Context) error {
@@ -242,7 +242,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	case <-timer.C:
 	}
 	n := rn.cancelAll()
-	rn.log.Warn("task runner: shutdown timeout; cancelled running steps, left leased for re-run", "steps", n)
+	rn.log.Warn("task runner: shutdown timeout; cancelled running steps, releasing their leases for re-run", "steps", n)
 	timer.Reset(cfg.ShutdownTimeout)
 	select {
 	case <-done:
@@ -379,7 +379,15 @@ func (rn *run) runStep(rec *Record) {
 		log.Warn("task runner: lease lost; discarding step outcome")
 		return
 	case errors.Is(cause, ErrShutdown):
-		log.Info("task runner: step cut off by shutdown; left leased for re-run")
+		// Hand the step to the fleet at once rather than after the lease.
+		rctx, cancel := context.WithTimeout(rn.base, 5*time.Second)
+		err := rn.cfg.Store.Release(rctx, rec.ID, rec.Fence)
+		cancel()
+		if err != nil {
+			log.Warn("task runner: step cut off by shutdown; releasing its lease failed, left leased for re-run", "err", err)
+		} else {
+			log.Info("task runner: step cut off by shutdown; lease released for re-run")
+		}
 		return
 	}
 	if !panicked && err != nil && errors.Is(err, ErrRequeue) {

@@ -340,7 +340,7 @@ func TestRunnerShutdown(t *testing.T) {
 				return task.Outcome{}, fmt.Errorf("cause %v", context.Cause(ctx))
 			}
 			return task.Outcome{}, ctx.Err()
-		}, false, task.Working, true},
+		}, false, task.Working, false}, // released for another runner at once
 		{"gives up on handlers ignoring cancellation", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			time.Sleep(time.Hour)
 			return task.Complete(json.RawMessage(`{}`)), nil

@@ -77,6 +77,10 @@ type Store interface {
 	// and reports whether cancellation was requested (ErrLeaseLost if the
 	// lease is no longer held).
 	Renew(ctx context.Context, id string, fence int64, lease time.Duration) (cancelRequested bool, err error)
+	// Release atomically gives up the lease identified by fence without
+	// ending the step (Record.ApplyRelease): the task is claimable at once
+	// and ChannelRunnable is published. ErrLeaseLost for a stale fence.
+	Release(ctx context.Context, id string, fence int64) error
 	// Finish atomically ends the current step with out and releases the
 	// lease (Record.ApplyFinish). ErrKeyReused if an InputRequired outcome
 	// reuses a key, ErrInvalid for a malformed outcome, ErrLeaseLost for a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -56,31 +57,24 @@ func ExampleClient_CallTool() {
 // completes.
 func ExampleClient_CallToolWithInput() {
 	srv := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
-	form := weft.FormElicitation(weft.Required)
-	nameSchema := exactjson.Object(
-		exactjson.Field("type", exactjson.String("object")),
-		exactjson.Field("properties", exactjson.Object(exactjson.Field("name",
-			exactjson.Object(exactjson.Field("type", exactjson.String("string")))))),
-		exactjson.Field("required", exactjson.Array(exactjson.String("name"))))
-	type answer struct {
-		Action  string            `json:"action"`
-		Content map[string]string `json:"content"`
+	type nameForm struct {
+		Name string `json:"name"`
 	}
+	form := weft.FormOf[nameForm](weft.RequiredCapability)
 	err := weft.AddTool(srv, weft.Tool{Name: "greet", Description: "Greets the user by name.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
-			a, ok, err := weft.Decode[answer](req.InputResponses(), "user")
-			if err != nil || !ok || a.Action != "accept" {
-				return nil, weft.AskInput("user", weft.ElicitForm(form, "What is your name?", nameSchema))
+			a, outcome, _, err := form.Answer(req, "user")
+			if err != nil || outcome != elicit.Accepted {
+				return nil, weft.AskInput("user", form.Ask("What is your name?"))
 			}
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Hello, " + a.Content["name"] + "!")}}, nil
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Hello, " + a.Name + "!")}}, nil
 		})
 	if err != nil {
 		panic(err)
 	}
 
-	c := wefttest.NewClient(srv,
-		wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(form)))
 	final, rounds, err := c.CallToolWithInput(context.Background(), "greet", nil,
 		wefttest.AcceptForm(map[string]any{"name": "Ada"}), 0)
 	if err != nil {
@@ -100,14 +94,14 @@ func ExampleClient_CallToolWithInput() {
 // response. The retry is a new request that echoes the request state.
 func ExampleClient_Retry() {
 	srv := weft.NewServer(weft.Implementation{Name: "approvals", Version: "1.0.0"}, nil)
-	form := weft.FormElicitation(weft.Required)
+	form := weft.Form(weft.RequiredCapability)
 	err := weft.AddTool(srv, weft.Tool{Name: "deploy", Description: "Deploys after approval.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{form}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			resp, ok := req.InputResponses().Get("approve")
 			state, _ := req.ApplicationState()
 			if !ok || state != "deploy-42" {
-				return nil, weft.AskInput("approve", weft.ElicitForm(form, "Deploy build 42?",
+				return nil, weft.AskInput("approve", form.Ask("Deploy build 42?",
 					exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object())))).
 					WithApplicationState("deploy-42")
 			}
@@ -119,7 +113,7 @@ func ExampleClient_Retry() {
 	}
 
 	ctx := context.Background()
-	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	first, err := c.CallTool(ctx, "deploy", nil)
 	if err != nil {
 		panic(err)

@@ -122,28 +122,15 @@ func elicitMode(req InputRequest) string {
 }
 
 // Capabilities returns the ClientCapabilities object declaring the client
-// capabilities that the given input kinds need, for [WithCapabilities]:
-// Capabilities(weft.InputFormElicitation, weft.InputRoots) is
+// capabilities that the given input declarations need, for
+// [WithCapabilities]: Capabilities(weft.Form(r), weft.Roots(r)) is
 // {"elicitation":{"form":{}},"roots":{}}.
-func Capabilities(kinds ...weft.InputKind) exactjson.Value {
+func Capabilities(inputs ...weft.Input) exactjson.Value {
 	out := exactjson.Object()
-	for _, k := range kinds {
-		var d weft.InputDeclaration
-		switch k {
-		case weft.InputFormElicitation:
-			d = weft.FormElicitation(weft.Required)
-		case weft.InputURLElicitation:
-			d = weft.URLElicitation(weft.Required)
-		case weft.InputSampling:
-			d = weft.Sampling(weft.Required)
-		case weft.InputSamplingWithTools:
-			d = weft.SamplingWithTools(weft.Required)
-		case weft.InputRoots:
-			d = weft.Roots(weft.Required)
-		default:
-			continue
+	for _, in := range inputs {
+		if in != nil {
+			out = merge(out, in.Capabilities())
 		}
-		out = merge(out, d.Capabilities())
 	}
 	return out
 }

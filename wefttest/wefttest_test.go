@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -30,12 +31,10 @@ type addOut struct {
 	Sum int `json:"sum"`
 }
 
-type tripAnswer struct {
-	Action  string `json:"action"`
-	Content struct {
-		City string `json:"city"`
-		OK   bool   `json:"ok"`
-	} `json:"content"`
+// trip is book_trip's framework state.
+type trip struct {
+	Phase string `json:"phase"`
+	City  string `json:"city,omitempty"`
 }
 
 type fixture struct {
@@ -53,13 +52,6 @@ func formSchema(name, typ string) exactjson.Value {
 		exactjson.Field("properties", exactjson.Object(exactjson.Field(name,
 			exactjson.Object(exactjson.Field("type", exactjson.String(typ)))))),
 		exactjson.Field("required", exactjson.Array(exactjson.String(name))))
-}
-
-func stateOf(req *weft.Request, name string) string {
-	st, _ := req.FrameworkState()
-	v, _ := st.Get(name)
-	s, _ := v.AsString()
-	return s
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -89,64 +81,66 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		}))
 
 	// An MRTR tool: two rounds of form elicitation with framework state.
-	form := weft.FormElicitation(weft.Required)
+	form := weft.Form(weft.RequiredCapability)
 	must(weft.AddTool(s, weft.Tool{Name: "book_trip", Description: "Books a trip after asking where and confirming.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateFramework},
+		Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			in := req.InputResponses()
-			askCity := weft.AskInput("destination", weft.ElicitForm(form, "Where to?", formSchema("city", "string"))).
-				WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("destination"))))
-			switch stateOf(req, "phase") {
+			askCity := weft.AskInput("destination", form.Ask("Where to?", formSchema("city", "string"))).
+				WithFrameworkState(trip{Phase: "destination"})
+			st, _, err := weft.FrameworkState[trip](req)
+			if err != nil {
+				return nil, err
+			}
+			switch st.Phase {
 			case "destination":
-				a, ok, err := weft.Decode[tripAnswer](in, "destination")
+				a, outcome, ok, err := form.Answer(req, "destination")
 				if err != nil || !ok {
 					return nil, askCity
 				}
-				if a.Action != "accept" || a.Content.City == "" {
+				city, _ := a.Get("city")
+				name, _ := city.AsString()
+				if outcome != elicit.Accepted || name == "" {
 					return nil, weft.ToolErrorf("trip cancelled")
 				}
-				return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Book a trip to "+a.Content.City+"?", formSchema("ok", "boolean"))).
-					WithFrameworkState(exactjson.Object(
-						exactjson.Field("phase", exactjson.String("confirm")),
-						exactjson.Field("city", exactjson.String(a.Content.City))))
+				return nil, weft.AskInput("confirm", form.Ask("Book a trip to "+name+"?", formSchema("ok", "boolean"))).
+					WithFrameworkState(trip{Phase: "confirm", City: name})
 			case "confirm":
-				a, ok, err := weft.Decode[tripAnswer](in, "confirm")
-				if err != nil || !ok || a.Action != "accept" || !a.Content.OK {
+				a, outcome, ok, err := form.Answer(req, "confirm")
+				if yes, _ := a.Get("ok"); err != nil || !ok || outcome != elicit.Accepted || !exactjson.Equal(yes, exactjson.Bool(true)) {
 					return nil, weft.ToolErrorf("trip cancelled")
 				}
-				return text("Booked a trip to " + stateOf(req, "city") + "."), nil
+				return text("Booked a trip to " + st.City + "."), nil
 			}
 			return nil, askCity
 		}))
 
 	// An MRTR tool asking for three kinds of input at once.
-	cform, sampling, roots := weft.FormElicitation(weft.Conditional), weft.Sampling(weft.Conditional), weft.Roots(weft.Conditional)
+	cform, sampling, roots := weft.Form(weft.ConditionalCapability), weft.Sampling(weft.ConditionalCapability), weft.Roots(weft.ConditionalCapability)
 	must(weft.AddTool(s, weft.Tool{Name: "survey", Description: "Asks for a name, a model answer and the roots.",
-		Inputs: []weft.InputDeclaration{cform, sampling, roots}},
+		Inputs: []weft.Input{cform, sampling, roots}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			in := req.InputResponses()
 			if len(in.Missing("name", "poem", "roots")) > 0 {
-				return nil, weft.NewInputRequired().
-					Ask("name", weft.ElicitForm(cform, "Your name?", formSchema("name", "string"))).
-					Ask("poem", weft.CreateMessage(sampling, exactjson.Object(
-						exactjson.Field("messages", exactjson.Array(exactjson.Object(
-							exactjson.Field("role", exactjson.String("user")),
-							exactjson.Field("content", exactjson.Object(
-								exactjson.Field("type", exactjson.String("text")),
-								exactjson.Field("text", exactjson.String("Write a haiku."))))))),
-						exactjson.Field("maxTokens", exactjson.Int(50))))).
-					Ask("roots", weft.ListRoots(roots))
+				return nil, weft.AskInput("name", cform.Ask("Your name?", formSchema("name", "string"))).
+					Ask("poem", sampling.Ask(weft.SamplingRequest{MaxTokens: 50,
+						Messages: []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Write a haiku.")}}})).
+					Ask("roots", roots.Ask())
 			}
-			nameResp, _ := in.Get("name")
-			content, _ := nameResp.Get("content")
+			content, _, _, err := cform.Answer(req, "name")
+			if err != nil {
+				return nil, err
+			}
 			nv, _ := content.Get("name")
 			name, _ := nv.AsString()
-			poem, _ := in.Get("poem")
-			mv, _ := poem.Get("model")
-			model, _ := mv.AsString()
-			rs, _ := in.Get("roots")
-			rl, _ := rs.Get("roots")
-			return text(fmt.Sprintf("name=%s model=%s roots=%d", name, model, rl.Len())), nil
+			poem, _, err := sampling.Answer(req, "poem")
+			if err != nil {
+				return nil, err
+			}
+			rs, _, err := roots.Answer(req, "roots")
+			if err != nil {
+				return nil, err
+			}
+			return text(fmt.Sprintf("name=%s model=%s roots=%d", name, poem.Model, len(rs))), nil
 		}))
 
 	// A state-only input_required (load shedding), then success.
@@ -155,12 +149,12 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 			if st, ok := req.ApplicationState(); ok && st == "retry-me" {
 				return text("served after retry"), nil
 			}
-			return nil, weft.NewInputRequired().WithApplicationState("retry-me")
+			return nil, new(weft.InputRequired).WithApplicationState("retry-me")
 		}))
 
 	// A tool that needs sampling on every call.
 	must(weft.AddTool(s, weft.Tool{Name: "needs_sampling", Description: "Needs sampling.",
-		Inputs: []weft.InputDeclaration{weft.Sampling(weft.Required)}},
+		Inputs: []weft.Input{weft.Sampling(weft.RequiredCapability)}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			return text("ok"), nil
 		}))
@@ -211,12 +205,12 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 			return &weft.GetPromptResult{Messages: []weft.PromptMessage{{Role: weft.RoleUser, Content: weft.TextContent("Grüß Gott!")}}}, nil
 		}))
-	pform := weft.FormElicitation(weft.Conditional)
-	must(s.AddPrompt(weft.Prompt{Name: "ask_topic", Description: "Asks for a topic first.", Inputs: []weft.InputDeclaration{pform}},
+	pform := weft.Form(weft.ConditionalCapability)
+	must(s.AddPrompt(weft.Prompt{Name: "ask_topic", Description: "Asks for a topic first.", Inputs: []weft.Input{pform}},
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 			r, ok := req.InputResponses().Get("topic")
 			if !ok {
-				return nil, weft.AskInput("topic", weft.ElicitForm(pform, "Which topic?", formSchema("topic", "string")))
+				return nil, weft.AskInput("topic", pform.Ask("Which topic?", formSchema("topic", "string")))
 			}
 			c, _ := r.Get("content")
 			tv, _ := c.Get("topic")
@@ -238,14 +232,14 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/plain", "user "+id)}}, nil
 		}))
-	rform := weft.FormElicitation(weft.Required)
+	rform := weft.Form(weft.RequiredCapability)
 	must(s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://vault", Name: "vault"},
-		Inputs: []weft.InputDeclaration{rform}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{rform}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			st, hasState := req.ApplicationState()
 			r, ok := req.InputResponses().Get("answer")
 			if !hasState || st != "vault-nonce" || !ok {
-				return nil, weft.AskInput("answer", weft.ElicitForm(rform, "Riddle answer?", formSchema("answer", "string"))).
+				return nil, weft.AskInput("answer", rform.Ask("Riddle answer?", formSchema("answer", "string"))).
 					WithApplicationState("vault-nonce")
 			}
 			c, _ := r.Get("content")
@@ -261,7 +255,7 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 	return f
 }
 
-var allCaps = wefttest.Capabilities(weft.InputFormElicitation, weft.InputSampling, weft.InputRoots)
+var allCaps = wefttest.Capabilities(weft.Form(weft.RequiredCapability), weft.Sampling(weft.RequiredCapability), weft.Roots(weft.RequiredCapability))
 
 func rpcError(t *testing.T, err error) *wefttest.RPCError {
 	t.Helper()
@@ -431,7 +425,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("missing capability = %+v", re)
 	}
 	// Declared: accepted.
-	sc := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.InputSampling)))
+	sc := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Sampling(weft.RequiredCapability))))
 	if res, err := sc.CallTool(ctx, "needs_sampling", nil); err != nil || res.Text() != "ok" {
 		t.Errorf("with sampling = %v, %v", res, err)
 	}
@@ -454,7 +448,7 @@ func TestInputRequiredByHand(t *testing.T) {
 		t.Fatalf("no capability = %+v", re)
 	}
 
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	r1, err := c.CallTool(ctx, "book_trip", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -493,7 +487,7 @@ func TestInputRequiredByHand(t *testing.T) {
 
 	// Sealed state is bound to the endpoint: the same retry posted elsewhere fails.
 	other := wefttest.NewClient(f.srv, wefttest.WithEndpoint("/elsewhere"),
-		wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+		wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	_, err = other.Retry(ctx, r1, map[string]exactjson.Value{"destination": accept("city", exactjson.String("Lisbon"))})
 	if re := rpcError(t, err); re.Code != weft.CodeInvalidParams || re.Message != "Invalid request state" {
 		t.Errorf("retry on another endpoint = %+v", re)
@@ -567,7 +561,7 @@ func TestConditionalInputsFollowCapabilities(t *testing.T) {
 	f := newFixture(t, nil)
 	// Only form elicitation declared: the server must not embed sampling or
 	// roots, and weft reports the missing ones as -32021.
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.InputFormElicitation)))
+	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	_, err := c.CallTool(t.Context(), "survey", nil)
 	re := rpcError(t, err)
 	req, _ := re.Data.Get("requiredCapabilities")

@@ -38,7 +38,7 @@ func RetryCall(state string) *Call {
 
 // AddConfirm registers echo_confirm on s.
 func AddConfirm(s *weft.Server) error {
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	schema := exactjson.Object(
 		exactjson.Field("type", exactjson.String("object")),
 		exactjson.Field("properties", exactjson.Object(exactjson.Field("ok",
@@ -46,15 +46,15 @@ func AddConfirm(s *weft.Server) error {
 		exactjson.Field("required", exactjson.Array(exactjson.String("ok"))))
 	phase := exactjson.Object(exactjson.Field("phase", exactjson.String("confirming")))
 	return weft.AddTool(s, weft.Tool{Name: ConfirmTool, Description: "Echoes after a confirmation.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateFramework},
+		Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, in EchoArgs) (EchoOut, error) {
-			if st, ok := req.FrameworkState(); ok {
+			if st, ok, _ := weft.FrameworkState[exactjson.Value](req); ok {
 				p, _ := st.Get("phase")
 				if s, _ := p.AsString(); s == "confirming" && req.InputResponses().Has("confirm") {
 					return EchoOut(in), nil
 				}
 			}
-			return EchoOut{}, weft.AskInput("confirm", weft.ElicitForm(form, "Echo this?", schema)).
+			return EchoOut{}, weft.AskInput("confirm", form.Ask("Echo this?", schema)).
 				WithFrameworkState(phase)
 		})
 }

@@ -84,8 +84,8 @@ func elicitationSummary(prefix string, r exactjson.Value) string {
 // ordinary multi-round handlers: a 2026-07-28 client gets input_required, a
 // 2025-11-25 client gets real server-to-client requests.
 func addLegacyFixtures(s *weft.Server, add func(error)) {
-	form := weft.FormElicitation(weft.Conditional)
-	sampling := weft.Sampling(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
+	sampling := weft.Sampling(weft.ConditionalCapability)
 
 	add(weft.AddTool(s, weft.Tool{Name: "test_tool_with_logging", Description: "Sends three log messages while it runs."},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
@@ -108,23 +108,23 @@ func addLegacyFixtures(s *weft.Server, add func(error)) {
 		Prompt string `json:"prompt"`
 	}
 	add(weft.AddTool(s, weft.Tool{Name: "test_sampling", Description: "Asks the client's model to answer a prompt.",
-		Inputs: []weft.InputDeclaration{sampling}},
+		Inputs: []weft.Input{sampling}},
 		func(ctx context.Context, req *weft.Request, in promptArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("llm")
-			if !ok {
-				return nil, weft.AskInput("llm", weft.CreateMessage(sampling, samplingParams(in.Prompt)))
+			answer, ok, err := sampling.Answer(req, "llm")
+			if err != nil {
+				return nil, err
 			}
-			c, _ := r.Get("content")
-			t, _ := c.Get("text")
-			answer, _ := t.AsString()
-			return text("LLM response: " + answer), nil
+			if !ok {
+				return nil, weft.AskInput("llm", sampling.Ask(question(in.Prompt)))
+			}
+			return text("LLM response: " + answer.Text()), nil
 		}))
 
 	type messageArgs struct {
 		Message string `json:"message"`
 	}
 	add(weft.AddTool(s, weft.Tool{Name: "test_elicitation", Description: "Asks the user for a username and an email address.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in messageArgs) (*weft.CallToolResult, error) {
 			r, ok := req.InputResponses().Get("user_info")
 			if !ok {
@@ -134,17 +134,17 @@ func addLegacyFixtures(s *weft.Server, add func(error)) {
 						exactjson.Field("username", stringSchema("User's response")),
 						exactjson.Field("email", stringSchema("User's email address")))),
 					exactjson.Field("required", exactjson.Array(exactjson.String("username"), exactjson.String("email"))))
-				return nil, weft.AskInput("user_info", weft.ElicitForm(form, in.Message, schema))
+				return nil, weft.AskInput("user_info", form.Ask(in.Message, schema))
 			}
 			return text(elicitationSummary("User response", r)), nil
 		}))
 
 	add(weft.AddTool(s, weft.Tool{Name: "test_elicitation_sep1034_defaults", Description: "Elicits with defaults for every primitive type.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			r, ok := req.InputResponses().Get("defaults")
 			if !ok {
-				return nil, weft.AskInput("defaults", weft.ElicitForm(form, "Please review your profile.", mustJSON(`{
+				return nil, weft.AskInput("defaults", form.Ask("Please review your profile.", mustJSON(`{
 					"type": "object",
 					"properties": {
 						"name": {"type": "string", "description": "Your name", "default": "John Doe"},
@@ -160,11 +160,11 @@ func addLegacyFixtures(s *weft.Server, add func(error)) {
 		}))
 
 	add(weft.AddTool(s, weft.Tool{Name: "test_elicitation_sep1330_enums", Description: "Elicits with every enum schema variant.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			r, ok := req.InputResponses().Get("enums")
 			if !ok {
-				return nil, weft.AskInput("enums", weft.ElicitForm(form, "Please choose.", mustJSON(`{
+				return nil, weft.AskInput("enums", form.Ask("Please choose.", mustJSON(`{
 					"type": "object",
 					"properties": {
 						"untitledSingle": {"type": "string", "description": "Untitled single-select", "enum": ["option1", "option2", "option3"]},

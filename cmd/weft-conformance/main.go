@@ -110,12 +110,12 @@ func newServer(logger *slog.Logger) (*weft.Server, error) {
 		return text("Progress complete."), nil
 	})
 	add(weft.AddTool(s, weft.Tool{Name: "test_missing_capability", Description: "Needs the client's sampling capability.",
-		Inputs: []weft.InputDeclaration{weft.Sampling(weft.Required)}},
+		Inputs: []weft.Input{weft.Sampling(weft.RequiredCapability)}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			return text("The client declared sampling."), nil
 		}))
 	add(weft.AddTool(s, weft.Tool{Name: "test_streaming_elicitation", Description: "Answers without any server-to-client request.",
-		Inputs: []weft.InputDeclaration{weft.FormElicitation(weft.Conditional)}},
+		Inputs: []weft.Input{weft.Form(weft.ConditionalCapability)}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			return text("No server-to-client request was sent."), nil
 		}))
@@ -229,13 +229,13 @@ func addPrompts(s *weft.Server, add func(error)) {
 				msg(weft.RoleUser, weft.TextContent("Please analyze the image above.")),
 			}}, nil
 		}))
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	add(s.AddPrompt(weft.Prompt{Name: "test_input_required_result_prompt", Description: "Asks for context before building the prompt.",
-		Inputs: []weft.InputDeclaration{form}},
+		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
-			content, ok := acceptedContent(req, "user_context")
+			content, ok := acceptedContent(req, form, "user_context")
 			if !ok {
-				return nil, weft.AskInput("user_context", weft.ElicitForm(form, "What context should the prompt use?",
+				return nil, weft.AskInput("user_context", form.Ask("What context should the prompt use?",
 					objectSchema(stringProp("context"))))
 			}
 			c, _ := content.Get("context")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -27,93 +28,80 @@ func boolProp(name string) exactjson.Member {
 	return exactjson.Field(name, exactjson.Object(exactjson.Field("type", exactjson.String("boolean"))))
 }
 
-// acceptedContent returns the content of an accepted elicitation under key.
-func acceptedContent(req *weft.Request, key string) (exactjson.Value, bool) {
-	r, ok := req.InputResponses().Get(key)
-	if !ok {
-		return exactjson.Value{}, false
-	}
-	if a, _ := r.Get("action"); !isStr(a, "accept") {
-		return exactjson.Value{}, false
-	}
-	c, ok := r.Get("content")
-	return c, ok && c.Kind() == exactjson.KindObject
+// acceptedContent returns the content of an accepted form elicitation
+// under key.
+func acceptedContent(req *weft.Request, form weft.FormInput, key string) (exactjson.Value, bool) {
+	content, outcome, ok, err := form.Answer(req, key)
+	return content, ok && err == nil && outcome == elicit.Accepted
 }
 
-func isStr(v exactjson.Value, want string) bool { s, ok := v.AsString(); return ok && s == want }
+// question is a sampling request for one user question.
+func question(q string) weft.SamplingRequest {
+	return weft.SamplingRequest{MaxTokens: 100, Messages: []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent(q)}}}
+}
 
-func samplingParams(question string) exactjson.Value {
-	return exactjson.Object(
-		exactjson.Field("messages", exactjson.Array(exactjson.Object(
-			exactjson.Field("role", exactjson.String("user")),
-			exactjson.Field("content", exactjson.Object(
-				exactjson.Field("type", exactjson.String("text")),
-				exactjson.Field("text", exactjson.String(question))))))),
-		exactjson.Field("maxTokens", exactjson.Int(100)))
+// step is the framework state of the multi-round fixtures.
+type step struct {
+	Phase string `json:"phase"`
 }
 
 func phase(req *weft.Request) string {
-	st, ok := req.FrameworkState()
-	if !ok {
-		return ""
-	}
-	p, _ := st.Get("phase")
-	s, _ := p.AsString()
-	return s
+	st, _, _ := weft.FrameworkState[step](req)
+	return st.Phase
 }
 
-func phaseState(p string) exactjson.Value {
-	return exactjson.Object(exactjson.Field("phase", exactjson.String(p)))
-}
+func phaseState(p string) step { return step{Phase: p} }
 
 func addMRTRTools(s *weft.Server, add func(error)) {
-	form := weft.FormElicitation(weft.Conditional)
-	sampling := weft.Sampling(weft.Conditional)
-	roots := weft.Roots(weft.Conditional)
-	all := []weft.InputDeclaration{form, sampling, roots}
+	form := weft.Form(weft.ConditionalCapability)
+	sampling := weft.Sampling(weft.ConditionalCapability)
+	roots := weft.Roots(weft.ConditionalCapability)
+	all := []weft.Input{form, sampling, roots}
 	tool := func(name, desc string, mode weft.StateMode, h weft.TypedToolHandler[noArgs, *weft.CallToolResult]) {
 		add(weft.AddTool(s, weft.Tool{Name: name, Description: desc, Inputs: all, StateMode: mode}, h))
 	}
 
 	tool("test_input_required_result_elicitation", "Asks for the user's name.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			content, ok := acceptedContent(req, "user_name")
+			content, ok := acceptedContent(req, form, "user_name")
 			if !ok {
-				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			n, _ := content.Get("name")
 			name, isString := n.AsString()
 			if !isString {
-				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			return text("Hello, " + name + "!"), nil
 		})
 	tool("test_input_required_result_sampling", "Asks the client's model a question.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("capital_question")
-			if !ok {
-				return nil, weft.AskInput("capital_question", weft.CreateMessage(sampling, samplingParams("What is the capital of France?")))
+			answer, ok, err := sampling.Answer(req, "capital_question")
+			if err != nil {
+				return nil, err
 			}
-			c, _ := r.Get("content")
-			t, _ := c.Get("text")
-			answer, _ := t.AsString()
-			return text("The model answered: " + answer), nil
+			if !ok {
+				return nil, weft.AskInput("capital_question", sampling.Ask(question("What is the capital of France?")))
+			}
+			return text("The model answered: " + answer.Text()), nil
 		})
 	tool("test_input_required_result_list_roots", "Asks for the client's roots.", weft.StateNone,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
-			r, ok := req.InputResponses().Get("client_roots")
-			if !ok {
-				return nil, weft.AskInput("client_roots", weft.ListRoots(roots))
+			rs, ok, err := roots.Answer(req, "client_roots")
+			if err != nil {
+				return nil, err
 			}
-			rs, _ := r.Get("roots")
-			return text("The client has " + itoa(rs.Len()) + " root(s)."), nil
+			if !ok {
+				return nil, weft.AskInput("client_roots", roots.Ask())
+			}
+			return text("The client has " + itoa(len(rs)) + " root(s)."), nil
 		})
 	tool("test_input_required_result_request_state", "Asks for confirmation and carries sealed state.", weft.StateFramework,
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if phase(req) == "confirming" && req.InputResponses().Has("confirm") {
 				return text("state-ok"), nil
 			}
-			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+			return nil, weft.AskInput("confirm", form.Ask("Please confirm.", objectSchema(boolProp("ok")))).
 				WithFrameworkState(phaseState("confirming"))
 		})
 	tool("test_input_required_result_multiple_inputs", "Asks for three inputs at once.", weft.StateFramework,
@@ -122,10 +110,9 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if phase(req) == "collecting" && len(in.Missing("user_name", "greeting", "client_roots")) == 0 {
 				return text("All inputs received."), nil
 			}
-			return nil, weft.NewInputRequired().
-				Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name")))).
-				Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting."))).
-				Ask("client_roots", weft.ListRoots(roots)).
+			return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name")))).
+				Ask("greeting", sampling.Ask(question("Write a short greeting."))).
+				Ask("client_roots", roots.Ask()).
 				WithFrameworkState(phaseState("collecting"))
 		})
 	tool("test_input_required_result_multi_round", "Asks twice, one round after the other.", weft.StateFramework,
@@ -135,10 +122,10 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			case phase(req) == "step2" && in.Has("step2"):
 				return text("Both rounds completed."), nil
 			case phase(req) == "step1" && in.Has("step1"):
-				return nil, weft.AskInput("step2", weft.ElicitForm(form, "Step 2: confirm.", objectSchema(boolProp("ok")))).
+				return nil, weft.AskInput("step2", form.Ask("Step 2: confirm.", objectSchema(boolProp("ok")))).
 					WithFrameworkState(phaseState("step2"))
 			}
-			return nil, weft.AskInput("step1", weft.ElicitForm(form, "Step 1: your name?", objectSchema(stringProp("name")))).
+			return nil, weft.AskInput("step1", form.Ask("Step 1: your name?", objectSchema(stringProp("name")))).
 				WithFrameworkState(phaseState("step1"))
 		})
 	tool("test_input_required_result_tampered_state", "Carries sealed state that must not be tampered with.", weft.StateFramework,
@@ -146,7 +133,7 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if phase(req) == "sealed" {
 				return text("State verified."), nil
 			}
-			return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Please confirm.", objectSchema(boolProp("ok")))).
+			return nil, weft.AskInput("confirm", form.Ask("Please confirm.", objectSchema(boolProp("ok")))).
 				WithFrameworkState(phaseState("sealed"))
 		})
 	tool("test_input_required_result_capabilities", "Asks only for what the client supports.", weft.StateNone,
@@ -154,15 +141,15 @@ func addMRTRTools(s *weft.Server, add func(error)) {
 			if req.InputResponses().Len() > 0 {
 				return text("Input received."), nil
 			}
-			ir := weft.NewInputRequired()
-			if req.ClientSupports(weft.InputFormElicitation) {
-				ir.Ask("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+			ir := new(weft.InputRequired)
+			if req.ClientSupports(form) {
+				ir.Ask("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
-			if req.ClientSupports(weft.InputSampling) {
-				ir.Ask("greeting", weft.CreateMessage(sampling, samplingParams("Write a short greeting.")))
+			if req.ClientSupports(sampling) {
+				ir.Ask("greeting", sampling.Ask(question("Write a short greeting.")))
 			}
-			if req.ClientSupports(weft.InputRoots) {
-				ir.Ask("client_roots", weft.ListRoots(roots))
+			if req.ClientSupports(roots) {
+				ir.Ask("client_roots", roots.Ask())
 			}
 			if len(ir.Keys()) == 0 {
 				return text("The client supports no input requests."), nil

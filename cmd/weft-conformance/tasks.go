@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 )
@@ -39,7 +40,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // addTaskTools registers the fixtures of the tasks extension scenarios.
 func addTaskTools(s *weft.Server, add func(error)) {
 	add(s.EnableTasks(weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 200 * time.Millisecond}))
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 
 	add(weft.AddTool(s, weft.Tool{Name: "greet", Description: "Greets synchronously."},
 		func(ctx context.Context, req *weft.Request, in greetArgs) (*weft.CallToolResult, error) {
@@ -77,22 +78,22 @@ func addTaskTools(s *weft.Server, add func(error)) {
 			return nil, errors.New("simulated internal failure")
 		}))
 	add(weft.AddTool(s, weft.Tool{Name: "confirm_delete", Description: "Asks for confirmation through the task, then deletes.",
-		Task: weft.TaskOptional, Inputs: []weft.InputDeclaration{form}},
+		Task: weft.TaskOptional, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in deleteArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
 				return nil, weft.RunAsTask(exactjson.Value{})
 			}
-			r, ok := req.InputResponses().Get("confirm")
+			_, outcome, ok, err := form.Answer(req, "confirm")
 			if !ok {
-				return nil, weft.AskInput("confirm", weft.ElicitForm(form, "Delete the item?", objectSchema(boolProp("confirm"))))
+				return nil, weft.AskInput("confirm", form.Ask("Delete the item?", objectSchema(boolProp("confirm"))))
 			}
-			if a, _ := r.Get("action"); !isStr(a, "accept") {
+			if err != nil || outcome != elicit.Accepted {
 				return text("Deletion cancelled."), nil
 			}
 			return text("Deleted " + in.Filename + "."), nil
 		}))
 	add(weft.AddTool(s, weft.Tool{Name: "multi_input", Description: "Asks two questions at once through the task.",
-		Task: weft.TaskOptional, Inputs: []weft.InputDeclaration{form}},
+		Task: weft.TaskOptional, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
 				return nil, weft.RunAsTask(exactjson.Value{})
@@ -101,22 +102,21 @@ func addTaskTools(s *weft.Server, add func(error)) {
 			if in.Has("first") && in.Has("second") {
 				return text("Both answers received."), nil
 			}
-			return nil, weft.NewInputRequired().
-				Ask("first", weft.ElicitForm(form, "First question?", objectSchema(stringProp("answer")))).
-				Ask("second", weft.ElicitForm(form, "Second question?", objectSchema(stringProp("answer"))))
+			return nil, weft.AskInput("first", form.Ask("First question?", objectSchema(stringProp("answer")))).
+				Ask("second", form.Ask("Second question?", objectSchema(stringProp("answer"))))
 		}))
 	add(weft.AddTool(s, weft.Tool{Name: "test_tool_with_task", Description: "Asks for a name (MRTR), then continues as a task.",
-		Task: weft.TaskRequired, Inputs: []weft.InputDeclaration{form}},
+		Task: weft.TaskRequired, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if req.Task() != nil {
-				st, _ := req.FrameworkState()
+				st, _, _ := weft.FrameworkState[exactjson.Value](req)
 				n, _ := st.Get("user_name")
 				name, _ := n.AsString()
 				return text("Hello, " + name + "! (from the task)"), nil
 			}
-			content, ok := acceptedContent(req, "user_name")
+			content, ok := acceptedContent(req, form, "user_name")
 			if !ok {
-				return nil, weft.AskInput("user_name", weft.ElicitForm(form, "What is your name?", objectSchema(stringProp("name"))))
+				return nil, weft.AskInput("user_name", form.Ask("What is your name?", objectSchema(stringProp("name"))))
 			}
 			n, _ := content.Get("name")
 			return nil, weft.RunAsTask(exactjson.Object(exactjson.Field("user_name", n)))

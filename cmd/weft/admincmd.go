@@ -5,13 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,22 +66,51 @@ func loadOrCreateToken(path string) (string, error) {
 	return t, nil
 }
 
+var adminKeysDocs = []helpDoc{
+	{name: "admin keys status", synopsis: []string{"weft admin keys status --admin URL --token-file FILE"},
+		about: "Prints the running server's active key, verification keys and keyring fingerprint."},
+	{name: "admin keys stage", synopsis: []string{"weft admin keys stage --id ID --admin URL --token-file FILE"},
+		about: "Stages key ID, read from the server's own keyring file, as a verification key."},
+	{name: "admin keys activate", synopsis: []string{"weft admin keys activate --id ID --admin URL --token-file FILE"},
+		about: "Makes staged key ID the active key; the previous one stays for verification."},
+	{name: "admin keys rotate", synopsis: []string{"weft admin keys rotate --id ID --admin URL --token-file FILE"},
+		about: "Stages and activates key ID in one step (retry-safe; on a fleet, stage everywhere first)."},
+	{name: "admin keys remove", synopsis: []string{"weft admin keys remove --id ID --admin URL --token-file FILE"},
+		about: "Removes verification key ID (refused while a seal holds it, and for the active key)."},
+}
+
 // adminCmd: weft admin keys status|stage|activate|rotate|remove.
 func adminCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) < 2 || args[0] != "keys" {
+	switch {
+	case len(args) > 0 && isHelp(args[0]), len(args) > 1 && args[0] == "keys" && isHelp(args[1]):
+		writeGroupHelp(stdout, "admin keys", adminKeysDocs)
+		return errHelp
+	case len(args) < 2 || args[0] != "keys":
 		return errors.New(usage)
 	}
 	op := args[1]
-	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	url := fs.String("admin", "", "admin listener URL, e.g. http://127.0.0.1:8081")
-	tokenFile := fs.String("token-file", "", "file holding the admin token")
-	id := fs.String("id", "", "key id")
-	if err := fs.Parse(args[2:]); err != nil {
+	i := slices.IndexFunc(adminKeysDocs, func(d helpDoc) bool { return d.name == "admin keys "+op })
+	if i < 0 {
+		return fmt.Errorf("unknown admin keys command %q\n%s", op, usage)
+	}
+	doc := adminKeysDocs[i]
+	fs := newFlags(doc.name)
+	url := fs.String("admin", "", "admin listener `URL`, e.g. http://127.0.0.1:8081")
+	tokenFile := fs.String("token-file", "", "`FILE` holding the admin token")
+	id := new(string)
+	if op != "status" {
+		id = fs.String("id", "", "key `ID`")
+	}
+	if pos, err := parseFlags(fs, doc, args[2:], stdout); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(doc, fmt.Errorf("unexpected arguments %q", pos))
 	}
 	if *url == "" || *tokenFile == "" {
-		return errors.New("--admin and --token-file are required")
+		return usageError(doc, errors.New("--admin and --token-file are required"))
+	}
+	if op != "status" && *id == "" {
+		return usageError(doc, fmt.Errorf("%s needs --id", op))
 	}
 	tb, err := os.ReadFile(*tokenFile)
 	if err != nil {
@@ -92,22 +121,14 @@ func adminCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	switch op {
 	case "status":
 		st, err = c.Status(ctx)
-	case "stage", "activate", "rotate", "remove":
-		if *id == "" {
-			return fmt.Errorf("%s needs --id", op)
-		}
-		switch op {
-		case "stage":
-			st, err = c.Stage(ctx, *id)
-		case "activate":
-			st, err = c.Activate(ctx, *id)
-		case "rotate":
-			st, err = c.Rotate(ctx, *id)
-		case "remove":
-			st, err = c.Remove(ctx, *id)
-		}
-	default:
-		return fmt.Errorf("unknown admin keys command %q", op)
+	case "stage":
+		st, err = c.Stage(ctx, *id)
+	case "activate":
+		st, err = c.Activate(ctx, *id)
+	case "rotate":
+		st, err = c.Rotate(ctx, *id)
+	case "remove":
+		st, err = c.Remove(ctx, *id)
 	}
 	if err != nil {
 		return err

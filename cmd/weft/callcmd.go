@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,12 +17,24 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
+var (
+	toolsDoc = helpDoc{name: "tools", synopsis: []string{"weft tools URL"},
+		about: "Lists the tools of the MCP server at URL (e.g. http://127.0.0.1:8080/mcp)."}
+	callDoc = helpDoc{name: "call", synopsis: []string{"weft call URL TOOL [--args JSON]"},
+		about: "Calls TOOL on the MCP server at URL and prints its result. Questions the server\n" +
+			"asks on the way (elicitation, sampling) are answered at the terminal."}
+)
+
 // toolsCmd: weft tools URL.
 func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("usage: weft tools URL")
+	pos, err := parseFlags(newFlags("tools"), toolsDoc, args, stdout)
+	if err != nil {
+		return err
 	}
-	c := client.New(client.NewHTTPTransport(args[0], http.DefaultClient), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
+	if len(pos) != 1 {
+		return usageError(toolsDoc, errors.New("tools needs the server URL"))
+	}
+	c := client.New(client.NewHTTPTransport(pos[0], http.DefaultClient), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
 	defer c.Close()
 	tools, err := c.ListTools(ctx)
 	if err != nil {
@@ -37,16 +48,16 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
 
 // callCmd: weft call URL TOOL [--args JSON].
 func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) < 2 {
-		return errors.New("usage: weft call URL TOOL [--args JSON]")
-	}
-	url, tool := args[0], args[1]
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	argsJSON := fs.String("args", "{}", "tool arguments as a JSON object")
-	if err := fs.Parse(args[2:]); err != nil {
+	fs := newFlags("call")
+	argsJSON := fs.String("args", "{}", "tool arguments as a `JSON` object")
+	pos, err := parseFlags(fs, callDoc, args, stdout)
+	if err != nil {
 		return err
 	}
+	if len(pos) != 2 {
+		return usageError(callDoc, fmt.Errorf("call needs the server URL and a tool name, got %d arguments", len(pos)))
+	}
+	url, tool := pos[0], pos[1]
 	argv, err := exactjson.Parse([]byte(*argsJSON), exactjson.Limits{})
 	if err != nil || argv.Kind() != exactjson.KindObject {
 		return errors.New("--args must be a JSON object")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -46,6 +47,9 @@ type demoConfig struct {
 	schema    string         // PostgreSQL schema (tests isolate themselves)
 	taskLease time.Duration  // task step lease (0: default)
 	admission weft.Admission // nil: anonymous
+	// allowedHosts and allowedOrigins extend the loopback defaults
+	// (weft.Options.AllowedHosts, AllowedOrigins).
+	allowedHosts, allowedOrigins []string
 
 	// meter records metrics (serve --admin serves them at /metrics); nil: none.
 	meter metric.MeterProvider
@@ -93,6 +97,8 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		Logger:         logger,
 		Protector:      protector,
 		Admission:      cfg.admission,
+		AllowedHosts:   cfg.allowedHosts,
+		AllowedOrigins: cfg.allowedOrigins,
 		Visible:        apps.Visible(nil),
 		Events:         events,
 		Legacy:         legacy,
@@ -121,37 +127,29 @@ func (d *demo) register() error {
 			return err
 		}
 	}
-	form := weft.FormElicitation(weft.Conditional)
-
 	// catalog.continue: the approval flow of the product page. It asks for
 	// form approval and carries a framework-protected phase between rounds.
-	if err := s.AddTool(weft.Tool{
-		Name:        "catalog.continue",
+	approval := weft.FormOf[struct{}](weft.ConditionalCapability)
+	if err := weft.AddTool(s, weft.Tool{Name: "catalog.continue",
 		Description: "Continues a catalog workflow after the user approves catalog access.",
-		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{form},
-		StateMode:   weft.StateFramework,
-	}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		state, ok := req.FrameworkState()
-		if !ok {
-			return nil, weft.AskInput("approval", weft.ElicitForm(form, "Approve catalog access?",
-				exactjson.Object(exactjson.Field("type", exactjson.String("object")),
-					exactjson.Field("properties", exactjson.Object())))).
-				WithFrameworkState(exactjson.Object(exactjson.Field("phase", exactjson.String("waiting-for-approval"))))
-		}
-		return continueFrom(state, req.InputResponses())
-	}); err != nil {
+		Inputs:      []weft.Input{approval}, StateMode: weft.StateFramework},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
+			state, resumed, err := weft.FrameworkState[catalogState](req)
+			if err != nil {
+				return nil, err
+			}
+			if !resumed {
+				return nil, weft.AskInput("approval", approval.Ask("Approve catalog access?")).
+					WithFrameworkState(catalogState{Phase: "waiting-for-approval"})
+			}
+			_, outcome, _, err := approval.Answer(req, "approval")
+			return continueFrom(state, outcome, err)
+		}); err != nil {
 		return err
 	}
 
 	// refund.request: asks for an exact decimal amount and validates it.
-	if err := s.AddTool(weft.Tool{
-		Name:        "refund.request",
-		Description: "Requests a refund for an order; asks the user for the exact amount (at most 500.00).",
-		InputSchema: []byte(`{"type":"object","properties":{"orderId":{"type":"string","minLength":1}},"required":["orderId"],"additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{form},
-		StateMode:   weft.StateFramework,
-	}, refundHandler(form)); err != nil {
+	if err := addRefund(s); err != nil {
 		return err
 	}
 
@@ -203,7 +201,9 @@ func (d *demo) register() error {
 	}
 	// Tasks last: the runner starts claiming steps at once, and every tool
 	// it may run must be registered by then.
-	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease}); err != nil {
+	host, _ := os.Hostname()
+	worker := fmt.Sprintf("weft-%s-%d", host, os.Getpid()) // which instance holds a step's lease
+	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease, WorkerID: worker}); err != nil {
 		return err
 	}
 	return nil
@@ -213,71 +213,74 @@ const demoReadme = "# Weft demo\n\nTools: catalog.continue (form approval + seal
 	"cart.checkout (two confirmation rounds), account.link (URL elicitation), report.generate (a durable task), " +
 	"text.headline (sampling and roots), counter.show (an MCP App).\n"
 
+// catalogState is the framework-protected state of catalog.continue.
+type catalogState struct {
+	Phase string `json:"phase"`
+}
+
 // continueFrom validates the protected phase, branches on the elicitation
 // action and completes. It is the application-owned part of the flow.
-func continueFrom(state exactjson.Value, in weft.InputResponses) (*weft.CallToolResult, error) {
-	phase, _ := state.Get("phase")
-	if p, _ := phase.AsString(); p != "waiting-for-approval" {
+func continueFrom(state catalogState, outcome elicit.Outcome, answerErr error) (*weft.CallToolResult, error) {
+	switch {
+	case answerErr != nil:
+		return nil, &weft.ToolError{Message: "The approval answer could not be read; start again."}
+	case state.Phase != "waiting-for-approval":
 		return nil, &weft.ToolError{Message: "The workflow is in an unexpected phase; start again."}
-	}
-	resp, ok := in.Get("approval")
-	if !ok {
+	case outcome == 0:
 		return nil, &weft.ToolError{Message: "No approval was received; start again."}
+	case outcome == elicit.Accepted:
+		return text("Catalog access approved; continuing."), nil
+	case outcome == elicit.Declined:
+		return text("Catalog access was declined; nothing was changed."), nil
 	}
-	action, _ := resp.Get("action")
-	switch a, _ := action.AsString(); a {
-	case "accept":
-		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Catalog access approved; continuing.")}}, nil
-	case "decline":
-		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Catalog access was declined; nothing was changed.")}}, nil
-	default:
-		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Cancelled; nothing was changed.")}}, nil
-	}
+	return text("Cancelled; nothing was changed."), nil
 }
 
-func refundHandler(form weft.InputDeclaration) weft.ToolHandler {
-	maxAmount, _ := exactjson.ParseNumber("500.00")
-	schema := exactjson.Object(
-		exactjson.Field("type", exactjson.String("object")),
-		exactjson.Field("properties", exactjson.Object(exactjson.Field("amount", exactjson.Object(
-			exactjson.Field("type", exactjson.String("number")),
-			exactjson.Field("title", exactjson.String("Refund amount")),
-			exactjson.Field("minimum", exactjson.Int(0)),
-			exactjson.Field("maximum", exactjson.NumberValue(maxAmount)))))),
-		exactjson.Field("required", exactjson.Array(exactjson.String("amount"))))
-	ask := func(order, message string) error {
-		return weft.AskInput("amount", weft.ElicitForm(form, message, schema)).
-			WithFrameworkState(exactjson.Object(exactjson.Field("order", exactjson.String(order))))
-	}
-	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		ov, _ := req.Arguments().Get("orderId")
-		order, _ := ov.AsString()
-		state, ok := req.FrameworkState()
-		if !ok {
-			return nil, ask(order, fmt.Sprintf("How much should be refunded for order %s?", order))
-		}
-		if so, _ := state.Get("order"); !exactjson.Equal(so, exactjson.String(order)) {
-			return nil, &weft.ToolError{Message: "The refund state belongs to another order."}
-		}
-		resp, ok := req.InputResponses().Get("amount")
-		if !ok {
-			return nil, ask(order, "Please enter the refund amount.")
-		}
-		if a, _ := resp.Get("action"); !exactjsonIs(a, "accept") {
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Refund cancelled.")}}, nil
-		}
-		content, _ := resp.Get("content")
-		av, _ := content.Get("amount")
-		amount, isNum := av.AsNumber()
-		zero, _ := exactjson.ParseNumber("0")
-		if !isNum || amount.Cmp(zero) <= 0 || amount.Cmp(maxAmount) > 0 {
-			return nil, ask(order, "The amount must be a number greater than 0 and at most 500.00. Please enter it again.")
-		}
-		if _, scale := amount.Decimal(); scale > 2 {
-			return nil, ask(order, "The amount may have at most two decimal places. Please enter it again.")
-		}
-		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(fmt.Sprintf("Refund of %s for order %s requested.", amount.String(), order))}}, nil
-	}
+// refundForm is the form refund.request asks: one exact decimal amount.
+type refundForm struct {
+	Amount exactjson.Number `json:"amount" jsonschema:"the amount to refund, with at most two decimal places"`
 }
 
-func exactjsonIs(v exactjson.Value, s string) bool { x, ok := v.AsString(); return ok && x == s }
+// addRefund registers refund.request: a typed form with an exact decimal
+// field and typed framework state naming the order.
+func addRefund(s *weft.Server) error {
+	form := weft.FormOf[refundForm](weft.ConditionalCapability,
+		elicit.NumberField("amount").Title("Refund amount").MinInt(0).MaxDecimal("500.00"))
+	type args struct {
+		OrderID string `json:"orderId" jsonschema:"the order to refund"`
+	}
+	type refundState struct {
+		Order string `json:"order"`
+	}
+	return weft.AddTool(s, weft.Tool{Name: "refund.request",
+		Description: "Requests a refund for an order; asks the user for the exact amount (at most 500.00).",
+		InputSchema: []byte(`{"type":"object","properties":{"orderId":{"type":"string","minLength":1}},"required":["orderId"],"additionalProperties":false}`),
+		Inputs:      []weft.Input{form}, StateMode: weft.StateFramework},
+		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
+			ask := func(message string) error {
+				return weft.AskInput("amount", form.Ask(message)).WithFrameworkState(refundState{Order: in.OrderID})
+			}
+			state, resumed, err := weft.FrameworkState[refundState](req)
+			switch {
+			case err != nil:
+				return nil, err
+			case !resumed:
+				return nil, ask(fmt.Sprintf("How much should be refunded for order %s?", in.OrderID))
+			case state.Order != in.OrderID:
+				return nil, &weft.ToolError{Message: "The refund state belongs to another order."}
+			}
+			refund, outcome, present, err := form.Answer(req, "amount")
+			switch {
+			case !present:
+				return nil, ask("Please enter the refund amount.")
+			case err == nil && outcome != elicit.Accepted:
+				return text("Refund cancelled."), nil
+			case err != nil || refund.Amount.IsZero(): // not a number, or outside the form's 0..500.00
+				return nil, ask("The amount must be a number greater than 0 and at most 500.00. Please enter it again.")
+			}
+			if _, scale := refund.Amount.Decimal(); scale > 2 {
+				return nil, ask("The amount may have at most two decimal places. Please enter it again.")
+			}
+			return text(fmt.Sprintf("Refund of %s for order %s requested.", refund.Amount, in.OrderID)), nil
+		})
+}

@@ -85,15 +85,14 @@ func binding(req *weft.Request, op string) handle.Binding {
 // addCart registers cart.checkout: application-protected state carrying a
 // rotating durable handle; every retry redeems the handle and gets a new one.
 func addCart(s *weft.Server, st *demoStores) error {
-	form := weft.FormElicitation(weft.Conditional)
-	confirm, err := elicit.Form("Check out these items?", elicit.BooleanField("confirm").Title("Confirm the order").Required())
-	if err != nil {
-		return err
+	type confirmForm struct {
+		Confirm bool `json:"confirm"`
 	}
-	shipping, err := elicit.Form("How should we ship?", elicit.EnumField("speed", "standard", "express").Title("Shipping").Required())
-	if err != nil {
-		return err
+	type shippingForm struct {
+		Speed string `json:"speed"`
 	}
+	confirm := weft.FormOf[confirmForm](weft.ConditionalCapability, elicit.BooleanField("confirm").Title("Confirm the order"))
+	shipping := weft.FormOf[shippingForm](weft.ConditionalCapability, elicit.EnumField("speed", "standard", "express").Title("Shipping"))
 	type cart struct {
 		Items []string `json:"items"`
 		Step  string   `json:"step"`
@@ -102,17 +101,21 @@ func addCart(s *weft.Server, st *demoStores) error {
 		Items []string `json:"items" jsonschema:"the items to buy"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "cart.checkout", Description: "Checks out a cart in two confirmation rounds; the cart lives server-side behind a rotating handle.",
-		Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateApplication},
+		Inputs: []weft.Input{confirm, shipping}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			b := binding(req, "cart.checkout")
-			h, retry := req.ApplicationState()
-			if !retry {
-				payload, _ := json.Marshal(cart{Items: in.Items, Step: "confirm"})
+			// ask issues a handle for the cart's next step and asks for it.
+			ask := func(c cart, r weft.InputRequest) error {
+				payload, _ := json.Marshal(c)
 				h, err := st.handles.Issue(ctx, b, payload, 15*time.Minute)
 				if err != nil {
-					return nil, err
+					return err
 				}
-				return nil, weft.AskInput("confirm", weft.Elicit(form, confirm)).WithApplicationState(h)
+				return weft.AskInput(c.Step, r).WithApplicationState(h)
+			}
+			h, retry := req.ApplicationState()
+			if !retry {
+				return nil, ask(cart{Items: in.Items, Step: "confirm"}, confirm.Ask("Check out these items?"))
 			}
 			var c cart
 			switch payload, err := st.handles.Consume(ctx, h, b); {
@@ -125,39 +128,28 @@ func addCart(s *weft.Server, st *demoStores) error {
 					return nil, err
 				}
 			}
-			reissue := func(c cart, key string, r elicit.Request) error {
-				payload, _ := json.Marshal(c)
-				next, err := st.handles.Issue(ctx, b, payload, 15*time.Minute)
-				if err != nil {
-					return err
-				}
-				return weft.AskInput(key, weft.Elicit(form, r)).WithApplicationState(next)
-			}
 			switch c.Step {
 			case "confirm":
-				content, outcome, present, err := weft.Answer(req.InputResponses(), "confirm", confirm)
+				answer, outcome, present, err := confirm.Answer(req, "confirm")
 				switch {
 				case !present || err != nil:
-					return nil, reissue(c, "confirm", confirm)
+					return nil, ask(c, confirm.Ask("Check out these items?"))
 				case outcome != elicit.Accepted:
 					return text("Checkout cancelled; nothing was ordered."), nil
-				}
-				if ok, _ := content.Get("confirm"); !exactjson.Equal(ok, exactjson.Bool(true)) {
+				case !answer.Confirm:
 					return text("Checkout not confirmed; nothing was ordered."), nil
 				}
 				c.Step = "shipping"
-				return nil, reissue(c, "shipping", shipping)
+				return nil, ask(c, shipping.Ask("How should we ship?"))
 			case "shipping":
-				content, outcome, present, err := weft.Answer(req.InputResponses(), "shipping", shipping)
+				answer, outcome, present, err := shipping.Answer(req, "shipping")
 				switch {
 				case !present || err != nil:
-					return nil, reissue(c, "shipping", shipping)
+					return nil, ask(c, shipping.Ask("How should we ship?"))
 				case outcome != elicit.Accepted:
 					return text("Checkout cancelled; nothing was ordered."), nil
 				}
-				speed, _ := content.Get("speed")
-				sp, _ := speed.AsString()
-				return text(fmt.Sprintf("Ordered %s with %s shipping.", strings.Join(c.Items, ", "), sp)), nil
+				return text(fmt.Sprintf("Ordered %s with %s shipping.", strings.Join(c.Items, ", "), answer.Speed)), nil
 			}
 			return nil, &weft.ToolError{Message: "This checkout is in an unknown state; start again."}
 		})
@@ -170,46 +162,43 @@ func text(s string) *weft.CallToolResult {
 // addAccountLink registers account.link: URL-mode elicitation to a page the
 // server owns, with an opaque single-purpose handle in the path.
 func addAccountLink(s *weft.Server, st *demoStores) error {
-	urlDecl := weft.URLElicitation(weft.Conditional)
-	return s.AddTool(weft.Tool{Name: "account.link", Description: "Links an external account: the user opens a page, then retries.",
-		InputSchema: []byte(`{"type":"object","additionalProperties":false}`),
-		Inputs:      []weft.InputDeclaration{urlDecl}, StateMode: weft.StateFramework},
-		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+	link := weft.URL(weft.ConditionalCapability)
+	type linkState struct {
+		Handle string `json:"handle"`
+	}
+	return weft.AddTool(s, weft.Tool{Name: "account.link", Description: "Links an external account: the user opens a page, then retries.",
+		Inputs: []weft.Input{link}, StateMode: weft.StateFramework},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			b := binding(req, "account.link")
 			ask := func(h string) error {
-				link, err := elicit.HandleURL(st.baseURL+"/link", h)
+				page, err := elicit.HandleURL(st.baseURL+"/link", h)
 				if err != nil {
 					return err
 				}
-				r, err := elicit.URL("Open this page to link your account, then come back.", link, elicit.URLPolicy{Development: true})
-				if err != nil {
-					return err
-				}
-				return weft.AskInput("link", weft.Elicit(urlDecl, r)).
-					WithFrameworkState(exactjson.Object(exactjson.Field("handle", exactjson.String(h))))
+				return weft.AskInput("link", link.Ask("Open this page to link your account, then come back.", page)).
+					WithFrameworkState(linkState{Handle: h})
 			}
-			state, ok := req.FrameworkState()
-			if !ok {
+			state, resumed, err := weft.FrameworkState[linkState](req)
+			switch {
+			case err != nil:
+				return nil, err
+			case !resumed:
 				h, err := st.handles.Issue(ctx, b, nil, 15*time.Minute)
 				if err != nil {
 					return nil, err
 				}
 				return nil, ask(h)
 			}
-			hv, _ := state.Get("handle")
-			h, _ := hv.AsString()
-			if resp, ok := req.InputResponses().Get("link"); ok {
-				if a, _ := resp.Get("action"); !exactjson.Equal(a, exactjson.String("accept")) {
-					return text("Account linking was cancelled."), nil
-				}
+			if outcome, present, err := link.Answer(req, "link"); present && (err != nil || outcome != elicit.Accepted) {
+				return text("Account linking was cancelled."), nil
 			}
-			if _, done := st.links.Load(h); !done {
-				return nil, ask(h) // not finished in the browser yet: ask again
+			if _, done := st.links.Load(state.Handle); !done {
+				return nil, ask(state.Handle) // not finished in the browser yet: ask again
 			}
-			if _, err := st.handles.Consume(ctx, h, b); err != nil {
+			if _, err := st.handles.Consume(ctx, state.Handle, b); err != nil {
 				return nil, &weft.ToolError{Message: "This link is invalid or has expired; start again."}
 			}
-			st.links.Delete(h)
+			st.links.Delete(state.Handle)
 			return text("Account linked."), nil
 		})
 }
@@ -235,21 +224,20 @@ func (st *demoStores) linkPage(w http.ResponseWriter, r *http.Request) {
 // addReport registers report.generate: a durable task with progress that
 // asks for input through tasks/update.
 func addReport(s *weft.Server) error {
-	form := weft.FormElicitation(weft.Conditional)
-	charts, err := elicit.Form("Include charts in the report?", elicit.BooleanField("charts").Title("Charts").Required())
-	if err != nil {
-		return err
+	type chartsForm struct {
+		Charts bool `json:"charts"`
 	}
+	charts := weft.FormOf[chartsForm](weft.ConditionalCapability, elicit.BooleanField("charts").Title("Charts"))
 	type args struct {
 		Topic string `json:"topic"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "report.generate", Description: "Generates a report as a durable task (progress, then a question through tasks/update).",
-		Task: weft.TaskOptional, Inputs: []weft.InputDeclaration{form}},
+		Task: weft.TaskOptional, Inputs: []weft.Input{charts}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
 				return nil, weft.RunAsTask(exactjson.Value{})
 			}
-			content, outcome, present, err := weft.Answer(req.InputResponses(), "charts", charts)
+			answer, outcome, present, err := charts.Answer(req, "charts")
 			if !present || err != nil {
 				for i := 1; i <= 4; i++ {
 					_ = req.Progress(float64(i*25), 100, "collecting data")
@@ -263,14 +251,9 @@ func addReport(s *weft.Server) error {
 					// Served synchronously (no tasks extension): no charts.
 					return text("Report on " + in.Topic + " (without charts)."), nil
 				}
-				return nil, weft.AskInput("charts", weft.Elicit(form, charts))
+				return nil, weft.AskInput("charts", charts.Ask("Include charts in the report?"))
 			}
-			withCharts := false
-			if outcome == elicit.Accepted {
-				v, _ := content.Get("charts")
-				withCharts = exactjson.Equal(v, exactjson.Bool(true))
-			}
-			if withCharts {
+			if outcome == elicit.Accepted && answer.Charts {
 				return text("Report on " + in.Topic + " with charts."), nil
 			}
 			return text("Report on " + in.Topic + " without charts."), nil
@@ -283,31 +266,29 @@ func addReport(s *weft.Server) error {
 // offers them (CONDITIONAL). Nothing needs to survive the round, so it uses
 // no request state.
 func addHeadline(s *weft.Server) error {
-	sampling, roots := weft.Sampling(weft.Required), weft.Roots(weft.Conditional)
+	sampling, roots := weft.Sampling(weft.RequiredCapability), weft.Roots(weft.ConditionalCapability)
 	type args struct {
 		Text string `json:"text" jsonschema:"the text to find a headline for"`
 	}
 	return weft.AddTool(s, weft.Tool{Name: "text.headline",
 		Description: "Suggests a headline for a text by asking the client's model (sampling); mentions the client's roots when it shares them.",
-		Inputs:      []weft.InputDeclaration{sampling, roots}},
+		Inputs:      []weft.Input{sampling, roots}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if strings.TrimSpace(in.Text) == "" {
 				return nil, &weft.ToolError{Message: "Give a non-empty text."}
 			}
-			resp := req.InputResponses()
-			answer, ok := resp.Get("headline")
-			if !ok {
-				ask := weft.AskInput("headline", weft.Sample(sampling, weft.SamplingRequest{
+			h, answered, err := sampling.Answer(req, "headline")
+			if !answered {
+				ask := weft.AskInput("headline", sampling.Ask(weft.SamplingRequest{
 					SystemPrompt: "You write short, factual headlines. Answer with the headline only.",
 					MaxTokens:    40,
 					Messages:     []weft.SamplingMessage{{Role: weft.RoleUser, Content: weft.TextContent("Write a headline for:\n\n" + in.Text)}},
 				}))
-				if req.ClientSupports(weft.InputRoots) {
-					ask.Ask("roots", weft.ListRoots(roots))
+				if req.ClientSupports(roots) {
+					ask.Ask("roots", roots.Ask())
 				}
 				return nil, ask
 			}
-			h, err := weft.ParseSamplingResult(answer)
 			if err != nil {
 				return nil, &weft.ToolError{Message: "The headline answer could not be read; try again."}
 			}
@@ -316,10 +297,8 @@ func addHeadline(s *weft.Server) error {
 				return nil, &weft.ToolError{Message: "The model gave no text; try again."}
 			}
 			out := fmt.Sprintf("Headline: %s\n(written by %s)", headline, h.Model)
-			if rv, ok := resp.Get("roots"); ok {
-				if rs, err := weft.ParseRoots(rv); err == nil && len(rs) > 0 {
-					out += "\nYour workspace: " + rs[0].URI
-				}
+			if rs, _, err := roots.Answer(req, "roots"); err == nil && len(rs) > 0 {
+				out += "\nYour workspace: " + rs[0].URI
 			}
 			return text(out), nil
 		})

@@ -42,14 +42,14 @@ func newTestDemo(t *testing.T) *demo {
 	return d
 }
 
-func testClient(d *demo, user string, kinds ...weft.InputKind) *wefttest.Client {
-	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(kinds...)))
+func testClient(d *demo, user string, inputs ...weft.Input) *wefttest.Client {
+	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(inputs...)))
 }
 
 func TestCatalogContinue(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.Form(weft.RequiredCapability))
 	for _, tc := range []struct {
 		action, want string
 	}{
@@ -72,6 +72,19 @@ func TestCatalogContinue(t *testing.T) {
 			t.Fatalf("%s: got %q (%s)", tc.action, final.Text(), final.ResultType)
 		}
 	}
+	// An accepted answer with fields the (empty) form does not have is refused.
+	first, err := c.CallTool(ctx, "catalog.continue", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := c.Retry(ctx, first, map[string]exactjson.Value{"approval": exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+		exactjson.Field("content", exactjson.Object(exactjson.Field("scope", exactjson.String("all")))))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !final.IsError || final.Text() != "The approval answer could not be read; start again." {
+		t.Fatalf("unexpected content: %q (isError %v)", final.Text(), final.IsError)
+	}
 	// Without any elicitation capability the conditional request is refused with -32021.
 	if _, err := testClient(d, "alice").CallTool(ctx, "catalog.continue", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("missing capability: got %v", err)
@@ -81,7 +94,7 @@ func TestCatalogContinue(t *testing.T) {
 func TestRefundExactDecimal(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputFormElicitation)
+	c := testClient(d, "alice", weft.Form(weft.RequiredCapability))
 	first, err := c.CallTool(ctx, "refund.request", map[string]any{"orderId": "A-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +132,8 @@ func TestRefundExactDecimal(t *testing.T) {
 func TestCartHandles(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	alice := testClient(d, "alice", weft.InputFormElicitation)
-	bob := testClient(d, "bob", weft.InputFormElicitation)
+	alice := testClient(d, "alice", weft.Form(weft.RequiredCapability))
+	bob := testClient(d, "bob", weft.Form(weft.RequiredCapability))
 	a1, err := alice.CallTool(ctx, "cart.checkout", map[string]any{"items": []string{"tea"}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +180,7 @@ func TestCartHandles(t *testing.T) {
 func TestAccountLink(t *testing.T) {
 	d := newTestDemo(t)
 	ctx := context.Background()
-	c := testClient(d, "alice", weft.InputURLElicitation)
+	c := testClient(d, "alice", weft.URL(weft.RequiredCapability))
 	first, err := c.CallTool(ctx, "account.link", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +205,7 @@ func TestAccountLink(t *testing.T) {
 		t.Fatalf("after the browser step: %v %q", err, final.Text())
 	}
 	// Form-only clients cannot be sent a URL request.
-	if _, err := testClient(d, "alice", weft.InputFormElicitation).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
+	if _, err := testClient(d, "alice", weft.Form(weft.RequiredCapability)).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("form-only client: %v", err)
 	}
 }

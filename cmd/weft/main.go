@@ -3,12 +3,17 @@
 //	weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
 //	weft keys generate --id ID --keyring FILE
 //	weft keys fingerprint --keyring FILE
+//	weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
+//	weft tools URL
+//	weft call URL TOOL [--args JSON]
+//
+// Every command answers -h or --help with its flags (weft help COMMAND
+// does the same).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,9 +49,21 @@ const usage = `usage:
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
   weft tools URL
-  weft call URL TOOL [--args JSON]`
+  weft call URL TOOL [--args JSON]
 
+Run weft COMMAND --help for the flags of a command.`
+
+// run runs the command line args. A command that printed its help
+// succeeds.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -65,29 +83,48 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return toolsCmd(ctx, args[1:], stdout)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// weft help COMMAND...: the help of that command.
+			return dispatch(ctx, append(args[1:len(args):len(args)], "--help"), stdin, stdout, stderr)
+		}
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
+var serveDoc = helpDoc{name: "serve",
+	synopsis: []string{
+		"weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]",
+		"           [--tokens FILE [--authorization-server URL]]",
+		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
+		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
+		"           [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s]",
+	},
+	about: "Runs the Weft demo server over HTTP (or stdio) until SIGINT or SIGTERM.",
+}
+
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	data := fs.String("data", "./weft-data", "data directory (created on first start)")
-	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
+	fs := newFlags("serve")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port)")
+	data := fs.String("data", "./weft-data", "data directory `DIR` (created on first start)")
+	keyring := fs.String("keyring", "", "keyring `FILE` (default: <data>/keyring.json, created on first start)")
 	stdio := fs.Bool("stdio", false, "serve the demo over stdin/stdout instead of HTTP")
-	postgres := fs.String("postgres", "", "PostgreSQL URL: tasks, handles and fleet events live there instead of SQLite")
-	schema := fs.String("schema", "", "PostgreSQL schema for the demo's tables (default: the search_path)")
-	taskLease := fs.Duration("task-lease", 0, "lease of a running task step (default 30s); a crashed worker's task is taken over after it")
-	tokens := fs.String("tokens", "", "static bearer tokens file (JSON; mode 0600): requests without a valid token get 401")
-	authServer := fs.String("authorization-server", "", "authorization server advertised in the protected resource metadata (with --tokens)")
-	adminAddr := fs.String("admin", "", "admin listener address (loopback only; off when empty)")
-	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin bearer token (created with a random token when missing)")
-	if err := fs.Parse(args); err != nil {
+	postgres := fs.String("postgres", "", "PostgreSQL `URL`: tasks, handles and fleet events live there instead of SQLite")
+	schema := fs.String("schema", "", "PostgreSQL schema `NAME` for the demo's tables (default: the search_path)")
+	taskLease := fs.Duration("task-lease", 0, "lease (a `DURATION`) of a running task step (default 30s); a crashed worker's task is taken over after it")
+	tokens := fs.String("tokens", "", "static bearer tokens `FILE` (JSON; mode 0600): requests without a valid token get 401")
+	authServer := fs.String("authorization-server", "", "authorization server `URL` advertised in the protected resource metadata (with --tokens)")
+	adminAddr := fs.String("admin", "", "admin listener `ADDRESS` (loopback only; off when empty)")
+	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated `HOSTS` (host or host:port) accepted in the Host header besides loopback, e.g. the name a proxy forwards")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
+	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
+	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := os.MkdirAll(*data, 0o700); err != nil {
@@ -126,7 +163,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		}
 	}
 	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
-		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission})
+		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission,
+		allowedHosts: splitList(*allowedHosts), allowedOrigins: splitList(*allowedOrigins)})
 	if err != nil {
 		return err
 	}
@@ -138,6 +176,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
+	// Probes for load balancers and orchestrators (no Host check: probes
+	// often send none).
+	mux.Handle("/healthz", srv.LivenessHandler())
+	mux.Handle("/readyz", srv.ReadinessHandler())
 	mux.HandleFunc("/link/", d.stores.linkPage)
 	if prm != nil {
 		h, err := prm.Handler()
@@ -166,13 +208,45 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	return drainAndShutdown(logger, srv, hs, *drainDelay)
+}
+
+// drainAndShutdown stops a server without losing a request behind a load
+// balancer: it reports not ready for delay while still serving (the
+// balancer takes the instance out of rotation), then closes the listener,
+// ends listen streams with their closing result, stops the task runner
+// (cut-off steps' leases are released for the other instances) and waits
+// for in-flight requests.
+func drainAndShutdown(logger *slog.Logger, srv *weft.Server, hs *http.Server, delay time.Duration) error {
+	srv.Drain()
+	if delay > 0 {
+		logger.Info("draining: /readyz reports 503 while requests are still served", "for", delay)
+		time.Sleep(delay)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := hs.Shutdown(sctx); err != nil {
+	stopped := make(chan error, 1)
+	hs.RegisterOnShutdown(func() { stopped <- srv.Shutdown(sctx) })
+	err := hs.Shutdown(sctx)
+	if serr := <-stopped; serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	logger.Info("shut down")
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // loadOrCreateKeyring loads the keyring file, creating a fresh one (mode
@@ -198,23 +272,47 @@ func loadOrCreateKeyring(path string) (*seal.Keyring, bool, error) {
 	return kr, true, nil
 }
 
+var (
+	keysGenerateDoc = helpDoc{name: "keys generate", synopsis: []string{"weft keys generate --id ID --keyring FILE"},
+		about: "Adds a fresh key to the keyring file as a verification key (creating the file, with the key active, when missing)."}
+	keysFingerprintDoc = helpDoc{name: "keys fingerprint", synopsis: []string{"weft keys fingerprint --keyring FILE"},
+		about: "Prints the fingerprint of the keyring file (compare it across instances)."}
+)
+
 func keys(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New(usage)
+	subs := []helpDoc{keysGenerateDoc, keysFingerprintDoc}
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) == 0 {
+			return fmt.Errorf("keys needs a command\nusage: %s\n       %s", keysGenerateDoc.synopsis[0], keysFingerprintDoc.synopsis[0])
+		}
+		writeGroupHelp(stdout, "keys", subs)
+		return errHelp
 	}
-	fs := flag.NewFlagSet("keys", flag.ContinueOnError)
-	id := fs.String("id", "", "key id (1-64 HTTP token characters)")
-	path := fs.String("keyring", "", "keyring file")
-	if err := fs.Parse(args[1:]); err != nil {
+	fs := newFlags("keys " + args[0])
+	path := fs.String("keyring", "", "keyring `FILE`")
+	var doc helpDoc
+	var id *string
+	switch args[0] {
+	case "generate":
+		doc = keysGenerateDoc
+		id = fs.String("id", "", "key `ID` (1-64 HTTP token characters)")
+	case "fingerprint":
+		doc = keysFingerprintDoc
+	default:
+		return fmt.Errorf("unknown keys command %q\nusage: %s\n       %s", args[0], keysGenerateDoc.synopsis[0], keysFingerprintDoc.synopsis[0])
+	}
+	if pos, err := parseFlags(fs, doc, args[1:], stdout); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(doc, fmt.Errorf("unexpected arguments %q", pos))
 	}
 	if *path == "" {
-		return errors.New("--keyring is required")
+		return usageError(doc, errors.New("--keyring is required"))
 	}
 	switch args[0] {
 	case "generate":
 		if *id == "" {
-			return errors.New("--id is required")
+			return usageError(doc, errors.New("--id is required"))
 		}
 		k, err := seal.GenerateKey(*id)
 		if err != nil {
@@ -237,7 +335,7 @@ func keys(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "key %s written to %s\nfingerprint %s\n", k.ID(), *path, kr.Fingerprint())
 		return nil
-	case "fingerprint":
+	default: // fingerprint
 		kr, err := seal.LoadKeyringFile(*path)
 		if err != nil {
 			return err
@@ -245,7 +343,6 @@ func keys(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, kr.Fingerprint())
 		return nil
 	}
-	return fmt.Errorf("unknown keys command %q", args[0])
 }
 
 // tokenAdmission builds static-token admission and the protected resource

@@ -36,16 +36,6 @@ func openapiServeRequested(args []string) bool {
 	return false
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // openapiCmd: weft openapi --spec FILE --upstream URL (also reached as
 // weft serve --openapi FILE). It serves the document's operations as tools
 // on /mcp, with a keyring for the confirmation rounds of DELETE operations.

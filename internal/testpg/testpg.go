@@ -2,6 +2,10 @@
 // WEFT_TEST_POSTGRES (default postgres://root@127.0.0.1:5432/test?sslmode=disable).
 // When the server is unreachable a test fails in CI (env CI set) and is
 // skipped elsewhere, so CI can never pass by skipping.
+//
+// A test that must stop or restart PostgreSQL starts a throwaway [Cluster]
+// of its own instead ([StartCluster]), so the shared server is never
+// restarted.
 package testpg
 
 import (

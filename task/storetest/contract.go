@@ -263,6 +263,27 @@ func testRenewExtendsLease(t *testing.T, e *env) {
 	wantErr(t, "Renew after re-claim", err, task.ErrLeaseLost)
 }
 
+func testRelease(t *testing.T, e *env) {
+	r := e.create(task.NewTask{})
+	runnable := e.listen(task.ChannelRunnable)
+	c := e.claimID(r.ID, "w", time.Hour)
+	e.noClaim()
+	if err := e.s.Release(e.ctx, r.ID, c.Fence); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	runnable.expect(r.ID)
+	// Claimable at once, long before the lease would have lapsed, by anyone.
+	c2 := e.claimID(r.ID, "w2", time.Hour)
+	if c2.Fence == c.Fence || c2.LeaseOwner != "w2" {
+		t.Fatalf("re-claim after Release: %+v", c2)
+	}
+	// The old fence can neither release nor finish any more.
+	wantErr(t, "Release with a stale fence", e.s.Release(e.ctx, r.ID, c.Fence), task.ErrLeaseLost)
+	_, err := e.s.Finish(e.ctx, r.ID, c.Fence, task.Complete(json.RawMessage(`{}`)))
+	wantErr(t, "Finish after Release", err, task.ErrLeaseLost)
+	wantErr(t, "Release of an unknown task", e.s.Release(e.ctx, "no-such-task", 1), task.ErrNotFound)
+}
+
 func testFinishOutcomes(t *testing.T, e *env) {
 	tests := []struct {
 		name       string

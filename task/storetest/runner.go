@@ -175,53 +175,75 @@ func testRunnerInputRounds(t *testing.T, e *env) {
 	}
 }
 
+// testRunnerTakeover: a runner that stops while a step runs (and the
+// handler honours the cancellation) releases the step's lease, so another
+// runner takes it over at once; a runner whose handler ignores the
+// cancellation (as good as killed) leaves it leased, and the step is taken
+// over when the lease lapses.
 func testRunnerTakeover(t *testing.T, e *env) {
 	const lease = 20 * time.Second
-	started := make(chan struct{}, 1)
-	crashing := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
-		started <- struct{}{}
-		<-ctx.Done() // "killed": never finishes on its own
-		return task.Outcome{}, context.Cause(ctx)
-	}, lease)
-	crashing.ShutdownTimeout = 50 * time.Millisecond
-	crashing.WorkerID = "crashing"
-	stopA := startRunner(t, crashing)
+	for _, tc := range []struct {
+		name   string
+		honour bool
+	}{{"graceful stop releases the lease", true}, {"killed runner leaves it leased", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			unblock := make(chan struct{})
+			defer close(unblock)
+			stopping := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+				started <- struct{}{}
+				if tc.honour {
+					<-ctx.Done()
+				} else {
+					<-unblock // never returns while the runner stops
+				}
+				return task.Outcome{}, context.Cause(ctx)
+			}, lease)
+			stopping.ShutdownTimeout = 50 * time.Millisecond
+			stopping.WorkerID = "stopping"
+			stopA := startRunner(t, stopping)
 
-	r := e.create(task.NewTask{})
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("first runner did not start the step")
-	}
-	if err := stopA(); err != nil {
-		t.Fatalf("Run of the killed runner: %v", err)
-	}
-	left := e.wantStatus(r.ID, task.Working)
-	if !strings.HasPrefix(left.LeaseOwner, "crashing") || left.Attempts != 1 {
-		t.Fatalf("after kill: lease %q attempts %d; want left leased by the killed runner", left.LeaseOwner, left.Attempts)
-	}
+			r := e.create(task.NewTask{})
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("first runner did not start the step")
+			}
+			err := stopA()
+			left := e.wantStatus(r.ID, task.Working)
+			if tc.honour {
+				if err != nil || left.LeaseOwner != "" || left.Attempts != 1 {
+					t.Fatalf("after a graceful stop: Run %v, lease %q, attempts %d; want nil, released, 1", err, left.LeaseOwner, left.Attempts)
+				}
+			} else if err == nil || !strings.HasPrefix(left.LeaseOwner, "stopping") || left.Attempts != 1 {
+				t.Fatalf("after a kill: Run %v, lease %q, attempts %d; want an error, left leased, 1", err, left.LeaseOwner, left.Attempts)
+			}
 
-	var mu sync.Mutex
-	var keys []string
-	rescuer := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
-		mu.Lock()
-		keys = append(keys, job.IdempotencyKey())
-		mu.Unlock()
-		return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
-	}, lease)
-	startRunner(t, rescuer)
-	time.Sleep(100 * time.Millisecond)
-	if got := e.get(r.ID); got.Status != task.Working || got.Attempts != 1 {
-		t.Fatalf("task taken over before its lease expired: %+v", got)
-	}
-	e.clock.Advance(lease + time.Second)
-	waitFor(t, 10*time.Second, "takeover", func() bool { return e.get(r.ID).Status.IsTerminal() })
-	done := e.wantStatus(r.ID, task.Completed)
-	wantJSON(t, "Result", done.Result, `{"attempt":2}`)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(keys) != 1 || keys[0] != r.ID+"/1" {
-		t.Fatalf("rescuer ran %v, want one run of %s/1", keys, r.ID)
+			var mu sync.Mutex
+			var keys []string
+			rescuer := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+				mu.Lock()
+				keys = append(keys, job.IdempotencyKey())
+				mu.Unlock()
+				return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+			}, lease)
+			startRunner(t, rescuer)
+			if !tc.honour {
+				time.Sleep(100 * time.Millisecond)
+				if got := e.get(r.ID); got.Status != task.Working || got.Attempts != 1 {
+					t.Fatalf("task taken over before its lease expired: %+v", got)
+				}
+				e.clock.Advance(lease + time.Second)
+			}
+			waitFor(t, 10*time.Second, "takeover", func() bool { return e.get(r.ID).Status.IsTerminal() })
+			done := e.wantStatus(r.ID, task.Completed)
+			wantJSON(t, "Result", done.Result, `{"attempt":2}`)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(keys) != 1 || keys[0] != r.ID+"/1" {
+				t.Fatalf("rescuer ran %v, want one run of %s/1", keys, r.ID)
+			}
+		})
 	}
 }
 

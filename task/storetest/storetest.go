@@ -91,6 +91,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ClaimManyExclusive", testClaimManyExclusive},
 		{"LeaseExpiryReclaim", testLeaseExpiryReclaim},
 		{"RenewExtendsLease", testRenewExtendsLease},
+		{"Release", testRelease},
 		{"FinishOutcomes", testFinishOutcomes},
 		{"FinishInvalid", testFinishInvalid},
 		{"InputFlow", testInputFlow},

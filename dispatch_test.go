@@ -597,8 +597,8 @@ func TestToolRegistrationRules(t *testing.T) {
 		{"schema not JSON", Tool{Name: "a", Description: "d", InputSchema: []byte(`{"type":`)}, h, false},
 		{"schema with a duplicate member", Tool{Name: "a", Description: "d", InputSchema: []byte(`{"type":"object","type":"object"}`)}, h, false},
 		{"external $ref", Tool{Name: "a", Description: "d", InputSchema: []byte(`{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}`)}, h, false},
-		{"zero input declaration", Tool{Name: "a", Description: "d", Inputs: []InputDeclaration{{}}}, h, false},
-		{"duplicate input declaration", Tool{Name: "a", Description: "d", Inputs: []InputDeclaration{Roots(Required), Roots(Conditional)}}, h, false},
+		{"zero input declaration", Tool{Name: "a", Description: "d", Inputs: []Input{FormInput{}}}, h, false},
+		{"duplicate input declaration", Tool{Name: "a", Description: "d", Inputs: []Input{Roots(RequiredCapability), Roots(ConditionalCapability)}}, h, false},
 		{"unknown state mode", Tool{Name: "a", Description: "d", StateMode: StateMode(9)}, h, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -746,7 +746,7 @@ func TestPromptsAndResourcesErrors(t *testing.T) {
 func TestObserverSeesEveryAdmittedRequest(t *testing.T) {
 	obs := &outcomeRecorder{}
 	s, _ := newServer(t, &Options{Observer: obs})
-	must(t, s.AddTool(Tool{Name: "needs", Description: "Needs roots.", Inputs: []InputDeclaration{Roots(Required)}},
+	must(t, s.AddTool(Tool{Name: "needs", Description: "Needs roots.", Inputs: []Input{Roots(RequiredCapability)}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) { return textResult("x"), nil }))
 	for i, c := range []struct {
 		method string

@@ -101,7 +101,7 @@ loop:
 						send(rep)
 					}
 				}
-				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn, early: early})
+				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn, conn: out, early: early})
 				if key != "" {
 					mu.Lock()
 					delete(inflight, key)
@@ -207,16 +207,13 @@ type stdioNotifier struct {
 
 func (n *stdioNotifier) canStream() bool { return true }
 
-func (n *stdioNotifier) notify(method string, params exactjson.Value) error {
+func (n *stdioNotifier) send(f frame) error {
 	if n.ctx.Err() != nil {
 		return n.ctx.Err()
 	}
-	b := []byte(`{"jsonrpc":"2.0","method":`)
-	b = appendQuoted(b, method)
-	b = append(b, `,"params":`...)
-	b, err := exactjson.AppendJSON(b, params)
+	b, err := appendFrame(make([]byte, 0, 128), f)
 	if err != nil {
 		return err
 	}
-	return n.out.write(append(b, '}'))
+	return n.out.write(b)
 }

@@ -2,6 +2,7 @@ package weft
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -30,6 +31,28 @@ type event struct {
 	uri  string
 }
 
+// frame is the notification of an event, with extra params members.
+func (ev event) frame(extra ...exactjson.Member) frame {
+	var method string
+	var params []exactjson.Member
+	switch ev.kind {
+	case evToolsListChanged:
+		method = "notifications/tools/list_changed"
+	case evPromptsListChanged:
+		method = "notifications/prompts/list_changed"
+	case evResourcesListChanged:
+		method = "notifications/resources/list_changed"
+	case evResourceUpdated:
+		method = "notifications/resources/updated"
+		params = append(params, exactjson.Field("uri", exactjson.String(ev.uri)))
+	}
+	params = append(params, extra...)
+	if len(params) == 0 {
+		return frame{method: method}
+	}
+	return frame{method: method, params: exactjson.Object(params...)}
+}
+
 // bus fans catalog events out to open subscriptions. Each subscriber keeps a
 // coalescing set of pending events, so a slow subscriber never blocks
 // publishers and never loses the fact that something changed.
@@ -42,6 +65,8 @@ type bus struct {
 	// while an instance starts are not news for the rest of the fleet.
 	serving atomic.Bool
 	log     *slog.Logger
+	// version counts the events delivered to this instance (Server.CatalogVersion).
+	version atomic.Uint64
 }
 
 // reserve counts a listen stream against its partition's limit.
@@ -171,6 +196,7 @@ func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slo
 }
 
 func (b *bus) deliver(ev event) {
+	b.version.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
@@ -220,13 +246,13 @@ func (f *filter) wants(ev event) bool {
 	return false
 }
 
-func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) reply {
-	if in.out == nil || !in.out.canStream() {
-		return errReply(req.ID, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable))
+func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error) {
+	if req.out == nil || !req.out.canStream() {
+		return nil, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable)
 	}
 	nv, ok := req.Params.Get("notifications")
 	if !ok || nv.Kind() != exactjson.KindObject {
-		return errReply(req.ID, withStatus(InvalidParams("params.notifications must be an object"), http.StatusBadRequest))
+		return nil, InvalidParams("params.notifications must be an object")
 	}
 	var f filter
 	boolOf := func(name string) (bool, *Error) {
@@ -236,42 +262,41 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 		}
 		b, isBool := v.AsBool()
 		if !isBool {
-			return false, withStatus(InvalidParams("params.notifications."+name+" must be a boolean"), http.StatusBadRequest)
+			return false, InvalidParams("params.notifications." + name + " must be a boolean")
 		}
 		return b, nil
 	}
 	var e *Error
 	if f.tools, e = boolOf("toolsListChanged"); e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	if f.prompts, e = boolOf("promptsListChanged"); e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	if f.resources, e = boolOf("resourcesListChanged"); e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	if rs, ok := nv.Get("resourceSubscriptions"); ok {
 		if rs.Kind() != exactjson.KindArray || rs.Len() > s.limits.MaxResourceSubscriptions {
-			return errReply(req.ID, withStatus(InvalidParams("params.notifications.resourceSubscriptions must be an array of at most "+strconv.Itoa(s.limits.MaxResourceSubscriptions)+" URIs"), http.StatusBadRequest))
+			return nil, InvalidParams("params.notifications.resourceSubscriptions must be an array of at most " + strconv.Itoa(s.limits.MaxResourceSubscriptions) + " URIs")
 		}
 		for u := range rs.Values() {
 			us, ok := u.AsString()
 			if !ok || us == "" || len(us) > s.limits.MaxURIBytes {
-				return errReply(req.ID, withStatus(InvalidParams("resource subscriptions must be non-empty URI strings"), http.StatusBadRequest))
+				return nil, InvalidParams("resource subscriptions must be non-empty URI strings")
 			}
 			f.uris = append(f.uris, us)
 		}
 	}
 	taskIDs, e := s.listenTaskIDs(ctx, req, nv)
 	if e != nil {
-		return errReply(req.ID, e)
+		return nil, e
 	}
 	var taskEvents <-chan string
 	if len(taskIDs) > 0 {
 		ch, err := s.taskEngine().store.Subscribe(ctx, task.ChannelChanged)
 		if err != nil {
-			s.log.Error("weft: subscribing to task events failed", "err", err)
-			return errReply(req.ID, internalError(err))
+			return nil, fmt.Errorf("weft: subscribing to task events: %w", err)
 		}
 		taskEvents = ch
 	}
@@ -305,25 +330,25 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 		accepted = append(accepted, exactjson.Field("taskIds", stringArray(ids)))
 	}
 	if !s.bus.reserve(req.Identity.Partition, s.limits.MaxSubscriptionsPerPartition) {
-		r := errReply(req.ID, protocolError(CodeRateLimited, "Too many open subscriptions", exactjson.Value{}))
-		r.header = http.Header{"Retry-After": {"5"}}
-		return r
+		e := protocolError(CodeRateLimited, "Too many open subscriptions", exactjson.Value{})
+		e.retryAfter = 5 * time.Second
+		return nil, e
 	}
 	defer s.bus.unreserve(req.Identity.Partition)
 	subMeta := exactjson.Object(exactjson.Field(metaSubscriptionID, req.ID.v))
 	sub := s.bus.subscribe()
 	defer s.bus.unsubscribe(sub)
-	if err := in.out.notify("notifications/subscriptions/acknowledged", exactjson.Object(
+	if err := req.out.send(frame{method: "notifications/subscriptions/acknowledged", params: exactjson.Object(
 		exactjson.Field("notifications", exactjson.Object(accepted...)),
-		exactjson.Field("_meta", subMeta))); err != nil {
-		return reply{none: true}
+		exactjson.Field("_meta", subMeta))}); err != nil {
+		return nil, errNoReply
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return reply{none: true} // the client went away: nothing more is sent
+			return nil, errNoReply // the client went away: nothing more is sent
 		case <-s.done:
-			return s.resultReply("complete", nil, nil, subMeta)
+			return &EmptyResult{Meta: subMeta}, nil
 		case id, ok := <-taskEvents:
 			if !ok {
 				taskEvents = nil
@@ -348,30 +373,16 @@ func (s *Server) handleListen(ctx context.Context, req *Request, in *inbound) re
 			if err != nil {
 				continue
 			}
-			if err := in.out.notify("notifications/tasks", pv); err != nil {
-				return reply{none: true}
+			if err := req.out.send(frame{method: "notifications/tasks", params: pv}); err != nil {
+				return nil, errNoReply
 			}
 		case <-sub.wake:
 			for _, ev := range sub.drain() {
 				if !f.wants(ev) {
 					continue
 				}
-				var method string
-				params := []exactjson.Member{}
-				switch ev.kind {
-				case evToolsListChanged:
-					method = "notifications/tools/list_changed"
-				case evPromptsListChanged:
-					method = "notifications/prompts/list_changed"
-				case evResourcesListChanged:
-					method = "notifications/resources/list_changed"
-				case evResourceUpdated:
-					method = "notifications/resources/updated"
-					params = append(params, exactjson.Field("uri", exactjson.String(ev.uri)))
-				}
-				params = append(params, exactjson.Field("_meta", subMeta))
-				if err := in.out.notify(method, exactjson.Object(params...)); err != nil {
-					return reply{none: true}
+				if err := req.out.send(ev.frame(exactjson.Field("_meta", subMeta))); err != nil {
+					return nil, errNoReply
 				}
 			}
 		}
@@ -392,13 +403,13 @@ func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.V
 		return nil, errMissingCapabilities(tasksCapability())
 	}
 	if tv.Kind() != exactjson.KindArray || tv.Len() > MaxTaskSubscriptions {
-		return nil, withStatus(InvalidParams("params.notifications.taskIds must be an array of at most "+strconv.Itoa(MaxTaskSubscriptions)+" task ids"), http.StatusBadRequest)
+		return nil, InvalidParams("params.notifications.taskIds must be an array of at most " + strconv.Itoa(MaxTaskSubscriptions) + " task ids")
 	}
 	ids := map[string]bool{}
 	for v := range tv.Values() {
 		id, ok := v.AsString()
 		if !ok {
-			return nil, withStatus(InvalidParams("task ids must be strings"), http.StatusBadRequest)
+			return nil, InvalidParams("task ids must be strings")
 		}
 		if _, e := s.authorizedTask(ctx, req, id); e == nil {
 			ids[id] = true

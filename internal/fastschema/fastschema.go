@@ -1,29 +1,34 @@
-package weft
+// Package fastschema pre-checks tool arguments against the JSON Schema
+// shapes most tools use (object properties, required, additionalProperties,
+// items and type lists), without the full validator: Accepts is never true
+// where the full validator refuses, and a schema with a construct it does
+// not model does not compile (the full validator then decides alone).
+package fastschema
 
 import "github.com/weftmcp/weft/exactjson"
 
-// fastSchema is a pre-check for the common shape of tool input schemas
+// Schema is a pre-check for the common shape of tool input schemas
 // (types, properties, required, additionalProperties, items, annotations),
 // run before the full JSON Schema validator. It only ever accepts: when it
 // accepts, the arguments are valid under the full validator too
 // (FuzzFastSchema checks that), and anything it does not accept - invalid
 // arguments, or a construct it does not model - goes to the full validator,
 // which decides and writes the error message. Schemas using any other
-// keyword get no fastSchema at all.
-type fastSchema struct {
+// keyword get no Schema at all.
+type Schema struct {
 	never      bool   // the schema false
 	types      uint16 // allowed kinds (fastType bits); 0 = any
 	props      []fastProp
 	required   []string
-	addlFalse  bool        // additionalProperties: false
-	addl       *fastSchema // additionalProperties as a schema (nil = any)
-	items      *fastSchema // items (nil = any)
-	properties bool        // "properties" present
+	addlFalse  bool    // additionalProperties: false
+	addl       *Schema // additionalProperties as a schema (nil = any)
+	items      *Schema // items (nil = any)
+	properties bool    // "properties" present
 }
 
 type fastProp struct {
 	name   string
-	schema *fastSchema
+	schema *Schema
 }
 
 const (
@@ -45,25 +50,25 @@ func fastKeywordIsAnnotation(k string) bool {
 	return false
 }
 
-// compileFastSchema builds the pre-check for schema, or reports false when
+// Compile builds the pre-check for schema, or reports false when
 // the schema uses anything it does not model.
-func compileFastSchema(schema exactjson.Value) (*fastSchema, bool) {
+func Compile(schema exactjson.Value) (*Schema, bool) {
 	return compileFast(schema, 0)
 }
 
-func compileFast(v exactjson.Value, depth int) (*fastSchema, bool) {
+func compileFast(v exactjson.Value, depth int) (*Schema, bool) {
 	if depth > 32 {
 		return nil, false
 	}
 	switch v.Kind() {
 	case exactjson.KindBool:
 		b, _ := v.AsBool()
-		return &fastSchema{never: !b}, true
+		return &Schema{never: !b}, true
 	case exactjson.KindObject:
 	default:
 		return nil, false
 	}
-	f := &fastSchema{}
+	f := &Schema{}
 	for k, m := range v.All() {
 		switch {
 		case k == "type":
@@ -159,7 +164,7 @@ func fastTypes(v exactjson.Value) (uint16, bool) {
 
 // accepts reports whether v is certainly valid (false: let the full
 // validator decide).
-func (f *fastSchema) accepts(v exactjson.Value) bool {
+func (f *Schema) Accepts(v exactjson.Value) bool {
 	if f.never {
 		return false
 	}
@@ -176,7 +181,7 @@ func (f *fastSchema) accepts(v exactjson.Value) bool {
 		for i := range v.Len() {
 			m := v.Member(i)
 			if p, ok := f.prop(m.Name); ok {
-				if !p.accepts(m.Value) {
+				if !p.Accepts(m.Value) {
 					return false
 				}
 				continue
@@ -184,14 +189,14 @@ func (f *fastSchema) accepts(v exactjson.Value) bool {
 			if f.addlFalse {
 				return false
 			}
-			if f.addl != nil && !f.addl.accepts(m.Value) {
+			if f.addl != nil && !f.addl.Accepts(m.Value) {
 				return false
 			}
 		}
 	case exactjson.KindArray:
 		if f.items != nil {
 			for e := range v.Values() {
-				if !f.items.accepts(e) {
+				if !f.items.Accepts(e) {
 					return false
 				}
 			}
@@ -200,7 +205,7 @@ func (f *fastSchema) accepts(v exactjson.Value) bool {
 	return true
 }
 
-func (f *fastSchema) prop(name string) (*fastSchema, bool) {
+func (f *Schema) prop(name string) (*Schema, bool) {
 	for i := range f.props {
 		if f.props[i].name == name {
 			return f.props[i].schema, true
@@ -209,7 +214,7 @@ func (f *fastSchema) prop(name string) (*fastSchema, bool) {
 	return nil, false
 }
 
-func (f *fastSchema) typeOK(v exactjson.Value) bool {
+func (f *Schema) typeOK(v exactjson.Value) bool {
 	switch v.Kind() {
 	case exactjson.KindNull:
 		return f.types&fastNull != 0

@@ -49,7 +49,7 @@ func httpTestServer(t testing.TB, opts *Options) (*Server, *logCapture) {
 			return textResult("echo " + req.Arguments().String()), nil
 		}))
 	must(t, s.AddTool(Tool{Name: "needs", Description: "Needs every client capability.",
-		Inputs: []InputDeclaration{FormElicitation(Required), URLElicitation(Required), Sampling(Required), Roots(Required)}},
+		Inputs: []Input{Form(RequiredCapability), URL(RequiredCapability), Sampling(RequiredCapability), Roots(RequiredCapability)}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) { return textResult("had all"), nil }))
 	return s, lc
 }

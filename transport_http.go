@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/weftmcp/weft/exactjson"
 )
 
 // ServeHTTP serves MCP Streamable HTTP (2026-07-28) at whatever path the
@@ -164,17 +162,12 @@ type httpResponder struct {
 
 func (h *httpResponder) canStream() bool { return h.sseOK }
 
-var errNoStream = errors.New("weft: the client does not accept an event stream or the response is finished")
-
-func (h *httpResponder) notify(method string, params exactjson.Value) error {
-	b := []byte(`{"jsonrpc":"2.0","method":`)
-	b = appendQuoted(b, method)
-	b = append(b, `,"params":`...)
-	var err error
-	if b, err = exactjson.AppendJSON(b, params); err != nil {
+// send writes one frame, switching the response to SSE on the first.
+func (h *httpResponder) send(f frame) error {
+	b, err := appendFrame(make([]byte, 0, 128), f)
+	if err != nil {
 		return err
 	}
-	b = append(b, '}')
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done || !h.sseOK {
@@ -184,14 +177,6 @@ func (h *httpResponder) notify(method string, params exactjson.Value) error {
 		h.startSSE()
 	}
 	return h.writeFrame(b)
-}
-
-func appendQuoted(dst []byte, s string) []byte {
-	b, err := exactjson.AppendJSON(dst, exactjson.String(s))
-	if err != nil {
-		return append(dst, `""`...)
-	}
-	return b
 }
 
 // startSSE commits the response as an event stream. Caller holds h.mu.

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/localsess"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -84,7 +85,34 @@ type legacyServer struct {
 	opts       LegacyOptions
 	store      sessionstore.Store
 	stdioStore *sessionstore.Memory
-	local      *localSessions
+	local      *localsess.Local[*legacyStream, *stdioWriter]
+	handlers   map[string]Handler // the session methods, wrapped in the middleware
+	janitor    sync.Once          // starts the sweeper of the in-memory stores
+}
+
+// sweepInterval is how often the in-memory session stores are swept of
+// expired sessions: a quarter of the idle timeout, within 1s..1min.
+func (l *legacyServer) sweepInterval() time.Duration {
+	return min(max(l.opts.IdleTimeout/4, time.Second), time.Minute)
+}
+
+// sweep purges the expired sessions of the in-memory stores (a configured
+// store sweeps itself) every sweepInterval until the server shuts down. It
+// starts with the first 2025-11-25 message.
+func (l *legacyServer) sweep() {
+	t := time.NewTicker(l.sweepInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-l.srv.done:
+			return
+		case <-t.C:
+			if m, ok := l.store.(*sessionstore.Memory); ok {
+				m.Sweep()
+			}
+			l.stdioStore.Sweep()
+		}
+	}
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
@@ -92,8 +120,7 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 	if o == nil {
 		return nil, nil
 	}
-	l := &legacyServer{srv: s, opts: *o, local: newLocalSessions()}
-	l.local.fleet = s.opts.Events != nil
+	l := &legacyServer{srv: s, opts: *o, local: localsess.New[*legacyStream, *stdioWriter](s.opts.Events != nil)}
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}
@@ -133,26 +160,19 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: l.opts.Limits, Now: s.now})
 	}
 	l.stdioStore = sessionstore.NewMemory(sessionstore.MemoryOptions{Now: s.now})
+	l.handlers = l.sessionHandlers()
 	return l, nil
 }
 
 // legacyConn is one legacy message's view of its session.
 type legacyConn struct {
 	store     sessionstore.Store
-	sess      *sessionstore.Session
+	sess      *sessionstore.Session // nil while initialize opens it
 	ident     Identity
 	caps      exactjson.Value
 	info      exactjson.Value
 	in        *inbound
 	transport string
-}
-
-// stdioConn returns the stdio connection of in, if any.
-func stdioConn(in *inbound) *stdioWriter {
-	if n, ok := in.out.(*stdioNotifier); ok {
-		return n.out
-	}
-	return nil
 }
 
 // serveLegacy is the legacy hook of serve: it reports false for messages of
@@ -179,11 +199,11 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 	mv, _ := v.Get("method")
 	method, _ := mv.AsString()
 	if in.header == nil {
-		w := stdioConn(in)
+		w := in.conn
 		if w == nil {
 			return reply{}, false
 		}
-		sid, open := l.local.stdioSession(w)
+		sid, open := l.local.StdioSession(w)
 		if !open && method != "initialize" {
 			return reply{}, false
 		}
@@ -216,11 +236,12 @@ func errNoSession() reply { return transportError(http.StatusNotFound, "Session 
 
 // serveMessage serves one legacy message of session sid ("" before
 // initialize) kept in store. Requests are recorded by the telemetry of
-// serve (rt), like modern ones.
+// serve (rt), like modern ones, and dispatched by the same core.
 func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry) reply {
 	s := l.srv
+	l.janitor.Do(func() { go l.sweep() })
 	if s.closing.Load() {
-		return reply{err: protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), status: http.StatusServiceUnavailable}
+		return errReply(ID{}, errShuttingDown())
 	}
 	if !v.Has("method") && (v.Has("result") || v.Has("error")) {
 		return l.serveAnswer(ctx, in, v, sid, store)
@@ -230,8 +251,13 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 		return reply{id: m.id, err: perr, status: http.StatusBadRequest}
 	}
 	if !m.isNotify {
-		ctx = rt.parsed(ctx, &m) // weft: telemetry hook: span, metrics, request log
+		ctx = rt.parsed(ctx, &m) // the server span continues params._meta traceparent
 	}
+	params := m.params
+	if params.Kind() != exactjson.KindObject {
+		params = exactjson.Object()
+	}
+	var c *legacyConn
 	if m.method == "initialize" {
 		switch {
 		case sid != "":
@@ -239,72 +265,164 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 		case m.isNotify:
 			return transportError(http.StatusBadRequest, "initialize must be a request")
 		}
-		return l.initialize(ctx, in, m, store, transport)
-	}
-	if sid == "" {
+		c = &legacyConn{store: store, in: in, transport: transport, caps: exactjson.Object()}
+		c.caps, _ = params.Get("capabilities")
+		c.info, _ = params.Get("clientInfo")
+	} else if sid == "" {
 		return transportError(http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
-	// Admission sees the request's target, as in the modern pipeline (a
-	// malformed one is reported by dispatch after admission).
-	if name, e := targetName(m.method, m.params); e == nil {
-		target := *in
-		target.target = name.value
-		in = &target
-	}
-	ident, rej := s.admit(ctx, in, m.method)
+	// Admission sees the request's target, as in the modern era (a
+	// malformed one is reported after admission).
+	name, nameErr := s.targetName(m.method, params)
+	ident, rej := s.admitObserved(ctx, in, m.method, name.value)
 	if rej != nil {
 		rej.id = m.id
 		return *rej
 	}
-	c, rep := l.open(ctx, in, sid, store, ident, transport)
 	if c == nil {
-		return rep
+		var rep reply
+		if c, rep = l.open(ctx, in, sid, store, ident, transport); c == nil {
+			return rep
+		}
+	} else {
+		c.ident = ident
 	}
 	if m.isNotify {
 		l.notification(ctx, c, m)
 		return reply{none: true}
 	}
-	if rt != nil {
-		params := m.params
-		if params.Kind() != exactjson.KindObject {
-			params = exactjson.Object()
-		}
-		name, _ := targetName(m.method, params)
-		rt.admitted((&legacyCall{l: l, c: c, method: m.method, id: m.id, name: name.value}).request(params, m.id))
-	}
-	if rl := s.opts.RateLimiter; rl != nil {
-		if ok, retry := rl.Allow(ctx, rateKey(ident, in)); !ok {
-			rep := rateLimitedReply(retry)
-			rep.id = m.id
-			return rep
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer l.local.addCall(sid, m.id.key(), cancel)()
-	ctx = context.WithValue(ctx, sessionKey{}, SessionInfo{ID: sid, ProtocolVersion: c.sess.ProtocolVersion, ClientInfo: c.info, Transport: transport})
-	s.inflight.Add(1)
-	defer s.inflight.Done()
-	rep = func() (rep reply) {
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("weft: handler panic", "method", m.method, "panic", p, "stack", string(debug.Stack()))
-				rep = reply{err: internalError(fmt.Errorf("panic: %v", p))}
-			}
-		}()
-		return l.dispatch(ctx, c, m)
-	}()
+	rep := l.serveRequest(ctx, c, m, params, name, nameErr, rt)
 	rep.id = m.id
-	if rep.err != nil {
-		rep.err = legacyError(rep.err)
+	if e := rep.err; e != nil {
+		rep.err = legacyError(e)
 		if rep.status == 0 {
-			switch rep.err.HTTPStatus() {
-			case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-				// Overload and deadlines keep their transport status.
+			switch {
+			case e.status != 0:
+				rep.status = e.status // shutting down, overload, deadlines, session store failures
+			case e.HTTPStatus() == http.StatusTooManyRequests:
 			default:
 				rep.status = http.StatusOK // a JSON-RPC error, not a transport failure
 			}
 		}
+	}
+	return rep
+}
+
+// serveRequest dispatches one admitted request of a session.
+func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m message, params exactjson.Value, name target, nameErr *Error, rt *requestTelemetry) reply {
+	s := l.srv
+	h, ok := l.handler(m.method)
+	if !ok {
+		return reply{err: legacyMethodNotFound(m.method)}
+	}
+	if nameErr != nil {
+		return reply{err: nameErr}
+	}
+	if paged := m.method == "tools/list" || m.method == "prompts/list" || m.method == "resources/list" || m.method == "resources/templates/list"; paged {
+		if cv, ok := params.Get("cursor"); ok {
+			inner, e := l.openCursor(ctx, c, m.method, cv)
+			if e != nil {
+				return reply{err: e}
+			}
+			params = params.With("cursor", exactjson.String(inner))
+		}
+	}
+	req := l.request(c, m.method, m.id, name.value, params)
+	rt.admitted(req)
+	if c.sess != nil {
+		// A call of a session can be cancelled (notifications/cancelled,
+		// DELETE, the fleet's cancellations) and sees its session.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer l.local.AddCall(c.sess.ID, m.id.key(), cancel)()
+		ctx = context.WithValue(ctx, sessionKey{}, SessionInfo{ID: c.sess.ID, ProtocolVersion: c.sess.ProtocolVersion, ClientInfo: c.info, Transport: c.transport})
+	}
+	switch m.method {
+	case "tools/call", "prompts/get", "resources/read":
+		return l.bridge(ctx, req, h)
+	}
+	return s.dispatch(ctx, req, h, (*Server).encodeLegacy)
+}
+
+// request builds the *Request of one invocation for a session.
+func (l *legacyServer) request(c *legacyConn, method string, id ID, name string, params exactjson.Value) *Request {
+	version := ""
+	logLevel := -1
+	if c.sess != nil {
+		version = c.sess.ProtocolVersion
+		logLevel = levelIndex(LogLevel(c.sess.LogLevel))
+	}
+	req := l.srv.newRequest(c.in, method, id, version, name, params, c.caps, c.ident)
+	req.ClientInfo = c.info
+	req.logLevel = logLevel
+	req.legacy = c
+	return req
+}
+
+// handler returns the middleware-wrapped handler of a method a session may
+// call: the session methods, and the 2026-07-28 methods that also exist in
+// 2025-11-25 (not discovery, listen or the tasks extension).
+func (l *legacyServer) handler(method string) (Handler, bool) {
+	if h, ok := l.handlers[method]; ok {
+		if method == "resources/subscribe" || method == "resources/unsubscribe" {
+			_, _, nr := l.srv.catalogSizes()
+			return h, nr > 0
+		}
+		return h, true
+	}
+	switch method {
+	case "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel":
+		return nil, false
+	}
+	return l.srv.handler(method)
+}
+
+// sessionHandlers are the methods only 2025-11-25 has, wrapped in the
+// middleware once.
+func (l *legacyServer) sessionHandlers() map[string]Handler {
+	hs := map[string]Handler{
+		"initialize":            l.handleInitialize,
+		"ping":                  func(context.Context, *Request) (Result, error) { return &EmptyResult{}, nil },
+		"logging/setLevel":      l.handleSetLevel,
+		"resources/subscribe":   l.handleSubscribe,
+		"resources/unsubscribe": l.handleSubscribe,
+	}
+	for m, h := range hs {
+		hs[m] = l.srv.wrap(h)
+	}
+	return hs
+}
+
+// encodeLegacy is the 2025-11-25 encoding of a result: no resultType,
+// caching hints or serverInfo, and a pagination cursor sealed to the
+// session. An input_required result (the bridge answers it) is checked and
+// sealed but not encoded.
+func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) reply {
+	l := s.legacy
+	switch r := res.(type) {
+	case *InputRequired:
+		if rep, ok := s.prepareInputRequired(ctx, req, r); !ok {
+			return rep
+		}
+		return reply{res: r}
+	case paged:
+		if next := r.nextCursor(); next != "" {
+			sealed, e := l.sealCursor(ctx, req.legacy, req.Method, next)
+			if e != nil {
+				return reply{err: e, outcome: OutcomeInternalError}
+			}
+			res = r.withCursor(sealed)
+		}
+	}
+	b, err := s.encodeResult(res, true)
+	if err != nil {
+		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
+		return reply{err: internalError(err), outcome: OutcomeInternalError}
+	}
+	rep := reply{result: b}
+	if ir, ok := res.(*InitializeResult); ok && req.legacy.transport == "http" {
+		rep.header = http.Header{"Mcp-Session-Id": {ir.sessionID}}
 	}
 	return rep
 }
@@ -355,28 +473,25 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 	return c, reply{}
 }
 
-// initialize opens a session.
-func (l *legacyServer) initialize(ctx context.Context, in *inbound, m message, store sessionstore.Store, transport string) reply {
+// handleInitialize opens a session.
+func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Result, error) {
 	s := l.srv
-	bad := func(msg string) reply {
-		return reply{id: m.id, err: InvalidParams(msg), status: http.StatusBadRequest}
-	}
-	pv, _ := m.params.Get("protocolVersion")
+	c := req.legacy
+	// A bad initialize is a transport failure (HTTP 400), unlike the
+	// JSON-RPC errors of a session (HTTP 200).
+	bad := func(msg string) error { return withStatus(InvalidParams(msg), http.StatusBadRequest) }
+	pv, _ := req.Params.Get("protocolVersion")
 	requested, ok := pv.AsString()
 	if !ok {
-		return bad("params.protocolVersion must be a string")
+		return nil, bad("params.protocolVersion must be a string")
 	}
-	caps, ok := m.params.Get("capabilities")
+	caps, ok := req.Params.Get("capabilities")
 	if !ok || caps.Kind() != exactjson.KindObject {
-		return bad("params.capabilities must be an object")
+		return nil, bad("params.capabilities must be an object")
 	}
-	info, ok := m.params.Get("clientInfo")
+	info, ok := req.Params.Get("clientInfo")
 	if !ok || info.Kind() != exactjson.KindObject {
-		return bad("params.clientInfo must be an object")
-	}
-	ident, rej := s.admit(ctx, in, m.method)
-	if rej != nil {
-		return *rej
+		return nil, bad("params.clientInfo must be an object")
 	}
 	version := l.opts.Versions[0]
 	if slices.Contains(l.opts.Versions, requested) {
@@ -384,65 +499,42 @@ func (l *legacyServer) initialize(ctx context.Context, in *inbound, m message, s
 	}
 	sid, err := newSessionID()
 	if err != nil {
-		return reply{id: m.id, err: internalError(err), status: http.StatusInternalServerError}
+		return nil, err
 	}
 	capsJSON, err1 := exactjson.Encode(caps, 0)
 	infoJSON, err2 := exactjson.Encode(info, 0)
 	if err := errors.Join(err1, err2); err != nil {
-		return bad("params could not be stored")
+		return nil, bad("params could not be stored")
 	}
 	now := s.now()
 	sess := &sessionstore.Session{
 		ID: sid, ProtocolVersion: version, ClientCapabilities: capsJSON, ClientInfo: infoJSON,
-		IdentityDigest: identityDigest(ident), CreatedAt: now, LastSeen: now,
+		IdentityDigest: identityDigest(req.Identity), CreatedAt: now, LastSeen: now,
 		IdleTimeout: l.opts.IdleTimeout, ExpiresAt: now.Add(l.opts.MaxLifetime),
 	}
-	if transport == "stdio" {
+	if c.transport == "stdio" {
 		// The connection is the session: it ends with the process, not
 		// with idleness.
 		sess.IdleTimeout, sess.ExpiresAt = 100*365*24*time.Hour, now.Add(100*365*24*time.Hour)
 	}
-	switch err := store.Create(ctx, sess); {
+	switch err := c.store.Create(ctx, sess); {
 	case errors.Is(err, sessionstore.ErrLimit):
-		return reply{id: m.id, err: protocolError(CodeInternalError, "Too many open sessions; retry later", exactjson.Value{}),
-			status: http.StatusServiceUnavailable, header: http.Header{"Retry-After": {"5"}}}
+		e := withStatus(protocolError(CodeInternalError, "Too many open sessions; retry later", exactjson.Value{}), http.StatusServiceUnavailable)
+		e.retryAfter = 5 * time.Second
+		return nil, e
 	case err != nil:
-		s.log.Error("weft: storing a legacy session failed", "err", err)
-		return reply{id: m.id, err: internalError(err), status: http.StatusServiceUnavailable}
+		return nil, withStatus(internalError(fmt.Errorf("weft: storing a legacy session: %w", err)), http.StatusServiceUnavailable)
 	}
-	if transport == "stdio" {
-		l.local.setStdioSession(stdioConn(in), sid)
+	if c.transport == "stdio" {
+		l.local.SetStdioSession(c.in.conn, sid)
 	}
-	rep := s.resultPlain(func(e *enc) {
-		e.str("protocolVersion", version)
-		l.srv.capabilities(false)(e) // 2025-11-25 capabilities have no extensions
-		e.name("serverInfo")
-		e.open()
-		e.str("name", s.impl.Name)
-		e.str("version", s.impl.Version)
-		e.strOpt("title", s.impl.Title)
-		e.close()
-		e.strOpt("instructions", s.opts.Instructions)
-	})
-	rep.id = m.id
-	if transport == "http" {
-		rep.header = http.Header{"Mcp-Session-Id": {sid}}
-	}
-	return rep
-}
-
-// resultPlain encodes a result object without the 2026-07-28 members.
-func (s *Server) resultPlain(body func(e *enc)) reply {
-	e := &enc{b: make([]byte, 0, 128)}
-	e.open()
-	if body != nil {
-		body(e)
-	}
-	e.close()
-	if e.err != nil {
-		return reply{err: internalError(e.err)}
-	}
-	return reply{result: e.b}
+	return &InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    s.capabilities(false), // 2025-11-25 capabilities have no extensions
+		ServerInfo:      s.impl,
+		Instructions:    s.opts.Instructions,
+		sessionID:       sid,
+	}, nil
 }
 
 // notification handles a client notification of a session.
@@ -458,8 +550,8 @@ func (l *legacyServer) notification(ctx context.Context, c *legacyConn, m messag
 		// cancellation is handled by the stdio transport.
 		if rid, ok := m.params.Get("requestId"); ok {
 			sid, key := c.sess.ID, ID{rid}.key()
-			if !l.local.cancelCall(sid, key) && c.transport == "http" {
-				l.publishCancel(ctx, "call "+sessionDigest(sid)+" "+callDigest(sid, key))
+			if !l.local.CancelCall(sid, key) && c.transport == "http" {
+				l.publishCancel(ctx, "call "+localsess.SessionDigest(sid)+" "+localsess.CallDigest(sid, key))
 			}
 		}
 	}
@@ -494,9 +586,9 @@ func (l *legacyServer) relayCancels(done <-chan struct{}) {
 		f := strings.Fields(payload)
 		switch {
 		case len(f) == 3 && f[0] == "call":
-			l.local.cancelByDigest(f[1], f[2])
+			l.local.CancelByDigest(f[1], f[2])
 		case len(f) == 2 && f[0] == "session":
-			l.local.endByDigest(f[1])
+			l.local.EndByDigest(f[1])
 		}
 	})
 }
@@ -513,7 +605,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 	if !isString(jv, "2.0") || (v.Has("result") == v.Has("error")) {
 		return transportError(http.StatusBadRequest, "Invalid JSON-RPC response")
 	}
-	ident, rej := l.srv.admit(ctx, in, "")
+	ident, rej := l.srv.admit(ctx, in, "", "")
 	if rej != nil {
 		return *rej
 	}
@@ -531,118 +623,41 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 	return reply{none: true}
 }
 
-var emptyResult = []byte(`{}`)
-
-// dispatch serves one legacy request.
-func (l *legacyServer) dispatch(ctx context.Context, c *legacyConn, m message) reply {
-	s := l.srv
-	switch m.method {
-	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
-		return l.observed(ctx, c, m, func() reply { return l.sessionMethod(ctx, c, m) })
-	case "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel":
-		// 2026-07-28 methods (the tasks extension is not 2025-11-25 tasks).
-		return reply{err: legacyMethodNotFound(m.method)}
+// handleSetLevel serves logging/setLevel.
+func (l *legacyServer) handleSetLevel(ctx context.Context, req *Request) (Result, error) {
+	c := req.legacy
+	lv, _ := req.Params.Get("level")
+	level, _ := lv.AsString()
+	if levelIndex(LogLevel(level)) < 0 {
+		return nil, InvalidParams("Invalid log level")
 	}
-	h, ok := s.methods(m.method)
-	if !ok {
-		return reply{err: legacyMethodNotFound(m.method)}
+	if _, err := c.store.Update(ctx, c.sess.ID, func(s *sessionstore.Session) error { s.LogLevel = level; return nil }); err != nil {
+		return nil, l.storeError(err)
 	}
-	name, e := targetName(m.method, m.params)
-	if e != nil {
-		return reply{err: e}
-	}
-	params := m.params
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
-	}
-	call := &legacyCall{l: l, c: c, method: m.method, id: m.id, name: name.value, h: h}
-	switch m.method {
-	case "tools/call", "prompts/get", "resources/read":
-		return call.bridge(ctx, params)
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		if cv, ok := params.Get("cursor"); ok {
-			inner, e := l.openCursor(ctx, c, m.method, cv)
-			if e != nil {
-				return reply{err: e}
-			}
-			params = params.With("cursor", exactjson.String(inner))
-		}
-	}
-	rep := call.invoke(ctx, params, m.id)
-	if rep.err != nil || rep.none {
-		return rep
-	}
-	return l.translateResult(ctx, c, m.method, rep)
-}
-
-// observed runs a session-level method under the Observer, like every
-// admitted request.
-func (l *legacyServer) observed(ctx context.Context, c *legacyConn, m message, run func() reply) (rep reply) {
-	obs := l.srv.opts.Observer
-	if obs == nil {
-		return run()
-	}
-	params := m.params
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
-	}
-	req := (&legacyCall{l: l, c: c, method: m.method, id: m.id}).request(params, m.id)
-	obs.RequestStarted(ctx, req)
-	defer func() {
-		var err error
-		if rep.err != nil {
-			err = rep.err
-		}
-		obs.RequestFinished(ctx, req, rep.classify(), err)
-	}()
-	return run()
-}
-
-// sessionMethod serves the methods that exist only in the legacy era.
-func (l *legacyServer) sessionMethod(ctx context.Context, c *legacyConn, m message) reply {
-	switch m.method {
-	case "logging/setLevel":
-		lv, _ := m.params.Get("level")
-		level, _ := lv.AsString()
-		if levelIndex(LogLevel(level)) < 0 {
-			return reply{err: InvalidParams("Invalid log level")}
-		}
-		if _, err := c.store.Update(ctx, c.sess.ID, func(s *sessionstore.Session) error { s.LogLevel = level; return nil }); err != nil {
-			return l.storeError(err)
-		}
-	case "resources/subscribe", "resources/unsubscribe":
-		return l.subscribe(ctx, c, m)
-	}
-	return reply{result: emptyResult} // ping
+	return &EmptyResult{}, nil
 }
 
 func legacyMethodNotFound(method string) *Error {
 	return protocolError(CodeMethodNotFound, "Method not found", exactjson.Object(exactjson.Field("method", exactjson.String(method))))
 }
 
-func (l *legacyServer) storeError(err error) reply {
+func (l *legacyServer) storeError(err error) error {
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		return errNoSession()
+		return withStatus(protocolError(CodeInvalidRequest, "Session not found", exactjson.Value{}), http.StatusNotFound)
 	}
-	l.srv.log.Error("weft: legacy session store failed", "err", err)
-	return reply{err: internalError(err)}
+	return fmt.Errorf("weft: legacy session store: %w", err)
 }
 
-// subscribe handles resources/subscribe and resources/unsubscribe.
-func (l *legacyServer) subscribe(ctx context.Context, c *legacyConn, m message) reply {
+// handleSubscribe serves resources/subscribe and resources/unsubscribe.
+func (l *legacyServer) handleSubscribe(ctx context.Context, req *Request) (Result, error) {
 	s := l.srv
-	s.mu.RLock()
-	nr := s.resources.len() + s.templates.len()
-	s.mu.RUnlock()
-	if nr == 0 {
-		return reply{err: legacyMethodNotFound(m.method)}
-	}
-	uv, _ := m.params.Get("uri")
+	c := req.legacy
+	uv, _ := req.Params.Get("uri")
 	uri, ok := uv.AsString()
 	if !ok || uri == "" || len(uri) > s.limits.MaxURIBytes {
-		return reply{err: InvalidParams("params.uri must be a non-empty URI string")}
+		return nil, InvalidParams("params.uri must be a non-empty URI string")
 	}
-	subscribe := m.method == "resources/subscribe"
+	subscribe := req.Method == "resources/subscribe"
 	_, err := c.store.Update(ctx, c.sess.ID, func(sess *sessionstore.Session) error {
 		i := slices.Index(sess.Subscriptions, uri)
 		switch {
@@ -657,74 +672,15 @@ func (l *legacyServer) subscribe(ctx context.Context, c *legacyConn, m message) 
 		return nil
 	})
 	if errors.Is(err, errTooManySubscriptions) {
-		return reply{err: InvalidParams("Too many resource subscriptions (at most " + strconv.Itoa(s.limits.MaxResourceSubscriptions) + ")")}
+		return nil, InvalidParams("Too many resource subscriptions (at most " + strconv.Itoa(s.limits.MaxResourceSubscriptions) + ")")
 	}
 	if err != nil {
-		return l.storeError(err)
+		return nil, l.storeError(err)
 	}
-	return reply{result: emptyResult}
+	return &EmptyResult{}, nil
 }
 
 var errTooManySubscriptions = errors.New("too many subscriptions")
-
-// outputLimits parse the server's own results (bounded by MaxOutputBytes).
-var outputLimits = exactjson.Limits{
-	MaxInputBytes:  exactjson.MaxInputBytesCeiling,
-	MaxDepth:       exactjson.MaxDepthCeiling,
-	MaxNodes:       exactjson.MaxNodesCeiling,
-	MaxStringBytes: exactjson.MaxStringBytesCeiling,
-}
-
-// translateResult turns a 2026-07-28 result into its 2025-11-25 form: no
-// resultType, ttlMs, cacheScope or _meta serverInfo (serverInfo came with
-// initialize), a sealed pagination cursor, and only object structured
-// content and output schemas.
-func (l *legacyServer) translateResult(ctx context.Context, c *legacyConn, method string, rep reply) reply {
-	v, err := exactjson.Parse(rep.result, outputLimits)
-	if err != nil {
-		return reply{err: internalError(err)}
-	}
-	v = v.Without("resultType", "ttlMs", "cacheScope")
-	if meta, ok := v.Get("_meta"); ok && meta.Kind() == exactjson.KindObject {
-		if meta = meta.Without(metaServerInfo); meta.Len() == 0 {
-			v = v.Without("_meta")
-		} else {
-			v = v.With("_meta", meta)
-		}
-	}
-	if nc, ok := v.Get("nextCursor"); ok {
-		inner, _ := nc.AsString()
-		sealed, e := l.sealCursor(ctx, c, method, inner)
-		if e != nil {
-			return reply{err: e}
-		}
-		v = v.With("nextCursor", exactjson.String(sealed))
-	}
-	switch method {
-	case "tools/call":
-		if sc, ok := v.Get("structuredContent"); ok && sc.Kind() != exactjson.KindObject {
-			v = v.Without("structuredContent")
-		}
-	case "tools/list":
-		if tools, ok := v.Get("tools"); ok {
-			out := make([]exactjson.Value, 0, tools.Len())
-			for t := range tools.Values() {
-				if os, ok := t.Get("outputSchema"); ok {
-					if ty, _ := os.Get("type"); !isString(ty, "object") {
-						t = t.Without("outputSchema")
-					}
-				}
-				out = append(out, t)
-			}
-			v = v.With("tools", exactjson.Array(out...))
-		}
-	}
-	b, err := exactjson.AppendJSON(make([]byte, 0, len(rep.result)), v)
-	if err != nil {
-		return reply{err: internalError(err)}
-	}
-	return reply{result: b}
-}
 
 // A legacy pagination cursor is the modern cursor sealed with the server's
 // request-state Protector and bound to the endpoint, session and method, so

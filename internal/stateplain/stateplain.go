@@ -1,17 +1,61 @@
-package weft
+// Package stateplain encodes the plaintext that framework-protected request
+// state seals: the framework metadata and the application state
+// (docs/request-state.md, "The sealed plaintext").
+package stateplain
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// The sealed plaintext (docs/request-state.md, "The sealed plaintext").
-// Format 2, written by encodePlaintext, is a binary frame for the framework
+// Meta is the framework metadata sealed next to the application state.
+type Meta struct {
+	IssuedAt  int64 // unix milliseconds
+	ExpiresAt int64 // unix milliseconds
+	Round     int
+	// RequestID is the JSON-RPC id of the emitting request: a string or an
+	// integer.
+	RequestID exactjson.Value
+	Keys      []Key  // issued input keys, sorted by name, distinct
+	keyBuf    [2]Key // backing for Keys when there are few
+	// Args is the fingerprint of the input schema that validated the
+	// emitting tools/call's arguments ("" if none did): a retry whose
+	// arguments the binding proves identical, under a schema with the same
+	// fingerprint, is not validated again.
+	Args string
+}
+
+// Key is one issued input key and the method of its request.
+type Key struct{ Name, Method string }
+
+// SortKeys puts issued keys in the order Meta.Keys keeps.
+func SortKeys(ks []Key) {
+	slices.SortFunc(ks, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// Method returns the method issued under key, or "".
+func (m *Meta) Method(key string) string {
+	for _, k := range m.Keys {
+		if k.Name == key {
+			return k.Method
+		}
+	}
+	return ""
+}
+
+func isInteger(v exactjson.Value) bool {
+	n, ok := v.AsNumber()
+	return ok && n.IsInteger()
+}
+
+// Format 2, written by Encode, is a binary frame for the framework
 // metadata followed by the canonical JSON of the application state:
 //
 //	0x02                              format
@@ -34,21 +78,22 @@ const (
 	plaintextJSONVersion = 1 // the "v" member of a format 1 plaintext
 )
 
-var errMalformedPlaintext = errors.New("malformed state plaintext")
+// ErrMalformed reports a plaintext whose frame is malformed.
+var ErrMalformed = errors.New("malformed state plaintext")
 
-// encodePlaintext writes m and state in format 2.
-func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
+// Encode writes m and state in format 2.
+func Encode(m *Meta, state exactjson.Value) ([]byte, error) {
 	var rid []byte
 	kind := byte(ridString)
-	switch m.RequestID.v.Kind() {
+	switch m.RequestID.Kind() {
 	case exactjson.KindString:
-		s, _ := m.RequestID.v.AsString()
+		s, _ := m.RequestID.AsString()
 		rid = unsafe.Slice(unsafe.StringData(s), len(s))
 	case exactjson.KindNumber:
 		kind = ridInteger
 		var err error
-		if rid, err = exactjson.AppendCanonical(nil, m.RequestID.v); err != nil || !isInteger(m.RequestID.v) {
-			return nil, fmt.Errorf("request id %s cannot carry state: not an integer", m.RequestID.v)
+		if rid, err = exactjson.AppendCanonical(nil, m.RequestID); err != nil || !isInteger(m.RequestID) {
+			return nil, fmt.Errorf("request id %s cannot carry state: not an integer", m.RequestID)
 		}
 	default:
 		return nil, errors.New("a request without an id cannot carry state")
@@ -61,13 +106,13 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	}
 	n := 1 + 8 + 8 + 3*binary.MaxVarintLen64 + 1 + len(rid) + len(m.Args)
 	for i, k := range m.Keys {
-		if i > 0 && m.Keys[i-1].key >= k.key {
+		if i > 0 && m.Keys[i-1].Name >= k.Name {
 			return nil, errors.New("input request keys are not strictly ascending")
 		}
-		if !utf8.ValidString(k.key) || !utf8.ValidString(k.method) {
-			return nil, fmt.Errorf("invalid UTF-8 in input request key %q or its method", k.key)
+		if !utf8.ValidString(k.Name) || !utf8.ValidString(k.Method) {
+			return nil, fmt.Errorf("invalid UTF-8 in input request key %q or its method", k.Name)
 		}
-		n += 2*binary.MaxVarintLen64 + len(k.key) + len(k.method)
+		n += 2*binary.MaxVarintLen64 + len(k.Name) + len(k.Method)
 	}
 	b := make([]byte, 0, n+64)
 	b = append(b, plaintextFormat)
@@ -79,8 +124,8 @@ func encodePlaintext(m *stateMeta, state exactjson.Value) ([]byte, error) {
 	b = appendText(b, m.Args)
 	b = binary.AppendUvarint(b, uint64(len(m.Keys)))
 	for _, k := range m.Keys {
-		b = appendText(b, k.key)
-		b = appendText(b, k.method)
+		b = appendText(b, k.Name)
+		b = appendText(b, k.Method)
 	}
 	return exactjson.AppendCanonical(b, state)
 }
@@ -90,14 +135,14 @@ func appendText[T string | []byte](b []byte, s T) []byte {
 	return append(b, s...)
 }
 
-// decodePlaintext reads a sealed plaintext, which the caller must not
-// modify afterwards: the metadata strings and the state share it.
-func decodePlaintext(b []byte) (*stateMeta, exactjson.Value, error) {
-	return decodePlaintextWith(new(exactjson.Parser), b)
+// Decode reads a sealed plaintext, which the caller must not modify
+// afterwards: the metadata strings and the state share it.
+func Decode(b []byte) (*Meta, exactjson.Value, error) {
+	return DecodeWith(new(exactjson.Parser), b)
 }
 
-// decodePlaintextWith is decodePlaintext parsing the state with ps.
-func decodePlaintextWith(ps *exactjson.Parser, b []byte) (*stateMeta, exactjson.Value, error) {
+// DecodeWith is Decode parsing the state with ps.
+func DecodeWith(ps *exactjson.Parser, b []byte) (*Meta, exactjson.Value, error) {
 	if len(b) > 0 && b[0] == '{' {
 		return decodePlaintextJSON(b)
 	}
@@ -113,12 +158,12 @@ func decodePlaintextWith(ps *exactjson.Parser, b []byte) (*stateMeta, exactjson.
 	args, ok6 := r.text()
 	nkeys, ok7 := r.uvarint()
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || round > uint64(maxInt) || nkeys > uint64(len(r.s)-r.i)/2 {
-		return nil, exactjson.Value{}, errMalformedPlaintext
+		return nil, exactjson.Value{}, ErrMalformed
 	}
-	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), Args: args}
+	m := &Meta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), Args: args}
 	switch kind {
 	case ridString:
-		m.RequestID = StringID(ridText)
+		m.RequestID = exactjson.String(ridText)
 	case ridInteger:
 		id, ok := canonicalIntegerID(ridText)
 		if !ok {
@@ -130,15 +175,15 @@ func decodePlaintextWith(ps *exactjson.Parser, b []byte) (*stateMeta, exactjson.
 	}
 	m.Keys = m.keyBuf[:0]
 	if nkeys > uint64(len(m.keyBuf)) {
-		m.Keys = make([]stateKey, 0, nkeys)
+		m.Keys = make([]Key, 0, nkeys)
 	}
 	for range nkeys {
 		k, ok1 := r.text()
 		method, ok2 := r.text()
-		if !ok1 || !ok2 || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].key >= k) {
+		if !ok1 || !ok2 || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].Name >= k) {
 			return nil, exactjson.Value{}, errors.New("malformed state keys")
 		}
-		m.Keys = append(m.Keys, stateKey{k, method})
+		m.Keys = append(m.Keys, Key{k, method})
 	}
 	state, err := ps.ParseString(r.s[r.i:], exactjson.Limits{})
 	if err != nil {
@@ -150,11 +195,11 @@ func decodePlaintextWith(ps *exactjson.Parser, b []byte) (*stateMeta, exactjson.
 const maxInt = int(^uint(0) >> 1)
 
 // canonicalIntegerID reads an integer request id spelled as canonical JSON
-// spells it, the only spelling encodePlaintext writes.
-func canonicalIntegerID(s string) (ID, bool) {
+// spells it, the only spelling Encode writes.
+func canonicalIntegerID(s string) (exactjson.Value, bool) {
 	n, err := exactjson.ParseNumber(s)
 	if err != nil || !n.IsInteger() {
-		return ID{}, false
+		return exactjson.Value{}, false
 	}
 	// Plain digits without a leading or trailing zero are canonical
 	// already (1E+2, not 100); anything else is compared the long way.
@@ -167,9 +212,9 @@ func canonicalIntegerID(s string) (ID, bool) {
 		plain = digits[i] >= '0' && digits[i] <= '9'
 	}
 	if !plain && n.Canonical() != s {
-		return ID{}, false
+		return exactjson.Value{}, false
 	}
-	return ID{exactjson.NumberValue(n)}, true
+	return exactjson.NumberValue(n), true
 }
 
 // frameReader reads the binary frame of a format 2 plaintext. Texts share
@@ -227,7 +272,7 @@ func (r *frameReader) text() (string, bool) {
 // decodePlaintextJSON reads a format 1 plaintext: the canonical JSON object
 // {"args":F,"exp":N,"iat":N,"keys":{...},"rid":ID,"round":N,"state":JSON,"v":1}
 // ("args" optional) that earlier versions sealed.
-func decodePlaintextJSON(b []byte) (*stateMeta, exactjson.Value, error) {
+func decodePlaintextJSON(b []byte) (*Meta, exactjson.Value, error) {
 	v, err := exactjson.Parse(b, exactjson.Limits{})
 	if err != nil {
 		return nil, exactjson.Value{}, err
@@ -251,12 +296,12 @@ func decodePlaintextJSON(b []byte) (*stateMeta, exactjson.Value, error) {
 	keys, ok6 := v.Get("keys")
 	state, ok7 := v.Get("state")
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || ver != plaintextJSONVersion || keys.Kind() != exactjson.KindObject || round != int64(int(round)) {
-		return nil, exactjson.Value{}, errMalformedPlaintext
+		return nil, exactjson.Value{}, ErrMalformed
 	}
 	if rid.Kind() != exactjson.KindString && !isInteger(rid) {
 		return nil, exactjson.Value{}, errors.New("malformed state request id")
 	}
-	m := &stateMeta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), RequestID: ID{rid}, Keys: make([]stateKey, 0, keys.Len())}
+	m := &Meta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), RequestID: rid, Keys: make([]Key, 0, keys.Len())}
 	if a, ok := v.Get("args"); ok {
 		if m.Args, ok = a.AsString(); !ok {
 			return nil, exactjson.Value{}, errors.New("malformed state args fingerprint")
@@ -267,8 +312,8 @@ func decodePlaintextJSON(b []byte) (*stateMeta, exactjson.Value, error) {
 		if !ok {
 			return nil, exactjson.Value{}, errors.New("malformed state keys")
 		}
-		m.Keys = append(m.Keys, stateKey{k, s})
+		m.Keys = append(m.Keys, Key{k, s})
 	}
-	sortKeys(m.Keys)
+	SortKeys(m.Keys)
 	return m, state, nil
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/taskgauge"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
 )
@@ -50,7 +51,7 @@ type telemetry struct {
 	prop   propagation.TextMapPropagator
 	logReq bool         // the "mcp request" line
 	m      *instruments // nil: no metrics
-	tasks  taskGauge
+	tasks  taskgauge.Gauge
 }
 
 // instruments are the OpenTelemetry instruments of docs/operations.md.
@@ -146,6 +147,14 @@ func (t *telemetry) newInstruments(meter metric.Meter) (*instruments, error) {
 	return &m, errors.Join(errs...)
 }
 
+// watchTasks follows the task store for the weft.tasks gauge (only when
+// metrics are configured) until Shutdown.
+func (t *telemetry) watchTasks(store task.Store) {
+	if t != nil && t.m != nil && store != nil {
+		t.tasks.Watch(store, t.s.done, t.s.log)
+	}
+}
+
 // observe reports the gauges.
 func (t *telemetry) observe(ctx context.Context, o metric.Observer) error {
 	s, m := t.s, t.m
@@ -169,7 +178,7 @@ func (t *telemetry) observe(ctx context.Context, o metric.Observer) error {
 	o.ObserveInt64(m.subs, int64(subs))
 	o.ObserveInt64(m.active, int64(len(s.gate.slots)))
 	o.ObserveInt64(m.queued, int64(len(s.gate.waiting)))
-	if working, input, ok := t.tasks.counts(); ok {
+	if working, input, ok := t.tasks.Counts(); ok {
 		o.ObserveInt64(m.tasks, working, metric.WithAttributes(attribute.String("status", string(task.Working))))
 		o.ObserveInt64(m.tasks, input, metric.WithAttributes(attribute.String("status", string(task.InputRequired))))
 	}
@@ -276,14 +285,14 @@ func idText(id ID) string {
 }
 
 // admitObserved runs admission inside an "mcp.admission" span.
-func (s *Server) admitObserved(ctx context.Context, in *inbound, method string) (Identity, *reply) {
+func (s *Server) admitObserved(ctx context.Context, in *inbound, method, target string) (Identity, *reply) {
 	t := s.tel
 	if t == nil || t.tracer == nil || s.opts.Admission == nil {
-		return s.admit(ctx, in, method)
+		return s.admit(ctx, in, method, target)
 	}
 	ctx, span := t.tracer.Start(ctx, "mcp.admission")
 	defer span.End()
-	id, rej := s.admit(ctx, in, method)
+	id, rej := s.admit(ctx, in, method, target)
 	if rej != nil {
 		span.SetAttributes(attribute.String("weft.admission.result", "rejected"))
 		if rej.status != 0 {
@@ -296,16 +305,16 @@ func (s *Server) admitObserved(ctx context.Context, in *inbound, method string) 
 	return id, rej
 }
 
-func noEnd(*reply) {}
+func noEnd(reply) {}
 
 // handlerSpan starts the "mcp.handler" span around a method handler.
-func (s *Server) handlerSpan(ctx context.Context, req *Request) (context.Context, func(*reply)) {
+func (s *Server) handlerSpan(ctx context.Context, req *Request) (context.Context, func(reply)) {
 	t := s.tel
 	if t == nil || t.tracer == nil {
 		return ctx, noEnd
 	}
 	ctx, span := t.tracer.Start(ctx, "mcp.handler")
-	return ctx, func(rep *reply) {
+	return ctx, func(rep reply) {
 		if rep.err != nil {
 			span.SetAttributes(attribute.String("error.type", strconv.Itoa(rep.err.Code)))
 			span.SetStatus(codes.Error, rep.classify().String())
