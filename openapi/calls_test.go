@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -352,5 +353,24 @@ func TestStaticQuery(t *testing.T) {
 		if res.IsError || s.Query != want {
 			t.Errorf("%s: %q, want %q (%s)", args, s.Query, want, res.Text())
 		}
+	}
+}
+
+// With a client that follows no redirects, a 3xx is an error result that
+// names the status; the Location is not followed with the credentials.
+func TestRedirectNotFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+	}))
+	t.Cleanup(up.Close)
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: up.URL, HTTPClient: hc,
+		Authorize: openapi.StaticHeader("Authorization", "Bearer k")})
+	res := callRaw(t, c, "getText", `{}`)
+	if !res.IsError || !strings.Contains(res.Text(), "HTTP 302 Found") || elsewhere.Load() != 0 {
+		t.Errorf("%v %s, %d requests elsewhere", res.IsError, res.Text(), elsewhere.Load())
 	}
 }

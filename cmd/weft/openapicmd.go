@@ -56,6 +56,9 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
 	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage is printed
+		}
 		return err
 	}
 	if *spec == "" || fs.NArg() > 0 {
