@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
@@ -455,8 +456,20 @@ func (a *API) route(op *Operation) Kind {
 }
 
 // Operations returns every operation of the document in document order,
-// excluded ones included (with Kind KindExcluded).
-func (a *API) Operations() []*Operation { return slices.Clone(a.ops) }
+// excluded ones included (with Kind KindExcluded). They are copies:
+// changing them changes nothing served.
+func (a *API) Operations() []*Operation {
+	out := make([]*Operation, len(a.ops))
+	for i, op := range a.ops {
+		c := *op
+		c.Tags = slices.Clone(op.Tags)
+		c.Extensions = maps.Clone(op.Extensions)
+		c.InputSchema = slices.Clone(op.InputSchema)
+		c.OutputSchema = slices.Clone(op.OutputSchema)
+		out[i] = &c
+	}
+	return out
+}
 
 // BaseURL returns the upstream base URL requests are sent to.
 func (a *API) BaseURL() string { return a.base.String() }
