@@ -44,6 +44,7 @@ const usage = `usage:
              [--tokens FILE [--authorization-server URL]]
              [--postgres URL [--schema NAME]] [--task-lease 30s]
              [--admin 127.0.0.1:8081 --admin-token-file FILE]
+  weft serve --openapi FILE [--upstream URL]   (or weft openapi --spec FILE; see weft openapi -h)
   weft keys generate --id ID --keyring FILE
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
@@ -68,7 +69,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	switch args[0] {
 	case "serve":
+		if openapiServeRequested(args[1:]) {
+			return openapiCmd(ctx, args[1:], stdin, stdout, stderr)
+		}
 		return serve(ctx, args[1:], stdin, stdout, stderr)
+	case "openapi":
+		return openapiCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "keys":
 		return keys(args[1:], stdout)
 	case "admin":

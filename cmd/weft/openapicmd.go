@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/openapi"
+	"github.com/weftmcp/weft/seal"
+)
+
+const openapiUsage = `usage: weft openapi --spec FILE [--upstream URL] [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE]
+                    [--include-tags a,b] [--exclude-operations x,y] [--timeout 30s] [--max-response-bytes N]
+                    [--upstream-token-file FILE] [--stdio]
+       weft serve --openapi FILE [--upstream URL] ...   (the same)`
+
+// openapiServeRequested reports whether `weft serve` was asked to serve an
+// OpenAPI document (--openapi FILE) instead of the demo.
+func openapiServeRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--openapi" || a == "-openapi" || strings.HasPrefix(a, "--openapi=") || strings.HasPrefix(a, "-openapi=") {
+			return true
+		}
+	}
+	return false
+}
+
+// openapiCmd: weft openapi --spec FILE --upstream URL (also reached as
+// weft serve --openapi FILE). It serves the document's operations as tools
+// on /mcp, with a keyring for the confirmation rounds of DELETE operations.
+func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("openapi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, openapiUsage) }
+	spec := fs.String("spec", "", "OpenAPI 3.0 or 3.1 document (JSON or YAML)")
+	fs.StringVar(spec, "openapi", "", "the same as --spec")
+	upstream := fs.String("upstream", "", "base URL of the API (default: the document's first server)")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	data := fs.String("data", "./weft-data", "data directory (holds the development keyring)")
+	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
+	stdio := fs.Bool("stdio", false, "serve over stdin/stdout instead of HTTP")
+	includeTags := fs.String("include-tags", "", "comma-separated tags: serve only operations with one of them")
+	excludeOps := fs.String("exclude-operations", "", "comma-separated operationIds not to serve")
+	timeout := fs.Duration("timeout", openapi.DefaultTimeout, "bound on one upstream request")
+	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
+	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage is printed
+		}
+		return err
+	}
+	if *spec == "" || fs.NArg() > 0 {
+		return errors.New(openapiUsage)
+	}
+	doc, err := os.ReadFile(*spec)
+	if err != nil {
+		return fmt.Errorf("read the OpenAPI document: %w", err)
+	}
+	opts := openapi.Options{BaseURL: *upstream, Timeout: *timeout, MaxResponseBytes: *maxResp,
+		IncludeTags: splitList(*includeTags), ExcludeOperations: splitList(*excludeOps),
+		HTTPClient: &http.Client{Timeout: *timeout,
+			// Redirects are not followed: a 3xx is reported, and credentials
+			// never travel to a host the operator did not name.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	if *tokenFile != "" {
+		tok, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("read the upstream token: %w", err)
+		}
+		opts.Authorize = openapi.StaticHeader("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	api, err := openapi.New(doc, opts)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := os.MkdirAll(*data, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	path := *keyring
+	if path == "" {
+		path = filepath.Join(*data, "keyring.json")
+	}
+	kr, created, err := loadOrCreateKeyring(path)
+	if err != nil {
+		return err
+	}
+	if created {
+		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
+	}
+	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
+		&weft.Options{Logger: logger, Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))})
+	if err := api.Register(srv); err != nil {
+		return err
+	}
+	counts := map[openapi.Kind]int{}
+	confirms := 0
+	for _, op := range api.Operations() {
+		counts[op.Kind]++
+		if op.Confirm {
+			confirms++
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *stdio {
+		logger.Info("weft openapi on stdio", "upstream", api.BaseURL(), "tools", counts[openapi.KindTool])
+		return srv.ServeStdio(ctx, stdin, stdout)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	hs := weft.NewHTTPServer(*addr, mux)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	fmt.Fprintf(stdout, "weft openapi server\n  url:       http://%s/mcp\n  upstream:  %s\n  document:  %s (OpenAPI %s)\n  tools:     %d (%d ask for confirmation)\n  resources: %d, templates: %d, excluded: %d\n",
+		*addr, api.BaseURL(), *spec, api.Version(), counts[openapi.KindTool], confirms,
+		counts[openapi.KindResource], counts[openapi.KindResourceTemplate], counts[openapi.KindExcluded])
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package openapi_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/openapi"
+	"github.com/weftmcp/weft/wefttest"
+)
+
+const exampleDoc = `openapi: 3.1.0
+info: {title: orders, version: "1"}
+paths:
+  /orders/{id}:
+    get:
+      operationId: getOrder
+      summary: Get an order
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+      responses:
+        '200':
+          description: The order.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  id: {type: integer}
+                  total: {type: number}
+    delete:
+      operationId: cancelOrder
+      summary: Cancel an order
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+      responses: {'204': {description: Cancelled.}}
+`
+
+// Serve an API's operations as tools: the upstream here is a loopback
+// server, and the exact integer and decimal pass through untouched.
+func ExampleNew() {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":%s,"total":12.50}`, strings.TrimPrefix(r.URL.Path, "/orders/"))
+	}))
+	defer upstream.Close()
+
+	api, err := openapi.New([]byte(exampleDoc), openapi.Options{BaseURL: upstream.URL, HTTPClient: upstream.Client()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	if err := api.Register(s); err != nil {
+		log.Fatal(err)
+	}
+	for _, op := range api.Operations() {
+		fmt.Println(op.Name, op.Method, op.Path, "confirm:", op.Confirm)
+	}
+	c := wefttest.NewClient(s)
+	res, err := c.CallTool(context.Background(), "getOrder", exactjson.Object(exactjson.Field("id", exactjson.Uint(9007199254740993))))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.StructuredContent)
+	// Output:
+	// getOrder GET /orders/{id} confirm: false
+	// cancelOrder DELETE /orders/{id} confirm: true
+	// {"id":9007199254740993,"total":12.50}
+}
