@@ -74,7 +74,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -150,6 +150,7 @@ type report struct {
 	json     []micro
 	tasks    []taskRow
 	tasksErr string
+	listen   []listenRow
 }
 
 func run(ctx context.Context, cfg config) (*report, error) {
@@ -215,6 +216,17 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		}
 		for _, r := range rep.tasks {
 			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
+		}
+	}
+	if !cfg.skip["listen"] {
+		for _, n := range listenSizes {
+			logf("subscriptions/listen: %d idle streams, list_changed fan-out", n)
+			row, err := listenScale(ctx, n, max(5, cfg.rounds))
+			if err != nil {
+				return nil, err
+			}
+			logf("  %.0f B/stream, fan-out %s", row.heapPerStream, row.fanout)
+			rep.listen = append(rep.listen, row)
 		}
 	}
 	rep.machine.loadEnd = loadAvg()
