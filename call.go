@@ -180,7 +180,7 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, err
 	// pre-check accepts the common valid case without the full validator,
 	// which decides everything else.
 	if !req.argsVerified(t.op) && (t.fastInput == nil || !t.fastInput.Accepts(args)) {
-		if err := t.input.Validate(toAny(args)); err != nil {
+		if err := t.input.Validate(args.Any()); err != nil {
 			return &CallToolResult{IsError: true, Content: []Content{TextContent("Arguments do not match the tool's inputSchema: " + err.Error())}}, nil
 		}
 	}
@@ -194,7 +194,7 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, err
 			s.log.Error("weft: tool with an output schema returned no structuredContent", "tool", req.Name)
 			return nil, internalError(errors.New("missing structuredContent"))
 		}
-		if err := t.output.Validate(toAny(ct.StructuredContent)); err != nil {
+		if err := t.output.Validate(ct.StructuredContent.Any()); err != nil {
 			s.log.Error("weft: tool output does not match its outputSchema", "tool", req.Name, "err", err)
 			return nil, internalError(err)
 		}

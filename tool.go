@@ -283,9 +283,9 @@ func compileSchema(raw []byte, which string, requireObject bool) (compiledSchema
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(denyLoader{})
 	const loc = "weft:///schema.json"
-	// toAny hands the validator the document it would decode itself (numbers
+	// v.Any() hands the validator the document it would decode itself (numbers
 	// as json.Number), without parsing the text again.
-	if err := c.AddResource(loc, toAny(v)); err != nil {
+	if err := c.AddResource(loc, v.Any()); err != nil {
 		return compiledSchema{}, fmt.Errorf("%s schema: %w", which, err)
 	}
 	sch, err := c.Compile(loc)
@@ -293,34 +293,6 @@ func compileSchema(raw []byte, which string, requireObject bool) (compiledSchema
 		return compiledSchema{}, fmt.Errorf("%s schema does not compile: %w", which, err)
 	}
 	return compiledSchema{compact: buf.Bytes(), doc: v, validator: sch}, nil
-}
-
-// toAny converts a value for the schema validator (numbers stay exact).
-func toAny(v exactjson.Value) any {
-	switch v.Kind() {
-	case exactjson.KindBool:
-		b, _ := v.AsBool()
-		return b
-	case exactjson.KindNumber:
-		n, _ := v.AsNumber()
-		return json.Number(n.String())
-	case exactjson.KindString:
-		s, _ := v.AsString()
-		return s
-	case exactjson.KindArray:
-		out := make([]any, 0, v.Len())
-		for e := range v.Values() {
-			out = append(out, toAny(e))
-		}
-		return out
-	case exactjson.KindObject:
-		out := make(map[string]any, v.Len())
-		for k, e := range v.All() {
-			out[k] = toAny(e)
-		}
-		return out
-	}
-	return nil
 }
 
 // schemaFingerprint identifies a compact input schema: the first 8 bytes of

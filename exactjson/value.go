@@ -1,6 +1,7 @@
 package exactjson
 
 import (
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
@@ -470,4 +471,35 @@ func sortMembers(s []Member) {
 		return
 	}
 	slices.SortFunc(s, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// Any returns v as encoding/json decodes into an any with UseNumber: nil,
+// bool, json.Number (the exact literal as written), string, []any
+// and map[string]any. It is for libraries that take such trees, such as
+// JSON Schema validators.
+func (v Value) Any() any {
+	switch v.Kind() {
+	case KindBool:
+		b, _ := v.AsBool()
+		return b
+	case KindNumber:
+		n, _ := v.AsNumber()
+		return json.Number(n.String())
+	case KindString:
+		s, _ := v.AsString()
+		return s
+	case KindArray:
+		out := make([]any, 0, v.Len())
+		for e := range v.Values() {
+			out = append(out, e.Any())
+		}
+		return out
+	case KindObject:
+		out := make(map[string]any, v.Len())
+		for k, e := range v.All() {
+			out[k] = e.Any()
+		}
+		return out
+	}
+	return nil
 }

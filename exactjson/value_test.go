@@ -1,6 +1,8 @@
 package exactjson
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -293,6 +295,29 @@ func TestPlainASCII(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestValueAny(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want any
+	}{
+		{`null`, nil},
+		{`true`, true},
+		{`"é"`, "é"},
+		{`9007199254740993`, json.Number("9007199254740993")},
+		{`1.50`, json.Number("1.50")},
+		{`[1,"a",[]]`, []any{json.Number("1"), "a", []any{}}},
+		{`{"a":{"b":null},"c":1E+2}`, map[string]any{"a": map[string]any{"b": nil}, "c": json.Number("1E+2")}},
+	} {
+		v, err := Parse([]byte(tc.in), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Any(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: Any() = %#v, want %#v", tc.in, got, tc.want)
 		}
 	}
 }

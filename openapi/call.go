@@ -268,7 +268,7 @@ func (a *API) toolResult(pl *plan, r *response) (*weft.CallToolResult, error) {
 			structured = exactjson.Object(exactjson.Field("result", v))
 		}
 		if pl.outValidator != nil {
-			if err := pl.outValidator.Validate(toAny(structured)); err != nil {
+			if err := pl.outValidator.Validate(structured.Any()); err != nil {
 				// The request did happen: say so first, so a model does not
 				// repeat a POST that succeeded.
 				return &weft.CallToolResult{IsError: true, Content: []weft.Content{

@@ -25,7 +25,7 @@ func checkSchema(t *testing.T, name string, schema []byte) {
 	if err != nil {
 		t.Fatalf("meta-schema: %v", err)
 	}
-	if err := meta.Validate(toAny(v)); err != nil {
+	if err := meta.Validate(v.Any()); err != nil {
 		t.Errorf("%s: not a valid 2020-12 schema: %v", name, err)
 	}
 	if _, err := compile(schema); err != nil {

@@ -562,7 +562,7 @@ func compile(schema []byte) (*jsonschema.Schema, error) {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(denyLoader{})
 	const loc = "weft:///openapi.json"
-	if err := c.AddResource(loc, toAny(v)); err != nil {
+	if err := c.AddResource(loc, v.Any()); err != nil {
 		return nil, err
 	}
 	return c.Compile(loc)

@@ -526,31 +526,3 @@ func (pl *plan) resourceMIME() string {
 	}
 	return ""
 }
-
-// toAny converts a value for the schema validator (numbers stay exact).
-func toAny(v exactjson.Value) any {
-	switch v.Kind() {
-	case exactjson.KindBool:
-		b, _ := v.AsBool()
-		return b
-	case exactjson.KindNumber:
-		n, _ := v.AsNumber()
-		return json.Number(n.String())
-	case exactjson.KindString:
-		s, _ := v.AsString()
-		return s
-	case exactjson.KindArray:
-		out := make([]any, 0, v.Len())
-		for e := range v.Values() {
-			out = append(out, toAny(e))
-		}
-		return out
-	case exactjson.KindObject:
-		out := make(map[string]any, v.Len())
-		for k, e := range v.All() {
-			out[k] = toAny(e)
-		}
-		return out
-	}
-	return nil
-}
