@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
