@@ -127,19 +127,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := os.MkdirAll(*data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	path := *keyring
-	if path == "" {
-		path = filepath.Join(*data, "keyring.json")
-	}
-	kr, created, err := loadOrCreateKeyring(path)
+	kr, path, err := dataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
-	}
-	if created {
-		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
 	}
 	mgr := seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -247,6 +237,27 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// dataKeyring creates the data directory and loads the keyring (default
+// <data>/keyring.json), creating a development keyring on first start. It
+// returns the keyring and its path.
+func dataKeyring(data, keyring string, logger *slog.Logger) (*seal.Keyring, string, error) {
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, "", fmt.Errorf("create data directory: %w", err)
+	}
+	path := keyring
+	if path == "" {
+		path = filepath.Join(data, "keyring.json")
+	}
+	kr, created, err := loadOrCreateKeyring(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if created {
+		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
+	}
+	return kr, path, nil
 }
 
 // loadOrCreateKeyring loads the keyring file, creating a fresh one (mode

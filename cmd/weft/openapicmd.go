@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -86,19 +85,9 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := os.MkdirAll(*data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	path := *keyring
-	if path == "" {
-		path = filepath.Join(*data, "keyring.json")
-	}
-	kr, created, err := loadOrCreateKeyring(path)
+	kr, _, err := dataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
-	}
-	if created {
-		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
 		&weft.Options{Logger: logger, Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))})
