@@ -20,7 +20,7 @@ import (
 // the stream cancels the handler's context.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-store")
+	h["Cache-Control"] = []string{"no-store"} // canonical already: no Header.Set
 	if s.cfgErr != nil {
 		// A misconfigured server answers nothing but internal errors.
 		s.log.Error("weft: refusing a request: the server's configuration is invalid", "err", s.cfgErr)
@@ -89,9 +89,12 @@ func isJSONMediaType(ct string) bool {
 // acceptsSSE reports whether an Accept header admits text/event-stream.
 func acceptsSSE(values []string) bool {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err == nil && (mt == "text/event-stream" || mt == "*/*" || mt == "text/*") {
+		for part := range strings.SplitSeq(v, ",") {
+			// The media type without its parameters, as mime.ParseMediaType
+			// would read it, without its allocations.
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			if strings.EqualFold(mt, "text/event-stream") || mt == "*/*" || strings.EqualFold(mt, "text/*") {
 				return true
 			}
 		}
@@ -267,7 +270,7 @@ func (h *httpResponder) finish(rep reply) {
 	case rep.err != nil:
 		status = rep.err.HTTPStatus()
 	}
-	h.w.Header().Set("Content-Type", "application/json")
+	h.w.Header()["Content-Type"] = []string{"application/json"}
 	h.w.WriteHeader(status)
 	h.deadline()
 	_, _ = h.w.Write(msg)

@@ -1165,3 +1165,30 @@ func TestDeadlineAnswersEarly(t *testing.T) {
 		}
 	})
 }
+
+// TestAcceptsSSE: the allocation-free Accept reading agrees with
+// mime.ParseMediaType on the media types it looks for.
+func TestAcceptsSSE(t *testing.T) {
+	for _, tc := range []struct {
+		accept []string
+		want   bool
+	}{
+		{nil, false},
+		{[]string{"application/json"}, false},
+		{[]string{"application/json, text/event-stream"}, true},
+		{[]string{"application/json", "text/event-stream;q=0.5"}, true},
+		{[]string{" TEXT/Event-Stream "}, true},
+		{[]string{"*/*"}, true},
+		{[]string{"text/*; charset=utf-8"}, true},
+		{[]string{"text/plain, application/*"}, false},
+		{[]string{"text/event-streams"}, false},
+		{[]string{""}, false},
+	} {
+		if got := acceptsSSE(tc.accept); got != tc.want {
+			t.Errorf("acceptsSSE(%q) = %v, want %v", tc.accept, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { acceptsSSE([]string{"application/json, text/event-stream"}) }); n != 0 {
+		t.Errorf("acceptsSSE allocates %v times", n)
+	}
+}
