@@ -1,0 +1,143 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/sessionstore"
+)
+
+// weftBin is the weft command, built once: `weft serve --stdio` is the
+// upstream of most tests.
+var weftBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "weft-gateway")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	weftBin = filepath.Join(dir, "weft")
+	if out, err := exec.Command("go", "build", "-o", weftBin, "../cmd/weft").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building weft: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// demoUpstream fronts `weft serve --stdio` (its own data directory).
+func demoUpstream(t *testing.T, protocol string) gateway.UpstreamConfig {
+	t.Helper()
+	return gateway.UpstreamConfig{Name: "demo", Command: weftBin, Args: []string{"serve", "--stdio", "--data", t.TempDir()},
+		Protocol: protocol, Prefix: "demo."}
+}
+
+// testKeyring is shared by the instances of one test (a fleet shares its
+// keyring).
+func testKeyring(t *testing.T) seal.Protector {
+	t.Helper()
+	k, err := seal.GenerateKey("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := seal.NewKeyring(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
+}
+
+type instance struct {
+	gw  *gateway.Gateway
+	srv *weft.Server
+	url string
+}
+
+// startGateway runs one gateway instance over real loopback HTTP.
+func startGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store) *instance {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
+		Legacy: &weft.LegacyOptions{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if err := gw.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &instance{gw: gw, srv: srv, url: hs.URL}
+}
+
+func acceptForm(content exactjson.Value) func(context.Context, exactjson.Value) (exactjson.Value, error) {
+	return func(context.Context, exactjson.Value) (exactjson.Value, error) {
+		return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", content)), nil
+	}
+}
+
+func TestLegacyUpstreamFormElicitation(t *testing.T) {
+	for _, protocol := range []string{gateway.Version20251125, gateway.Version20250618, ""} {
+		t.Run("protocol="+protocol, func(t *testing.T) {
+			cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{demoUpstream(t, protocol)}}
+			in := startGateway(t, cfg, testKeyring(t), nil)
+			asked := 0
+			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+				Elicit: func(ctx context.Context, p exactjson.Value) (exactjson.Value, error) {
+					asked++
+					if m, _ := p.Get("message"); !strings.Contains(m.String(), "Approve catalog access") {
+						t.Errorf("elicitation params %s", p)
+					}
+					return acceptForm(exactjson.Object())(ctx, p)
+				}}})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tools, err := c.ListTools(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range tools {
+				names = append(names, tl.Name)
+			}
+			if !strings.Contains(strings.Join(names, " "), "demo.catalog.continue") {
+				t.Fatalf("tools %v lack demo.catalog.continue", names)
+			}
+			res, err := c.CallTool(ctx, "demo.catalog.continue", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Text(); got != "Catalog access approved; continuing." || asked != 1 {
+				t.Fatalf("result %q after %d elicitations", got, asked)
+			}
+			if n := in.gw.Parked(); n != 0 {
+				t.Errorf("%d calls still parked", n)
+			}
+		})
+	}
+}
