@@ -594,7 +594,8 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	// A 2025-era upstream: the call may park.
 	var live sync.Mutex
 	handlerLive := true
-	pc, err := g.park.start(partitionDigest(req), func(pctx context.Context, s *sink) (exactjson.Value, error) {
+	supports := func(m string, p exactjson.Value) bool { return clientSupports(req, m, p) }
+	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		s.notify = func(m string, p exactjson.Value) {
 			live.Lock()
 			defer live.Unlock()
@@ -639,7 +640,7 @@ func (g *Gateway) fromOutcome(u *upstream, id string, r int, o outcome) (exactjs
 	case o.err != nil:
 		return exactjson.Value{}, upstreamError(u.cfg.Name, o.err)
 	case o.fail != "":
-		return exactjson.Value{}, g.unavailable(u, errors.New(o.fail))
+		return exactjson.Value{}, g.unavailable(u, o.error())
 	}
 	return o.result, nil
 }

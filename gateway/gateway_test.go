@@ -26,6 +26,9 @@ import (
 var weftBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) != "" {
+		os.Exit(runFake(os.Stdin, os.Stdout))
+	}
 	dir, err := os.MkdirTemp("", "weft-gateway")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -60,6 +60,26 @@ func inputRequest(method string, params exactjson.Value) (weft.InputRequest, err
 	return weft.NewInputRequest(d, params)
 }
 
+// clientSupports reports whether req's client declared the capability an
+// upstream's server-to-client request needs.
+func clientSupports(req *weft.Request, method string, params exactjson.Value) bool {
+	switch method {
+	case "elicitation/create":
+		if mode, _ := params.Get("mode"); isStr(mode, "url") {
+			return req.ClientSupports(weft.InputURLElicitation)
+		}
+		return req.ClientSupports(weft.InputFormElicitation)
+	case "sampling/createMessage":
+		if params.Has("tools") || params.Has("toolChoice") {
+			return req.ClientSupports(weft.InputSamplingWithTools)
+		}
+		return req.ClientSupports(weft.InputSampling)
+	case "roots/list":
+		return req.ClientSupports(weft.InputRoots)
+	}
+	return false
+}
+
 // askInputs builds an input_required result from keyed embedded requests
 // ({key: {method, params}}) with state set by setState.
 func askInputs(reqs exactjson.Value) (*weft.InputRequired, error) {

@@ -63,8 +63,37 @@ type outcome struct {
 	requests exactjson.Value
 	result   exactjson.Value
 	err      *client.RPCError
-	// fail is a local failure (the upstream broke, timed out...).
-	fail string
+	// fail is a local failure (the upstream broke, timed out...), of
+	// kind failClosed, failTimeout or "".
+	fail, kind string
+}
+
+// Kinds of local failures.
+const (
+	failClosed  = "closed"
+	failTimeout = "timeout"
+)
+
+func failOf(err error) outcome {
+	o := outcome{fail: err.Error()}
+	switch {
+	case errors.Is(err, errUpstreamClosed):
+		o.kind = failClosed
+	case errors.Is(err, context.DeadlineExceeded):
+		o.kind = failTimeout
+	}
+	return o
+}
+
+// error returns the local failure as an error that keeps its kind.
+func (o outcome) error() error {
+	switch o.kind {
+	case failClosed:
+		return fmt.Errorf("%w: %s", errUpstreamClosed, o.fail)
+	case failTimeout:
+		return fmt.Errorf("%w: %s", context.DeadlineExceeded, o.fail)
+	}
+	return errors.New(o.fail)
 }
 
 func (o outcome) encode() []byte {
@@ -79,7 +108,7 @@ func (o outcome) encode() []byte {
 		}
 		m = append(m, exactjson.Field("error", exactjson.Object(em...)))
 	case o.fail != "":
-		m = append(m, exactjson.Field("fail", exactjson.String(o.fail)))
+		m = append(m, exactjson.Field("fail", exactjson.String(o.fail)), exactjson.Field("kind", exactjson.String(o.kind)))
 	default:
 		m = append(m, exactjson.Field("result", o.result))
 	}
@@ -102,6 +131,7 @@ func decodeOutcome(b []byte) (outcome, error) {
 		o.err = rpcError(e)
 	} else if f, ok := v.Get("fail"); ok {
 		o.fail, _ = f.AsString()
+		o.kind = str(v, "kind")
 	} else if r, ok := v.Get("result"); ok {
 		o.result = r
 	} else {
@@ -115,8 +145,10 @@ type parkedCall struct {
 	p      *parker
 	id     string // the session id of its mailbox
 	digest string // partition digest (per-partition bound)
-	ctx    context.Context
-	cancel context.CancelFunc
+	// supports reports whether the client can answer a request.
+	supports func(method string, params exactjson.Value) bool
+	ctx      context.Context
+	cancel   context.CancelFunc
 
 	first       chan outcome  // round 0's outcome, to the handler of the call
 	handlerGone chan struct{} // closed when round 0's handler stopped waiting
@@ -147,13 +179,13 @@ func newID() (string, error) {
 // start runs an upstream call that may park. do performs the call with the
 // given sink; the call's context is the parked call's (independent of the
 // first request, bounded by the lifetime).
-func (p *parker) start(partitionDigest string, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
+func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.lim.Lifetime.D())
-	pc := &parkedCall{p: p, id: id, digest: partitionDigest, ctx: ctx, cancel: cancel,
+	pc := &parkedCall{p: p, id: id, digest: partitionDigest, supports: supports, ctx: ctx, cancel: cancel,
 		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
 		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}}
 	p.wg.Add(2)
@@ -169,7 +201,7 @@ func (p *parker) start(partitionDigest string, do func(ctx context.Context, s *s
 		case errors.As(err, &re):
 			o.err = re
 		default:
-			o.fail = err.Error()
+			o = failOf(err)
 		}
 		pc.done <- o
 	}()
@@ -199,6 +231,9 @@ func (pc *parkedCall) awaitFirst(ctx context.Context) (outcome, error) {
 func (pc *parkedCall) request(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
 	if _, err := inputRequest(method, params); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
+	}
+	if pc.supports != nil && !pc.supports(method, params) {
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound, Message: "The client behind the gateway does not support " + method}
 	}
 	ch := make(chan exactjson.Value, 1)
 	pc.mu.Lock()
@@ -243,8 +278,9 @@ func shortMethod(m string) string {
 func (pc *parkedCall) run() {
 	p := pc.p
 	defer pc.cancel()
+	handedOff := false // the final outcome went to a retry, which deletes the mailbox
 	defer func() {
-		if pc.created {
+		if pc.created && !handedOff {
 			// Deleting the session removes every slot; a waiter elsewhere
 			// sees ErrNotFound.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -255,10 +291,11 @@ func (pc *parkedCall) run() {
 		}
 	}()
 	round := 0
+	final := func(o outcome) { handedOff = pc.emit(round, o) && round > 0 }
 	for {
 		select {
 		case o := <-pc.done:
-			pc.emit(round, o)
+			final(o)
 			return
 		case <-pc.ctx.Done():
 			if round == 0 {
@@ -279,7 +316,7 @@ func (pc *parkedCall) run() {
 			continue
 		}
 		if round >= p.lim.MaxRounds {
-			pc.emit(round, outcome{err: &client.RPCError{Code: client.CodeInternalError,
+			final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
 				Message: fmt.Sprintf("The upstream asked for input more than %d times", p.lim.MaxRounds)}})
 			return
 		}
@@ -288,18 +325,18 @@ func (pc *parkedCall) run() {
 				IdleTimeout: p.lim.Lifetime.D(), ExpiresAt: p.now().Add(p.lim.Lifetime.D())}
 			switch err := p.store.Create(pc.ctx, s); {
 			case errors.Is(err, sessionstore.ErrLimit):
-				pc.emit(round, outcome{err: &client.RPCError{Code: client.CodeInternalError,
+				final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
 					Message: "Too many calls are waiting for input; retry later"}})
 				return
 			case err != nil:
-				pc.emit(round, outcome{fail: "cannot park the call: " + err.Error()})
+				final(outcome{fail: "cannot park the call: " + err.Error()})
 				return
 			}
 			pc.created = true
 		}
 		in := "in-" + strconv.Itoa(round)
 		if err := p.store.Expect(pc.ctx, pc.id, in, p.now().Add(p.lim.Lifetime.D())); err != nil {
-			pc.emit(round, outcome{fail: "cannot park the call: " + err.Error()})
+			final(outcome{fail: "cannot park the call: " + err.Error()})
 			return
 		}
 		reqs := make([]exactjson.Member, len(batch))
@@ -359,6 +396,7 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 	out := "out-" + strconv.Itoa(r+1)
 	switch err := p.store.Expect(ctx, id, out, p.now().Add(p.lim.Lifetime.D())); {
 	case errors.Is(err, sessionstore.ErrNotFound):
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "expect")
 		return outcome{}, errParkedGone
 	case err != nil:
 		return outcome{}, fmt.Errorf("gateway: resume a parked call: %w", err)
@@ -375,16 +413,28 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		if err != nil {
 			return outcome{}, fmt.Errorf("gateway: resume a parked call: %w", err)
 		}
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "deliver")
 		return outcome{}, errParkedGone
 	}
 	b, err := p.store.Await(ctx, id, out)
 	switch {
 	case errors.Is(err, sessionstore.ErrNotFound):
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "await")
 		return outcome{}, errParkedGone
 	case err != nil:
 		return outcome{}, err
 	}
-	return decodeOutcome(b)
+	o, err := decodeOutcome(b)
+	if err != nil || o.requests.IsNull() {
+		// The call is over: its mailbox goes (the parked call left it to
+		// the reader of its last outcome, lest it be deleted unread).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, derr := p.store.Delete(dctx, id); derr != nil {
+			p.log.Warn("gateway: cannot delete a parked call's mailbox", "id", id, "err", derr)
+		}
+	}
+	return o, err
 }
 
 // errParkedGone reports a retry whose parked call no longer waits.

@@ -24,6 +24,7 @@ type stdioWire struct {
 	name     string
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
+	stdout   io.Closer
 	stderr   *tailBuffer
 	exited   chan struct{}
 	waitErr  error
@@ -53,28 +54,38 @@ const maxLine = exactjson.MaxInputBytesCeiling
 
 // startStdio starts the command and its reader.
 func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted func(string, exactjson.Value)) (*stdioWire, error) {
-	stdin, err := cmd.StdinPipe()
+	// Own pipes, not cmd.StdoutPipe: Wait closes those as soon as the
+	// command exits, losing what it wrote last.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
 	tail := &tailBuffer{max: 4096}
-	cmd.Stderr = tail
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the command's children too
 	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
 		return nil, fmt.Errorf("gateway: upstream %q: cannot start %s: %w", name, cmd.Path, err)
 	}
-	w := &stdioWire{name: name, cmd: cmd, stdin: stdin, stderr: tail, exited: make(chan struct{}), shutdown: shutdown,
+	inR.Close()
+	outW.Close()
+	w := &stdioWire{name: name, cmd: cmd, stdin: inW, stdout: outR, stderr: tail, exited: make(chan struct{}), shutdown: shutdown,
 		pending: map[string]*stdioCall{}, tokens: map[string]*stdioCall{}, inbound: map[string]context.CancelFunc{},
 		doneCh: make(chan struct{}), unrouted: unrouted}
 	go func() {
 		w.waitErr = cmd.Wait()
 		close(w.exited)
 	}()
-	go w.readLoop(stdout)
+	go w.readLoop(outR)
 	return w, nil
 }
 
@@ -149,7 +160,7 @@ func (w *stdioWire) readLoop(r io.Reader) {
 			if errors.Is(err, io.EOF) {
 				w.fail(w.exitError("the server closed its output"))
 			} else {
-				w.fail(fmt.Errorf("%w: upstream %q: read: %v", errUpstreamClosed, w.name, err))
+				w.fail(w.exitError(fmt.Sprintf("reading its output: %v", err)))
 			}
 			return
 		}
@@ -369,6 +380,7 @@ func (w *stdioWire) close() error {
 				<-w.exited
 			}
 		}
+		_ = w.stdout.Close()
 	})
 	return nil
 }

@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/testpg"
+	"github.com/weftmcp/weft/sessionstore"
+	"github.com/weftmcp/weft/sessionstore/pgstore"
+)
+
+// splitTransport sends a call's first request to one gateway instance and
+// every retry to another, as a load balancer without sticky sessions may.
+type splitTransport struct {
+	first, retries client.Transport
+	sent           atomic.Int64
+	retried        atomic.Int64
+}
+
+func (s *splitTransport) Do(ctx context.Context, req *client.Request, notify func(client.Notification)) (*client.Response, error) {
+	if req.Params.Has("inputResponses") {
+		s.retried.Add(1)
+		return s.retries.Do(ctx, req, notify)
+	}
+	s.sent.Add(1)
+	return s.first.Do(ctx, req, notify)
+}
+
+func (s *splitTransport) Close() error { return errorsJoin(s.first.Close(), s.retries.Close()) }
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func pgStore(t *testing.T, dsn, schema string) sessionstore.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: schema, Prefix: "weft_gateway_",
+		Limits: sessionstore.Limits{MaxPerIdentity: 10}, PollInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// The retry of a call parked on instance A goes to instance B; the answers
+// reach A's upstream through PostgreSQL and the result comes back to B.
+func TestFleetRetryOnAnotherInstance(t *testing.T) {
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "gateway")
+	prot := testKeyring(t)
+	for _, tc := range []struct {
+		name string
+		up   func(t *testing.T) gateway.UpstreamConfig
+		tool string
+		want string
+		ans  exactjson.Value
+	}{
+		{"weft serve --stdio pinned to 2025-11-25", func(t *testing.T) gateway.UpstreamConfig { return demoUpstream(t, gateway.Version20251125) },
+			"demo.catalog.continue", "Catalog access approved; continuing.", exactjson.Object()},
+		{"two rounds", func(t *testing.T) gateway.UpstreamConfig { u, _ := fakeUpstream(t, "fake"); return u },
+			"ask", `"B" "B"`, exactjson.Object(exactjson.Field("answer", exactjson.String("B")))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{tc.up(t)}}
+			a := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
+			b := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
+			st := &splitTransport{first: client.NewHTTPTransport(a.url, nil), retries: client.NewHTTPTransport(b.url, nil)}
+			c := client.New(st, client.Options{Handlers: client.Handlers{Elicit: acceptForm(tc.ans)}})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := c.CallTool(ctx, tc.tool, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Text(); got != tc.want {
+				t.Fatalf("result %q, want %q", got, tc.want)
+			}
+			if st.retried.Load() == 0 {
+				t.Fatal("no retry reached instance B")
+			}
+			if !strings.Contains(tc.tool, "catalog") && st.retried.Load() != 2 {
+				t.Fatalf("%d retries, want 2", st.retried.Load())
+			}
+			waitFor(t, "no parked calls", func() bool { return a.gw.Parked() == 0 && b.gw.Parked() == 0 })
+		})
+	}
+}
