@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,33 +22,47 @@ import (
 	"github.com/weftmcp/weft/sessionstore"
 )
 
-// weftBin is the weft command, built once: `weft serve --stdio` is the
+// The weft command, built on first use: `weft serve --stdio` is the
 // upstream of most tests.
-var weftBin string
+var (
+	weftOnce sync.Once
+	weftDir  string
+	weftPath string
+	weftErr  error
+)
+
+func weftBin(t testing.TB) string {
+	t.Helper()
+	weftOnce.Do(func() {
+		if weftDir, weftErr = os.MkdirTemp("", "weft-gateway"); weftErr != nil {
+			return
+		}
+		weftPath = filepath.Join(weftDir, "weft")
+		if out, err := exec.Command("go", "build", "-o", weftPath, "../cmd/weft").CombinedOutput(); err != nil {
+			weftErr = fmt.Errorf("building weft: %v\n%s", err, out)
+		}
+	})
+	if weftErr != nil {
+		t.Fatal(weftErr)
+	}
+	return weftPath
+}
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) != "" {
 		os.Exit(runFake(os.Stdin, os.Stdout))
 	}
-	dir, err := os.MkdirTemp("", "weft-gateway")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	weftBin = filepath.Join(dir, "weft")
-	if out, err := exec.Command("go", "build", "-o", weftBin, "../cmd/weft").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building weft: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if weftDir != "" {
+		os.RemoveAll(weftDir)
+	}
 	os.Exit(code)
 }
 
 // demoUpstream fronts `weft serve --stdio` (its own data directory).
 func demoUpstream(t *testing.T, protocol string) gateway.UpstreamConfig {
 	t.Helper()
-	return gateway.UpstreamConfig{Name: "demo", Command: weftBin, Args: []string{"serve", "--stdio", "--data", t.TempDir()},
+	return gateway.UpstreamConfig{Name: "demo", Command: weftBin(t), Args: []string{"serve", "--stdio", "--data", t.TempDir()},
 		Protocol: protocol, Prefix: "demo."}
 }
 

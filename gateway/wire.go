@@ -76,8 +76,8 @@ func parseMsg(b []byte) (msg, error) {
 	m.id, m.hasID = v.Get("id")
 	if mv, ok := v.Get("method"); ok {
 		s, ok := mv.AsString()
-		if !ok {
-			return msg{}, errors.New("not a JSON-RPC message: method is not a string")
+		if !ok || s == "" {
+			return msg{}, errors.New("not a JSON-RPC message: method is not a non-empty string")
 		}
 		m.method = s
 		m.params, _ = v.Get("params")
