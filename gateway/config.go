@@ -75,6 +75,14 @@ type UpstreamConfig struct {
 	// Prefix is not added to a renamed item).
 	Rename map[string]string `json:"rename,omitempty"`
 
+	// Inputs names the input requests the upstream's operations may make
+	// of the client: "form" and "url" (elicitation), "sampling", "roots".
+	// Empty means all. A client lacking the capability of a declared kind
+	// gets progress and log messages of the operation only with its
+	// response (the server holds the stream until it knows the kind is not
+	// needed), so declare only what the upstream uses.
+	Inputs []string `json:"inputs,omitempty"`
+
 	// CallTimeout bounds one upstream call (default 60s; a parked call is
 	// bounded by Input.Lifetime instead).
 	CallTimeout Duration `json:"callTimeout,omitzero"`
@@ -101,6 +109,9 @@ type InputConfig struct {
 	// (default 10m, at most 24h).
 	Lifetime Duration `json:"lifetime,omitzero"`
 }
+
+// InputKinds are the names of UpstreamConfig.Inputs.
+var InputKinds = []string{"form", "url", "sampling", "roots"}
 
 // Defaults of the configuration.
 const (
@@ -326,6 +337,11 @@ func (u *UpstreamConfig) validate() error {
 	for _, p := range append(slices.Clone(u.Include), u.Exclude...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("pattern %q: %w", p, err)
+		}
+	}
+	for _, k := range u.Inputs {
+		if !slices.Contains(InputKinds, k) {
+			return fmt.Errorf("inputs: %q is not one of %s", k, strings.Join(InputKinds, ", "))
 		}
 	}
 	for from, to := range u.Rename {

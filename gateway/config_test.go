@@ -57,6 +57,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x"}]} {}`, "json", "trailing data"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "exceeds"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
+		{`{"upstreams":[{"name":"a","command":"x","inputs":["form","mind"]}]}`, "json", `inputs: "mind"`},
 		{"upstreams: [", "yaml", "YAML"},
 		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", "unknown field"},
 		{`{}`, "toml", "unknown configuration format"},

@@ -47,6 +47,14 @@ func (c *conn) done() <-chan struct{} {
 	return c.ctDone
 }
 
+// err says why the connection ended.
+func (c *conn) err() error {
+	if c.w != nil {
+		return c.w.err()
+	}
+	return fmt.Errorf("%w: upstream %q", errUpstreamClosed, c.name)
+}
+
 func (c *conn) close() error {
 	if c.w != nil {
 		return c.w.close()
@@ -248,4 +256,46 @@ func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
 		return fmt.Errorf("gateway: upstream %q: notifications/initialized: %w", c.name, err)
 	}
 	return nil
+}
+
+// listen keeps a subscriptions/listen stream open on a 2026-07-28
+// upstream for its list changes, passing each to onChange, until the
+// connection ends. A stream that fails is opened again after a pause.
+func (c *conn) listen(onChange func(method string), log func(msg string, args ...any)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.done()
+		cancel()
+	}()
+	params := exactjson.Object(exactjson.Field("notifications", exactjson.Object(
+		exactjson.Field("toolsListChanged", exactjson.Bool(true)),
+		exactjson.Field("promptsListChanged", exactjson.Bool(true)),
+		exactjson.Field("resourcesListChanged", exactjson.Bool(true)))))
+	pause := time.Second
+	for ctx.Err() == nil {
+		var acked atomic.Bool
+		_, err := c.do(ctx, "subscriptions/listen", params, callOpts{sink: &sink{notify: func(m string, _ exactjson.Value) {
+			switch m {
+			case "notifications/subscriptions/acknowledged":
+				acked.Store(true)
+				onChange(m) // what changed while no stream was open is listed again
+			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+				onChange(m)
+			}
+		}}})
+		if ctx.Err() != nil {
+			return
+		}
+		if acked.Load() {
+			pause = time.Second
+		}
+		log("gateway: the upstream's subscriptions/listen stream ended; reopening", "upstream", c.name, "err", err, "in", pause)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Minute)
+	}
 }

@@ -106,13 +106,19 @@ func (g *Gateway) Close() error {
 	g.closed = true
 	close(g.stop)
 	g.mu.Unlock()
-	g.wg.Wait()
 	g.park.close()
 	var errs []error
 	for _, u := range g.ups {
 		errs = append(errs, u.closeConn())
 	}
+	g.wg.Wait()
 	return errors.Join(errs...)
+}
+
+func (g *Gateway) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
 }
 
 // Parked returns the number of upstream calls parked on this instance.
@@ -153,8 +159,9 @@ type upstream struct {
 	cfg  UpstreamConfig
 	kick chan struct{}
 
-	mu sync.Mutex // guards c; held while connecting
-	c  *conn
+	mu        sync.Mutex // guards c; held while connecting
+	c         *conn
+	connected bool // a connection was made before
 
 	regMu sync.Mutex
 	reg   *registry
@@ -188,10 +195,13 @@ func (u *upstream) headers(ctx context.Context, h http.Header) error {
 func (u *upstream) get(ctx context.Context) (*conn, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.g.isClosed() {
+		return nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
+	}
 	if u.c != nil {
 		select {
 		case <-u.c.done():
-			u.g.log.Warn("gateway: upstream connection lost; reconnecting", "upstream", u.cfg.Name, "err", u.c.w.err())
+			u.g.log.Warn("gateway: upstream connection lost; reconnecting", "upstream", u.cfg.Name, "err", u.c.err())
 			_ = u.c.close()
 			u.c = nil
 		default:
@@ -203,10 +213,17 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	u.g.log.Info("gateway: upstream connected", "upstream", u.cfg.Name, "protocol", c.version)
-	if u.c != nil {
-		u.kickRefresh()
+	if u.connected {
+		u.kickRefresh() // a reconnection: the lists may have changed
 	}
-	u.c = c
+	u.c, u.connected = c, true
+	if c.modern() {
+		u.g.wg.Add(1)
+		go func() {
+			defer u.g.wg.Done()
+			c.listen(func(string) { u.kickRefresh() }, u.g.log.Info)
+		}()
+	}
 	return c, nil
 }
 
@@ -354,7 +371,7 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		}
 		t, err := toolDef(it, name)
 		if err == nil {
-			t.Inputs = proxyInputs()
+			t.Inputs = proxyInputs(u.cfg.Inputs)
 			t.StateMode = modernStateMode
 			if !c.modern() {
 				t.StateMode = legacyStateMode
@@ -397,7 +414,7 @@ func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
 			continue
 		}
 		p := promptDef(it, name)
-		p.Inputs = proxyInputs()
+		p.Inputs = proxyInputs(u.cfg.Inputs)
 		p.StateMode = modernStateMode
 		if !c.modern() {
 			p.StateMode = legacyStateMode
@@ -432,7 +449,7 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 		if u.reg.resources[uri] == fp {
 			continue
 		}
-		r := weft.Resource{ResourceInfo: resourceInfo(it), Inputs: proxyInputs(), StateMode: modernStateMode}
+		r := weft.Resource{ResourceInfo: resourceInfo(it), Inputs: proxyInputs(u.cfg.Inputs), StateMode: modernStateMode}
 		if !c.modern() {
 			r.StateMode = legacyStateMode
 		}
@@ -467,7 +484,7 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 			continue
 		}
 		rt := weft.ResourceTemplate{URITemplate: tpl, Name: str(it, "name"), Title: str(it, "title"),
-			Description: str(it, "description"), MimeType: str(it, "mimeType"), Inputs: proxyInputs(), StateMode: modernStateMode}
+			Description: str(it, "description"), MimeType: str(it, "mimeType"), Inputs: proxyInputs(u.cfg.Inputs), StateMode: modernStateMode}
 		if a, ok := it.Get("annotations"); ok {
 			rt.Annotations = annotations(a)
 		}

@@ -11,17 +11,28 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// proxyInputs declares every input kind as conditional: a proxied
-// operation relays whatever its upstream asks, and the framework checks the
-// client's capability when a request is actually emitted.
-func proxyInputs() []weft.InputDeclaration {
-	return []weft.InputDeclaration{
-		weft.FormElicitation(weft.Conditional),
-		weft.URLElicitation(weft.Conditional),
-		weft.Sampling(weft.Conditional),
-		weft.SamplingWithTools(weft.Conditional),
-		weft.Roots(weft.Conditional),
+// proxyInputs declares the input kinds of a proxied operation (names as in
+// UpstreamConfig.Inputs; none: all of them) as conditional: the operation
+// relays whatever its upstream asks, and the framework checks the client's
+// capability when a request is actually emitted.
+func proxyInputs(kinds []string) []weft.InputDeclaration {
+	if len(kinds) == 0 {
+		kinds = InputKinds
 	}
+	var out []weft.InputDeclaration
+	for _, k := range kinds {
+		switch k {
+		case "form":
+			out = append(out, weft.FormElicitation(weft.Conditional))
+		case "url":
+			out = append(out, weft.URLElicitation(weft.Conditional))
+		case "sampling":
+			out = append(out, weft.Sampling(weft.Conditional), weft.SamplingWithTools(weft.Conditional))
+		case "roots":
+			out = append(out, weft.Roots(weft.Conditional))
+		}
+	}
+	return out
 }
 
 // legacyStateMode protects the parked-call reference of a 2025-era upstream
