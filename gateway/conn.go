@@ -35,6 +35,8 @@ type conn struct {
 	info    exactjson.Value // serverInfo
 	caps    exactjson.Value // server capabilities
 	instr   string
+	// answer is set by the tests' 2025 client (export_test.go).
+	answer func(method string, params exactjson.Value) exactjson.Value
 }
 
 // modern reports a 2026-07-28 upstream.

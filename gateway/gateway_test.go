@@ -159,3 +159,36 @@ func TestLegacyUpstreamFormElicitation(t *testing.T) {
 		})
 	}
 }
+
+// A 2025-11-25 client in front of the gateway, in front of a 2025-11-25
+// upstream: the server's legacy bridge turns the gateway's input_required
+// into elicitation/create requests on the client's session, and the answers
+// reach the upstream call parked by the gateway.
+func TestLegacyClientThroughGateway(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var asked []string
+	lc, err := gateway.DialLegacy(ctx, in.url, func(method string, p exactjson.Value) exactjson.Value {
+		m, _ := p.Get("message")
+		s, _ := m.AsString()
+		asked = append(asked, method+":"+s)
+		return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+			exactjson.Field("content", exactjson.Object(exactjson.Field("answer", exactjson.String("old-"+s)))))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	res, err := lc.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("ask")),
+		exactjson.Field("arguments", exactjson.Object())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.String(); !strings.Contains(got, `\"old-first\" \"old-second\"`) ||
+		strings.Join(asked, ",") != "elicitation/create:first,elicitation/create:second" {
+		t.Fatalf("result %s after %v", got, asked)
+	}
+	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+}
