@@ -112,7 +112,33 @@ func (g *Gateway) Close() error {
 		errs = append(errs, u.closeConn())
 	}
 	g.wg.Wait()
+	for _, u := range g.ups {
+		u.unregister()
+	}
 	return errors.Join(errs...)
+}
+
+// unregister removes what the upstream registered on the server.
+func (u *upstream) unregister() {
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
+	srv := u.g.srv
+	if srv == nil {
+		return
+	}
+	for name := range u.reg.tools {
+		srv.RemoveTool(name)
+	}
+	for name := range u.reg.prompts {
+		srv.RemovePrompt(name)
+	}
+	for uri := range u.reg.resources {
+		srv.RemoveResource(uri)
+	}
+	for tpl := range u.reg.templates {
+		srv.RemoveResourceTemplate(tpl)
+	}
+	u.reg = newRegistry()
 }
 
 func (g *Gateway) isClosed() bool {

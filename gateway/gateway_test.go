@@ -192,3 +192,41 @@ func TestLegacyClientThroughGateway(t *testing.T) {
 	}
 	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
 }
+
+// Close removes what the gateway registered; a failed New leaves nothing
+// registered either.
+func TestCloseUnregisters(t *testing.T) {
+	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	good, _ := fakeUpstream(t, "fake")
+	_, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good,
+		{Name: "bad", Command: "/nonexistent/upstream"}}}, gateway.Options{})
+	if err == nil {
+		t.Fatal("New succeeded with a missing command")
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
+	defer c.Close()
+	// A server without tools has no tools capability: tools/list is -32601.
+	noTools := func(what string) {
+		t.Helper()
+		tools, err := c.ListTools(ctx)
+		if rpcCode(err) != client.CodeMethodNotFound && (err != nil || len(tools) != 0) {
+			t.Fatalf("%s: %d tools, %v", what, len(tools), err)
+		}
+	}
+	noTools("after a failed New")
+	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good}}, gateway.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 6 {
+		t.Fatalf("%d tools, %v", len(tools), err)
+	}
+	if err := gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noTools("after Close")
+}
