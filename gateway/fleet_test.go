@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,11 +65,14 @@ func TestFleetRetryOnAnotherInstance(t *testing.T) {
 		tool string
 		want string
 		ans  exactjson.Value
+		args map[string]any
 	}{
 		{"weft serve --stdio pinned to 2025-11-25", func(t *testing.T) gateway.UpstreamConfig { return demoUpstream(t, gateway.Version20251125) },
-			"demo.catalog.continue", "Catalog access approved; continuing.", exactjson.Object()},
+			"demo.catalog.continue", "Catalog access approved; continuing.", exactjson.Object(), nil},
+		{"official Go SDK v1.8.0 server", func(t *testing.T) gateway.UpstreamConfig { return gosdkUpstream(t, gateway.Version20251125) },
+			"sdk_confirm", "fleet confirmed by B (accept)", exactjson.Object(exactjson.Field("name", exactjson.String("B"))), map[string]any{"topic": "fleet"}},
 		{"two rounds", func(t *testing.T) gateway.UpstreamConfig { u, _ := fakeUpstream(t, "fake"); return u },
-			"ask", `"B" "B"`, exactjson.Object(exactjson.Field("answer", exactjson.String("B")))},
+			"ask", `"B" "B"`, exactjson.Object(exactjson.Field("answer", exactjson.String("B"))), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{tc.up(t)}}
@@ -81,7 +83,7 @@ func TestFleetRetryOnAnotherInstance(t *testing.T) {
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			res, err := c.CallTool(ctx, tc.tool, nil)
+			res, err := c.CallTool(ctx, tc.tool, tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +93,7 @@ func TestFleetRetryOnAnotherInstance(t *testing.T) {
 			if st.retried.Load() == 0 {
 				t.Fatal("no retry reached instance B")
 			}
-			if !strings.Contains(tc.tool, "catalog") && st.retried.Load() != 2 {
+			if tc.tool == "ask" && st.retried.Load() != 2 {
 				t.Fatalf("%d retries, want 2", st.retried.Load())
 			}
 			waitFor(t, "no parked calls", func() bool { return a.gw.Parked() == 0 && b.gw.Parked() == 0 })

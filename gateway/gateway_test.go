@@ -31,6 +31,13 @@ var (
 	weftErr  error
 )
 
+// weftBinDir is the temporary directory of the test's binaries.
+func weftBinDir(t testing.TB) string {
+	t.Helper()
+	weftBin(t)
+	return weftDir
+}
+
 func weftBin(t testing.TB) string {
 	t.Helper()
 	weftOnce.Do(func() {
