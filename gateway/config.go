@@ -77,10 +77,7 @@ type UpstreamConfig struct {
 
 	// Inputs names the input requests the upstream's operations may make
 	// of the client: "form" and "url" (elicitation), "sampling", "roots".
-	// Empty means all. A client lacking the capability of a declared kind
-	// gets progress and log messages of the operation only with its
-	// response (the server holds the stream until it knows the kind is not
-	// needed), so declare only what the upstream uses.
+	// Empty means all. Requests of other kinds are refused upstream.
 	Inputs []string `json:"inputs,omitempty"`
 
 	// CallTimeout bounds one upstream call (default 60s; a parked call is

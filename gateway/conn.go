@@ -118,7 +118,8 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 	if o.sink != nil && o.sink.notify != nil {
 		notify = func(n client.Notification) { o.sink.notify(n.Method, n.Params) }
 	}
-	resp, err := c.ct.Do(ctx, &client.Request{ID: id, Method: method, Params: params}, notify)
+	h, _ := ctx.Value(headerKey{}).(http.Header)
+	resp, err := c.ct.Do(ctx, &client.Request{ID: id, Method: method, Params: params, Header: h}, notify)
 	if err != nil {
 		if ctx.Err() != nil {
 			return exactjson.Value{}, ctx.Err()

@@ -14,6 +14,7 @@ import (
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -202,6 +203,16 @@ func newRegistry() *registry {
 }
 
 type authKey struct{}
+
+// headerKey carries the extra request headers of one call (Mcp-Param-*).
+type headerKey struct{}
+
+func withHeader(ctx context.Context, h http.Header) context.Context {
+	if h == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, headerKey{}, h)
+}
 
 // headers adds the configured headers and, for passthrough, the
 // downstream Authorization header carried by ctx.
@@ -402,7 +413,13 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 			if !c.modern() {
 				t.StateMode = legacyStateMode
 			}
-			err = srv.AddTool(t, u.toolHandler(upName))
+			var mirrors []mirror.Mirror
+			if in, ok := it.Get("inputSchema"); ok {
+				mirrors, err = mirror.Find(in)
+			}
+			if err == nil {
+				err = srv.AddTool(t, u.toolHandler(upName, mirrors))
+			}
 		}
 		if err != nil {
 			u.g.log.Warn("gateway: an upstream tool cannot be exposed", "upstream", u.cfg.Name, "tool", upName, "err", err)
@@ -535,10 +552,25 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 	}
 }
 
-func (u *upstream) toolHandler(upName string) weft.ToolHandler {
+// toolHandler forwards tools/call. mirrors are the x-mcp-header
+// annotations of the tool's input schema: an HTTP upstream of 2026-07-28
+// gets the Mcp-Param-{Name} headers it checks.
+func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror) weft.ToolHandler {
 	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		params := exactjson.Object(exactjson.Field("name", exactjson.String(upName)), exactjson.Field("arguments", req.Arguments()))
-		res, err := u.invoke(ctx, req, "tools/call", params)
+		args := req.Arguments()
+		params := exactjson.Object(exactjson.Field("name", exactjson.String(upName)), exactjson.Field("arguments", args))
+		var header http.Header
+		for _, m := range mirrors {
+			if v, ok := m.Lookup(args); ok {
+				if s, ok := mirror.HeaderValue(v); ok {
+					if header == nil {
+						header = http.Header{}
+					}
+					header.Set("Mcp-Param-"+m.Header, s)
+				}
+			}
+		}
+		res, err := u.invoke(withHeader(ctx, header), req, "tools/call", params)
 		if err != nil {
 			return nil, err
 		}
@@ -620,6 +652,10 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
+	// The gateway emits only input requests the client supports (a 2025
+	// upstream's others are refused upstream; a 2026-07-28 upstream gets
+	// the client's capabilities): progress and logs may stream.
+	releaseOutput(req)
 	notify := func(method string, p exactjson.Value) {
 		switch method {
 		case "notifications/progress":
@@ -637,7 +673,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	// A 2025-era upstream: the call may park.
 	var live sync.Mutex
 	handlerLive := true
-	supports := func(m string, p exactjson.Value) bool { return clientSupports(req, m, p) }
+	supports := func(m string, p exactjson.Value) bool { return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p) }
 	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		s.notify = func(m string, p exactjson.Value) {
 			live.Lock()
@@ -721,6 +757,12 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 		return res, nil
 	case "input_required":
 		reqs, _ := res.Get("inputRequests")
+		for key, r := range reqs.All() {
+			p, _ := r.Get("params")
+			if m := str(r, "method"); !allowed(u.cfg.Inputs, m, p) {
+				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %s is not among the upstream's configured inputs", key, m))
+			}
+		}
 		ir, err := askInputs(reqs)
 		if err != nil {
 			return exactjson.Value{}, u.g.unavailable(u, err)
@@ -763,6 +805,12 @@ func upstreamError(name string, e *client.RPCError) error {
 	switch {
 	case e.Code == client.CodeInvalidParams:
 		return weft.InvalidParams(e.Message)
+	case e.Code == client.CodeMissingRequiredClientCapability:
+		req, _ := e.Data.Get("requiredCapabilities")
+		if req.Kind() != exactjson.KindObject {
+			req = exactjson.Object()
+		}
+		return weft.MissingCapabilities(req)
 	case e.Code >= -32768 && e.Code <= -32000:
 		data := exactjson.Object(exactjson.Field("upstream", exactjson.String(name)), exactjson.Field("code", exactjson.Int(int64(e.Code))))
 		if !e.Data.IsNull() {

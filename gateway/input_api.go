@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
@@ -71,6 +72,29 @@ func inputRequest(method string, params exactjson.Value) (weft.InputRequest, err
 	return weft.NewInputRequest(d, params)
 }
 
+// inputKind names the kind of an upstream's input request as in
+// UpstreamConfig.Inputs ("" for a method that is none).
+func inputKind(method string, params exactjson.Value) string {
+	switch method {
+	case "elicitation/create":
+		if mode, _ := params.Get("mode"); isStr(mode, "url") {
+			return "url"
+		}
+		return "form"
+	case "sampling/createMessage":
+		return "sampling"
+	case "roots/list":
+		return "roots"
+	}
+	return ""
+}
+
+// allowed reports whether kinds (empty: all) admits the request.
+func allowed(kinds []string, method string, params exactjson.Value) bool {
+	k := inputKind(method, params)
+	return k != "" && (len(kinds) == 0 || slices.Contains(kinds, k))
+}
+
 // clientSupports reports whether req's client declared the capability an
 // upstream's server-to-client request needs.
 func clientSupports(req *weft.Request, method string, params exactjson.Value) bool {
@@ -118,6 +142,11 @@ func withParkedState(ir *weft.InputRequired, st exactjson.Value) *weft.InputRequ
 func withUpstreamState(ir *weft.InputRequired, st string) *weft.InputRequired {
 	return ir.WithApplicationState(st)
 }
+
+// releaseOutput lets progress and logs stream to a client lacking a
+// declared input kind's capability (the gateway relays only what it
+// supports).
+func releaseOutput(req *weft.Request) { req.ReleaseOutput() }
 
 // parkedState returns the parked-call reference of a retry, if any.
 func parkedState(req *weft.Request) (exactjson.Value, bool) { return req.FrameworkState() }
