@@ -673,7 +673,9 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	// A 2025-era upstream: the call may park.
 	var live sync.Mutex
 	handlerLive := true
-	supports := func(m string, p exactjson.Value) bool { return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p) }
+	supports := func(m string, p exactjson.Value) bool {
+		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
+	}
 	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		s.notify = func(m string, p exactjson.Value) {
 			live.Lock()
