@@ -462,6 +462,9 @@ func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
 		if !c.modern() {
 			p.StateMode = legacyStateMode
 		}
+		if c.caps.Has("completions") {
+			p.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/prompt")), exactjson.Field("name", exactjson.String(upName))))
+		}
 		if err := srv.AddPrompt(p, u.promptHandler(upName)); err != nil {
 			u.g.log.Warn("gateway: an upstream prompt cannot be exposed", "upstream", u.cfg.Name, "prompt", upName, "err", err)
 			delete(keep, name)
@@ -534,6 +537,9 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 		rt.Meta, _ = it.Get("_meta")
 		if !c.modern() {
 			rt.StateMode = legacyStateMode
+		}
+		if c.caps.Has("completions") {
+			rt.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/resource")), exactjson.Field("uri", exactjson.String(tpl))))
 		}
 		if err := srv.AddResourceTemplate(rt, u.readHandler()); err != nil {
 			u.g.log.Warn("gateway: an upstream resource template cannot be exposed", "upstream", u.cfg.Name, "uriTemplate", tpl, "err", err)
@@ -611,6 +617,53 @@ func (u *upstream) readHandler() weft.ResourceHandler {
 		out, err := readResult(res)
 		if err != nil {
 			return nil, u.g.unavailable(u, err)
+		}
+		return out, nil
+	}
+}
+
+// completer forwards completion/complete for the prompt or template ref.
+func (u *upstream) completer(ref exactjson.Value) weft.CompletionHandler {
+	return func(ctx context.Context, req *weft.Request, cr weft.CompletionRequest) (weft.Completion, error) {
+		params := exactjson.Object(exactjson.Field("ref", ref), exactjson.Field("argument", exactjson.Object(
+			exactjson.Field("name", exactjson.String(cr.Argument)), exactjson.Field("value", exactjson.String(cr.Value)))))
+		if len(cr.Context) > 0 {
+			m := make([]exactjson.Member, 0, len(cr.Context))
+			for _, k := range sortedKeys(cr.Context) {
+				m = append(m, exactjson.Field(k, exactjson.String(cr.Context[k])))
+			}
+			params = params.With("context", exactjson.Object(exactjson.Field("arguments", exactjson.Object(m...))))
+		}
+		c, err := u.get(ctx)
+		if err != nil {
+			return weft.Completion{}, u.g.unavailable(u, err)
+		}
+		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+		defer cancel()
+		res, err := c.do(tctx, "completion/complete", params, callOpts{caps: req.ClientCapabilities})
+		if err != nil {
+			var re *client.RPCError
+			if errors.As(err, &re) {
+				return weft.Completion{}, upstreamError(u.cfg.Name, re)
+			}
+			return weft.Completion{}, u.g.unavailable(u, err)
+		}
+		cv, _ := res.Get("completion")
+		var out weft.Completion
+		vals, _ := cv.Get("values")
+		for v := range vals.Values() {
+			if s, ok := v.AsString(); ok {
+				out.Values = append(out.Values, s)
+			}
+		}
+		if t, ok := cv.Get("total"); ok {
+			if n, ok := t.AsNumber(); ok {
+				i, _ := n.Int64()
+				out.Total = int(i)
+			}
+		}
+		if hm, ok := cv.Get("hasMore"); ok {
+			out.HasMore, _ = hm.AsBool()
 		}
 		return out, nil
 	}

@@ -237,3 +237,48 @@ func TestCloseUnregisters(t *testing.T) {
 	}
 	noTools("after Close")
 }
+
+// Prompts (with completions), resources and resource templates of the
+// upstream are served through the gateway, in both eras.
+func TestPromptsResourcesCompletions(t *testing.T) {
+	for _, protocol := range []string{gateway.Version20251125, gateway.Version20260728} {
+		t.Run("protocol="+protocol, func(t *testing.T) {
+			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{demoUpstream(t, protocol)}}, testKeyring(t), nil)
+			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := c.GetPrompt(ctx, "demo.summarize", map[string]string{"text": "MCP", "tone": "formal"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Text(); !strings.Contains(got, "formal tone") || !strings.Contains(got, "MCP") {
+				t.Fatalf("prompt: %q", got)
+			}
+			comp, err := c.Complete(ctx, client.PromptRef("demo.summarize"), "tone", "f", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(comp.Values, ","); got != "formal,friendly" {
+				t.Fatalf("completion: %q", got)
+			}
+			r, err := c.ReadResource(ctx, "weft://demo/readme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Contents) != 1 || r.Contents[0].URI != "weft://demo/readme" || r.Contents[0].Text == "" {
+				t.Fatalf("readme: %+v", r.Contents)
+			}
+			r, err = c.ReadResource(ctx, "weft://demo/orders/42")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Contents) != 1 || !strings.Contains(r.Contents[0].Text, `"id":"42"`) {
+				t.Fatalf("order: %+v", r.Contents)
+			}
+			if _, err := c.ReadResource(ctx, "weft://demo/nothing"); err == nil {
+				t.Fatal("reading an unknown resource succeeded")
+			}
+		})
+	}
+}
