@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -174,4 +175,12 @@ func TestListChangedRefresh(t *testing.T) {
 		}
 		return !slices.ContainsFunc(tools, func(tl client.Tool) bool { return strings.HasSuffix(tl.Name, "whoami") })
 	})
+}
+
+// serveHTTP serves h on loopback until the test ends.
+func serveHTTP(t *testing.T, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
 }
