@@ -107,8 +107,8 @@ type InputConfig struct {
 	Lifetime Duration `json:"lifetime,omitzero"`
 }
 
-// InputKinds are the names of UpstreamConfig.Inputs.
-var InputKinds = []string{"form", "url", "sampling", "roots"}
+// InputKinds returns the names UpstreamConfig.Inputs may hold.
+func InputKinds() []string { return []string{"form", "url", "sampling", "roots"} }
 
 // Defaults of the configuration.
 const (
@@ -337,8 +337,8 @@ func (u *UpstreamConfig) validate() error {
 		}
 	}
 	for _, k := range u.Inputs {
-		if !slices.Contains(InputKinds, k) {
-			return fmt.Errorf("inputs: %q is not one of %s", k, strings.Join(InputKinds, ", "))
+		if !slices.Contains(InputKinds(), k) {
+			return fmt.Errorf("inputs: %q is not one of %s", k, strings.Join(InputKinds(), ", "))
 		}
 	}
 	for from, to := range u.Rename {

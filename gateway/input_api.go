@@ -18,7 +18,7 @@ import (
 // capability when a request is actually emitted.
 func proxyInputs(kinds []string) []weft.InputDeclaration {
 	if len(kinds) == 0 {
-		kinds = InputKinds
+		kinds = InputKinds()
 	}
 	var out []weft.InputDeclaration
 	for _, k := range kinds {
