@@ -201,3 +201,45 @@ func TestParkedCallAbandoned(t *testing.T) {
 		t.Fatalf("late retry: %v", err)
 	}
 }
+
+// A retry without the answer to a request gets the request again.
+func TestParkedMissingAnswerAskedAgain(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+		exactjson.Field("elicitation", exactjson.Object()))})
+	defer c.Close()
+	call := func(responses, state exactjson.Value) exactjson.Value {
+		t.Helper()
+		p := exactjson.Object(exactjson.Field("name", exactjson.String("ask")), exactjson.Field("arguments", exactjson.Object()))
+		if !state.IsNull() {
+			p = p.With("inputResponses", responses).With("requestState", state)
+		}
+		res, err := c.Call(ctx, "tools/call", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	keyOf := func(res exactjson.Value) (string, exactjson.Value) {
+		t.Helper()
+		reqs, _ := res.Get("inputRequests")
+		if reqs.Len() != 1 {
+			t.Fatalf("result %s", res)
+		}
+		st, _ := res.Get("requestState")
+		return reqs.Members()[0].Name, st
+	}
+	k1, st := keyOf(call(exactjson.Value{}, exactjson.Value{}))
+	k2, st := keyOf(call(exactjson.Object(), st)) // no answer: asked again
+	if k2 != k1 {
+		t.Fatalf("asked %q again as %q", k1, k2)
+	}
+	k3, st := keyOf(call(exactjson.Object(exactjson.Field(k2, answer("answer", "x"))), st))
+	res := call(exactjson.Object(exactjson.Field(k3, answer("answer", "y"))), st)
+	if !strings.Contains(res.String(), `\"x\" \"y\"`) {
+		t.Fatalf("final %s", res)
+	}
+}

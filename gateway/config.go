@@ -101,7 +101,7 @@ type InputConfig struct {
 	// MaxParkedPerPartition bounds the parked calls of one authorization
 	// partition (default 100).
 	MaxParkedPerPartition int `json:"maxParkedPerPartition,omitempty"`
-	// Lifetime bounds a parked call from its first input request: a call
+	// Lifetime bounds a call that asks for input, from its start: a call
 	// whose client has not retried by then is cancelled upstream
 	// (default 10m, at most 24h).
 	Lifetime Duration `json:"lifetime,omitzero"`

@@ -360,11 +360,23 @@ func (pc *parkedCall) run() {
 			return
 		}
 		pc.mu.Lock()
+		var again []queued
 		for _, q := range batch {
-			if ch := pc.waiting[q.key]; ch != nil {
-				if v, ok := answers.Get(q.key); ok {
-					ch <- v
-				}
+			ch := pc.waiting[q.key]
+			if ch == nil {
+				continue // the upstream withdrew the request
+			}
+			if v, ok := answers.Get(q.key); ok && v.Kind() == exactjson.KindObject {
+				ch <- v
+			} else {
+				again = append(again, q) // unanswered: asked again next round
+			}
+		}
+		if len(again) > 0 {
+			pc.queue = append(again, pc.queue...)
+			select {
+			case pc.kick <- struct{}{}:
+			default:
 			}
 		}
 		pc.mu.Unlock()
