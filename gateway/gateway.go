@@ -314,13 +314,29 @@ func (u *upstream) refreshLoop(stop <-chan struct{}) {
 	}
 }
 
+// do sends a request on c; when the upstream forgot the 2025 session (HTTP
+// 404: it restarted, or expired the session), the request was not run, so
+// it is sent once more on a new session.
+func (u *upstream) do(ctx context.Context, c *conn, method string, params exactjson.Value, o callOpts) (exactjson.Value, error) {
+	res, err := c.do(ctx, method, params, o)
+	if !errors.Is(err, errSessionExpired) {
+		return res, err
+	}
+	u.g.log.Info("gateway: the upstream's session expired; opening another", "upstream", u.cfg.Name)
+	c2, gerr := u.get(ctx)
+	if gerr != nil {
+		return exactjson.Value{}, gerr
+	}
+	return c2.do(ctx, method, params, o)
+}
+
 // listAll pages through a list method of the upstream.
 func (u *upstream) listAll(ctx context.Context, c *conn, method, member string) ([]exactjson.Value, error) {
 	var out []exactjson.Value
 	params := exactjson.Object()
 	seen := map[string]bool{}
 	for {
-		res, err := c.do(ctx, method, params, callOpts{})
+		res, err := u.do(ctx, c, method, params, callOpts{})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstream %q: %s: %w", u.cfg.Name, method, err)
 		}
@@ -640,7 +656,7 @@ func (u *upstream) completer(ref exactjson.Value) weft.CompletionHandler {
 		}
 		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 		defer cancel()
-		res, err := c.do(tctx, "completion/complete", params, callOpts{caps: req.ClientCapabilities})
+		res, err := u.do(tctx, c, "completion/complete", params, callOpts{caps: req.ClientCapabilities})
 		if err != nil {
 			var re *client.RPCError
 			if errors.As(err, &re) {
@@ -737,7 +753,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 				notify(m, p)
 			}
 		}
-		return c.do(pctx, method, params, callOpts{sink: s})
+		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
@@ -796,7 +812,7 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 	}
 	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 	defer cancel()
-	res, err := c.do(tctx, method, params, callOpts{caps: caps, sink: &sink{notify: notify}})
+	res, err := u.do(tctx, c, method, params, callOpts{caps: caps, sink: &sink{notify: notify}})
 	if err != nil {
 		var re *client.RPCError
 		if errors.As(err, &re) {

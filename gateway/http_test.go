@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -183,4 +184,40 @@ func serveHTTP(t *testing.T, h http.Handler) string {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// A 2025 HTTP upstream that restarts forgets its sessions: the next call
+// gets 404, and the gateway opens a new session and sends it again.
+func TestLegacyHTTPSessionExpired(t *testing.T) {
+	newUpstream := func() *weft.Server {
+		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}, QuietRequests: true})
+		if err := up.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
+			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+		return up
+	}
+	hs := httptest.NewServer(newUpstream())
+	addr := hs.Listener.Addr().String()
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20251125}}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("before the restart: %v %v", res, err)
+	}
+	hs.Close()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	hs2 := &httptest.Server{Listener: l, Config: &http.Server{Handler: newUpstream()}}
+	hs2.Start()
+	defer hs2.Close()
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("after the restart: %v %v", res, err)
+	}
 }

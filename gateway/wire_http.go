@@ -43,6 +43,10 @@ func newHTTPWire(name, url string, hc *http.Client, headers func(context.Context
 	return &httpWire{name: name, url: url, hc: hc, headers: headers, doneCh: make(chan struct{}), unrouted: unrouted}
 }
 
+// errSessionExpired marks a request the upstream refused for an unknown
+// session: it was not run.
+var errSessionExpired = errors.New("the session expired")
+
 func (w *httpWire) done() <-chan struct{} { return w.doneCh }
 
 func (w *httpWire) err() error {
@@ -89,7 +93,7 @@ func (w *httpWire) post(ctx context.Context, body []byte) (*http.Response, error
 	if resp.StatusCode == http.StatusNotFound && sid != "" {
 		resp.Body.Close()
 		w.expire()
-		return nil, fmt.Errorf("%w: upstream %q: the session expired (HTTP 404)", errUpstreamClosed, w.name)
+		return nil, fmt.Errorf("%w: %w: upstream %q (HTTP 404)", errUpstreamClosed, errSessionExpired, w.name)
 	}
 	return resp, nil
 }
