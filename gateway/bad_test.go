@@ -243,3 +243,69 @@ func TestParkedMissingAnswerAskedAgain(t *testing.T) {
 		t.Fatalf("final %s", res)
 	}
 }
+
+func TestParkedBounds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.Run("rounds", func(t *testing.T) {
+		up, log := fakeUpstream(t, "fake")
+		in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{MaxRounds: 1}}, testKeyring(t), nil)
+		c := fakeClient(t, in, client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return answer("answer", "a"), nil
+		}})
+		_, err := c.CallTool(ctx, "ask", nil) // asks twice
+		if err == nil || !strings.Contains(err.Error(), "asked for input more than 1 times") {
+			t.Fatalf("error %v", err)
+		}
+		waitFor(t, "the call to be cancelled upstream", func() bool {
+			return strings.Contains(readLog(t, log), "cancelled") && in.gw.Parked() == 0
+		})
+	})
+	t.Run("per partition", func(t *testing.T) {
+		up, _ := fakeUpstream(t, "fake")
+		in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{MaxParkedPerPartition: 1}}, testKeyring(t), nil)
+		c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+			exactjson.Field("elicitation", exactjson.Object()))})
+		defer c.Close()
+		params := map[string]any{"name": "ask", "arguments": map[string]any{}}
+		if res, err := c.Call(ctx, "tools/call", params); err != nil || !strings.Contains(res.String(), "input_required") {
+			t.Fatalf("first: %v %v", res, err)
+		}
+		res, err := c.Call(ctx, "tools/call", params)
+		if err == nil || !strings.Contains(err.Error(), "Too many calls are waiting for input") {
+			t.Fatalf("second: %v %v", res, err)
+		}
+		waitFor(t, "one parked call", func() bool { return in.gw.Parked() == 1 })
+	})
+}
+
+// Concurrent calls of a 2025 stdio upstream that ask for input each get a
+// process of their own, so every request reaches the right client.
+func TestConcurrentParkedCallsOnStdio(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	up.MaxProcesses = 3
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 5 // more calls than processes: some wait for a free one
+	errs := make(chan error, n)
+	for i := range n {
+		name := "c" + strconv.Itoa(i)
+		c := fakeClient(t, in, client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			return answer("answer", name), nil
+		}})
+		go func() {
+			res, err := c.CallTool(ctx, "ask", nil)
+			if err == nil && res.Text() != `"`+name+`" "`+name+`"` {
+				err = errors.New(name + " got " + res.Text())
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+}

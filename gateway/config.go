@@ -80,6 +80,13 @@ type UpstreamConfig struct {
 	// Empty means all. Requests of other kinds are refused upstream.
 	Inputs []string `json:"inputs,omitempty"`
 
+	// MaxProcesses bounds the processes of a 2025-era command upstream
+	// (default 8). stdio does not say which call a server request belongs
+	// to, so each call of such an upstream has a process to itself while it
+	// runs (parked included); a call finding all of them busy waits for one,
+	// within CallTimeout.
+	MaxProcesses int `json:"maxProcesses,omitempty"`
+
 	// CallTimeout bounds one upstream call (default 60s; a parked call is
 	// bounded by Input.Lifetime instead).
 	CallTimeout Duration `json:"callTimeout,omitzero"`
@@ -115,6 +122,7 @@ const (
 	DefaultCallTimeout           = 60 * time.Second
 	DefaultConnectTimeout        = 20 * time.Second
 	DefaultShutdownTimeout       = 5 * time.Second
+	DefaultMaxProcesses          = 8
 	DefaultMaxRounds             = 10
 	DefaultMaxParked             = 10000
 	DefaultMaxParkedPerPartition = 100
@@ -124,6 +132,12 @@ const (
 
 func (u *UpstreamConfig) callTimeout() time.Duration {
 	return or(u.CallTimeout.D(), DefaultCallTimeout)
+}
+func (u *UpstreamConfig) maxProcesses() int {
+	if u.MaxProcesses > 0 {
+		return u.MaxProcesses
+	}
+	return DefaultMaxProcesses
 }
 func (u *UpstreamConfig) connectTimeout() time.Duration {
 	return or(u.ConnectTimeout.D(), DefaultConnectTimeout)
@@ -335,6 +349,12 @@ func (u *UpstreamConfig) validate() error {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("pattern %q: %w", p, err)
 		}
+	}
+	if u.MaxProcesses < 0 || u.MaxProcesses > 1000 {
+		return fmt.Errorf("maxProcesses = %d is outside 0..1000", u.MaxProcesses)
+	}
+	if u.MaxProcesses > 0 && u.Command == "" {
+		return errors.New("maxProcesses applies to command upstreams only")
 	}
 	for _, k := range u.Inputs {
 		if !slices.Contains(InputKinds(), k) {

@@ -58,6 +58,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "exceeds"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
 		{`{"upstreams":[{"name":"a","command":"x","inputs":["form","mind"]}]}`, "json", `inputs: "mind"`},
+		{`{"upstreams":[{"name":"a","url":"http://h/","maxProcesses":2}]}`, "json", "command upstreams only"},
+		{`{"upstreams":[{"name":"a","command":"x","maxProcesses":-1}]}`, "json", "maxProcesses"},
 		{"upstreams: [", "yaml", "YAML"},
 		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", "unknown field"},
 		{`{}`, "toml", "unknown configuration format"},

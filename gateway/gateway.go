@@ -74,6 +74,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
+		u.slots = make(chan struct{}, u.cfg.maxProcesses())
 		g.ups = append(g.ups, u)
 	}
 	for _, u := range g.ups {
@@ -192,6 +193,14 @@ type upstream struct {
 
 	regMu sync.Mutex
 	reg   *registry
+
+	// The processes of a 2025-era stdio upstream beyond the primary (see
+	// acquire).
+	poolMu sync.Mutex
+	extras map[*conn]bool
+	idle   []*conn
+	busy   map[*conn]bool
+	slots  chan struct{} // one per call running on a process
 }
 
 type registry struct {
@@ -266,13 +275,118 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 
 func (u *upstream) closeConn() error {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.c == nil {
-		return nil
-	}
-	err := u.c.close()
+	c := u.c
 	u.c = nil
-	return err
+	u.mu.Unlock()
+	u.poolMu.Lock()
+	extras := u.extras
+	u.extras, u.idle = map[*conn]bool{}, nil
+	u.poolMu.Unlock()
+	var errs []error
+	for x := range extras {
+		errs = append(errs, x.close())
+	}
+	if c != nil {
+		errs = append(errs, c.close())
+	}
+	return errors.Join(errs...)
+}
+
+// acquire returns a connection for one call of a 2025-era stdio upstream
+// that only this call uses while it runs: primary when it is free, else an
+// idle extra process, else a new one. At most MaxProcesses calls run at
+// once; others wait for one to end (within callTimeout). release gives the
+// connection back. Other upstreams share primary.
+func (u *upstream) acquire(ctx context.Context, primary *conn) (*conn, func(), error) {
+	if u.cfg.Command == "" || primary.modern() {
+		return primary, func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+	defer cancel()
+	select {
+	case u.slots <- struct{}{}:
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%w: all %d processes stayed busy for %s", context.DeadlineExceeded, u.cfg.maxProcesses(), u.cfg.callTimeout())
+	}
+	c, release, err := u.pick(ctx, primary)
+	if err != nil {
+		<-u.slots
+		return nil, nil, err
+	}
+	return c, func() { release(); <-u.slots }, nil
+}
+
+// pick chooses the free connection of acquire.
+func (u *upstream) pick(ctx context.Context, primary *conn) (*conn, func(), error) {
+	u.poolMu.Lock()
+	if u.extras == nil {
+		u.extras = map[*conn]bool{}
+	}
+	take := func(c *conn) (*conn, func(), error) {
+		u.busy[c] = true
+		return c, func() { u.release(c) }, nil
+	}
+	if u.busy == nil {
+		u.busy = map[*conn]bool{}
+	}
+	if !u.busy[primary] {
+		defer u.poolMu.Unlock()
+		return take(primary)
+	}
+	for len(u.idle) > 0 {
+		c := u.idle[len(u.idle)-1]
+		u.idle = u.idle[:len(u.idle)-1]
+		select {
+		case <-c.done():
+			delete(u.extras, c)
+			_ = c.close()
+			continue
+		default:
+		}
+		defer u.poolMu.Unlock()
+		return take(c)
+	}
+	if 1+len(u.extras) >= u.cfg.maxProcesses() {
+		// Not reached while slots bound the calls; share rather than fail.
+		u.poolMu.Unlock()
+		return primary, func() {}, nil
+	}
+	placeholder := &conn{}
+	u.extras[placeholder] = true // holds the place while dialing
+	u.poolMu.Unlock()
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted)
+	u.poolMu.Lock()
+	defer u.poolMu.Unlock()
+	delete(u.extras, placeholder)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u.g.isClosed() {
+		_ = c.close()
+		return nil, nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
+	}
+	u.extras[c] = true
+	return take(c)
+}
+
+// release ends a call's exclusive use of a connection.
+func (u *upstream) release(c *conn) {
+	u.poolMu.Lock()
+	defer u.poolMu.Unlock()
+	delete(u.busy, c)
+	if !u.extras[c] {
+		return // the primary, or closed meanwhile
+	}
+	select {
+	case <-c.done():
+		delete(u.extras, c)
+		go c.close()
+	default:
+		u.idle = append(u.idle, c)
+	}
 }
 
 // unrouted receives the notifications of no call: list changes.
@@ -739,7 +853,12 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if c.modern() {
 		return u.invokeModern(ctx, req, c, method, params, notify)
 	}
-	// A 2025-era upstream: the call may park.
+	// A 2025-era upstream: the call may park. Over stdio it gets a process
+	// of its own, so that the upstream's requests are known to be its.
+	c, release, err := u.acquire(ctx, c)
+	if err != nil {
+		return exactjson.Value{}, g.unavailable(u, err)
+	}
 	var live sync.Mutex
 	handlerLive := true
 	supports := func(m string, p exactjson.Value) bool {
@@ -753,9 +872,11 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 				notify(m, p)
 			}
 		}
+		defer release()
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
 	if err != nil {
+		release()
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
 	defer func() {
