@@ -31,6 +31,7 @@ func TestGatewayCommand(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("stdio", func(t *testing.T) { gatewayOverStdio(t, cfg, filepath.Join(dir, "gw-stdio")) })
 	addr := freeAddr(t)
 	cmd := exec.Command(weftBin, "gateway", "--config", cfg, "--addr", addr, "--data", filepath.Join(dir, "gw"))
 	var stderr bytes.Buffer
@@ -111,5 +112,28 @@ func TestGatewayCommandErrors(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), w) {
 			t.Errorf("weft gateway --help: %v, lacks %q:\n%s", err, w, out)
 		}
+	}
+}
+
+// gatewayOverStdio: `weft gateway --stdio` serves a 2026-07-28 client on
+// its stdin and stdout; the demo's elicitation completes over MRTR.
+func gatewayOverStdio(t *testing.T, cfg, data string) {
+	tr, err := client.CommandTransport(exec.Command(weftBin, "gateway", "--stdio", "--config", cfg, "--data", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(tr, client.Options{Handlers: client.Handlers{
+		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Object(exactjson.Field("action", exactjson.String("decline"))), nil
+		}}})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, "approve_catalog", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); got != "Catalog access was declined; nothing was changed." {
+		t.Fatalf("result %q", got)
 	}
 }
