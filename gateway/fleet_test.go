@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,5 +100,50 @@ func TestFleetRetryOnAnotherInstance(t *testing.T) {
 			}
 			waitFor(t, "no parked calls", func() bool { return a.gw.Parked() == 0 && b.gw.Parked() == 0 })
 		})
+	}
+}
+
+// The instance holding a parked call stops: the call is cancelled upstream
+// and the retry, on another instance, gets a clear error at once.
+func TestFleetParkedInstanceGone(t *testing.T) {
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "gateway")
+	prot := testKeyring(t)
+	up, log := fakeUpstream(t, "fake")
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}
+	a := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
+	b := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	caps := client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))}
+	ca := client.New(client.NewHTTPTransport(a.url, nil), caps)
+	defer ca.Close()
+	res, err := ca.Call(ctx, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := res.Get("inputRequests")
+	state, _ := res.Get("requestState")
+	if reqs.Len() != 1 {
+		t.Fatalf("result %s", res)
+	}
+	if err := a.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, log), "cancelled") })
+	cb := client.New(client.NewHTTPTransport(b.url, nil), caps)
+	defer cb.Close()
+	// State is bound to the id of the request that emitted it: a retry
+	// travels under another (cb's first id is ca's).
+	if _, err := cb.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cb.Call(ctx, "tools/call", exactjson.Object(
+		exactjson.Field("name", exactjson.String("ask")), exactjson.Field("arguments", exactjson.Object()),
+		exactjson.Field("inputResponses", exactjson.Object(exactjson.Field(reqs.Members()[0].Name, answer("answer", "x")))),
+		exactjson.Field("requestState", state)))
+	var re *client.RPCError
+	if !errors.As(err, &re) || re.Code != client.CodeInvalidParams || !strings.Contains(re.Message, "no longer waiting") {
+		t.Fatalf("retry on B: %v", err)
 	}
 }

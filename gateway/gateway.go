@@ -816,7 +816,12 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		rn, _ := st.Get("r")
 		n, _ := rn.AsNumber()
 		r, _ := n.Int64()
-		o, err := g.park.resume(ctx, id, int(r), inputResponses(req))
+		// The parked call's next outcome is due within callTimeout, like
+		// any stretch of an upstream call; wherever the call runs (its
+		// instance may be gone), the retry does not wait longer.
+		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+		defer cancel()
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req))
 		if err != nil {
 			if errors.Is(err, errParkedGone) {
 				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
