@@ -35,6 +35,9 @@ type conn struct {
 	info    exactjson.Value // serverInfo
 	caps    exactjson.Value // server capabilities
 	instr   string
+	// subscribed are the resources a 2025 session subscribed to (guarded
+	// by the upstream's regMu).
+	subscribed map[string]bool
 	// answer is set by the tests' 2025 client (export_test.go).
 	answer func(method string, params exactjson.Value) exactjson.Value
 }
@@ -261,34 +264,69 @@ func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
 	return nil
 }
 
+// maxResourceSubscriptions bounds the resource URIs a listen stream
+// subscribes to.
+const maxResourceSubscriptions = 256
+
 // listen keeps a subscriptions/listen stream open on a 2026-07-28
-// upstream for its list changes, passing each to onChange, until the
-// connection ends. A stream that fails is opened again after a pause.
-func (c *conn) listen(onChange func(method string), log func(msg string, args ...any)) {
+// upstream for its list changes and the updates of the resources uris()
+// returns, passing each notification's method and params to onChange, until
+// the connection ends. A stream that fails is opened again after a pause;
+// one is reopened at once (with the current resources) when reset fires.
+func (c *conn) listen(onChange func(method string, params exactjson.Value), uris func() []string, reset <-chan struct{}, log func(msg string, args ...any)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		<-c.done()
 		cancel()
 	}()
-	params := exactjson.Object(exactjson.Field("notifications", exactjson.Object(
-		exactjson.Field("toolsListChanged", exactjson.Bool(true)),
-		exactjson.Field("promptsListChanged", exactjson.Bool(true)),
-		exactjson.Field("resourcesListChanged", exactjson.Bool(true)))))
 	pause := time.Second
 	for ctx.Err() == nil {
-		var acked atomic.Bool
-		_, err := c.do(ctx, "subscriptions/listen", params, callOpts{sink: &sink{notify: func(m string, _ exactjson.Value) {
-			switch m {
-			case "notifications/subscriptions/acknowledged":
-				acked.Store(true)
-				onChange(m) // what changed while no stream was open is listed again
-			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-				onChange(m)
+		filter := exactjson.Object(
+			exactjson.Field("toolsListChanged", exactjson.Bool(true)),
+			exactjson.Field("promptsListChanged", exactjson.Bool(true)),
+			exactjson.Field("resourcesListChanged", exactjson.Bool(true)))
+		if us := uris(); len(us) > 0 {
+			if len(us) > maxResourceSubscriptions {
+				log("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", c.name, "resources", len(us))
+				us = us[:maxResourceSubscriptions]
 			}
-		}}})
+			vs := make([]exactjson.Value, len(us))
+			for i, u := range us {
+				vs[i] = exactjson.String(u)
+			}
+			filter = filter.With("resourceSubscriptions", exactjson.Array(vs...))
+		}
+		sctx, scancel := context.WithCancel(ctx)
+		stop := make(chan struct{})
+		reopened := atomic.Bool{}
+		go func() {
+			select {
+			case <-reset:
+				reopened.Store(true)
+				scancel()
+			case <-stop:
+			}
+		}()
+		var acked atomic.Bool
+		_, err := c.do(sctx, "subscriptions/listen", exactjson.Object(exactjson.Field("notifications", filter)),
+			callOpts{sink: &sink{notify: func(m string, p exactjson.Value) {
+				switch m {
+				case "notifications/subscriptions/acknowledged":
+					acked.Store(true)
+					onChange(m, p) // what changed while no stream was open is listed again
+				case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+					"notifications/resources/list_changed", "notifications/resources/updated":
+					onChange(m, p)
+				}
+			}}})
+		close(stop)
+		scancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if reopened.Load() {
+			continue
 		}
 		if acked.Load() {
 			pause = time.Second

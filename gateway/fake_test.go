@@ -94,11 +94,24 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		switch method {
 		case "initialize":
 			pv, _ := params.Get("protocolVersion")
-			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}}`, idJSON, pv.String()))
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}},"serverInfo":{"name":"fake","version":"1"}}}`, idJSON, pv.String()))
 		case "notifications/initialized":
 		case "notifications/cancelled":
 			rid, _ := params.Get("requestId")
 			logf("cancelled %s", rid.String())
+		case "resources/list":
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"fake://status","name":"status"}]}}`, idJSON))
+		case "resources/templates/list":
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resourceTemplates":[]}}`, idJSON))
+		case "resources/subscribe":
+			uri, _ := params.Get("uri")
+			logf("subscribe %s", uri.String())
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, idJSON))
+			go func() { // the resource changes all the time
+				for range time.Tick(50 * time.Millisecond) {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":%s}}`, uri.String()))
+				}
+			}()
 		case "tools/list":
 			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, idJSON, tools))
 		case "tools/call":

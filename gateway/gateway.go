@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
 		u.slots = make(chan struct{}, u.cfg.maxProcesses())
+		u.relisten = make(chan struct{}, 1)
 		g.ups = append(g.ups, u)
 	}
 	for _, u := range g.ups {
@@ -187,6 +189,8 @@ type upstream struct {
 	cfg  UpstreamConfig
 	kick chan struct{}
 
+	relisten chan struct{} // the registered resources changed: reopen the listen stream
+
 	mu        sync.Mutex // guards c; held while connecting
 	c         *conn
 	connected bool // a connection was made before
@@ -267,7 +271,7 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 		u.g.wg.Add(1)
 		go func() {
 			defer u.g.wg.Done()
-			c.listen(func(string) { u.kickRefresh() }, u.g.log.Info)
+			c.listen(u.unrouted, u.resourceURIs, u.relisten, u.g.log.Info)
 		}()
 	}
 	return c, nil
@@ -389,14 +393,30 @@ func (u *upstream) release(c *conn) {
 	}
 }
 
-// unrouted receives the notifications of no call: list changes.
-func (u *upstream) unrouted(method string, _ exactjson.Value) {
+// unrouted receives the notifications of no call: list changes and
+// resource updates (relayed to the server's subscribers).
+func (u *upstream) unrouted(method string, params exactjson.Value) {
 	switch method {
-	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed",
+		"notifications/subscriptions/acknowledged":
 		u.kickRefresh()
 	case "notifications/resources/updated":
-		// Subscriptions are not relayed yet.
+		if uri := str(params, "uri"); uri != "" && u.g.srv != nil {
+			u.g.srv.NotifyResourceUpdated(uri)
+		}
 	}
+}
+
+// resourceURIs returns the URIs of the upstream's registered resources.
+func (u *upstream) resourceURIs() []string {
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
+	out := make([]string, 0, len(u.reg.resources))
+	for uri := range u.reg.resources {
+		out = append(out, uri)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (u *upstream) kickRefresh() {
@@ -615,6 +635,19 @@ func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
 func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 	srv := u.g.srv
 	keep := map[string]bool{}
+	before := len(u.reg.resources)
+	added := false
+	defer func() {
+		if added || len(u.reg.resources) != before {
+			select {
+			case u.relisten <- struct{}{}:
+			default:
+			}
+		}
+		if !c.modern() {
+			u.subscribeLegacy(c)
+		}
+	}()
 	for _, it := range items {
 		uri := str(it, "uri")
 		if uri == "" || !u.g.claim("resource:"+uri, u) {
@@ -635,6 +668,9 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 			u.g.release("resource:"+uri, u)
 			continue
 		}
+		if _, had := u.reg.resources[uri]; !had {
+			added = true
+		}
 		u.reg.resources[uri] = fp
 	}
 	for uri := range u.reg.resources {
@@ -644,6 +680,42 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 			u.g.release("resource:"+uri, u)
 		}
 	}
+}
+
+// subscribeLegacy sends resources/subscribe for the registered resources
+// a 2025 session is not yet subscribed to, when the upstream offers
+// subscriptions (its updates then arrive as notifications). Failures are
+// logged.
+func (u *upstream) subscribeLegacy(c *conn) {
+	res, _ := c.caps.Get("resources")
+	if s, _ := res.Get("subscribe"); !isTrue(s) {
+		return
+	}
+	for uri := range u.reg.resources {
+		if c.subscribed[uri] {
+			continue
+		}
+		if len(c.subscribed) >= maxResourceSubscriptions {
+			u.g.log.Warn("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", u.cfg.Name)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.callTimeout())
+		_, err := c.do(ctx, "resources/subscribe", exactjson.Object(exactjson.Field("uri", exactjson.String(uri))), callOpts{})
+		cancel()
+		if err != nil {
+			u.g.log.Warn("gateway: resources/subscribe failed upstream", "upstream", u.cfg.Name, "uri", uri, "err", err)
+			continue
+		}
+		if c.subscribed == nil {
+			c.subscribed = map[string]bool{}
+		}
+		c.subscribed[uri] = true
+	}
+}
+
+func isTrue(v exactjson.Value) bool {
+	b, ok := v.AsBool()
+	return ok && b
 }
 
 func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {

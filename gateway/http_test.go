@@ -221,3 +221,57 @@ func TestLegacyHTTPSessionExpired(t *testing.T) {
 		t.Fatalf("after the restart: %v %v", res, err)
 	}
 }
+
+// Resource updates of an upstream reach the gateway's subscribers: a
+// 2026-07-28 upstream's through the listen stream, a 2025 stdio upstream's
+// after resources/subscribe.
+func TestResourceUpdatesRelayed(t *testing.T) {
+	upSrv, url := httpUpstream(t)
+	if err := upSrv.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://status", Name: "status"}},
+		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource("test://status", "text/plain", "ok")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	fake, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url}, fake}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fsub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"fake://status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsub.Close()
+	select {
+	case n := <-fsub.Notifications():
+		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "fake://status") {
+			t.Fatalf("notification %s %s", n.Method, n.Params)
+		}
+	case <-ctx.Done():
+		t.Fatal("no resource update of the 2025 upstream through the gateway")
+	}
+	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"test://status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	// The gateway's own listen stream may still be reopening with the new
+	// resource: notify until an update arrives.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case n := <-sub.Notifications():
+			if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "test://status") {
+				t.Fatalf("notification %s %s", n.Method, n.Params)
+			}
+			return
+		case <-tick.C:
+			upSrv.NotifyResourceUpdated("test://status")
+		case <-ctx.Done():
+			t.Fatal("no resource update through the gateway")
+		}
+	}
+}
