@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,7 +95,6 @@ func TestEnvExpansion(t *testing.T) {
 	if got := expand("Bearer ${WEFT_GATEWAY_TEST_TOKEN}"); got != "Bearer s3cret" {
 		t.Fatalf("expand = %q", got)
 	}
-	_ = os.Getenv
 }
 
 func FuzzParseConfig(f *testing.F) {
@@ -136,4 +134,22 @@ func FuzzParseMsg(f *testing.F) {
 			_ = rpcError(m.errorObj).Error()
 		}
 	})
+}
+
+func TestCommandEnvironment(t *testing.T) {
+	t.Setenv("WEFT_GATEWAY_TEST_INHERITED", "yes")
+	t.Setenv("WEFT_GATEWAY_TEST_SECRET", "s3cret")
+	u := &UpstreamConfig{Command: "x", Env: map[string]string{"TOKEN": "${WEFT_GATEWAY_TEST_SECRET}"}}
+	env := strings.Join(commandFor(u).Env, "\n")
+	if !strings.Contains(env, "WEFT_GATEWAY_TEST_INHERITED=yes") || !strings.Contains(env, "TOKEN=s3cret") {
+		t.Fatalf("environment:\n%s", env)
+	}
+	u.CleanEnv = true
+	if got := commandFor(u).Env; len(got) != 1 || got[0] != "TOKEN=s3cret" {
+		t.Fatalf("clean environment: %q", got)
+	}
+	u.Env = nil
+	if got := commandFor(u).Env; got == nil || len(got) != 0 {
+		t.Fatalf("clean, empty environment: %q", got)
+	}
 }

@@ -167,6 +167,9 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 		if u.Protocol != "" || !fallsBack(err) {
 			return nil, err
 		}
+		if u.Authorization == "passthrough" {
+			return nil, fmt.Errorf("gateway: upstream %q: authorization \"passthrough\" needs a 2026-07-28 upstream, and server/discover failed (%w): a 2025 session is bound to one identity", u.Name, err)
+		}
 		c = &conn{name: u.Name}
 	}
 	c.w = newHTTPWire(u.Name, u.URL, hc, headers, unrouted)

@@ -427,19 +427,18 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// commandFor builds the exec.Cmd of a stdio upstream.
+// commandFor builds the exec.Cmd of a stdio upstream: the gateway's
+// environment plus Env, or Env alone with CleanEnv.
 func commandFor(u *UpstreamConfig) *exec.Cmd {
 	cmd := exec.Command(u.Command, u.Args...)
 	cmd.Dir = u.Dir
-	if len(u.Env) > 0 || !u.CleanEnv {
-		env := []string{}
-		if !u.CleanEnv {
-			env = os.Environ()
-		}
-		for _, k := range sortedKeys(u.Env) {
-			env = append(env, k+"="+expand(u.Env[k]))
-		}
-		cmd.Env = env
+	env := []string{}
+	if !u.CleanEnv {
+		env = os.Environ()
 	}
+	for _, k := range sortedKeys(u.Env) {
+		env = append(env, k+"="+expand(u.Env[k]))
+	}
+	cmd.Env = env
 	return cmd
 }
