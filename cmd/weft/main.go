@@ -6,6 +6,7 @@
 //	weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
 //	weft tools URL
 //	weft call URL TOOL [--args JSON]
+//	weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 //
 // Every command answers -h or --help with its flags (weft help COMMAND
 // does the same).
@@ -50,6 +51,7 @@ const usage = `usage:
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
   weft tools URL
   weft call URL TOOL [--args JSON]
+  weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 
 Run weft COMMAND --help for the flags of a command.`
 
@@ -83,6 +85,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return toolsCmd(ctx, args[1:], stdout)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "gateway":
+		return gatewayCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			// weft help COMMAND...: the help of that command.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// TestGatewayCommand: `weft gateway` fronts `weft serve --stdio` (spoken
+// to as a 2025-11-25 server) over HTTP; a 2026-07-28 client completes the
+// demo's form elicitation through it, under the configured rename.
+func TestGatewayCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	doc := "upstreams:\n" +
+		"  - name: demo\n" +
+		"    command: " + weftBin + "\n" +
+		"    args: [serve, --stdio, --data, ./upstream-data]\n" +
+		"    dir: .\n" +
+		"    protocol: \"2025-11-25\"\n" +
+		"    prefix: demo.\n" +
+		"    rename: {catalog.continue: approve_catalog}\n"
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("stdio", func(t *testing.T) { gatewayOverStdio(t, cfg, filepath.Join(dir, "gw-stdio")) })
+	addr := freeAddr(t)
+	cmd := exec.Command(weftBin, "gateway", "--config", cfg, "--addr", addr, "--data", filepath.Join(dir, "gw"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("weft gateway exited with %v\n%s", err, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("weft gateway did not stop on SIGINT")
+		}
+	})
+	waitPort(t, addr)
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", exactjson.Object())), nil
+		}}})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	joined := " " + strings.Join(names, " ") + " "
+	if !strings.Contains(joined, " approve_catalog ") || !strings.Contains(joined, " demo.refund.request ") || strings.Contains(joined, " catalog.continue ") {
+		t.Fatalf("tools: %v", names)
+	}
+	res, err := c.CallTool(ctx, "approve_catalog", nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if got := res.Text(); got != "Catalog access approved; continuing." {
+		t.Fatalf("result %q", got)
+	}
+}
+
+func TestGatewayCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"upstreams":[{"name":"x","command":"/nonexistent/upstream"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(dir, "typo.json")
+	if err := os.WriteFile(typo, []byte(`{"upstreams":[{"name":"x","comand":"weft"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gateway"}, "--config is required"},
+		{[]string{"gateway", "--config", filepath.Join(dir, "missing.yaml")}, "no such file"},
+		{[]string{"gateway", "--config", typo}, `unknown field "comand"`},
+		{[]string{"gateway", "--config", bad, "--data", dir}, `upstream "x": cannot start`},
+		{[]string{"gateway", "extra"}, "takes no arguments"},
+	} {
+		out, err := exec.Command(weftBin, tc.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("weft %v: %v\n%s\nwant %q", tc.args, err, out, tc.want)
+		}
+	}
+	out, err := exec.Command(weftBin, "gateway", "--help").CombinedOutput()
+	for _, w := range []string{"usage: weft gateway --config FILE", "--addr ADDRESS", "--postgres URL", "--keyring FILE", "--stdio"} {
+		if err != nil || !strings.Contains(string(out), w) {
+			t.Errorf("weft gateway --help: %v, lacks %q:\n%s", err, w, out)
+		}
+	}
+}
+
+// gatewayOverStdio: `weft gateway --stdio` serves a 2026-07-28 client on
+// its stdin and stdout; the demo's elicitation completes over MRTR.
+func gatewayOverStdio(t *testing.T, cfg, data string) {
+	tr, err := client.CommandTransport(exec.Command(weftBin, "gateway", "--stdio", "--config", cfg, "--data", data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(tr, client.Options{Handlers: client.Handlers{
+		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Object(exactjson.Field("action", exactjson.String("decline"))), nil
+		}}})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, "approve_catalog", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); got != "Catalog access was declined; nothing was changed." {
+		t.Fatalf("result %q", got)
+	}
+}

@@ -1,0 +1,311 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+)
+
+func fakeClient(t *testing.T, in *instance, h client.Handlers) *client.Client {
+	t.Helper()
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: h})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// fakePid returns the pid the fake logged first.
+func fakePid(t *testing.T, log string) int {
+	t.Helper()
+	first, _, _ := strings.Cut(readLog(t, log), "\n")
+	pid, err := strconv.Atoi(strings.TrimPrefix(first, "pid "))
+	if err != nil {
+		t.Fatalf("no pid in the fake's log %q", first)
+	}
+	return pid
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestUpstreamWontStart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		up   gateway.UpstreamConfig
+		want []string
+	}{
+		{"missing command", gateway.UpstreamConfig{Name: "nope", Command: "/nonexistent/weft-upstream"},
+			[]string{`upstream "nope"`, "cannot start", "no such file"}},
+		{"exits at once", gateway.UpstreamConfig{Name: "quitter", Command: "sh", Args: []string{"-c", "echo broken config >&2; exit 3"}},
+			[]string{`upstream "quitter"`, "exit status 3", "broken config"}},
+		{"not MCP", gateway.UpstreamConfig{Name: "chatty", Command: "sh", Args: []string{"-c", "echo hello; sleep 30"},
+			ShutdownTimeout: gateway.Duration(200 * time.Millisecond)},
+			[]string{`upstream "chatty"`, "not a JSON-RPC message", "hello"}},
+		{"silent", gateway.UpstreamConfig{Name: "mute", Command: "sleep", Args: []string{"30"}, ConnectTimeout: gateway.Duration(300 * time.Millisecond),
+			ShutdownTimeout: gateway.Duration(200 * time.Millisecond)},
+			[]string{`upstream "mute"`, "deadline exceeded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			_, err := gateway.New(context.Background(), nil, &gateway.Config{Upstreams: []gateway.UpstreamConfig{tc.up}}, gateway.Options{})
+			if err == nil {
+				t.Fatal("New succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+		})
+	}
+}
+
+// rpcCode returns the JSON-RPC code of err (0 when it is not one).
+func rpcCode(err error) int {
+	var re *client.RPCError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return 0
+}
+
+func TestUpstreamMisbehavesMidCall(t *testing.T) {
+	up, log := fakeUpstream(t, "fake")
+	up.CallTimeout = gateway.Duration(500 * time.Millisecond)
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	c := fakeClient(t, in, client.Handlers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "echo", map[string]any{"x": 1}); err != nil || res.Text() != `{"x":1}` {
+		t.Fatalf("echo: %v %v", res, err)
+	}
+	for _, tc := range []struct {
+		tool string
+		want string
+	}{
+		{"hang", "did not answer in time"},
+		{"crash", "the connection to it broke"},
+		{"garbage", "the connection to it broke"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			pid := fakePid(t, log)
+			_, err := c.CallTool(ctx, tc.tool, nil)
+			if rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want code %d and %q", err, gateway.CodeUpstreamUnavailable, tc.want)
+			}
+			if tc.tool == "hang" {
+				waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, log), "cancelled") })
+			} else {
+				waitFor(t, "the broken upstream to be gone", func() bool { return !alive(pid) })
+				_ = os.Remove(log) // the restarted fake logs its own pid
+			}
+			// The gateway reconnects for the next call.
+			if res, err := c.CallTool(ctx, "echo", map[string]any{"after": tc.tool}); err != nil || !strings.Contains(res.Text(), tc.tool) {
+				t.Fatalf("echo after %s: %v %v", tc.tool, res, err)
+			}
+			waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+		})
+	}
+	pid := fakePid(t, log)
+	if err := in.gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Fatalf("upstream %d still runs after Close", pid)
+	}
+}
+
+func answer(key, text string) exactjson.Value {
+	return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+		exactjson.Field("content", exactjson.Object(exactjson.Field(key, exactjson.String(text)))))
+}
+
+func TestParkedRounds(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var msgs []string
+	c := fakeClient(t, in, client.Handlers{
+		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			m, _ := p.Get("message")
+			s, _ := m.AsString()
+			msgs = append(msgs, s)
+			return answer("answer", "to-"+s), nil
+		},
+		Sample: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Parse([]byte(`{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}`), exactjson.Limits{})
+		},
+		Roots: func(context.Context) (exactjson.Value, error) {
+			return exactjson.Parse([]byte(`{"roots":[{"uri":"file:///r"}]}`), exactjson.Limits{})
+		},
+	})
+	res, err := c.CallTool(ctx, "ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); got != `"to-first" "to-second"` || strings.Join(msgs, ",") != "first,second" {
+		t.Fatalf("result %q after %v", got, msgs)
+	}
+	res, err = c.CallTool(ctx, "sample", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); !strings.Contains(got, "sampled") || !strings.Contains(got, "file:///r") {
+		t.Fatalf("result %q", got)
+	}
+	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+}
+
+// A client that never retries: the parked call is cancelled upstream when
+// its lifetime ends, and a late retry is refused.
+func TestParkedCallAbandoned(t *testing.T) {
+	up, log := fakeUpstream(t, "fake")
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{Lifetime: gateway.Duration(time.Second)}}
+	in := startGateway(t, cfg, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+		exactjson.Field("elicitation", exactjson.Object()))})
+	defer c.Close()
+	res, err := c.Call(ctx, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt, _ := res.Get("resultType"); !strings.Contains(rt.String(), "input_required") {
+		t.Fatalf("result %s", res)
+	}
+	if in.gw.Parked() != 1 {
+		t.Fatalf("%d parked calls, want 1", in.gw.Parked())
+	}
+	waitFor(t, "the abandoned call to be cancelled upstream", func() bool {
+		return strings.Contains(readLog(t, log), "cancelled") && in.gw.Parked() == 0
+	})
+	reqs, _ := res.Get("inputRequests")
+	key := reqs.Members()[0].Name
+	state, _ := res.Get("requestState")
+	_, err = c.Call(ctx, "tools/call", exactjson.Object(
+		exactjson.Field("name", exactjson.String("ask")), exactjson.Field("arguments", exactjson.Object()),
+		exactjson.Field("inputResponses", exactjson.Object(exactjson.Field(key, answer("answer", "late")))),
+		exactjson.Field("requestState", state)))
+	if rpcCode(err) != client.CodeInvalidParams || !strings.Contains(err.Error(), "no longer waiting") {
+		t.Fatalf("late retry: %v", err)
+	}
+}
+
+// A retry without the answer to a request gets the request again.
+func TestParkedMissingAnswerAskedAgain(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+		exactjson.Field("elicitation", exactjson.Object()))})
+	defer c.Close()
+	call := func(responses, state exactjson.Value) exactjson.Value {
+		t.Helper()
+		p := exactjson.Object(exactjson.Field("name", exactjson.String("ask")), exactjson.Field("arguments", exactjson.Object()))
+		if !state.IsNull() {
+			p = p.With("inputResponses", responses).With("requestState", state)
+		}
+		res, err := c.Call(ctx, "tools/call", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	keyOf := func(res exactjson.Value) (string, exactjson.Value) {
+		t.Helper()
+		reqs, _ := res.Get("inputRequests")
+		if reqs.Len() != 1 {
+			t.Fatalf("result %s", res)
+		}
+		st, _ := res.Get("requestState")
+		return reqs.Members()[0].Name, st
+	}
+	k1, st := keyOf(call(exactjson.Value{}, exactjson.Value{}))
+	k2, st := keyOf(call(exactjson.Object(), st)) // no answer: asked again
+	if k2 != k1 {
+		t.Fatalf("asked %q again as %q", k1, k2)
+	}
+	k3, st := keyOf(call(exactjson.Object(exactjson.Field(k2, answer("answer", "x"))), st))
+	res := call(exactjson.Object(exactjson.Field(k3, answer("answer", "y"))), st)
+	if !strings.Contains(res.String(), `\"x\" \"y\"`) {
+		t.Fatalf("final %s", res)
+	}
+}
+
+func TestParkedBounds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t.Run("rounds", func(t *testing.T) {
+		up, log := fakeUpstream(t, "fake")
+		in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{MaxRounds: 1}}, testKeyring(t), nil)
+		c := fakeClient(t, in, client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return answer("answer", "a"), nil
+		}})
+		_, err := c.CallTool(ctx, "ask", nil) // asks twice
+		if err == nil || !strings.Contains(err.Error(), "asked for input more than 1 times") {
+			t.Fatalf("error %v", err)
+		}
+		waitFor(t, "the call to be cancelled upstream", func() bool {
+			return strings.Contains(readLog(t, log), "cancelled") && in.gw.Parked() == 0
+		})
+	})
+	t.Run("per partition", func(t *testing.T) {
+		up, _ := fakeUpstream(t, "fake")
+		in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{MaxParkedPerPartition: 1}}, testKeyring(t), nil)
+		c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+			exactjson.Field("elicitation", exactjson.Object()))})
+		defer c.Close()
+		params := map[string]any{"name": "ask", "arguments": map[string]any{}}
+		if res, err := c.Call(ctx, "tools/call", params); err != nil || !strings.Contains(res.String(), "input_required") {
+			t.Fatalf("first: %v %v", res, err)
+		}
+		res, err := c.Call(ctx, "tools/call", params)
+		if err == nil || !strings.Contains(err.Error(), "Too many calls are waiting for input") {
+			t.Fatalf("second: %v %v", res, err)
+		}
+		waitFor(t, "one parked call", func() bool { return in.gw.Parked() == 1 })
+	})
+}
+
+// Concurrent calls of a 2025 stdio upstream that ask for input each get a
+// process of their own, so every request reaches the right client.
+func TestConcurrentParkedCallsOnStdio(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	up.MaxProcesses = 3
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 5 // more calls than processes: some wait for a free one
+	errs := make(chan error, n)
+	for i := range n {
+		name := "c" + strconv.Itoa(i)
+		c := fakeClient(t, in, client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			return answer("answer", name), nil
+		}})
+		go func() {
+			res, err := c.CallTool(ctx, "ask", nil)
+			if err == nil && res.Text() != `"`+name+`" "`+name+`"` {
+				err = errors.New(name + " got " + res.Text())
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+}

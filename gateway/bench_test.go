@@ -1,0 +1,58 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/gateway"
+)
+
+// BenchmarkToolsCall measures a tools/call over loopback HTTP made directly
+// to a Weft upstream and through the gateway in front of it (the upstream
+// spoken to as a 2026-07-28 server, and as a 2025-11-25 session): the
+// difference is the gateway's overhead per call.
+func BenchmarkToolsCall(b *testing.B) {
+	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}, QuietRequests: true})
+	if err := up.AddTool(weft.Tool{Name: "echo", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"s":{"type":"string"}}}`)},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("ok")}}, nil
+		}); err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(up)
+	defer hs.Close()
+	run := func(b *testing.B, url, tool string) {
+		c := client.New(client.NewHTTPTransport(url, nil), client.Options{})
+		defer c.Close()
+		ctx := context.Background()
+		args := map[string]any{"s": "hello"}
+		if _, err := c.CallTool(ctx, tool, args); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := c.CallTool(ctx, tool, args)
+			if err != nil || res.Text() != "ok" {
+				b.Fatal(res, err)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, hs.URL, "echo") })
+	for _, protocol := range []string{gateway.Version20260728, gateway.Version20251125} {
+		b.Run("gateway/upstream="+protocol, func(b *testing.B) {
+			srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{QuietRequests: true})
+			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+				{Name: "up", URL: hs.URL, Protocol: protocol}}}, gateway.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gw.Close()
+			gs := httptest.NewServer(srv)
+			defer gs.Close()
+			run(b, gs.URL, "echo")
+		})
+	}
+}

@@ -1,0 +1,406 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a gateway configuration: the upstreams it fronts and the bounds
+// of the calls parked while a client answers an upstream's input request.
+// It is read from JSON or YAML by [LoadConfig] or [ParseConfig].
+type Config struct {
+	// Upstreams are the servers fronted, in priority order: when two expose
+	// the same name, the first keeps it.
+	Upstreams []UpstreamConfig `json:"upstreams"`
+	// Input bounds the era translation of 2025-era upstreams.
+	Input InputConfig `json:"input,omitzero"`
+}
+
+// UpstreamConfig describes one upstream MCP server: a command speaking
+// stdio (Command, Args, Env, Dir) or a Streamable HTTP endpoint (URL,
+// Headers). Exactly one of Command and URL is set.
+type UpstreamConfig struct {
+	// Name identifies the upstream in logs and errors: 1-64 characters of
+	// [A-Za-z0-9_.-].
+	Name string `json:"name"`
+
+	// Command is the program to start (looked up in PATH).
+	Command string `json:"command,omitempty"`
+	// Args are its arguments.
+	Args []string `json:"args,omitempty"`
+	// Env adds variables to its environment; values may refer to the
+	// gateway's own environment as ${VAR}.
+	Env map[string]string `json:"env,omitempty"`
+	// CleanEnv starts the command with Env only instead of the gateway's
+	// environment plus Env.
+	CleanEnv bool `json:"cleanEnv,omitempty"`
+	// Dir is its working directory (default: the gateway's).
+	Dir string `json:"dir,omitempty"`
+
+	// URL is the MCP endpoint (http or https).
+	URL string `json:"url,omitempty"`
+	// Headers are sent on every request; values may refer to the gateway's
+	// environment as ${VAR} (keep tokens out of the file).
+	Headers map[string]string `json:"headers,omitempty"`
+	// Authorization is "" (send Headers only) or "passthrough": forward the
+	// downstream request's Authorization header (2026-07-28 HTTP upstreams).
+	Authorization string `json:"authorization,omitempty"`
+
+	// Protocol pins the revision spoken upstream: "2026-07-28",
+	// "2025-11-25" or "2025-06-18". Empty: server/discover is tried first,
+	// then initialize.
+	Protocol string `json:"protocol,omitempty"`
+
+	// Prefix is prepended to the names of the upstream's tools and prompts
+	// (for example "github_"). Resource URIs are not changed.
+	Prefix string `json:"prefix,omitempty"`
+	// Include, when not empty, keeps only the tools and prompts whose
+	// upstream name matches one of these path.Match patterns.
+	Include []string `json:"include,omitempty"`
+	// Exclude drops the tools and prompts whose upstream name matches one of
+	// these patterns (after Include).
+	Exclude []string `json:"exclude,omitempty"`
+	// Rename maps an upstream tool or prompt name to the exposed name (the
+	// Prefix is not added to a renamed item).
+	Rename map[string]string `json:"rename,omitempty"`
+
+	// Inputs names the input requests the upstream's operations may make
+	// of the client: "form" and "url" (elicitation), "sampling", "roots".
+	// Empty means all. Requests of other kinds are refused upstream.
+	Inputs []string `json:"inputs,omitempty"`
+
+	// MaxProcesses bounds the processes of a 2025-era command upstream
+	// (default 8). stdio does not say which call a server request belongs
+	// to, so each call of such an upstream has a process to itself while it
+	// runs (parked included); a call finding all of them busy waits for one,
+	// within CallTimeout.
+	MaxProcesses int `json:"maxProcesses,omitempty"`
+
+	// CallTimeout bounds one upstream call (default 60s; a parked call is
+	// bounded by Input.Lifetime instead).
+	CallTimeout Duration `json:"callTimeout,omitzero"`
+	// ConnectTimeout bounds starting and initializing the upstream
+	// (default 20s).
+	ConnectTimeout Duration `json:"connectTimeout,omitzero"`
+	// ShutdownTimeout is how long a command gets to exit after its stdin is
+	// closed, and again after SIGTERM, before SIGKILL (default 5s).
+	ShutdownTimeout Duration `json:"shutdownTimeout,omitzero"`
+}
+
+// InputConfig bounds the calls of 2025-era upstreams that wait ("parked")
+// for the answers of a 2026-07-28 client's retry.
+type InputConfig struct {
+	// MaxRounds bounds the input rounds of one call (default 10).
+	MaxRounds int `json:"maxRounds,omitempty"`
+	// MaxParked bounds the parked calls of the whole store (default 10,000).
+	MaxParked int `json:"maxParked,omitempty"`
+	// MaxParkedPerPartition bounds the parked calls of one authorization
+	// partition (default 100).
+	MaxParkedPerPartition int `json:"maxParkedPerPartition,omitempty"`
+	// Lifetime bounds a call that asks for input, from its start: a call
+	// whose client has not retried by then is cancelled upstream
+	// (default 10m, at most 24h).
+	Lifetime Duration `json:"lifetime,omitzero"`
+}
+
+// InputKinds returns the names UpstreamConfig.Inputs may hold.
+func InputKinds() []string { return []string{"form", "url", "sampling", "roots"} }
+
+// Defaults of the configuration.
+const (
+	DefaultCallTimeout           = 60 * time.Second
+	DefaultConnectTimeout        = 20 * time.Second
+	DefaultShutdownTimeout       = 5 * time.Second
+	DefaultMaxProcesses          = 8
+	DefaultMaxRounds             = 10
+	DefaultMaxParked             = 10000
+	DefaultMaxParkedPerPartition = 100
+	DefaultLifetime              = 10 * time.Minute
+	MaxLifetime                  = 24 * time.Hour
+)
+
+func (u *UpstreamConfig) callTimeout() time.Duration {
+	return or(u.CallTimeout.D(), DefaultCallTimeout)
+}
+func (u *UpstreamConfig) maxProcesses() int {
+	if u.MaxProcesses > 0 {
+		return u.MaxProcesses
+	}
+	return DefaultMaxProcesses
+}
+func (u *UpstreamConfig) connectTimeout() time.Duration {
+	return or(u.ConnectTimeout.D(), DefaultConnectTimeout)
+}
+func (u *UpstreamConfig) shutdownTimeout() time.Duration {
+	return or(u.ShutdownTimeout.D(), DefaultShutdownTimeout)
+}
+
+func (c InputConfig) withDefaults() InputConfig {
+	if c.MaxRounds <= 0 {
+		c.MaxRounds = DefaultMaxRounds
+	}
+	if c.MaxParked <= 0 {
+		c.MaxParked = DefaultMaxParked
+	}
+	if c.MaxParkedPerPartition <= 0 {
+		c.MaxParkedPerPartition = DefaultMaxParkedPerPartition
+	}
+	if c.Lifetime <= 0 {
+		c.Lifetime = Duration(DefaultLifetime)
+	}
+	return c
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s",
+// "5m") in configuration files.
+type Duration time.Duration
+
+// D returns the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// LoadConfig reads a JSON (.json) or YAML (.yaml, .yml) configuration file.
+// Relative Dir entries are resolved against the file's directory.
+func LoadConfig(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	format := "json"
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".yaml", ".yml":
+		format = "yaml"
+	}
+	c, err := ParseConfig(b, format)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %s: %w", file, err)
+	}
+	for i := range c.Upstreams {
+		if d := c.Upstreams[i].Dir; d != "" && !filepath.IsAbs(d) {
+			c.Upstreams[i].Dir = filepath.Join(filepath.Dir(file), d)
+		}
+	}
+	return c, nil
+}
+
+// maxConfigBytes bounds a configuration document.
+const maxConfigBytes = 1 << 20
+
+// ParseConfig parses and validates a configuration in format "json" or
+// "yaml". Unknown fields are errors.
+func ParseConfig(data []byte, format string) (*Config, error) {
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("configuration is larger than %d bytes", maxConfigBytes)
+	}
+	switch format {
+	case "json":
+	case "yaml":
+		var doc any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("YAML: %w", err)
+		}
+		j, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("YAML: %w (keys must be strings)", err)
+		}
+		data = j
+	default:
+		return nil, fmt.Errorf("unknown configuration format %q (want json or yaml)", format)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("configuration: trailing data after the document")
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate reports the first problem of the configuration.
+func (c *Config) Validate() error {
+	if len(c.Upstreams) == 0 {
+		return errors.New("configuration: no upstreams")
+	}
+	seen := map[string]bool{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if err := u.validate(); err != nil {
+			if u.Name != "" {
+				return fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
+			return fmt.Errorf("upstream %d: %w", i+1, err)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("upstream %q: the name is used twice", u.Name)
+		}
+		seen[u.Name] = true
+	}
+	in := c.Input
+	switch {
+	case in.MaxRounds < 0 || in.MaxRounds > 1000:
+		return fmt.Errorf("input.maxRounds = %d is outside 0..1000", in.MaxRounds)
+	case in.MaxParked < 0 || in.MaxParked > 1_000_000:
+		return fmt.Errorf("input.maxParked = %d is outside 0..1000000", in.MaxParked)
+	case in.MaxParkedPerPartition < 0 || in.MaxParkedPerPartition > 1_000_000:
+		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..1000000", in.MaxParkedPerPartition)
+	case in.Lifetime.D() > MaxLifetime:
+		return fmt.Errorf("input.lifetime = %s exceeds %s", in.Lifetime.D(), MaxLifetime)
+	}
+	return nil
+}
+
+func validName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (u *UpstreamConfig) validate() error {
+	if !validName(u.Name, 64) {
+		return fmt.Errorf("name %q must be 1-64 characters of A-Z a-z 0-9 _ . -", u.Name)
+	}
+	switch {
+	case u.Command == "" && u.URL == "":
+		return errors.New("set command (stdio) or url (Streamable HTTP)")
+	case u.Command != "" && u.URL != "":
+		return errors.New("set command or url, not both")
+	case u.URL != "":
+		p, err := url.Parse(u.URL)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("url %q is not an http or https URL", u.URL)
+		}
+		if len(u.Args) > 0 || len(u.Env) > 0 || u.Dir != "" || u.CleanEnv {
+			return errors.New("args, env, dir and cleanEnv apply to command upstreams only")
+		}
+	case u.Command != "":
+		if len(u.Headers) > 0 || u.Authorization != "" {
+			return errors.New("headers and authorization apply to url upstreams only")
+		}
+	}
+	switch u.Authorization {
+	case "":
+	case "passthrough":
+		if u.Protocol != "" && u.Protocol != Version20260728 {
+			return errors.New(`authorization "passthrough" needs a 2026-07-28 upstream (a 2025 session is bound to one identity)`)
+		}
+		if _, ok := u.Headers["Authorization"]; ok {
+			return errors.New(`authorization "passthrough" and an Authorization header exclude each other`)
+		}
+	default:
+		return fmt.Errorf(`authorization %q: want "" or "passthrough"`, u.Authorization)
+	}
+	if u.Protocol != "" && u.Protocol != Version20260728 && !slices.Contains(legacyVersions[:2], u.Protocol) {
+		return fmt.Errorf("protocol %q: want %s, %s or %s", u.Protocol, Version20260728, Version20251125, Version20250618)
+	}
+	if u.Prefix != "" && !validName(u.Prefix, 64) {
+		return fmt.Errorf("prefix %q must be 1-64 characters of A-Z a-z 0-9 _ . -", u.Prefix)
+	}
+	for _, p := range append(slices.Clone(u.Include), u.Exclude...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("pattern %q: %w", p, err)
+		}
+	}
+	if u.MaxProcesses < 0 || u.MaxProcesses > 1000 {
+		return fmt.Errorf("maxProcesses = %d is outside 0..1000", u.MaxProcesses)
+	}
+	if u.MaxProcesses > 0 && u.Command == "" {
+		return errors.New("maxProcesses applies to command upstreams only")
+	}
+	for _, k := range u.Inputs {
+		if !slices.Contains(InputKinds(), k) {
+			return fmt.Errorf("inputs: %q is not one of %s", k, strings.Join(InputKinds(), ", "))
+		}
+	}
+	for from, to := range u.Rename {
+		if !validName(to, 128) {
+			return fmt.Errorf("rename %q: %q must be 1-128 characters of A-Z a-z 0-9 _ . -", from, to)
+		}
+	}
+	return nil
+}
+
+// expand replaces ${VAR} and $VAR with the gateway's environment.
+func expand(s string) string { return os.ExpandEnv(s) }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// exposedName maps an upstream item name to the name the gateway exposes,
+// and reports false when the rules leave it out.
+func (u *UpstreamConfig) exposedName(name string) (string, bool) {
+	if len(u.Include) > 0 && !matchAny(u.Include, name) {
+		return "", false
+	}
+	if matchAny(u.Exclude, name) {
+		return "", false
+	}
+	if to, ok := u.Rename[name]; ok {
+		return to, true
+	}
+	return u.Prefix + name, true
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

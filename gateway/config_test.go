@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigsParse(t *testing.T) {
+	files, _ := filepath.Glob("examples/*")
+	if len(files) < 2 {
+		t.Fatalf("examples: %v", files)
+	}
+	for _, f := range files {
+		c, err := LoadConfig(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(c.Upstreams) == 0 {
+			t.Errorf("%s: no upstreams", f)
+		}
+	}
+	c, err := LoadConfig("examples/demo-stdio.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.Upstreams[0]
+	if u.Command != "weft" || u.Protocol != Version20251125 || u.CallTimeout.D() != 30*time.Second || c.Input.Lifetime.D() != 10*time.Minute {
+		t.Fatalf("demo-stdio.yaml read as %+v", c)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		doc, format, want string
+	}{
+		{`{}`, "json", "no upstreams"},
+		{`{"upstreams":[{"name":"a"}]}`, "json", "set command"},
+		{`{"upstreams":[{"name":"a","command":"x","url":"http://h/mcp"}]}`, "json", "not both"},
+		{`{"upstreams":[{"name":"a b","command":"x"}]}`, "json", "must be 1-64"},
+		{`{"upstreams":[{"name":"a","command":"x"},{"name":"a","command":"y"}]}`, "json", "used twice"},
+		{`{"upstreams":[{"name":"a","url":"ftp://h/"}]}`, "json", "not an http"},
+		{`{"upstreams":[{"name":"a","command":"x","headers":{"A":"b"}}]}`, "json", "url upstreams only"},
+		{`{"upstreams":[{"name":"a","url":"http://h/","args":["x"]}]}`, "json", "command upstreams only"},
+		{`{"upstreams":[{"name":"a","url":"http://h/","authorization":"forward"}]}`, "json", `authorization "forward"`},
+		{`{"upstreams":[{"name":"a","url":"http://h/","authorization":"passthrough","protocol":"2025-11-25"}]}`, "json", "needs a 2026-07-28 upstream"},
+		{`{"upstreams":[{"name":"a","command":"x","protocol":"2024-11-05"}]}`, "json", `protocol "2024-11-05"`},
+		{`{"upstreams":[{"name":"a","command":"x","prefix":"a b"}]}`, "json", "prefix"},
+		{`{"upstreams":[{"name":"a","command":"x","include":["["]}]}`, "json", "pattern"},
+		{`{"upstreams":[{"name":"a","command":"x","rename":{"t":""}}]}`, "json", "rename"},
+		{`{"upstreams":[{"name":"a","command":"x","callTimeout":5}]}`, "json", "duration must be a string"},
+		{`{"upstreams":[{"name":"a","command":"x","callTimeout":"-1s"}]}`, "json", "negative"},
+		{`{"upstreams":[{"name":"a","command":"x","comand":"y"}]}`, "json", "unknown field"},
+		{`{"upstreams":[{"name":"a","command":"x"}]} {}`, "json", "trailing data"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "exceeds"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
+		{`{"upstreams":[{"name":"a","command":"x","inputs":["form","mind"]}]}`, "json", `inputs: "mind"`},
+		{`{"upstreams":[{"name":"a","url":"http://h/","maxProcesses":2}]}`, "json", "command upstreams only"},
+		{`{"upstreams":[{"name":"a","command":"x","maxProcesses":-1}]}`, "json", "maxProcesses"},
+		{"upstreams: [", "yaml", "YAML"},
+		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", "unknown field"},
+		{`{}`, "toml", "unknown configuration format"},
+	} {
+		_, err := ParseConfig([]byte(tc.doc), tc.format)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseConfig(%s) = %v, want an error with %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+func TestExposedName(t *testing.T) {
+	u := UpstreamConfig{Prefix: "gh_", Include: []string{"issue_*", "search", "pr_*"}, Exclude: []string{"pr_merge"},
+		Rename: map[string]string{"search": "github_search"}}
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"issue_create", "gh_issue_create", true},
+		{"search", "github_search", true},
+		{"pr_list", "gh_pr_list", true},
+		{"pr_merge", "", false},
+		{"repo_delete", "", false},
+	} {
+		got, ok := u.exposedName(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("exposedName(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	t.Setenv("WEFT_GATEWAY_TEST_TOKEN", "s3cret")
+	if got := expand("Bearer ${WEFT_GATEWAY_TEST_TOKEN}"); got != "Bearer s3cret" {
+		t.Fatalf("expand = %q", got)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"upstreams":[{"name":"a","command":"x","prefix":"p_","rename":{"t":"u"}}],"input":{"lifetime":"1m"}}`), false)
+	f.Add([]byte("upstreams:\n  - name: a\n    url: http://h/mcp\n"), true)
+	f.Fuzz(func(t *testing.T, doc []byte, yaml bool) {
+		format := "json"
+		if yaml {
+			format = "yaml"
+		}
+		c, err := ParseConfig(doc, format)
+		if err == nil && c.Validate() != nil {
+			t.Fatal("ParseConfig accepted an invalid configuration")
+		}
+	})
+}
+
+func FuzzParseMsg(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"elicitation/create","params":{"message":"m","requestedSchema":{}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`,
+		`[1,2]`, `not json`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseMsg(b)
+		if err != nil {
+			return
+		}
+		if m.method == "" && !m.hasID {
+			t.Fatal("a response without id was accepted")
+		}
+		if m.isError {
+			_ = rpcError(m.errorObj).Error()
+		}
+	})
+}
+
+func TestCommandEnvironment(t *testing.T) {
+	t.Setenv("WEFT_GATEWAY_TEST_INHERITED", "yes")
+	t.Setenv("WEFT_GATEWAY_TEST_SECRET", "s3cret")
+	u := &UpstreamConfig{Command: "x", Env: map[string]string{"TOKEN": "${WEFT_GATEWAY_TEST_SECRET}"}}
+	env := strings.Join(commandFor(u).Env, "\n")
+	if !strings.Contains(env, "WEFT_GATEWAY_TEST_INHERITED=yes") || !strings.Contains(env, "TOKEN=s3cret") {
+		t.Fatalf("environment:\n%s", env)
+	}
+	u.CleanEnv = true
+	if got := commandFor(u).Env; len(got) != 1 || got[0] != "TOKEN=s3cret" {
+		t.Fatalf("clean environment: %q", got)
+	}
+	u.Env = nil
+	if got := commandFor(u).Env; got == nil || len(got) != 0 {
+		t.Fatalf("clean, empty environment: %q", got)
+	}
+}

@@ -1,0 +1,345 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// Protocol revisions an upstream may speak.
+const (
+	Version20260728 = "2026-07-28"
+	Version20251125 = "2025-11-25"
+	Version20250618 = "2025-06-18"
+)
+
+// legacyVersions are the 2025 revisions the gateway accepts in initialize.
+var legacyVersions = []string{Version20251125, Version20250618, "2025-03-26"}
+
+// conn is one established connection to an upstream: a 2026-07-28 one
+// (stateless requests carrying _meta) or a 2025-era session.
+type conn struct {
+	name    string
+	version string // the negotiated revision
+	w       wire   // stdio (both eras) and 2025 HTTP
+	ct      client.Transport
+	ctDone  chan struct{}
+	nextID  atomic.Int64
+	info    exactjson.Value // serverInfo
+	caps    exactjson.Value // server capabilities
+	instr   string
+	// subscribed are the resources a 2025 session subscribed to (guarded
+	// by the upstream's regMu).
+	subscribed map[string]bool
+	// answer is set by the tests' 2025 client (export_test.go).
+	answer func(method string, params exactjson.Value) exactjson.Value
+}
+
+// modern reports a 2026-07-28 upstream.
+func (c *conn) modern() bool { return c.version == Version20260728 }
+
+func (c *conn) done() <-chan struct{} {
+	if c.w != nil {
+		return c.w.done()
+	}
+	return c.ctDone
+}
+
+// err says why the connection ended.
+func (c *conn) err() error {
+	if c.w != nil {
+		return c.w.err()
+	}
+	return fmt.Errorf("%w: upstream %q", errUpstreamClosed, c.name)
+}
+
+func (c *conn) close() error {
+	if c.w != nil {
+		return c.w.close()
+	}
+	select {
+	case <-c.ctDone:
+	default:
+		close(c.ctDone)
+	}
+	return c.ct.Close()
+}
+
+// clientInfo is how the gateway introduces itself upstream.
+var clientInfo = exactjson.Object(exactjson.Field("name", exactjson.String("weft-gateway")), exactjson.Field("version", exactjson.String("1")))
+
+// allInputCapabilities are the client capabilities the gateway declares to a
+// 2025 session: it can relay every input request to its own clients.
+var allInputCapabilities = exactjson.Object(
+	exactjson.Field("elicitation", exactjson.Object(exactjson.Field("form", exactjson.Object()), exactjson.Field("url", exactjson.Object()))),
+	exactjson.Field("sampling", exactjson.Object()),
+	exactjson.Field("roots", exactjson.Object()))
+
+// callOpts are the per-call inputs of do.
+type callOpts struct {
+	// caps are the downstream client's capabilities, forwarded to a
+	// 2026-07-28 upstream (null: allInputCapabilities).
+	caps exactjson.Value
+	sink *sink
+}
+
+// do sends one request upstream. A JSON-RPC error is *client.RPCError.
+func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o callOpts) (exactjson.Value, error) {
+	if params.Kind() != exactjson.KindObject {
+		params = exactjson.Object()
+	}
+	if c.modern() {
+		caps := o.caps
+		if caps.Kind() != exactjson.KindObject {
+			caps = allInputCapabilities
+		}
+		meta, _ := params.Get("_meta")
+		if meta.Kind() != exactjson.KindObject {
+			meta = exactjson.Object()
+		}
+		meta = meta.With("io.modelcontextprotocol/protocolVersion", exactjson.String(Version20260728)).
+			With("io.modelcontextprotocol/clientCapabilities", caps).
+			With("io.modelcontextprotocol/clientInfo", clientInfo)
+		params = params.With("_meta", meta)
+	}
+	if c.w != nil {
+		return c.w.call(ctx, method, params, o.sink)
+	}
+	id := c.nextID.Add(1)
+	if o.sink != nil {
+		meta, _ := params.Get("_meta")
+		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+	}
+	var notify func(client.Notification)
+	if o.sink != nil && o.sink.notify != nil {
+		notify = func(n client.Notification) { o.sink.notify(n.Method, n.Params) }
+	}
+	h, _ := ctx.Value(headerKey{}).(http.Header)
+	resp, err := c.ct.Do(ctx, &client.Request{ID: id, Method: method, Params: params, Header: h}, notify)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exactjson.Value{}, ctx.Err()
+		}
+		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: %w", c.name, err)
+	}
+	if resp.Error != nil {
+		return exactjson.Value{}, resp.Error
+	}
+	if resp.Result.Kind() != exactjson.KindObject {
+		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: the result of %s is not an object", c.name, method)
+	}
+	return resp.Result, nil
+}
+
+// dial connects to an upstream and negotiates its revision.
+func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value)) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.connectTimeout())
+	defer cancel()
+	c := &conn{name: u.Name}
+	if u.Command != "" {
+		w, err := startStdio(u.Name, commandFor(u), u.shutdownTimeout(), unrouted)
+		if err != nil {
+			return nil, err
+		}
+		c.w = w
+		if err := c.handshake(ctx, u); err != nil {
+			_ = w.close()
+			return nil, err
+		}
+		return c, nil
+	}
+	if u.Protocol == "" || u.Protocol == Version20260728 {
+		c.ct = client.NewHTTPTransport(u.URL, hc, client.WithHeaderFunc(headers))
+		c.ctDone = make(chan struct{})
+		c.version = Version20260728
+		err := c.discover(ctx)
+		if err == nil {
+			return c, nil
+		}
+		_ = c.ct.Close()
+		if u.Protocol != "" || !fallsBack(err) {
+			return nil, err
+		}
+		if u.Authorization == "passthrough" {
+			return nil, fmt.Errorf("gateway: upstream %q: authorization \"passthrough\" needs a 2026-07-28 upstream, and server/discover failed (%w): a 2025 session is bound to one identity", u.Name, err)
+		}
+		c = &conn{name: u.Name}
+	}
+	c.w = newHTTPWire(u.Name, u.URL, hc, headers, unrouted)
+	if err := c.initialize(ctx, u); err != nil {
+		_ = c.w.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// fallsBack reports a discover failure that suggests a 2025-era server.
+func fallsBack(err error) bool {
+	var re *client.RPCError
+	var he *client.HTTPError
+	return errors.As(err, &re) || errors.As(err, &he) || errors.Is(err, client.ErrProtocol)
+}
+
+func (c *conn) handshake(ctx context.Context, u *UpstreamConfig) error {
+	if u.Protocol == Version20260728 {
+		c.version = Version20260728
+		return c.discover(ctx)
+	}
+	if u.Protocol == "" {
+		c.version = Version20260728
+		dctx, cancel := context.WithTimeout(ctx, autoDetectTimeout)
+		err := c.discover(dctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, errUpstreamClosed) {
+			return err
+		}
+		c.version = ""
+	}
+	return c.initialize(ctx, u)
+}
+
+// autoDetectTimeout bounds the server/discover probe of an upstream whose
+// revision is not configured.
+const autoDetectTimeout = 5 * time.Second
+
+// closeTimeout bounds the DELETE that ends a 2025 HTTP session.
+const closeTimeout = 5 * time.Second
+
+func (c *conn) discover(ctx context.Context) error {
+	res, err := c.do(ctx, "server/discover", exactjson.Object(), callOpts{})
+	if err != nil {
+		return fmt.Errorf("gateway: upstream %q: server/discover: %w", c.name, err)
+	}
+	sv, _ := res.Get("supportedVersions")
+	ok := false
+	for v := range sv.Values() {
+		if isStr(v, Version20260728) {
+			ok = true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("gateway: upstream %q: server/discover: %w: %s is not among its supportedVersions", c.name, client.ErrProtocol, Version20260728)
+	}
+	c.caps, _ = res.Get("capabilities")
+	c.instr = str(res, "instructions")
+	meta, _ := res.Get("_meta")
+	c.info, _ = meta.Get("io.modelcontextprotocol/serverInfo")
+	return nil
+}
+
+func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
+	want := u.Protocol
+	if want == "" || want == Version20260728 {
+		want = Version20251125
+	}
+	res, err := c.w.call(ctx, "initialize", exactjson.Object(
+		exactjson.Field("protocolVersion", exactjson.String(want)),
+		exactjson.Field("capabilities", allInputCapabilities),
+		exactjson.Field("clientInfo", clientInfo)), nil)
+	if err != nil {
+		return fmt.Errorf("gateway: upstream %q: initialize: %w", c.name, err)
+	}
+	got := str(res, "protocolVersion")
+	if !slices.Contains(legacyVersions, got) {
+		return fmt.Errorf("gateway: upstream %q: initialize: the server answered protocolVersion %q, which the gateway does not speak", c.name, got)
+	}
+	if u.Protocol != "" && u.Protocol != Version20260728 && got != u.Protocol {
+		return fmt.Errorf("gateway: upstream %q: initialize: pinned to %s but the server chose %s", c.name, u.Protocol, got)
+	}
+	c.version = got
+	c.caps, _ = res.Get("capabilities")
+	c.info, _ = res.Get("serverInfo")
+	c.instr = str(res, "instructions")
+	c.w.setSession("", got)
+	if err := c.w.notify(ctx, "notifications/initialized", exactjson.Object()); err != nil {
+		return fmt.Errorf("gateway: upstream %q: notifications/initialized: %w", c.name, err)
+	}
+	return nil
+}
+
+// maxResourceSubscriptions bounds the resource URIs a listen stream
+// subscribes to.
+const maxResourceSubscriptions = 256
+
+// listen keeps a subscriptions/listen stream open on a 2026-07-28
+// upstream for its list changes and the updates of the resources uris()
+// returns, passing each notification's method and params to onChange, until
+// the connection ends. A stream that fails is opened again after a pause;
+// one is reopened at once (with the current resources) when reset fires.
+func (c *conn) listen(onChange func(method string, params exactjson.Value), uris func() []string, reset <-chan struct{}, log func(msg string, args ...any)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.done()
+		cancel()
+	}()
+	pause := time.Second
+	for ctx.Err() == nil {
+		filter := exactjson.Object(
+			exactjson.Field("toolsListChanged", exactjson.Bool(true)),
+			exactjson.Field("promptsListChanged", exactjson.Bool(true)),
+			exactjson.Field("resourcesListChanged", exactjson.Bool(true)))
+		if us := uris(); len(us) > 0 {
+			if len(us) > maxResourceSubscriptions {
+				log("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", c.name, "resources", len(us))
+				us = us[:maxResourceSubscriptions]
+			}
+			vs := make([]exactjson.Value, len(us))
+			for i, u := range us {
+				vs[i] = exactjson.String(u)
+			}
+			filter = filter.With("resourceSubscriptions", exactjson.Array(vs...))
+		}
+		sctx, scancel := context.WithCancel(ctx)
+		stop := make(chan struct{})
+		reopened := atomic.Bool{}
+		go func() {
+			select {
+			case <-reset:
+				reopened.Store(true)
+				scancel()
+			case <-stop:
+			}
+		}()
+		var acked atomic.Bool
+		_, err := c.do(sctx, "subscriptions/listen", exactjson.Object(exactjson.Field("notifications", filter)),
+			callOpts{sink: &sink{notify: func(m string, p exactjson.Value) {
+				switch m {
+				case "notifications/subscriptions/acknowledged":
+					acked.Store(true)
+					onChange(m, p) // what changed while no stream was open is listed again
+				case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+					"notifications/resources/list_changed", "notifications/resources/updated":
+					onChange(m, p)
+				}
+			}}})
+		close(stop)
+		scancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if reopened.Load() {
+			continue
+		}
+		if acked.Load() {
+			pause = time.Second
+		}
+		log("gateway: the upstream's subscriptions/listen stream ended; reopening", "upstream", c.name, "err", err, "in", pause)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Minute)
+	}
+}

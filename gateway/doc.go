@@ -1,0 +1,22 @@
+// Package gateway fronts other MCP servers on a [weft.Server]: stdio
+// commands and Streamable HTTP endpoints of the 2025 era (2025-11-25,
+// 2025-06-18 sessions) or of 2026-07-28, and other servers of the process
+// ([Mount]). Their tools, prompts, resources and resource templates are
+// registered on the server — tools and prompts renamed by each upstream's
+// prefix, include, exclude and rename rules — kept current on the
+// upstreams' list changes, and every operation is forwarded to its owner.
+//
+// Era translation: a 2025-era upstream asks for input (elicitation,
+// sampling, roots) with requests sent during a call; the gateway parks the
+// call and answers its 2026-07-28 client input_required, and the client's
+// retry, on any instance of a fleet, delivers the answers through the
+// mailbox of a [sessionstore.Store] (PostgreSQL for a fleet). 2025-era
+// clients are served by the server's own legacy bridge.
+//
+//	cfg, err := gateway.LoadConfig("gateway.yaml")
+//	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: parked})
+//	defer gw.Close()
+//
+// The command `weft gateway --config FILE` serves a configuration; see
+// docs/gateway.md for what is translated, what is not, and the limits.
+package gateway

@@ -1,0 +1,53 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/wefttest"
+)
+
+func ExampleParseConfig() {
+	cfg, err := gateway.ParseConfig([]byte(`
+upstreams:
+  - name: files
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-filesystem", /srv/shared]
+    protocol: "2025-11-25"
+    prefix: fs_
+    exclude: ["write_*"]
+    rename: {read_file: read}
+`), "yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	u := cfg.Upstreams[0]
+	fmt.Println(u.Name, u.Command, u.Protocol, u.Prefix)
+	// Output: files npx 2025-11-25 fs_
+}
+
+func ExampleMount() {
+	ctx := context.Background()
+	billing := weft.NewServer(weft.Implementation{Name: "billing", Version: "1"}, &weft.Options{QuietRequests: true})
+	_ = billing.AddTool(weft.Tool{Name: "balance", Description: "Returns the balance."},
+		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("42.00 EUR")}}, nil
+		})
+	app := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{QuietRequests: true})
+	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, gateway.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer gw.Close()
+	res, err := wefttest.NewClient(app).CallTool(ctx, "billing.balance", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Text())
+	// Output: 42.00 EUR
+}

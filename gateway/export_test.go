@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// LegacyClient is the gateway's own 2025-11-25 session client, exported to
+// the tests as a 2025-era client of a gateway.
+type LegacyClient struct{ c *conn }
+
+// DialLegacy opens a 2025-11-25 session with the MCP endpoint url; answer
+// answers the server's requests.
+func DialLegacy(ctx context.Context, url string, answer func(method string, params exactjson.Value) exactjson.Value) (*LegacyClient, error) {
+	u := &UpstreamConfig{Name: "legacy-client", URL: url, Protocol: Version20251125}
+	c, err := dial(ctx, u, nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.answer = answer
+	return &LegacyClient{c: c}, nil
+}
+
+// Call sends a request in the session.
+func (l *LegacyClient) Call(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+	return l.c.do(ctx, method, params, callOpts{sink: &sink{request: func(_ context.Context, m string, p exactjson.Value) (exactjson.Value, *client.RPCError) {
+		return l.c.answer(m, p), nil
+	}}})
+}
+
+// Close ends the session.
+func (l *LegacyClient) Close() error { return l.c.close() }

@@ -1,0 +1,180 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+)
+
+// The fake upstream: this test binary, started with fakeEnv set, is a
+// 2025-11-25 stdio server whose tools misbehave on purpose. It appends what
+// it sees (its pid, cancellations) to the file named by fakeLogEnv.
+const (
+	fakeEnv    = "WEFT_GATEWAY_FAKE"
+	fakeLogEnv = "WEFT_GATEWAY_FAKE_LOG"
+)
+
+func fakeUpstream(t *testing.T, name string) (gateway.UpstreamConfig, string) {
+	t.Helper()
+	log := t.TempDir() + "/fake.log"
+	return gateway.UpstreamConfig{Name: name, Command: os.Args[0], Protocol: gateway.Version20251125,
+		Env: map[string]string{fakeEnv: "1", fakeLogEnv: log}}, log
+}
+
+func runFake(stdin io.Reader, stdout io.Writer) int {
+	var wmu sync.Mutex
+	logf := func(format string, args ...any) {
+		f, err := os.OpenFile(os.Getenv(fakeLogEnv), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, format+"\n", args...)
+			f.Close()
+		}
+	}
+	logf("pid %d", os.Getpid())
+	write := func(s string) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		fmt.Fprintln(stdout, s)
+	}
+	// Answers to the fake's own requests, by id.
+	var amu sync.Mutex
+	answers := map[string]chan exactjson.Value{}
+	ask := func(id, method, params string) exactjson.Value {
+		ch := make(chan exactjson.Value, 1)
+		amu.Lock()
+		answers[id] = ch
+		amu.Unlock()
+		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, id, method, params))
+		return <-ch
+	}
+	tools := `{"tools":[` +
+		`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object"}},` +
+		`{"name":"crash","description":"Exits mid-call.","inputSchema":{"type":"object"}},` +
+		`{"name":"garbage","description":"Writes garbage.","inputSchema":{"type":"object"}},` +
+		`{"name":"hang","description":"Never answers.","inputSchema":{"type":"object"}},` +
+		`{"name":"ask","description":"Asks twice.","inputSchema":{"type":"object"}},` +
+		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}}]}`
+	br := bufio.NewReader(stdin)
+	seq := 0
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			logf("eof")
+			return 0
+		}
+		v, perr := exactjson.Parse([]byte(line), exactjson.Limits{})
+		if perr != nil {
+			continue
+		}
+		id, _ := v.Get("id")
+		idJSON := id.String()
+		mv, hasMethod := v.Get("method")
+		method, _ := mv.AsString()
+		params, _ := v.Get("params")
+		if !hasMethod { // an answer to one of our requests
+			amu.Lock()
+			ch := answers[strings.Trim(idJSON, `"`)]
+			amu.Unlock()
+			if ch != nil {
+				r, _ := v.Get("result")
+				ch <- r
+			}
+			continue
+		}
+		switch method {
+		case "initialize":
+			pv, _ := params.Get("protocolVersion")
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}},"serverInfo":{"name":"fake","version":"1"}}}`, idJSON, pv.String()))
+		case "notifications/initialized":
+		case "notifications/cancelled":
+			rid, _ := params.Get("requestId")
+			logf("cancelled %s", rid.String())
+		case "resources/list":
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"fake://status","name":"status"}]}}`, idJSON))
+		case "resources/templates/list":
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resourceTemplates":[]}}`, idJSON))
+		case "resources/subscribe":
+			uri, _ := params.Get("uri")
+			logf("subscribe %s", uri.String())
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{}}`, idJSON))
+			go func() { // the resource changes all the time
+				for range time.Tick(50 * time.Millisecond) {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":%s}}`, uri.String()))
+				}
+			}()
+		case "tools/list":
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, idJSON, tools))
+		case "tools/call":
+			nv, _ := params.Get("name")
+			name, _ := nv.AsString()
+			args, _ := params.Get("arguments")
+			logf("call %s %s", name, idJSON)
+			switch name {
+			case "echo":
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, args.String()))
+			case "crash":
+				os.Exit(3)
+			case "garbage":
+				write("this is not JSON")
+			case "hang":
+			case "ask", "sample":
+				seq++
+				base := strconv.Itoa(seq)
+				go func(idJSON string) {
+					var texts []string
+					if name == "ask" {
+						for i, q := range []string{"first", "second"} {
+							r := ask("e"+base+"-"+strconv.Itoa(i), "elicitation/create",
+								fmt.Sprintf(`{"mode":"form","message":%q,"requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`, q))
+							c, _ := r.Get("content")
+							a, _ := c.Get("answer")
+							texts = append(texts, a.String())
+						}
+					} else {
+						r := ask("s"+base, "sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`)
+						c, _ := r.Get("content")
+						texts = append(texts, c.String())
+						r = ask("r"+base, "roots/list", `{}`)
+						texts = append(texts, r.String())
+					}
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, strings.Join(texts, " ")))
+				}(idJSON)
+			}
+		default:
+			if !id.IsNull() {
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, idJSON))
+			}
+		}
+	}
+}
+
+// readLog returns the fake's log.
+func readLog(t *testing.T, path string) string {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// waitFor polls cond until it holds or the test's patience ends.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

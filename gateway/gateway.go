@@ -1,0 +1,1102 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/mirror"
+	"github.com/weftmcp/weft/sessionstore"
+)
+
+// Options configure a [Gateway]. The zero value is usable.
+type Options struct {
+	// Store holds the mailboxes of parked calls (see [InputConfig]). A
+	// fleet shares one (sessionstore/pgstore, with its own table prefix);
+	// nil means an in-process store bounded by the configuration's Input.
+	Store sessionstore.Store
+	// HTTPClient carries requests to URL upstreams (default
+	// http.DefaultClient).
+	HTTPClient *http.Client
+	// Logger receives upstream events (default: discard).
+	Logger *slog.Logger
+}
+
+// Gateway fronts the configured upstream MCP servers on a [weft.Server]:
+// their tools, prompts, resources and resource templates are registered on
+// the server (tools and prompts renamed by the rules of each upstream), and
+// every operation is forwarded to the upstream that owns it. A 2025-era
+// upstream's input requests become input_required results for 2026-07-28
+// clients (see [InputConfig]); 2025-era clients of the server are served by
+// its own legacy bridge.
+type Gateway struct {
+	srv  *weft.Server
+	log  *slog.Logger
+	hc   *http.Client
+	park *parker
+	ups  []*upstream
+
+	mu     sync.Mutex
+	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
+	wg     sync.WaitGroup
+	stop   chan struct{}
+	closed bool
+}
+
+// New connects to every upstream of cfg, registers what they offer on srv
+// and keeps it current (an upstream's list_changed notifications, a
+// reconnection). It fails when an upstream cannot be reached; nothing is
+// left running then.
+func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	in := cfg.Input.withDefaults()
+	store := opts.Store
+	if store == nil {
+		store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{
+			MaxSessions: in.MaxParked, MaxPerIdentity: in.MaxParkedPerPartition}})
+	}
+	g := &Gateway{srv: srv, log: log, hc: opts.HTTPClient, park: newParker(store, in, log),
+		owners: map[string]*upstream{}, stop: make(chan struct{})}
+	for i := range cfg.Upstreams {
+		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
+		u.slots = make(chan struct{}, u.cfg.maxProcesses())
+		u.relisten = make(chan struct{}, 1)
+		g.ups = append(g.ups, u)
+	}
+	for _, u := range g.ups {
+		if _, err := u.get(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+		if err := u.refresh(ctx); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	for _, u := range g.ups {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			u.refreshLoop(g.stop)
+		}()
+	}
+	return g, nil
+}
+
+// Close stops the refreshers, cancels the parked calls of this instance
+// (upstream too) and shuts the upstreams down (stdio commands are stopped).
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	close(g.stop)
+	g.mu.Unlock()
+	g.park.close()
+	var errs []error
+	for _, u := range g.ups {
+		errs = append(errs, u.closeConn())
+	}
+	g.wg.Wait()
+	for _, u := range g.ups {
+		u.unregister()
+	}
+	return errors.Join(errs...)
+}
+
+// unregister removes what the upstream registered on the server.
+func (u *upstream) unregister() {
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
+	srv := u.g.srv
+	if srv == nil {
+		return
+	}
+	for name := range u.reg.tools {
+		srv.RemoveTool(name)
+	}
+	for name := range u.reg.prompts {
+		srv.RemovePrompt(name)
+	}
+	for uri := range u.reg.resources {
+		srv.RemoveResource(uri)
+	}
+	for tpl := range u.reg.templates {
+		srv.RemoveResourceTemplate(tpl)
+	}
+	u.reg = newRegistry()
+}
+
+func (g *Gateway) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
+// Parked returns the number of upstream calls parked on this instance.
+func (g *Gateway) Parked() int { return int(g.park.active.Load()) }
+
+// Refresh lists every upstream again and updates the registrations.
+func (g *Gateway) Refresh(ctx context.Context) error {
+	var errs []error
+	for _, u := range g.ups {
+		errs = append(errs, u.refresh(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// claim records owner as the owner of key, reporting false when another
+// upstream owns it.
+func (g *Gateway) claim(key string, u *upstream) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o, ok := g.owners[key]; ok && o != u {
+		return false
+	}
+	g.owners[key] = u
+	return true
+}
+
+func (g *Gateway) release(key string, u *upstream) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owners[key] == u {
+		delete(g.owners, key)
+	}
+}
+
+// upstream is one configured upstream and what it registered.
+type upstream struct {
+	g    *Gateway
+	cfg  UpstreamConfig
+	kick chan struct{}
+
+	relisten chan struct{} // the registered resources changed: reopen the listen stream
+
+	mu        sync.Mutex // guards c; held while connecting
+	c         *conn
+	connected bool // a connection was made before
+
+	regMu sync.Mutex
+	reg   *registry
+
+	// The processes of a 2025-era stdio upstream beyond the primary (see
+	// acquire).
+	poolMu sync.Mutex
+	extras map[*conn]bool
+	idle   []*conn
+	busy   map[*conn]bool
+	slots  chan struct{} // one per call running on a process
+}
+
+type registry struct {
+	tools, prompts, resources, templates map[string]string // exposed name -> definition fingerprint
+}
+
+func newRegistry() *registry {
+	return &registry{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
+}
+
+type authKey struct{}
+
+// headerKey carries the extra request headers of one call (Mcp-Param-*).
+type headerKey struct{}
+
+func withHeader(ctx context.Context, h http.Header) context.Context {
+	if h == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, headerKey{}, h)
+}
+
+// headers adds the configured headers and, for passthrough, the
+// downstream Authorization header carried by ctx.
+func (u *upstream) headers(ctx context.Context, h http.Header) error {
+	for _, k := range sortedKeys(u.cfg.Headers) {
+		h.Set(k, expand(u.cfg.Headers[k]))
+	}
+	if u.cfg.Authorization == "passthrough" {
+		if a, _ := ctx.Value(authKey{}).(string); a != "" {
+			h.Set("Authorization", a)
+		}
+	}
+	return nil
+}
+
+// get returns the live connection, connecting (again) when needed.
+func (u *upstream) get(ctx context.Context) (*conn, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.g.isClosed() {
+		return nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
+	}
+	if u.c != nil {
+		select {
+		case <-u.c.done():
+			u.g.log.Warn("gateway: upstream connection lost; reconnecting", "upstream", u.cfg.Name, "err", u.c.err())
+			_ = u.c.close()
+			u.c = nil
+		default:
+			return u.c, nil
+		}
+	}
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted)
+	if err != nil {
+		return nil, err
+	}
+	u.g.log.Info("gateway: upstream connected", "upstream", u.cfg.Name, "protocol", c.version)
+	if u.connected {
+		u.kickRefresh() // a reconnection: the lists may have changed
+	}
+	u.c, u.connected = c, true
+	if c.modern() {
+		u.g.wg.Add(1)
+		go func() {
+			defer u.g.wg.Done()
+			c.listen(u.unrouted, u.resourceURIs, u.relisten, u.g.log.Info)
+		}()
+	}
+	return c, nil
+}
+
+func (u *upstream) closeConn() error {
+	u.mu.Lock()
+	c := u.c
+	u.c = nil
+	u.mu.Unlock()
+	u.poolMu.Lock()
+	extras := u.extras
+	u.extras, u.idle = map[*conn]bool{}, nil
+	u.poolMu.Unlock()
+	var errs []error
+	for x := range extras {
+		errs = append(errs, x.close())
+	}
+	if c != nil {
+		errs = append(errs, c.close())
+	}
+	return errors.Join(errs...)
+}
+
+// acquire returns a connection for one call of a 2025-era stdio upstream
+// that only this call uses while it runs: primary when it is free, else an
+// idle extra process, else a new one. At most MaxProcesses calls run at
+// once; others wait for one to end (within callTimeout). release gives the
+// connection back. Other upstreams share primary.
+func (u *upstream) acquire(ctx context.Context, primary *conn) (*conn, func(), error) {
+	if u.cfg.Command == "" || primary.modern() {
+		return primary, func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+	defer cancel()
+	select {
+	case u.slots <- struct{}{}:
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%w: all %d processes stayed busy for %s", context.DeadlineExceeded, u.cfg.maxProcesses(), u.cfg.callTimeout())
+	}
+	c, release, err := u.pick(ctx, primary)
+	if err != nil {
+		<-u.slots
+		return nil, nil, err
+	}
+	return c, func() { release(); <-u.slots }, nil
+}
+
+// pick chooses the free connection of acquire.
+func (u *upstream) pick(ctx context.Context, primary *conn) (*conn, func(), error) {
+	u.poolMu.Lock()
+	if u.extras == nil {
+		u.extras = map[*conn]bool{}
+	}
+	take := func(c *conn) (*conn, func(), error) {
+		u.busy[c] = true
+		return c, func() { u.release(c) }, nil
+	}
+	if u.busy == nil {
+		u.busy = map[*conn]bool{}
+	}
+	if !u.busy[primary] {
+		defer u.poolMu.Unlock()
+		return take(primary)
+	}
+	for len(u.idle) > 0 {
+		c := u.idle[len(u.idle)-1]
+		u.idle = u.idle[:len(u.idle)-1]
+		select {
+		case <-c.done():
+			delete(u.extras, c)
+			_ = c.close()
+			continue
+		default:
+		}
+		defer u.poolMu.Unlock()
+		return take(c)
+	}
+	if 1+len(u.extras) >= u.cfg.maxProcesses() {
+		// Not reached while slots bound the calls; share rather than fail.
+		u.poolMu.Unlock()
+		return primary, func() {}, nil
+	}
+	placeholder := &conn{}
+	u.extras[placeholder] = true // holds the place while dialing
+	u.poolMu.Unlock()
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted)
+	u.poolMu.Lock()
+	defer u.poolMu.Unlock()
+	delete(u.extras, placeholder)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u.g.isClosed() {
+		_ = c.close()
+		return nil, nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
+	}
+	u.extras[c] = true
+	return take(c)
+}
+
+// release ends a call's exclusive use of a connection.
+func (u *upstream) release(c *conn) {
+	u.poolMu.Lock()
+	defer u.poolMu.Unlock()
+	delete(u.busy, c)
+	if !u.extras[c] {
+		return // the primary, or closed meanwhile
+	}
+	select {
+	case <-c.done():
+		delete(u.extras, c)
+		go c.close()
+	default:
+		u.idle = append(u.idle, c)
+	}
+}
+
+// unrouted receives the notifications of no call: list changes and
+// resource updates (relayed to the server's subscribers).
+func (u *upstream) unrouted(method string, params exactjson.Value) {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed",
+		"notifications/subscriptions/acknowledged":
+		u.kickRefresh()
+	case "notifications/resources/updated":
+		if uri := str(params, "uri"); uri != "" && u.g.srv != nil {
+			u.g.srv.NotifyResourceUpdated(uri)
+		}
+	}
+}
+
+// resourceURIs returns the URIs of the upstream's registered resources.
+func (u *upstream) resourceURIs() []string {
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
+	out := make([]string, 0, len(u.reg.resources))
+	for uri := range u.reg.resources {
+		out = append(out, uri)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (u *upstream) kickRefresh() {
+	select {
+	case u.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (u *upstream) refreshLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-u.kick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.callTimeout())
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := u.refresh(ctx); err != nil {
+			u.g.log.Warn("gateway: cannot refresh an upstream's lists", "upstream", u.cfg.Name, "err", err)
+		}
+		cancel()
+	}
+}
+
+// do sends a request on c; when the upstream forgot the 2025 session (HTTP
+// 404: it restarted, or expired the session), the request was not run, so
+// it is sent once more on a new session.
+func (u *upstream) do(ctx context.Context, c *conn, method string, params exactjson.Value, o callOpts) (exactjson.Value, error) {
+	res, err := c.do(ctx, method, params, o)
+	if !errors.Is(err, errSessionExpired) {
+		return res, err
+	}
+	u.g.log.Info("gateway: the upstream's session expired; opening another", "upstream", u.cfg.Name)
+	c2, gerr := u.get(ctx)
+	if gerr != nil {
+		return exactjson.Value{}, gerr
+	}
+	return c2.do(ctx, method, params, o)
+}
+
+// listAll pages through a list method of the upstream.
+func (u *upstream) listAll(ctx context.Context, c *conn, method, member string) ([]exactjson.Value, error) {
+	var out []exactjson.Value
+	params := exactjson.Object()
+	seen := map[string]bool{}
+	for {
+		res, err := u.do(ctx, c, method, params, callOpts{})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: upstream %q: %s: %w", u.cfg.Name, method, err)
+		}
+		items, _ := res.Get(member)
+		out = append(out, items.Elements()...)
+		cur := str(res, "nextCursor")
+		if cur == "" {
+			return out, nil
+		}
+		if seen[cur] || len(seen) > 1000 {
+			return nil, fmt.Errorf("gateway: upstream %q: %s: pagination does not end", u.cfg.Name, method)
+		}
+		seen[cur] = true
+		params = exactjson.Object(exactjson.Field("cursor", exactjson.String(cur)))
+	}
+}
+
+func fingerprint(v exactjson.Value, extra string) string {
+	b, _ := exactjson.Encode(v, 0)
+	h := sha256.Sum256(append(b, extra...))
+	return hex.EncodeToString(h[:8])
+}
+
+// refresh lists the upstream's tools, prompts, resources and templates and
+// brings the registrations on the server up to date.
+func (u *upstream) refresh(ctx context.Context) error {
+	c, err := u.get(ctx)
+	if err != nil {
+		return err
+	}
+	caps := c.caps
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
+	var errs []error
+	if caps.Has("tools") {
+		items, err := u.listAll(ctx, c, "tools/list", "tools")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncTools(items, c)
+		}
+	}
+	if caps.Has("prompts") {
+		items, err := u.listAll(ctx, c, "prompts/list", "prompts")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncPrompts(items, c)
+		}
+	}
+	if caps.Has("resources") {
+		items, err := u.listAll(ctx, c, "resources/list", "resources")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncResources(items, c)
+		}
+		tmpl, err := u.listAll(ctx, c, "resources/templates/list", "resourceTemplates")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncTemplates(tmpl, c)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
+	srv := u.g.srv
+	keep := map[string]bool{}
+	for _, it := range items {
+		upName := str(it, "name")
+		name, ok := u.cfg.exposedName(upName)
+		if !ok {
+			continue
+		}
+		if !u.g.claim("tool:"+name, u) {
+			u.g.log.Warn("gateway: tool name taken by another upstream; not exposed", "upstream", u.cfg.Name, "tool", upName, "name", name)
+			continue
+		}
+		keep[name] = true
+		fp := fingerprint(it, c.version)
+		if u.reg.tools[name] == fp {
+			continue
+		}
+		t, err := toolDef(it, name)
+		if err == nil {
+			t.Inputs = proxyInputs(u.cfg.Inputs)
+			t.StateMode = modernStateMode
+			if !c.modern() {
+				t.StateMode = legacyStateMode
+			}
+			var mirrors []mirror.Mirror
+			if in, ok := it.Get("inputSchema"); ok {
+				mirrors, err = mirror.Find(in)
+			}
+			if err == nil {
+				err = srv.AddTool(t, u.toolHandler(upName, mirrors))
+			}
+		}
+		if err != nil {
+			u.g.log.Warn("gateway: an upstream tool cannot be exposed", "upstream", u.cfg.Name, "tool", upName, "err", err)
+			delete(keep, name)
+			if _, had := u.reg.tools[name]; had {
+				srv.RemoveTool(name)
+				delete(u.reg.tools, name)
+			}
+			u.g.release("tool:"+name, u)
+			continue
+		}
+		u.reg.tools[name] = fp
+	}
+	for name := range u.reg.tools {
+		if !keep[name] {
+			srv.RemoveTool(name)
+			delete(u.reg.tools, name)
+			u.g.release("tool:"+name, u)
+		}
+	}
+}
+
+func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
+	srv := u.g.srv
+	keep := map[string]bool{}
+	for _, it := range items {
+		upName := str(it, "name")
+		name, ok := u.cfg.exposedName(upName)
+		if !ok || !u.g.claim("prompt:"+name, u) {
+			continue
+		}
+		keep[name] = true
+		fp := fingerprint(it, c.version)
+		if u.reg.prompts[name] == fp {
+			continue
+		}
+		p := promptDef(it, name)
+		p.Inputs = proxyInputs(u.cfg.Inputs)
+		p.StateMode = modernStateMode
+		if !c.modern() {
+			p.StateMode = legacyStateMode
+		}
+		if c.caps.Has("completions") {
+			p.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/prompt")), exactjson.Field("name", exactjson.String(upName))))
+		}
+		if err := srv.AddPrompt(p, u.promptHandler(upName)); err != nil {
+			u.g.log.Warn("gateway: an upstream prompt cannot be exposed", "upstream", u.cfg.Name, "prompt", upName, "err", err)
+			delete(keep, name)
+			u.g.release("prompt:"+name, u)
+			continue
+		}
+		u.reg.prompts[name] = fp
+	}
+	for name := range u.reg.prompts {
+		if !keep[name] {
+			srv.RemovePrompt(name)
+			delete(u.reg.prompts, name)
+			u.g.release("prompt:"+name, u)
+		}
+	}
+}
+
+func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
+	srv := u.g.srv
+	keep := map[string]bool{}
+	before := len(u.reg.resources)
+	added := false
+	defer func() {
+		if added || len(u.reg.resources) != before {
+			select {
+			case u.relisten <- struct{}{}:
+			default:
+			}
+		}
+		if !c.modern() {
+			u.subscribeLegacy(c)
+		}
+	}()
+	for _, it := range items {
+		uri := str(it, "uri")
+		if uri == "" || !u.g.claim("resource:"+uri, u) {
+			continue
+		}
+		keep[uri] = true
+		fp := fingerprint(it, c.version)
+		if u.reg.resources[uri] == fp {
+			continue
+		}
+		r := weft.Resource{ResourceInfo: resourceInfo(it), Inputs: proxyInputs(u.cfg.Inputs), StateMode: modernStateMode}
+		if !c.modern() {
+			r.StateMode = legacyStateMode
+		}
+		if err := srv.AddResource(r, u.readHandler()); err != nil {
+			u.g.log.Warn("gateway: an upstream resource cannot be exposed", "upstream", u.cfg.Name, "uri", uri, "err", err)
+			delete(keep, uri)
+			u.g.release("resource:"+uri, u)
+			continue
+		}
+		if _, had := u.reg.resources[uri]; !had {
+			added = true
+		}
+		u.reg.resources[uri] = fp
+	}
+	for uri := range u.reg.resources {
+		if !keep[uri] {
+			srv.RemoveResource(uri)
+			delete(u.reg.resources, uri)
+			u.g.release("resource:"+uri, u)
+		}
+	}
+}
+
+// subscribeLegacy sends resources/subscribe for the registered resources
+// a 2025 session is not yet subscribed to, when the upstream offers
+// subscriptions (its updates then arrive as notifications). Failures are
+// logged.
+func (u *upstream) subscribeLegacy(c *conn) {
+	res, _ := c.caps.Get("resources")
+	if s, _ := res.Get("subscribe"); !isTrue(s) {
+		return
+	}
+	for uri := range u.reg.resources {
+		if c.subscribed[uri] {
+			continue
+		}
+		if len(c.subscribed) >= maxResourceSubscriptions {
+			u.g.log.Warn("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", u.cfg.Name)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.callTimeout())
+		_, err := c.do(ctx, "resources/subscribe", exactjson.Object(exactjson.Field("uri", exactjson.String(uri))), callOpts{})
+		cancel()
+		if err != nil {
+			u.g.log.Warn("gateway: resources/subscribe failed upstream", "upstream", u.cfg.Name, "uri", uri, "err", err)
+			continue
+		}
+		if c.subscribed == nil {
+			c.subscribed = map[string]bool{}
+		}
+		c.subscribed[uri] = true
+	}
+}
+
+func isTrue(v exactjson.Value) bool {
+	b, ok := v.AsBool()
+	return ok && b
+}
+
+func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
+	srv := u.g.srv
+	keep := map[string]bool{}
+	for _, it := range items {
+		tpl := str(it, "uriTemplate")
+		if tpl == "" || !u.g.claim("template:"+tpl, u) {
+			continue
+		}
+		keep[tpl] = true
+		fp := fingerprint(it, c.version)
+		if u.reg.templates[tpl] == fp {
+			continue
+		}
+		rt := weft.ResourceTemplate{URITemplate: tpl, Name: str(it, "name"), Title: str(it, "title"),
+			Description: str(it, "description"), MimeType: str(it, "mimeType"), Inputs: proxyInputs(u.cfg.Inputs), StateMode: modernStateMode}
+		if a, ok := it.Get("annotations"); ok {
+			rt.Annotations = annotations(a)
+		}
+		rt.Meta, _ = it.Get("_meta")
+		if !c.modern() {
+			rt.StateMode = legacyStateMode
+		}
+		if c.caps.Has("completions") {
+			rt.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/resource")), exactjson.Field("uri", exactjson.String(tpl))))
+		}
+		if err := srv.AddResourceTemplate(rt, u.readHandler()); err != nil {
+			u.g.log.Warn("gateway: an upstream resource template cannot be exposed", "upstream", u.cfg.Name, "uriTemplate", tpl, "err", err)
+			delete(keep, tpl)
+			u.g.release("template:"+tpl, u)
+			continue
+		}
+		u.reg.templates[tpl] = fp
+	}
+	for tpl := range u.reg.templates {
+		if !keep[tpl] {
+			srv.RemoveResourceTemplate(tpl)
+			delete(u.reg.templates, tpl)
+			u.g.release("template:"+tpl, u)
+		}
+	}
+}
+
+// toolHandler forwards tools/call. mirrors are the x-mcp-header
+// annotations of the tool's input schema: an HTTP upstream of 2026-07-28
+// gets the Mcp-Param-{Name} headers it checks.
+func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror) weft.ToolHandler {
+	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+		args := req.Arguments()
+		params := exactjson.Object(exactjson.Field("name", exactjson.String(upName)), exactjson.Field("arguments", args))
+		var header http.Header
+		for _, m := range mirrors {
+			if v, ok := m.Lookup(args); ok {
+				if s, ok := mirror.HeaderValue(v); ok {
+					if header == nil {
+						header = http.Header{}
+					}
+					header.Set("Mcp-Param-"+m.Header, s)
+				}
+			}
+		}
+		res, err := u.invoke(withHeader(ctx, header), req, "tools/call", params)
+		if err != nil {
+			return nil, err
+		}
+		out, err := toolResult(res)
+		if err != nil {
+			return nil, u.g.unavailable(u, err)
+		}
+		return out, nil
+	}
+}
+
+func (u *upstream) promptHandler(upName string) weft.PromptHandler {
+	return func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
+		am := make([]exactjson.Member, 0, len(args))
+		for _, k := range sortedKeys(args) {
+			am = append(am, exactjson.Field(k, exactjson.String(args[k])))
+		}
+		params := exactjson.Object(exactjson.Field("name", exactjson.String(upName)), exactjson.Field("arguments", exactjson.Object(am...)))
+		res, err := u.invoke(ctx, req, "prompts/get", params)
+		if err != nil {
+			return nil, err
+		}
+		out, err := promptResult(res)
+		if err != nil {
+			return nil, u.g.unavailable(u, err)
+		}
+		return out, nil
+	}
+}
+
+func (u *upstream) readHandler() weft.ResourceHandler {
+	return func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+		params := exactjson.Object(exactjson.Field("uri", exactjson.String(str(req.Params, "uri"))))
+		res, err := u.invoke(ctx, req, "resources/read", params)
+		if err != nil {
+			return nil, err
+		}
+		out, err := readResult(res)
+		if err != nil {
+			return nil, u.g.unavailable(u, err)
+		}
+		return out, nil
+	}
+}
+
+// completer forwards completion/complete for the prompt or template ref.
+func (u *upstream) completer(ref exactjson.Value) weft.CompletionHandler {
+	return func(ctx context.Context, req *weft.Request, cr weft.CompletionRequest) (weft.Completion, error) {
+		params := exactjson.Object(exactjson.Field("ref", ref), exactjson.Field("argument", exactjson.Object(
+			exactjson.Field("name", exactjson.String(cr.Argument)), exactjson.Field("value", exactjson.String(cr.Value)))))
+		if len(cr.Context) > 0 {
+			m := make([]exactjson.Member, 0, len(cr.Context))
+			for _, k := range sortedKeys(cr.Context) {
+				m = append(m, exactjson.Field(k, exactjson.String(cr.Context[k])))
+			}
+			params = params.With("context", exactjson.Object(exactjson.Field("arguments", exactjson.Object(m...))))
+		}
+		c, err := u.get(ctx)
+		if err != nil {
+			return weft.Completion{}, u.g.unavailable(u, err)
+		}
+		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+		defer cancel()
+		res, err := u.do(tctx, c, "completion/complete", params, callOpts{caps: req.ClientCapabilities})
+		if err != nil {
+			var re *client.RPCError
+			if errors.As(err, &re) {
+				return weft.Completion{}, upstreamError(u.cfg.Name, re)
+			}
+			return weft.Completion{}, u.g.unavailable(u, err)
+		}
+		cv, _ := res.Get("completion")
+		var out weft.Completion
+		vals, _ := cv.Get("values")
+		for v := range vals.Values() {
+			if s, ok := v.AsString(); ok {
+				out.Values = append(out.Values, s)
+			}
+		}
+		if t, ok := cv.Get("total"); ok {
+			if n, ok := t.AsNumber(); ok {
+				i, _ := n.Int64()
+				out.Total = int(i)
+			}
+		}
+		if hm, ok := cv.Get("hasMore"); ok {
+			out.HasMore, _ = hm.AsBool()
+		}
+		return out, nil
+	}
+}
+
+// partitionDigest names the authorization partition of req in the store
+// (the per-partition bound of parked calls).
+func partitionDigest(req *weft.Request) string {
+	h := sha256.Sum256([]byte(req.Identity.Partition))
+	return "gateway:" + hex.EncodeToString(h[:16])
+}
+
+// invoke forwards one operation and returns the upstream's complete result,
+// or an error for the server to send (an *weft.InputRequired included).
+func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string, params exactjson.Value) (exactjson.Value, error) {
+	g := u.g
+	if st, ok := parkedState(req); ok {
+		// A retry of a call parked on some instance of the fleet.
+		id := str(st, "p")
+		rn, _ := st.Get("r")
+		n, _ := rn.AsNumber()
+		r, _ := n.Int64()
+		// The parked call's next outcome is due within callTimeout, like
+		// any stretch of an upstream call; wherever the call runs (its
+		// instance may be gone), the retry does not wait longer.
+		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+		defer cancel()
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req))
+		if err != nil {
+			if errors.Is(err, errParkedGone) {
+				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
+			}
+			if ctx.Err() != nil {
+				return exactjson.Value{}, ctx.Err()
+			}
+			return exactjson.Value{}, g.unavailable(u, err)
+		}
+		return g.fromOutcome(u, id, int(r)+1, o)
+	}
+	if a := req.Header.Get("Authorization"); a != "" && u.cfg.Authorization == "passthrough" {
+		ctx = context.WithValue(ctx, authKey{}, a)
+	}
+	c, err := u.get(ctx)
+	if err != nil {
+		return exactjson.Value{}, g.unavailable(u, err)
+	}
+	// The gateway emits only input requests the client supports (a 2025
+	// upstream's others are refused upstream; a 2026-07-28 upstream gets
+	// the client's capabilities): progress and logs may stream.
+	releaseOutput(req)
+	notify := func(method string, p exactjson.Value) {
+		switch method {
+		case "notifications/progress":
+			if req.CanReportProgress() {
+				_ = req.Progress(num(p, "progress"), num(p, "total"), str(p, "message"))
+			}
+		case "notifications/message":
+			data, _ := p.Get("data")
+			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
+		}
+	}
+	if c.modern() {
+		return u.invokeModern(ctx, req, c, method, params, notify)
+	}
+	// A 2025-era upstream: the call may park. Over stdio it gets a process
+	// of its own, so that the upstream's requests are known to be its.
+	c, release, err := u.acquire(ctx, c)
+	if err != nil {
+		return exactjson.Value{}, g.unavailable(u, err)
+	}
+	var live sync.Mutex
+	handlerLive := true
+	supports := func(m string, p exactjson.Value) bool {
+		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
+	}
+	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
+		s.notify = func(m string, p exactjson.Value) {
+			live.Lock()
+			defer live.Unlock()
+			if handlerLive {
+				notify(m, p)
+			}
+		}
+		defer release()
+		return u.do(pctx, c, method, params, callOpts{sink: s})
+	})
+	if err != nil {
+		release()
+		return exactjson.Value{}, g.unavailable(u, err)
+	}
+	defer func() {
+		live.Lock()
+		handlerLive = false
+		live.Unlock()
+	}()
+	// Until the upstream asks for input, the call is bounded like any.
+	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+	defer cancel()
+	o, err := pc.awaitFirst(tctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exactjson.Value{}, ctx.Err()
+		}
+		return exactjson.Value{}, g.unavailable(u, fmt.Errorf("no answer within %s: %w", u.cfg.callTimeout(), err))
+	}
+	return g.fromOutcome(u, pc.id, 0, o)
+}
+
+// fromOutcome turns a parked call's outcome after round r into the result
+// or error of the operation.
+func (g *Gateway) fromOutcome(u *upstream, id string, r int, o outcome) (exactjson.Value, error) {
+	switch {
+	case !o.requests.IsNull():
+		ir, err := askInputs(o.requests)
+		if err != nil {
+			return exactjson.Value{}, g.unavailable(u, err)
+		}
+		return exactjson.Value{}, withParkedState(ir, exactjson.Object(
+			exactjson.Field("p", exactjson.String(id)), exactjson.Field("r", exactjson.Int(int64(r)))))
+	case o.err != nil:
+		return exactjson.Value{}, upstreamError(u.cfg.Name, o.err)
+	case o.fail != "":
+		return exactjson.Value{}, g.unavailable(u, o.error())
+	}
+	return o.result, nil
+}
+
+func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn, method string, params exactjson.Value, notify func(string, exactjson.Value)) (exactjson.Value, error) {
+	if rs := inputResponses(req); rs.Len() > 0 {
+		params = params.With("inputResponses", rs)
+	}
+	if st, ok := upstreamState(req); ok {
+		params = params.With("requestState", exactjson.String(st))
+	}
+	// Tasks are not relayed: the upstream must answer in line.
+	caps := req.ClientCapabilities
+	if ext, ok := caps.Get("extensions"); ok && ext.Has(client.TasksExtension) {
+		caps = caps.With("extensions", ext.Without(client.TasksExtension))
+	}
+	if caps.Kind() != exactjson.KindObject {
+		caps = exactjson.Object()
+	}
+	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+	defer cancel()
+	res, err := u.do(tctx, c, method, params, callOpts{caps: caps, sink: &sink{notify: notify}})
+	if err != nil {
+		var re *client.RPCError
+		if errors.As(err, &re) {
+			return exactjson.Value{}, upstreamError(u.cfg.Name, re)
+		}
+		if ctx.Err() != nil {
+			return exactjson.Value{}, ctx.Err()
+		}
+		return exactjson.Value{}, u.g.unavailable(u, err)
+	}
+	switch rt := str(res, "resultType"); rt {
+	case "", "complete":
+		return res, nil
+	case "input_required":
+		reqs, _ := res.Get("inputRequests")
+		for key, r := range reqs.All() {
+			p, _ := r.Get("params")
+			if m := str(r, "method"); !allowed(u.cfg.Inputs, m, p) {
+				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %s is not among the upstream's configured inputs", key, m))
+			}
+		}
+		ir, err := askInputs(reqs)
+		if err != nil {
+			return exactjson.Value{}, u.g.unavailable(u, err)
+		}
+		if st := str(res, "requestState"); st != "" {
+			ir = withUpstreamState(ir, st)
+		}
+		return exactjson.Value{}, ir
+	default:
+		return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("the upstream answered resultType %q, which the gateway does not relay", rt))
+	}
+}
+
+// Error codes of the gateway (application range).
+const (
+	// CodeUpstreamUnavailable: the upstream could not be reached, broke,
+	// answered something unusable or did not answer in time.
+	CodeUpstreamUnavailable = -31050
+	// CodeUpstreamError: the upstream answered a JSON-RPC error with a
+	// reserved code the gateway cannot re-emit as such; data carries it.
+	CodeUpstreamError = -31051
+)
+
+// unavailable logs a local failure and returns the error its client sees.
+func (g *Gateway) unavailable(u *upstream, err error) error {
+	g.log.Warn("gateway: upstream call failed", "upstream", u.cfg.Name, "err", err)
+	reason := "it failed (see the gateway log)"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "it did not answer in time"
+	case errors.Is(err, errUpstreamClosed):
+		reason = "the connection to it broke"
+	}
+	return weft.NewError(CodeUpstreamUnavailable, fmt.Sprintf("Upstream %q is unavailable: %s", u.cfg.Name, reason),
+		exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
+}
+
+// upstreamError relays an upstream's JSON-RPC error.
+func upstreamError(name string, e *client.RPCError) error {
+	switch {
+	case e.Code == client.CodeInvalidParams:
+		return weft.InvalidParams(e.Message)
+	case e.Code == client.CodeMissingRequiredClientCapability:
+		req, _ := e.Data.Get("requiredCapabilities")
+		if req.Kind() != exactjson.KindObject {
+			req = exactjson.Object()
+		}
+		return weft.MissingCapabilities(req)
+	case e.Code >= -32768 && e.Code <= -32000:
+		data := exactjson.Object(exactjson.Field("upstream", exactjson.String(name)), exactjson.Field("code", exactjson.Int(int64(e.Code))))
+		if !e.Data.IsNull() {
+			data = data.With("data", e.Data)
+		}
+		return weft.NewError(CodeUpstreamError, fmt.Sprintf("Upstream %q: %s", name, e.Message), data)
+	}
+	return weft.NewError(e.Code, e.Message, e.Data)
+}
+
+func num(v exactjson.Value, name string) float64 {
+	m, _ := v.Get(name)
+	n, ok := m.AsNumber()
+	if !ok {
+		return 0
+	}
+	return n.Float64()
+}
+
+var _ = time.Second

@@ -1,0 +1,277 @@
+package gateway_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+)
+
+// httpUpstream is a Weft server on loopback HTTP speaking both eras.
+func httpUpstream(t *testing.T) (*weft.Server, string) {
+	t.Helper()
+	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}})
+	form := weft.FormElicitation(weft.Conditional)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(up.AddTool(weft.Tool{Name: "approve", Description: "Asks for a name, then approves.", Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateFramework},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			if _, ok := req.FrameworkState(); !ok {
+				return nil, weft.AskInput("who", weft.ElicitForm(form, "Who approves?", exactjson.Object(
+					exactjson.Field("type", exactjson.String("object")),
+					exactjson.Field("properties", exactjson.Object(exactjson.Field("name", exactjson.Object(exactjson.Field("type", exactjson.String("string"))))))))).
+					WithFrameworkState(exactjson.Object(exactjson.Field("step", exactjson.Int(1))))
+			}
+			r, _ := req.InputResponses().Get("who")
+			c, _ := r.Get("content")
+			n, _ := c.Get("name")
+			s, _ := n.AsString()
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("approved by " + s)}}, nil
+		}))
+	must(up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the Authorization header."},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("auth=" + req.Header.Get("Authorization"))}}, nil
+		}))
+	must(up.AddTool(weft.Tool{Name: "count", Description: "Reports progress, then answers."},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			for i := 1; i <= 3; i++ {
+				_ = req.Progress(float64(i), 3, "step")
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("counted")},
+				StructuredContent: exactjson.Object(exactjson.Field("n", exactjson.Int(3)))}, nil
+		}))
+	hs := httptest.NewServer(up)
+	t.Cleanup(hs.Close)
+	return up, hs.URL
+}
+
+func nameAnswer(name string) func(context.Context, exactjson.Value) (exactjson.Value, error) {
+	return acceptForm(exactjson.Object(exactjson.Field("name", exactjson.String(name))))
+}
+
+func TestHTTPUpstreams(t *testing.T) {
+	for _, protocol := range []string{gateway.Version20251125, gateway.Version20260728, ""} {
+		t.Run("protocol="+protocol, func(t *testing.T) {
+			_, url := httpUpstream(t)
+			up := gateway.UpstreamConfig{Name: "up", URL: url, Protocol: protocol, Prefix: "up_",
+				Exclude: []string{"count"}}
+			if protocol != gateway.Version20251125 {
+				up.Authorization = "passthrough"
+				up.Exclude = nil
+			}
+			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+			var mu sync.Mutex
+			var progress []float64
+			c := client.New(client.NewHTTPTransport(in.url, nil, client.WithBearerToken("tok-1")), client.Options{
+				Handlers: client.Handlers{Elicit: nameAnswer("ada")},
+				OnProgress: func(p, _ float64, _ string) {
+					mu.Lock()
+					progress = append(progress, p)
+					mu.Unlock()
+				}})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tools, err := c.ListTools(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range tools {
+				names = append(names, tl.Name)
+			}
+			slices.Sort(names)
+			want := []string{"up_approve", "up_count", "up_whoami"}
+			if protocol == gateway.Version20251125 {
+				want = []string{"up_approve", "up_whoami"}
+			}
+			if !slices.Equal(names, want) {
+				t.Fatalf("tools %v, want %v", names, want)
+			}
+			res, err := c.CallTool(ctx, "up_approve", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Text(); got != "approved by ada" {
+				t.Fatalf("approve: %q", got)
+			}
+			res, err = c.CallTool(ctx, "up_whoami", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAuth := "auth="
+			if up.Authorization == "passthrough" {
+				wantAuth = "auth=Bearer tok-1"
+			}
+			if got := res.Text(); got != wantAuth {
+				t.Fatalf("whoami: %q, want %q", got, wantAuth)
+			}
+			if protocol == gateway.Version20251125 {
+				return
+			}
+			res, err = c.CallTool(ctx, "up_count", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Text() != "counted" || res.StructuredContent.String() != `{"n":3}` || !slices.Equal(progress, []float64{1, 2, 3}) {
+				t.Fatalf("count: %q %s, progress %v", res.Text(), res.StructuredContent, progress)
+			}
+		})
+	}
+}
+
+// An upstream's list changes reach the gateway's clients: a 2026-07-28
+// upstream through its subscriptions/listen stream.
+func TestListChangedRefresh(t *testing.T) {
+	upSrv, url := httpUpstream(t)
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_"}}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sub, err := c.Listen(ctx, client.ListenFilter{ToolsListChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := upSrv.AddTool(weft.Tool{Name: "late", Description: "Added later."},
+		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("late")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-sub.Notifications():
+		if n.Method != "notifications/tools/list_changed" {
+			t.Fatalf("notification %s", n.Method)
+		}
+	case <-ctx.Done():
+		t.Fatal("no tools/list_changed from the gateway")
+	}
+	res, err := c.CallTool(ctx, "up_late", nil)
+	if err != nil || res.Text() != "late" {
+		t.Fatalf("up_late: %v %v", res, err)
+	}
+	upSrv.RemoveTool("whoami")
+	waitFor(t, "up_whoami to go", func() bool {
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(tools, func(tl client.Tool) bool { return strings.HasSuffix(tl.Name, "whoami") })
+	})
+}
+
+// serveHTTP serves h on loopback until the test ends.
+func serveHTTP(t *testing.T, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// A 2025 HTTP upstream that restarts forgets its sessions: the next call
+// gets 404, and the gateway opens a new session and sends it again.
+func TestLegacyHTTPSessionExpired(t *testing.T) {
+	newUpstream := func() *weft.Server {
+		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}, QuietRequests: true})
+		if err := up.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
+			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+		return up
+	}
+	hs := httptest.NewServer(newUpstream())
+	addr := hs.Listener.Addr().String()
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20251125}}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("before the restart: %v %v", res, err)
+	}
+	hs.Close()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	hs2 := &httptest.Server{Listener: l, Config: &http.Server{Handler: newUpstream()}}
+	hs2.Start()
+	defer hs2.Close()
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("after the restart: %v %v", res, err)
+	}
+}
+
+// Resource updates of an upstream reach the gateway's subscribers: a
+// 2026-07-28 upstream's through the listen stream, a 2025 stdio upstream's
+// after resources/subscribe.
+func TestResourceUpdatesRelayed(t *testing.T) {
+	upSrv, url := httpUpstream(t)
+	if err := upSrv.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://status", Name: "status"}},
+		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource("test://status", "text/plain", "ok")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	fake, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url}, fake}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fsub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"fake://status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsub.Close()
+	select {
+	case n := <-fsub.Notifications():
+		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "fake://status") {
+			t.Fatalf("notification %s %s", n.Method, n.Params)
+		}
+	case <-ctx.Done():
+		t.Fatal("no resource update of the 2025 upstream through the gateway")
+	}
+	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"test://status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	// The gateway's own listen stream may still be reopening with the new
+	// resource: notify until an update arrives.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case n := <-sub.Notifications():
+			if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "test://status") {
+				t.Fatalf("notification %s %s", n.Method, n.Params)
+			}
+			return
+		case <-tick.C:
+			upSrv.NotifyResourceUpdated("test://status")
+		case <-ctx.Done():
+			t.Fatal("no resource update through the gateway")
+		}
+	}
+}

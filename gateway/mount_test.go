@@ -1,0 +1,89 @@
+package gateway_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/gateway"
+)
+
+// A Weft server mounted in another: prefixed names, multi-round input,
+// progress, passthrough authorization and list changes, in process.
+func TestMount(t *testing.T) {
+	child, _ := httpUpstream(t)
+	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{QuietRequests: true})
+	if err := parent.AddTool(weft.Tool{Name: "own", Description: "The parent's own tool."},
+		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("own")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.Mount(ctx, parent, "child", "child.", child, gateway.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	in := &instance{gw: gw, srv: parent, url: serveHTTP(t, parent)}
+	var mu sync.Mutex
+	var progress []float64
+	c := client.New(client.NewHTTPTransport(in.url, nil, client.WithBearerToken("tok-m")), client.Options{
+		Handlers: client.Handlers{Elicit: nameAnswer("lin")},
+		OnProgress: func(p, _ float64, _ string) {
+			mu.Lock()
+			progress = append(progress, p)
+			mu.Unlock()
+		}})
+	defer c.Close()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"child.approve", "child.count", "child.whoami", "own"}; !slices.Equal(names, want) {
+		t.Fatalf("tools %v, want %v", names, want)
+	}
+	for tool, want := range map[string]string{"child.approve": "approved by lin", "child.whoami": "auth=Bearer tok-m", "own": "own", "child.count": "counted"} {
+		res, err := c.CallTool(ctx, tool, nil)
+		if err != nil || res.Text() != want {
+			t.Fatalf("%s: %v %v, want %q", tool, res, err, want)
+		}
+	}
+	mu.Lock()
+	if !slices.Equal(progress, []float64{1, 2, 3}) {
+		t.Errorf("progress %v", progress)
+	}
+	mu.Unlock()
+	sub, err := c.Listen(ctx, client.ListenFilter{ToolsListChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	child.RemoveTool("whoami")
+	select {
+	case <-sub.Notifications():
+	case <-ctx.Done():
+		t.Fatal("no list change through the mount")
+	}
+	waitFor(t, "child.whoami to go", func() bool {
+		tools, _ := c.ListTools(ctx)
+		return len(tools) == 3
+	})
+	if err := gw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tools, err = c.ListTools(ctx)
+	if err != nil || len(tools) != 1 || tools[0].Name != "own" {
+		t.Fatalf("after unmount: %v %v", tools, err)
+	}
+}

@@ -1,0 +1,453 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/sessionstore"
+)
+
+// Era translation for 2025-era upstreams. Such an upstream asks for input
+// with server-to-client requests (elicitation/create,
+// sampling/createMessage, roots/list) sent during a call and waits for the
+// answers. A 2026-07-28 client cannot receive them: it expects an
+// input_required result and retries the call with inputResponses.
+//
+// So the gateway parks the upstream call: it keeps it running on the
+// instance that holds the upstream connection, answers the client
+// input_required with the upstream's requests, and seals a reference to the
+// parked call into the requestState. The retry may reach any instance. The
+// instance that serves it hands the answers to the parked call and receives
+// the call's next outcome (its result, or the next input requests) through
+// the mailbox of a [sessionstore.Store], the same shared store and mailbox
+// the 2025 bridge uses (PostgreSQL for a fleet): each parked call is a
+// session record of the store, "in-N" slots carry round N's answers to the
+// parked call, "out-N" slots carry its outcome after round N.
+
+// parker owns the parked calls of one gateway instance.
+type parker struct {
+	store sessionstore.Store
+	lim   InputConfig
+	log   *slog.Logger
+	now   func() time.Time
+
+	ctx    context.Context // ends when the gateway closes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	active atomic.Int64 // parked calls running here (for tests and metrics)
+}
+
+func newParker(store sessionstore.Store, lim InputConfig, log *slog.Logger) *parker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &parker{store: store, lim: lim.withDefaults(), log: log, now: time.Now, ctx: ctx, cancel: cancel}
+}
+
+func (p *parker) close() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// outcome is what a parked call reports after a round: input requests
+// ({key: {method, params}}), a result, or an error.
+type outcome struct {
+	requests exactjson.Value
+	result   exactjson.Value
+	err      *client.RPCError
+	// fail is a local failure (the upstream broke, timed out...), of
+	// kind failClosed, failTimeout or "".
+	fail, kind string
+}
+
+// Kinds of local failures.
+const (
+	failClosed  = "closed"
+	failTimeout = "timeout"
+)
+
+func failOf(err error) outcome {
+	o := outcome{fail: err.Error()}
+	switch {
+	case errors.Is(err, errUpstreamClosed):
+		o.kind = failClosed
+	case errors.Is(err, context.DeadlineExceeded):
+		o.kind = failTimeout
+	}
+	return o
+}
+
+// error returns the local failure as an error that keeps its kind.
+func (o outcome) error() error {
+	switch o.kind {
+	case failClosed:
+		return fmt.Errorf("%w: %s", errUpstreamClosed, o.fail)
+	case failTimeout:
+		return fmt.Errorf("%w: %s", context.DeadlineExceeded, o.fail)
+	}
+	return errors.New(o.fail)
+}
+
+func (o outcome) encode() []byte {
+	var m []exactjson.Member
+	switch {
+	case !o.requests.IsNull():
+		m = append(m, exactjson.Field("requests", o.requests))
+	case o.err != nil:
+		em := []exactjson.Member{exactjson.Field("code", exactjson.Int(int64(o.err.Code))), exactjson.Field("message", exactjson.String(o.err.Message))}
+		if !o.err.Data.IsNull() {
+			em = append(em, exactjson.Field("data", o.err.Data))
+		}
+		m = append(m, exactjson.Field("error", exactjson.Object(em...)))
+	case o.fail != "":
+		m = append(m, exactjson.Field("fail", exactjson.String(o.fail)), exactjson.Field("kind", exactjson.String(o.kind)))
+	default:
+		m = append(m, exactjson.Field("result", o.result))
+	}
+	b, err := exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
+	if err != nil {
+		b, _ = exactjson.Encode(exactjson.Object(exactjson.Field("fail", exactjson.String("the outcome cannot be encoded: "+err.Error()))), 0)
+	}
+	return b
+}
+
+func decodeOutcome(b []byte) (outcome, error) {
+	v, err := exactjson.Parse(b, parseLimits)
+	if err != nil {
+		return outcome{}, err
+	}
+	var o outcome
+	if r, ok := v.Get("requests"); ok {
+		o.requests = r
+	} else if e, ok := v.Get("error"); ok {
+		o.err = rpcError(e)
+	} else if f, ok := v.Get("fail"); ok {
+		o.fail, _ = f.AsString()
+		o.kind = str(v, "kind")
+	} else if r, ok := v.Get("result"); ok {
+		o.result = r
+	} else {
+		return outcome{}, errors.New("empty outcome")
+	}
+	return o, nil
+}
+
+// parkedCall is one upstream call running on this instance.
+type parkedCall struct {
+	p      *parker
+	id     string // the session id of its mailbox
+	digest string // partition digest (per-partition bound)
+	// supports reports whether the client can answer a request.
+	supports func(method string, params exactjson.Value) bool
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	first       chan outcome  // round 0's outcome, to the handler of the call
+	handlerGone chan struct{} // closed when round 0's handler stopped waiting
+	kick        chan struct{}
+	done        chan outcome
+
+	mu      sync.Mutex
+	queue   []queued                        // upstream requests not yet sent to the client
+	waiting map[string]chan exactjson.Value // by input key
+	seq     int
+	created bool
+}
+
+type queued struct {
+	key    string
+	method string
+	params exactjson.Value
+}
+
+func newID() (string, error) {
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "gw-" + hex.EncodeToString(b[:]), nil
+}
+
+// start runs an upstream call that may park. do performs the call with the
+// given sink; the call's context is the parked call's (independent of the
+// first request, bounded by the lifetime).
+func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.lim.Lifetime.D())
+	pc := &parkedCall{p: p, id: id, digest: partitionDigest, supports: supports, ctx: ctx, cancel: cancel,
+		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
+		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}}
+	p.wg.Add(2)
+	p.active.Add(1)
+	go func() {
+		defer p.wg.Done()
+		res, err := do(ctx, &sink{request: pc.request})
+		var o outcome
+		var re *client.RPCError
+		switch {
+		case err == nil:
+			o.result = res
+		case errors.As(err, &re):
+			o.err = re
+		default:
+			o = failOf(err)
+		}
+		pc.done <- o
+	}()
+	go func() {
+		defer p.wg.Done()
+		defer p.active.Add(-1)
+		pc.run()
+	}()
+	return pc, nil
+}
+
+// awaitFirst waits for round 0's outcome on the handler's goroutine. When
+// the handler's context ends first, the call is cancelled upstream.
+func (pc *parkedCall) awaitFirst(ctx context.Context) (outcome, error) {
+	select {
+	case o := <-pc.first:
+		return o, nil
+	case <-ctx.Done():
+		close(pc.handlerGone)
+		pc.cancel()
+		return outcome{}, ctx.Err()
+	}
+}
+
+// request is the sink of the upstream's server-to-client requests: it
+// queues the request for the client and waits for its answer.
+func (pc *parkedCall) request(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
+	if _, err := inputRequest(method, params); err != nil {
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
+	}
+	if pc.supports != nil && !pc.supports(method, params) {
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound, Message: "The client behind the gateway does not support " + method}
+	}
+	ch := make(chan exactjson.Value, 1)
+	pc.mu.Lock()
+	pc.seq++
+	key := shortMethod(method) + "-" + strconv.Itoa(pc.seq)
+	pc.queue = append(pc.queue, queued{key: key, method: method, params: params})
+	pc.waiting[key] = ch
+	pc.mu.Unlock()
+	select {
+	case pc.kick <- struct{}{}:
+	default:
+	}
+	defer func() {
+		pc.mu.Lock()
+		delete(pc.waiting, key)
+		pc.mu.Unlock()
+	}()
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: "Cancelled"}
+	case <-pc.ctx.Done():
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: "The client did not answer in time"}
+	}
+}
+
+func shortMethod(m string) string {
+	switch m {
+	case "elicitation/create":
+		return "elicit"
+	case "sampling/createMessage":
+		return "sample"
+	case "roots/list":
+		return "roots"
+	}
+	return "input"
+}
+
+// run drives the parked call round by round until it completes, fails,
+// exceeds its bounds or its client stops retrying.
+func (pc *parkedCall) run() {
+	p := pc.p
+	defer pc.cancel()
+	handedOff := false // the final outcome went to a retry, which deletes the mailbox
+	defer func() {
+		if pc.created && !handedOff {
+			// Deleting the session removes every slot; a waiter elsewhere
+			// sees ErrNotFound.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := p.store.Delete(ctx, pc.id); err != nil {
+				p.log.Warn("gateway: cannot delete a parked call's mailbox", "id", pc.id, "err", err)
+			}
+		}
+	}()
+	round := 0
+	final := func(o outcome) { handedOff = pc.emit(round, o) && round > 0 }
+	for {
+		select {
+		case o := <-pc.done:
+			final(o)
+			return
+		case <-pc.ctx.Done():
+			if round == 0 {
+				// The first request's handler may still wait.
+				select {
+				case pc.first <- outcome{fail: "the upstream call was cancelled"}:
+				case <-pc.handlerGone:
+				}
+			}
+			return
+		case <-pc.kick:
+		}
+		pc.mu.Lock()
+		batch := pc.queue
+		pc.queue = nil
+		pc.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		if round >= p.lim.MaxRounds {
+			final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
+				Message: fmt.Sprintf("The upstream asked for input more than %d times", p.lim.MaxRounds)}})
+			return
+		}
+		if !pc.created {
+			s := &sessionstore.Session{ID: pc.id, ProtocolVersion: "gateway", IdentityDigest: pc.digest,
+				IdleTimeout: p.lim.Lifetime.D(), ExpiresAt: p.now().Add(p.lim.Lifetime.D())}
+			switch err := p.store.Create(pc.ctx, s); {
+			case errors.Is(err, sessionstore.ErrLimit):
+				final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
+					Message: "Too many calls are waiting for input; retry later"}})
+				return
+			case err != nil:
+				final(outcome{fail: "cannot park the call: " + err.Error()})
+				return
+			}
+			pc.created = true
+		}
+		in := "in-" + strconv.Itoa(round)
+		if err := p.store.Expect(pc.ctx, pc.id, in, p.now().Add(p.lim.Lifetime.D())); err != nil {
+			final(outcome{fail: "cannot park the call: " + err.Error()})
+			return
+		}
+		reqs := make([]exactjson.Member, len(batch))
+		for i, q := range batch {
+			reqs[i] = exactjson.Field(q.key, exactjson.Object(
+				exactjson.Field("method", exactjson.String(q.method)),
+				exactjson.Field("params", q.params)))
+		}
+		if !pc.emit(round, outcome{requests: exactjson.Object(reqs...)}) {
+			return
+		}
+		body, err := p.store.Await(pc.ctx, pc.id, in)
+		if err != nil {
+			if pc.ctx.Err() != nil && p.ctx.Err() == nil {
+				p.log.Info("gateway: a parked call's client never retried; cancelling it upstream", "id", pc.id, "round", round)
+			}
+			return
+		}
+		answers, err := exactjson.Parse(body, parseLimits)
+		if err != nil {
+			return
+		}
+		pc.mu.Lock()
+		var again []queued
+		for _, q := range batch {
+			ch := pc.waiting[q.key]
+			if ch == nil {
+				continue // the upstream withdrew the request
+			}
+			if v, ok := answers.Get(q.key); ok && v.Kind() == exactjson.KindObject {
+				ch <- v
+			} else {
+				again = append(again, q) // unanswered: asked again next round
+			}
+		}
+		if len(again) > 0 {
+			pc.queue = append(again, pc.queue...)
+			select {
+			case pc.kick <- struct{}{}:
+			default:
+			}
+		}
+		pc.mu.Unlock()
+		round++
+	}
+}
+
+// emit reports the outcome of round r: to round 0's handler directly, or to
+// the retry waiting on its out slot. It reports whether someone took it.
+func (pc *parkedCall) emit(r int, o outcome) bool {
+	if r == 0 {
+		select {
+		case pc.first <- o:
+			return true
+		case <-pc.handlerGone:
+			return false
+		}
+	}
+	ok, err := pc.p.store.Deliver(pc.p.ctx, pc.id, "out-"+strconv.Itoa(r), o.encode())
+	if err != nil {
+		pc.p.log.Warn("gateway: cannot deliver a parked call's outcome", "id", pc.id, "err", err)
+	}
+	return ok && err == nil
+}
+
+// resume serves a retry: it hands answers to the parked call id (round r's
+// input) and waits for the call's next outcome, wherever the call runs.
+func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value) (outcome, error) {
+	out := "out-" + strconv.Itoa(r+1)
+	switch err := p.store.Expect(ctx, id, out, p.now().Add(p.lim.Lifetime.D())); {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "expect")
+		return outcome{}, errParkedGone
+	case err != nil:
+		return outcome{}, fmt.Errorf("gateway: resume a parked call: %w", err)
+	}
+	body, err := exactjson.Encode(answers, exactjson.MaxInputBytesCeiling)
+	if err != nil {
+		return outcome{}, err
+	}
+	ok, err := p.store.Deliver(ctx, id, "in-"+strconv.Itoa(r), body)
+	if err != nil || !ok {
+		done, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		cancel()
+		_, _ = p.store.Await(done, id, out) // remove our slot
+		if err != nil {
+			return outcome{}, fmt.Errorf("gateway: resume a parked call: %w", err)
+		}
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "deliver")
+		return outcome{}, errParkedGone
+	}
+	b, err := p.store.Await(ctx, id, out)
+	switch {
+	case errors.Is(err, sessionstore.ErrNotFound):
+		p.log.Debug("gateway: retry of a parked call that is gone", "id", id, "round", r, "step", "await")
+		return outcome{}, errParkedGone
+	case err != nil:
+		return outcome{}, err
+	}
+	o, err := decodeOutcome(b)
+	if err != nil || o.requests.IsNull() {
+		// The call is over: its mailbox goes (the parked call left it to
+		// the reader of its last outcome, lest it be deleted unread).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, derr := p.store.Delete(dctx, id); derr != nil {
+			p.log.Warn("gateway: cannot delete a parked call's mailbox", "id", id, "err", derr)
+		}
+	}
+	return o, err
+}
+
+// errParkedGone reports a retry whose parked call no longer waits.
+var errParkedGone = errors.New("the upstream call this retry continues is no longer waiting (it finished, failed, was answered already, or expired)")

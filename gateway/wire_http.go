@@ -1,0 +1,300 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// httpWire speaks the Streamable HTTP transport of the 2025 revisions: a
+// session (Mcp-Session-Id) opened by initialize, every message POSTed, each
+// request answered by JSON or by an SSE stream that may carry the server's
+// requests for the call before its response. The session's GET stream is
+// not opened: list changes are seen when they arrive on a call's stream.
+type httpWire struct {
+	name    string
+	url     string
+	hc      *http.Client
+	headers func(ctx context.Context, h http.Header) error
+	nextID  atomic.Int64
+
+	mu        sync.Mutex
+	sessionID string
+	version   string
+	closed    bool
+	doneCh    chan struct{}
+	unrouted  func(method string, params exactjson.Value)
+}
+
+func newHTTPWire(name, url string, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value)) *httpWire {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &httpWire{name: name, url: url, hc: hc, headers: headers, doneCh: make(chan struct{}), unrouted: unrouted}
+}
+
+// errSessionExpired marks a request the upstream refused for an unknown
+// session: it was not run.
+var errSessionExpired = errors.New("the session expired")
+
+func (w *httpWire) done() <-chan struct{} { return w.doneCh }
+
+func (w *httpWire) err() error {
+	return fmt.Errorf("%w: upstream %q: the session ended", errUpstreamClosed, w.name)
+}
+
+func (w *httpWire) setSession(id, version string) {
+	w.mu.Lock()
+	if id != "" {
+		w.sessionID = id
+	}
+	w.version = version
+	w.mu.Unlock()
+}
+
+func (w *httpWire) post(ctx context.Context, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	w.mu.Lock()
+	sid, version := w.sessionID, w.version
+	w.mu.Unlock()
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if w.headers != nil {
+		if err := w.headers(ctx, req.Header); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("gateway: upstream %q: %w", w.name, err)
+	}
+	if resp.StatusCode == http.StatusNotFound && sid != "" {
+		resp.Body.Close()
+		w.expire()
+		return nil, fmt.Errorf("%w: %w: upstream %q (HTTP 404)", errUpstreamClosed, errSessionExpired, w.name)
+	}
+	return resp, nil
+}
+
+func (w *httpWire) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		close(w.doneCh)
+	}
+}
+
+func (w *httpWire) notify(ctx context.Context, method string, params exactjson.Value) error {
+	b, err := encodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return w.postNoReply(ctx, b)
+}
+
+// postNoReply posts a notification or a response (202 expected).
+func (w *httpWire) postNoReply(ctx context.Context, b []byte) error {
+	resp, err := w.post(ctx, b)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("gateway: upstream %q answered HTTP %s to a notification", w.name, resp.Status)
+	}
+	return nil
+}
+
+func (w *httpWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
+	id := w.nextID.Add(1)
+	if s != nil {
+		meta, _ := params.Get("_meta")
+		if meta.Kind() != exactjson.KindObject {
+			meta = exactjson.Object()
+		}
+		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+	}
+	b, err := encodeRequest(id, method, params)
+	if err != nil {
+		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
+	}
+	res, err := w.roundTrip(ctx, id, method, b, s)
+	if err != nil && ctx.Err() != nil && method != "initialize" {
+		// Tell the upstream; the stream we closed does not cancel in 2025.
+		n, _ := encodeNotification("notifications/cancelled", exactjson.Object(
+			exactjson.Field("requestId", exactjson.Int(id)),
+			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error()))))
+		go func() { _ = w.postNoReply(context.WithoutCancel(ctx), n) }()
+		return exactjson.Value{}, ctx.Err()
+	}
+	return res, err
+}
+
+func (w *httpWire) roundTrip(ctx context.Context, id int64, method string, body []byte, s *sink) (exactjson.Value, error) {
+	resp, err := w.post(ctx, body)
+	if err != nil {
+		return exactjson.Value{}, err
+	}
+	defer resp.Body.Close()
+	if method == "initialize" {
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			w.mu.Lock()
+			w.sessionID = sid
+			w.mu.Unlock()
+		}
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxLine+1))
+		if err != nil {
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: reading the response to %s: %w", w.name, method, err)
+		}
+		m, perr := parseMsg(data)
+		if perr != nil || m.method != "" {
+			if resp.StatusCode/100 != 2 {
+				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q answered %s with HTTP %s: %s", w.name, method, resp.Status, snippet(data))
+			}
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q answered %s with something that is not a JSON-RPC response: %s", w.name, method, snippet(data))
+		}
+		return w.result(m, method)
+	case mt == "text/event-stream" && resp.StatusCode/100 == 2:
+		return w.readSSE(ctx, resp.Body, id, method, s)
+	default:
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q answered %s with HTTP %s (%s): %s", w.name, method, resp.Status, resp.Header.Get("Content-Type"), snippet(data))
+	}
+}
+
+func (w *httpWire) result(m msg, method string) (exactjson.Value, error) {
+	if m.isError {
+		return exactjson.Value{}, rpcError(m.errorObj)
+	}
+	if m.result.Kind() != exactjson.KindObject {
+		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: the result of %s is not an object", w.name, method)
+	}
+	return m.result, nil
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// readSSE reads the call's event stream: server requests are answered
+// (their answers POSTed), notifications go to the sink, the response ends it.
+func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method string, s *sink) (exactjson.Value, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data []byte
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for {
+		line, err := readLine(br, maxLine)
+		if err != nil && len(line) == 0 {
+			if ctx.Err() != nil {
+				return exactjson.Value{}, ctx.Err()
+			}
+			if errors.Is(err, io.EOF) {
+				return exactjson.Value{}, fmt.Errorf("%w: upstream %q closed the stream of %s before its response", errUpstreamClosed, w.name, method)
+			}
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: reading the stream of %s: %w", w.name, method, err)
+		}
+		switch {
+		case len(line) == 0: // end of event
+			if len(data) == 0 {
+				continue
+			}
+			m, perr := parseMsg(data)
+			data = data[:0]
+			if perr != nil {
+				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q sent an event that is not a JSON-RPC message on the stream of %s: %v", w.name, method, perr)
+			}
+			switch {
+			case m.method == "":
+				if n, ok := m.id.AsNumber(); ok {
+					if i, ok := n.Int64(); ok && i == id {
+						return w.result(m, method)
+					}
+				}
+			case m.hasID:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s))
+				}()
+			case strings.HasSuffix(m.method, "/list_changed") || s == nil || s.notify == nil:
+				if w.unrouted != nil {
+					w.unrouted(m.method, m.params)
+				}
+			default:
+				s.notify(m.method, m.params)
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+			if len(data) > maxLine {
+				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: an event exceeds %d bytes", w.name, maxLine)
+			}
+		}
+		if err != nil {
+			continue // the last line had no newline: the next read reports EOF
+		}
+	}
+}
+
+// close ends the session (DELETE, best effort).
+func (w *httpWire) close() error {
+	w.mu.Lock()
+	sid := w.sessionID
+	already := w.closed
+	w.mu.Unlock()
+	w.expire()
+	if sid != "" && !already {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, w.url, nil)
+		if err == nil {
+			req.Header.Set("Mcp-Session-Id", sid)
+			if w.headers != nil {
+				_ = w.headers(ctx, req.Header)
+			}
+			if resp, err := w.hc.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	w.hc.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,444 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// stdioWire speaks the stdio transport with a command it started: one
+// JSON-RPC message per line on the command's stdin and stdout.
+type stdioWire struct {
+	name     string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stdout   io.Closer
+	stderr   *tailBuffer
+	exited   chan struct{}
+	waitErr  error
+	shutdown time.Duration
+
+	wmu    sync.Mutex
+	nextID atomic.Int64
+
+	mu        sync.Mutex
+	pending   map[string]*stdioCall
+	tokens    map[string]*stdioCall         // by progress token
+	inbound   map[string]context.CancelFunc // server requests being answered
+	closed    bool
+	cause     error
+	doneCh    chan struct{}
+	closeOnce sync.Once
+	unrouted  func(method string, params exactjson.Value)
+}
+
+type stdioCall struct {
+	resp chan msg
+	sink *sink
+}
+
+// maxLine bounds one message line of an upstream.
+const maxLine = exactjson.MaxInputBytesCeiling
+
+// startStdio starts the command and its reader.
+func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted func(string, exactjson.Value)) (*stdioWire, error) {
+	// Own pipes, not cmd.StdoutPipe: Wait closes those as soon as the
+	// command exits, losing what it wrote last.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	tail := &tailBuffer{max: 4096}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, tail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the command's children too
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("gateway: upstream %q: cannot start %s: %w", name, cmd.Path, err)
+	}
+	inR.Close()
+	outW.Close()
+	w := &stdioWire{name: name, cmd: cmd, stdin: inW, stdout: outR, stderr: tail, exited: make(chan struct{}), shutdown: shutdown,
+		pending: map[string]*stdioCall{}, tokens: map[string]*stdioCall{}, inbound: map[string]context.CancelFunc{},
+		doneCh: make(chan struct{}), unrouted: unrouted}
+	go func() {
+		w.waitErr = cmd.Wait()
+		close(w.exited)
+	}()
+	go w.readLoop(outR)
+	return w, nil
+}
+
+func (w *stdioWire) done() <-chan struct{} { return w.doneCh }
+
+func (w *stdioWire) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cause
+}
+
+func (w *stdioWire) setSession(string, string) {}
+
+// fail marks the wire broken and wakes every call.
+func (w *stdioWire) fail(err error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed, w.cause = true, err
+	inbound := w.inbound
+	w.pending, w.tokens, w.inbound = map[string]*stdioCall{}, map[string]*stdioCall{}, map[string]context.CancelFunc{}
+	w.mu.Unlock()
+	for _, cancel := range inbound {
+		cancel()
+	}
+	close(w.doneCh)
+}
+
+// exitError describes the command's end for an error message.
+func (w *stdioWire) exitError(what string) error {
+	select {
+	case <-w.exited:
+	case <-time.After(200 * time.Millisecond):
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", what)
+	select {
+	case <-w.exited:
+		if w.waitErr != nil {
+			fmt.Fprintf(&b, " (%v)", w.waitErr)
+		} else {
+			b.WriteString(" (exit status 0)")
+		}
+	default:
+	}
+	if t := strings.TrimSpace(w.stderr.String()); t != "" {
+		fmt.Fprintf(&b, "; stderr: %s", t)
+	}
+	return fmt.Errorf("%w: upstream %q: %s", errUpstreamClosed, w.name, b.String())
+}
+
+func (w *stdioWire) readLoop(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, maxLine)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := w.handle(line); perr != nil {
+				// A server must write nothing but MCP messages on stdout:
+				// what follows garbage cannot be trusted.
+				snippet := string(line)
+				if len(snippet) > 120 {
+					snippet = snippet[:120] + "..."
+				}
+				w.fail(fmt.Errorf("%w: upstream %q wrote a line that is not a JSON-RPC message (%v): %q", errUpstreamClosed, w.name, perr, snippet))
+				go w.close()
+				return
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				w.fail(w.exitError("the server closed its output"))
+			} else {
+				w.fail(w.exitError(fmt.Sprintf("reading its output: %v", err)))
+			}
+			return
+		}
+	}
+}
+
+func (w *stdioWire) handle(line []byte) error {
+	m, err := parseMsg(line)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.method == "": // a response
+		key := idKey(m.id)
+		w.mu.Lock()
+		c := w.pending[key]
+		delete(w.pending, key)
+		for k, tc := range w.tokens {
+			if tc == c {
+				delete(w.tokens, k)
+			}
+		}
+		w.mu.Unlock()
+		if c != nil {
+			c.resp <- m
+		}
+	case m.hasID: // a server-to-client request
+		c := w.route(m.method, m.params)
+		ctx, cancel := context.WithCancel(context.Background())
+		key := idKey(m.id)
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			cancel()
+			return nil
+		}
+		w.inbound[key] = cancel
+		w.mu.Unlock()
+		var s *sink
+		if c != nil {
+			s = c.sink
+		}
+		go func() {
+			defer cancel()
+			out := answerServerRequest(ctx, m, s)
+			w.mu.Lock()
+			delete(w.inbound, key)
+			w.mu.Unlock()
+			_ = w.write(out)
+		}()
+	default: // a notification
+		if m.method == "notifications/cancelled" {
+			rid, _ := m.params.Get("requestId")
+			w.mu.Lock()
+			cancel := w.inbound[idKey(rid)]
+			w.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+			return nil
+		}
+		c := w.route(m.method, m.params)
+		if c != nil && c.sink != nil && c.sink.notify != nil {
+			c.sink.notify(m.method, m.params)
+		} else if c == nil && w.unrouted != nil {
+			w.unrouted(m.method, m.params)
+		}
+	}
+	return nil
+}
+
+// route finds the call a message of the upstream belongs to: by progress
+// token, else the only call in flight. List changes belong to no call.
+func (w *stdioWire) route(method string, params exactjson.Value) *stdioCall {
+	if strings.HasSuffix(method, "/list_changed") || method == "notifications/resources/updated" {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if method == "notifications/progress" {
+		if tok, ok := params.Get("progressToken"); ok {
+			return w.tokens[idKey(tok)]
+		}
+	}
+	if meta, ok := params.Get("_meta"); ok {
+		if tok, ok := meta.Get("progressToken"); ok {
+			if c := w.tokens[idKey(tok)]; c != nil {
+				return c
+			}
+		}
+	}
+	var only *stdioCall
+	for _, c := range w.pending {
+		if c.sink == nil {
+			continue
+		}
+		if only != nil {
+			return nil // ambiguous
+		}
+		only = c
+	}
+	return only
+}
+
+func (w *stdioWire) write(b []byte) error {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	_, err := w.stdin.Write(append(b, '\n'))
+	return err
+}
+
+func (w *stdioWire) notify(_ context.Context, method string, params exactjson.Value) error {
+	b, err := encodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return w.write(b)
+}
+
+func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
+	id := w.nextID.Add(1)
+	if s != nil {
+		// A progress token routes progress (and, for servers that echo
+		// it, input requests) to this call.
+		meta, _ := params.Get("_meta")
+		if meta.Kind() != exactjson.KindObject {
+			meta = exactjson.Object()
+		}
+		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+	}
+	b, err := encodeRequest(id, method, params)
+	if err != nil {
+		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
+	}
+	key := idKey(exactjson.Int(id))
+	c := &stdioCall{resp: make(chan msg, 1), sink: s}
+	w.mu.Lock()
+	if w.closed {
+		err := w.cause
+		w.mu.Unlock()
+		return exactjson.Value{}, err
+	}
+	w.pending[key] = c
+	if s != nil {
+		w.tokens[key] = c
+	}
+	w.mu.Unlock()
+	unregister := func() {
+		w.mu.Lock()
+		delete(w.pending, key)
+		delete(w.tokens, key)
+		w.mu.Unlock()
+	}
+	written := make(chan error, 1)
+	go func() { written <- w.write(b) }()
+	cancelled := func() {
+		unregister()
+		n, _ := encodeNotification("notifications/cancelled", exactjson.Object(
+			exactjson.Field("requestId", exactjson.Int(id)),
+			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error()))))
+		go func() {
+			if <-written == nil {
+				_ = w.write(n)
+			}
+		}()
+	}
+	select {
+	case err := <-written:
+		written <- err // for cancelled
+		if err != nil {
+			unregister()
+			return exactjson.Value{}, w.exitError(fmt.Sprintf("cannot write %s: %v", method, err))
+		}
+	case <-ctx.Done():
+		cancelled()
+		return exactjson.Value{}, ctx.Err()
+	case <-w.doneCh:
+		return exactjson.Value{}, w.err()
+	}
+	select {
+	case m := <-c.resp:
+		if m.isError {
+			return exactjson.Value{}, rpcError(m.errorObj)
+		}
+		if m.result.Kind() != exactjson.KindObject {
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: the result of %s is not an object", w.name, method)
+		}
+		return m.result, nil
+	case <-w.doneCh:
+		return exactjson.Value{}, w.err()
+	case <-ctx.Done():
+		cancelled()
+		return exactjson.Value{}, ctx.Err()
+	}
+}
+
+// close shuts the command down as the spec asks: close its stdin, wait,
+// SIGTERM (its process group), wait, SIGKILL.
+func (w *stdioWire) close() error {
+	w.closeOnce.Do(func() {
+		w.fail(fmt.Errorf("%w: upstream %q", errUpstreamClosed, w.name))
+		_ = w.stdin.Close()
+		wait := func() bool {
+			t := time.NewTimer(w.shutdown)
+			defer t.Stop()
+			select {
+			case <-w.exited:
+				return true
+			case <-t.C:
+				return false
+			}
+		}
+		if !wait() {
+			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
+			if !wait() {
+				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+				<-w.exited
+			}
+		}
+		_ = w.stdout.Close()
+	})
+	return nil
+}
+
+// readLine reads one line of at most max bytes (without its newline).
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(buf)+len(frag) > max+1 {
+			return nil, fmt.Errorf("a line exceeds %d bytes", max)
+		}
+		buf = append(buf, frag...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		return buf, err
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it (a command's stderr,
+// quoted in errors).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// commandFor builds the exec.Cmd of a stdio upstream: the gateway's
+// environment plus Env, or Env alone with CleanEnv.
+func commandFor(u *UpstreamConfig) *exec.Cmd {
+	cmd := exec.Command(u.Command, u.Args...)
+	cmd.Dir = u.Dir
+	env := []string{}
+	if !u.CleanEnv {
+		env = os.Environ()
+	}
+	for _, k := range sortedKeys(u.Env) {
+		env = append(env, k+"="+expand(u.Env[k]))
+	}
+	cmd.Env = env
+	return cmd
+}
