@@ -1,6 +1,10 @@
 package weft
 
-import "github.com/weftmcp/weft/exactjson"
+import (
+	"errors"
+
+	"github.com/weftmcp/weft/exactjson"
+)
 
 // The root API the gateway package needs beyond the rest of the public API.
 
@@ -23,4 +27,24 @@ func (r *Request) ReleaseOutput() {
 // ClientCapabilities object), for a handler relaying a server's refusal.
 func MissingCapabilities(required exactjson.Value) *Error {
 	return errMissingCapabilities(required)
+}
+
+// Relay returns the input request of in carrying params exactly as another
+// server sent them, for a proxy that passes that server's
+// elicitation/create, sampling/createMessage or roots/list on to its own
+// client. The request is checked with the handler's result like one built
+// by Ask: its kind must be declared (sampling that offers tools needs
+// Sampling(...).WithTools()), and forms and URLs must pass the server's
+// elicitation policies.
+func Relay(in Input, params exactjson.Value) InputRequest {
+	d := in.input()
+	if d.err != nil {
+		return d.decl.failed(d.err)
+	}
+	r := InputRequest{decl: d.decl, kind: d.decl.kind, params: params}
+	if d.decl.kind == inputSampling && (params.Has("tools") || params.Has("toolChoice")) {
+		r.kind = inputSamplingTools
+		r.err = errors.New("weft: a relayed sampling request offers tools but the operation declared weft.Sampling without WithTools")
+	}
+	return r
 }

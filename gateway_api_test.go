@@ -18,7 +18,7 @@ func TestReleaseOutput(t *testing.T) {
 		if release {
 			name = "released"
 		}
-		if err := srv.AddTool(weft.Tool{Name: name, Description: "Reports progress.", Inputs: []weft.InputDeclaration{weft.Sampling(weft.Conditional)}},
+		if err := srv.AddTool(weft.Tool{Name: name, Description: "Reports progress.", Inputs: []weft.Input{weft.Sampling(weft.ConditionalCapability)}},
 			func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 				if release {
 					req.ReleaseOutput()

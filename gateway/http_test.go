@@ -21,17 +21,17 @@ import (
 func httpUpstream(t *testing.T) (*weft.Server, string) {
 	t.Helper()
 	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}})
-	form := weft.FormElicitation(weft.Conditional)
+	form := weft.Form(weft.ConditionalCapability)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(up.AddTool(weft.Tool{Name: "approve", Description: "Asks for a name, then approves.", Inputs: []weft.InputDeclaration{form}, StateMode: weft.StateFramework},
+	must(up.AddTool(weft.Tool{Name: "approve", Description: "Asks for a name, then approves.", Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			if _, ok := req.FrameworkState(); !ok {
-				return nil, weft.AskInput("who", weft.ElicitForm(form, "Who approves?", exactjson.Object(
+			if _, ok, _ := weft.FrameworkState[exactjson.Value](req); !ok {
+				return nil, weft.AskInput("who", form.Ask("Who approves?", exactjson.Object(
 					exactjson.Field("type", exactjson.String("object")),
 					exactjson.Field("properties", exactjson.Object(exactjson.Field("name", exactjson.Object(exactjson.Field("type", exactjson.String("string"))))))))).
 					WithFrameworkState(exactjson.Object(exactjson.Field("step", exactjson.Int(1))))

@@ -16,24 +16,43 @@ import (
 // UpstreamConfig.Inputs; none: all of them) as conditional: the operation
 // relays whatever its upstream asks, and the framework checks the client's
 // capability when a request is actually emitted.
-func proxyInputs(kinds []string) []weft.InputDeclaration {
+func proxyInputs(kinds []string) []weft.Input {
 	if len(kinds) == 0 {
 		kinds = InputKinds()
 	}
-	var out []weft.InputDeclaration
+	var out []weft.Input
 	for _, k := range kinds {
 		switch k {
 		case "form":
-			out = append(out, weft.FormElicitation(weft.Conditional))
+			out = append(out, weft.Form(weft.ConditionalCapability))
 		case "url":
-			out = append(out, weft.URLElicitation(weft.Conditional))
+			out = append(out, weft.URL(weft.ConditionalCapability))
 		case "sampling":
-			out = append(out, weft.Sampling(weft.Conditional), weft.SamplingWithTools(weft.Conditional))
+			out = append(out, weft.Sampling(weft.ConditionalCapability), weft.Sampling(weft.ConditionalCapability).WithTools())
 		case "roots":
-			out = append(out, weft.Roots(weft.Conditional))
+			out = append(out, weft.Roots(weft.ConditionalCapability))
 		}
 	}
 	return out
+}
+
+// inputFor is the declaration of an upstream's server-to-client request.
+func inputFor(method string, params exactjson.Value) (weft.Input, bool) {
+	switch method {
+	case "elicitation/create":
+		if mode, _ := params.Get("mode"); isStr(mode, "url") {
+			return weft.URL(weft.ConditionalCapability), true
+		}
+		return weft.Form(weft.ConditionalCapability), true
+	case "sampling/createMessage":
+		if params.Has("tools") || params.Has("toolChoice") {
+			return weft.Sampling(weft.ConditionalCapability).WithTools(), true
+		}
+		return weft.Sampling(weft.ConditionalCapability), true
+	case "roots/list":
+		return weft.Roots(weft.ConditionalCapability), true
+	}
+	return nil, false
 }
 
 // legacyStateMode protects the parked-call reference of a 2025-era upstream
@@ -48,28 +67,20 @@ const (
 // server-to-client request (elicitation/create, sampling/createMessage,
 // roots/list).
 func inputRequest(method string, params exactjson.Value) (weft.InputRequest, error) {
-	var d weft.InputDeclaration
+	in, ok := inputFor(method, params)
+	if !ok {
+		return weft.InputRequest{}, fmt.Errorf("the gateway cannot relay %s to its clients", method)
+	}
 	switch method {
 	case "elicitation/create":
 		if mode, _ := params.Get("mode"); isStr(mode, "url") {
-			d = weft.URLElicitation(weft.Conditional)
-			params = params.Without("elicitationId")
-		} else {
-			d = weft.FormElicitation(weft.Conditional)
-		}
-	case "sampling/createMessage":
-		if params.Has("tools") || params.Has("toolChoice") {
-			d = weft.SamplingWithTools(weft.Conditional)
-		} else {
-			d = weft.Sampling(weft.Conditional)
+			params = params.Without("elicitationId") // the client's revision needs none
 		}
 	case "roots/list":
-		d = weft.Roots(weft.Conditional)
 		params = exactjson.Object()
-	default:
-		return weft.InputRequest{}, fmt.Errorf("the gateway cannot relay %s to its clients", method)
 	}
-	return weft.NewInputRequest(d, params)
+	r := weft.Relay(in, params)
+	return r, r.Err()
 }
 
 // inputKind names the kind of an upstream's input request as in
@@ -98,27 +109,14 @@ func allowed(kinds []string, method string, params exactjson.Value) bool {
 // clientSupports reports whether req's client declared the capability an
 // upstream's server-to-client request needs.
 func clientSupports(req *weft.Request, method string, params exactjson.Value) bool {
-	switch method {
-	case "elicitation/create":
-		if mode, _ := params.Get("mode"); isStr(mode, "url") {
-			return req.ClientSupports(weft.InputURLElicitation)
-		}
-		return req.ClientSupports(weft.InputFormElicitation)
-	case "sampling/createMessage":
-		if params.Has("tools") || params.Has("toolChoice") {
-			return req.ClientSupports(weft.InputSamplingWithTools)
-		}
-		return req.ClientSupports(weft.InputSampling)
-	case "roots/list":
-		return req.ClientSupports(weft.InputRoots)
-	}
-	return false
+	in, ok := inputFor(method, params)
+	return ok && req.ClientSupports(in)
 }
 
 // askInputs builds an input_required result from keyed embedded requests
 // ({key: {method, params}}) with state set by setState.
 func askInputs(reqs exactjson.Value) (*weft.InputRequired, error) {
-	ir := weft.NewInputRequired()
+	ir := new(weft.InputRequired)
 	for key, r := range reqs.All() {
 		params, _ := r.Get("params")
 		if params.IsNull() {
@@ -149,7 +147,10 @@ func withUpstreamState(ir *weft.InputRequired, st string) *weft.InputRequired {
 func releaseOutput(req *weft.Request) { req.ReleaseOutput() }
 
 // parkedState returns the parked-call reference of a retry, if any.
-func parkedState(req *weft.Request) (exactjson.Value, bool) { return req.FrameworkState() }
+func parkedState(req *weft.Request) (exactjson.Value, bool) {
+	st, ok, err := weft.FrameworkState[exactjson.Value](req)
+	return st, ok && err == nil
+}
 
 // upstreamState returns the upstream requestState of a retry, if any.
 func upstreamState(req *weft.Request) (string, bool) { return req.ApplicationState() }
