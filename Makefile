@@ -36,10 +36,12 @@ unit: postgres
 fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} bash scripts/fuzz.sh
 
-## conformance: the 2025-11-25 required set, then every 2026-07-28 scenario
+## conformance: the 2025-11-25 required set, the 2026-07-28 server scenarios
+## through `weft gateway` fronting the fixture, then every 2026-07-28 scenario
 ## (plus the tasks and skills extensions); the acceptance figure prints last.
 conformance:
 	bash scripts/conformance-legacy.sh
+	bash scripts/conformance-gateway.sh
 	bash scripts/conformance.sh
 
 ## bench: the benchmark harness in bench/ (its own Go module, so the
