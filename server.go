@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/digestcache"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
 	"go.opentelemetry.io/otel/metric"
@@ -242,7 +242,7 @@ type Server struct {
 	extState   map[any]any // ExtensionState, created on first use
 	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
 	parsers    sync.Pool   // *exactjson.Parser: request bodies (dispatch.go)
-	digests    digestCache // params digests of sealed state (state_digests.go)
+	digests    *digestcache.Cache // params digests of sealed state
 
 	bus      *bus
 	inflight sync.WaitGroup
@@ -258,8 +258,7 @@ type Server struct {
 // NewServer returns a server with the given implementation info and options
 // (nil means defaults).
 func NewServer(impl Implementation, opts *Options) *Server {
-	s := &Server{impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]exactjson.Value{}}
-	s.digests.seed = maphash.MakeSeed()
+	s := &Server{digests: digestcache.New(), impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]exactjson.Value{}}
 	if opts != nil {
 		s.opts = *opts
 		s.opts.Middleware = slices.Clone(opts.Middleware)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/digestcache"
 	"github.com/weftmcp/weft/internal/stateplain"
 	"github.com/weftmcp/weft/seal"
 )
@@ -115,11 +116,11 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 		s.putScratch(bp)
 		return nil, nil, fmt.Errorf("encode params: %w", err)
 	}
-	d, hit := s.digests.lookup(key)
+	d, hit := s.digests.Lookup(key)
 	buf := key
 	if !hit {
 		var keep string
-		if remember && len(key) <= maxDigestKey {
+		if remember && len(key) <= digestcache.MaxKey {
 			keep = string(key)
 		}
 		d, buf, err = paramsDigestBuf(key, b0.params)
@@ -129,7 +130,7 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 			return nil, nil, err
 		}
 		if keep != "" {
-			s.digests.remember(keep, d)
+			s.digests.Remember(keep, d)
 		}
 	}
 	b := appendBinding(buf[:0], b0.endpoint, b0.version, b0.method, b0.partition, d)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/digestcache"
 )
 
 // TestDigestCache: sealing remembers the params digest, a retry with the
@@ -45,16 +46,16 @@ func TestDigestCache(t *testing.T) {
 	}
 	first := parse(`{"name":"t","arguments":{"b":1,"a":2.50},"_meta":{"progressToken":1,"x":{"y":[1]}}}`)
 	retry := parse(`{"name":"t","arguments":{"b":1,"a":2.50},"_meta":{"progressToken":2,"x":{"y":[1]}},"inputResponses":{"k":{"action":"accept"}},"requestState":"weft1.x"}`)
-	if _, hit := s.digests.lookup(key(retry)); hit {
+	if _, hit := s.digests.Lookup(key(retry)); hit {
 		t.Fatal("hit before anything was sealed")
 	}
 	check("open before seal", retry, false)
-	if _, hit := s.digests.lookup(key(retry)); hit {
+	if _, hit := s.digests.Lookup(key(retry)); hit {
 		t.Fatal("opening remembered a digest")
 	}
 	check("seal", first, true)
 	// The retry's stable params encode as round 1's did: a hit.
-	if d, hit := s.digests.lookup(key(retry)); !hit {
+	if d, hit := s.digests.Lookup(key(retry)); !hit {
 		t.Fatal("the retry does not find the digest its state was sealed with")
 	} else if want, _ := paramsDigest(retry); d != want {
 		t.Fatal("remembered digest differs")
@@ -68,22 +69,15 @@ func TestDigestCache(t *testing.T) {
 		`{"name":"t","arguments":{"b":2,"a":2.50},"_meta":{"x":{"y":[1]}}}`,
 	} {
 		p := parse(doc)
-		if _, hit := s.digests.lookup(key(p)); hit {
+		if _, hit := s.digests.Lookup(key(p)); hit {
 			t.Errorf("%s: hit", doc)
 		}
 		check(doc, p, false)
 	}
-	// A slot holding another key's entry is a miss, whatever its digest.
-	k := key(retry)
-	s.digests.slot(k).Store(&digestEntry{key: string(k) + " ", digest: [32]byte{1}})
-	if _, hit := s.digests.lookup(k); hit {
-		t.Fatal("hit on another key's entry")
-	}
-	check("slot taken", retry, false)
-	// Keys beyond maxDigestKey are not remembered.
-	long := parse(`{"name":"t","arguments":{"s":"` + strings.Repeat("x", maxDigestKey) + `"}}`)
+	// Keys beyond digestcache.MaxKey are not remembered.
+	long := parse(`{"name":"t","arguments":{"s":"` + strings.Repeat("x", digestcache.MaxKey) + `"}}`)
 	check("long seal", long, true)
-	if _, hit := s.digests.lookup(key(long)); hit {
+	if _, hit := s.digests.Lookup(key(long)); hit {
 		t.Fatal("remembered an oversized key")
 	}
 }
