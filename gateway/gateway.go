@@ -273,6 +273,12 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			defer u.g.wg.Done()
 			c.listen(u.unrouted, u.resourceURIs, u.relisten, u.g.log.Info)
 		}()
+	} else if hw, ok := c.w.(*httpWire); ok {
+		u.g.wg.Add(1)
+		go func() {
+			defer u.g.wg.Done()
+			hw.listen(u.g.log.Info)
+		}()
 	}
 	return c, nil
 }

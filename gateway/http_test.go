@@ -137,10 +137,17 @@ func TestHTTPUpstreams(t *testing.T) {
 }
 
 // An upstream's list changes reach the gateway's clients: a 2026-07-28
-// upstream through its subscriptions/listen stream.
+// upstream's through its subscriptions/listen stream, a 2025 session's
+// through its GET stream.
 func TestListChangedRefresh(t *testing.T) {
+	for _, protocol := range []string{gateway.Version20260728, gateway.Version20251125} {
+		t.Run("protocol="+protocol, func(t *testing.T) { testListChangedRefresh(t, protocol) })
+	}
+}
+
+func testListChangedRefresh(t *testing.T, protocol string) {
 	upSrv, url := httpUpstream(t)
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_"}}}, testKeyring(t), nil)
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_", Protocol: protocol}}}, testKeyring(t), nil)
 	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -209,6 +216,7 @@ func TestLegacyHTTPSessionExpired(t *testing.T) {
 	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
 		t.Fatalf("before the restart: %v %v", res, err)
 	}
+	hs.CloseClientConnections() // the session's GET stream too
 	hs.Close()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -216,7 +224,10 @@ func TestLegacyHTTPSessionExpired(t *testing.T) {
 	}
 	hs2 := &httptest.Server{Listener: l, Config: &http.Server{Handler: newUpstream()}}
 	hs2.Start()
-	defer hs2.Close()
+	defer func() {
+		_ = in.gw.Close() // first: its GET stream would hold hs2.Close
+		hs2.Close()
+	}()
 	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
 		t.Fatalf("after the restart: %v %v", res, err)
 	}

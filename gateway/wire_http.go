@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -19,8 +20,8 @@ import (
 // httpWire speaks the Streamable HTTP transport of the 2025 revisions: a
 // session (Mcp-Session-Id) opened by initialize, every message POSTed, each
 // request answered by JSON or by an SSE stream that may carry the server's
-// requests for the call before its response. The session's GET stream is
-// not opened: list changes are seen when they arrive on a call's stream.
+// requests for the call before its response, and the session's GET stream
+// for what belongs to no call (see listen).
 type httpWire struct {
 	name    string
 	url     string
@@ -297,4 +298,69 @@ func (w *httpWire) close() error {
 	}
 	w.hc.CloseIdleConnections()
 	return nil
+}
+
+// listen holds the session's GET stream open, on which a 2025 server sends
+// what belongs to no call (list changes, resource updates; its requests get
+// an error, its pings an answer), until the session ends. A server without
+// one (405) is left alone; a broken stream is reopened after a pause.
+func (w *httpWire) listen(log func(msg string, args ...any)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-w.doneCh
+		cancel()
+	}()
+	pause := time.Second
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		w.mu.Lock()
+		sid, version := w.sessionID, w.version
+		w.mu.Unlock()
+		if sid == "" {
+			return // a server without sessions has no GET stream
+		}
+		req.Header.Set("Mcp-Session-Id", sid)
+		if version != "" {
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		if w.headers != nil {
+			if err := w.headers(ctx, req.Header); err != nil {
+				return
+			}
+		}
+		resp, err := w.hc.Do(req)
+		if err == nil {
+			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			switch {
+			case resp.StatusCode == http.StatusMethodNotAllowed:
+				resp.Body.Close()
+				return
+			case resp.StatusCode == http.StatusNotFound:
+				resp.Body.Close()
+				w.expire()
+				return
+			case resp.StatusCode/100 == 2 && mt == "text/event-stream":
+				pause = time.Second
+				_, err = w.readSSE(ctx, resp.Body, -1, "the session's GET stream", nil)
+			default:
+				err = fmt.Errorf("HTTP %s", resp.Status)
+			}
+			resp.Body.Close()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log("gateway: the upstream's GET stream ended; reopening", "upstream", w.name, "err", err, "in", pause)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Minute)
+	}
 }
