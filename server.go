@@ -239,9 +239,9 @@ type Server struct {
 	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
 	extensions map[string]exactjson.Value
-	extState   map[any]any // ExtensionState, created on first use
-	scratch    sync.Pool   // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool   // *exactjson.Parser: request bodies (dispatch.go)
+	extState   map[any]any        // ExtensionState, created on first use
+	scratch    sync.Pool          // *[]byte: hash input of request-state bindings (state.go)
+	parsers    sync.Pool          // *exactjson.Parser: request bodies (dispatch.go)
 	digests    *digestcache.Cache // params digests of sealed state
 
 	bus      *bus
