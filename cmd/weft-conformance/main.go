@@ -24,12 +24,22 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3917", "listen address (loopback)")
+	stdio := flag.Bool("stdio", false, "serve the fixtures over stdin/stdout instead of HTTP (for a gateway in front)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := newServer(logger)
 	if err != nil {
 		logger.Error("building the fixture server failed", "err", err)
 		os.Exit(1)
+	}
+	if *stdio {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := srv.ServeStdio(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
+			logger.Error("serve failed", "err", err)
+			os.Exit(1)
+		}
+		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)
