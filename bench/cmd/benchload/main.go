@@ -74,7 +74,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -151,6 +151,7 @@ type report struct {
 	tasks    []taskRow
 	tasksErr string
 	listen   []listenRow
+	sessions []sessionRow
 }
 
 func run(ctx context.Context, cfg config) (*report, error) {
@@ -227,6 +228,15 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			}
 			logf("  %.0f B/stream, fan-out %s", row.heapPerStream, row.fanout)
 			rep.listen = append(rep.listen, row)
+		}
+	}
+	if !cfg.skip["sessions"] {
+		logf("2025-11-25 sessions: %d opened per store", sessionCount)
+		if rep.sessions, err = sessionRows(ctx, cfg.dsn); err != nil {
+			return nil, err
+		}
+		for _, r := range rep.sessions {
+			logf("  %s: %.0f B/session, initialize %s (p99 %s)", r.store, r.heapPerSess, r.initialize, r.initializeP99)
 		}
 	}
 	rep.machine.loadEnd = loadAvg()

@@ -319,6 +319,15 @@ func (r *report) markdown() string {
 		}
 		p("\n")
 	}
+	if len(r.sessions) > 0 {
+		p("## 2025-11-25 sessions at scale\n\n")
+		p("%d sessions opened one after the other (initialize, then notifications/initialized, over one loopback connection) against an in-process Weft server, per session store, and kept open; the heap is the process's live heap per open session (for PostgreSQL the sessions themselves live in the database). The peers' in-memory sessions are not measured yet (no peer row).\n\n", sessionCount)
+		p("| store | heap per open session | initialize p50 | initialize p99 |\n|---|---|---|---|\n")
+		for _, s := range r.sessions {
+			p("| %s | %.1f KB | %s | %s |\n", s.store, s.heapPerSess/1000, fmtDur(float64(s.initialize)), fmtDur(float64(s.initializeP99)))
+		}
+		p("\n")
+	}
 	if len(r.tasks) > 0 {
 		p("## Tasks: create to complete\n\n")
 		p("%d clients create tasks through `tools/call` on a Weft server with `EnableTasks` (the tool answers `RunAsTask`; the runner, 4 workers, "+
