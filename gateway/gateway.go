@@ -277,7 +277,7 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 		u.g.wg.Add(1)
 		go func() {
 			defer u.g.wg.Done()
-			hw.listen(u.g.log.Info)
+			hw.listen(u.g.log.Info, u.kickRefresh)
 		}()
 	}
 	return c, nil

@@ -304,7 +304,9 @@ func (w *httpWire) close() error {
 // what belongs to no call (list changes, resource updates; its requests get
 // an error, its pings an answer), until the session ends. A server without
 // one (405) is left alone; a broken stream is reopened after a pause.
-func (w *httpWire) listen(log func(msg string, args ...any)) {
+// opened is called each time the stream is (re)established: what changed
+// while none was open was sent to nobody, so the lists are read again.
+func (w *httpWire) listen(log func(msg string, args ...any), opened func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -346,6 +348,9 @@ func (w *httpWire) listen(log func(msg string, args ...any)) {
 				return
 			case resp.StatusCode/100 == 2 && mt == "text/event-stream":
 				pause = time.Second
+				if opened != nil {
+					opened()
+				}
 				_, err = w.readSSE(ctx, resp.Body, -1, "the session's GET stream", nil)
 			default:
 				err = fmt.Errorf("HTTP %s", resp.Status)
