@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/gateway"
@@ -106,9 +104,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Info("weft gateway on stdio", "upstreams", len(cfg.Upstreams))
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	hs := weft.NewHTTPServer(*addr, mux)
+	hs := weft.NewHTTPServer(*addr, mcpMux(srv))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft gateway\n  url:       http://%s/mcp\n  upstreams: %d\n  keyring:   %s\n", *addr, len(cfg.Upstreams), kr.Fingerprint())
@@ -117,13 +113,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("gateway: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return drainAndShutdown(logger, srv, hs, 0)
 }
 
 func orInt(v, def int) int {

@@ -168,12 +168,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		logger.Info("weft demo on stdio", "versions", weft.ProtocolVersion, "keyring", kr.Fingerprint().String())
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	// Probes for load balancers and orchestrators (no Host check: probes
-	// often send none).
-	mux.Handle("/healthz", srv.LivenessHandler())
-	mux.Handle("/readyz", srv.ReadinessHandler())
+	mux := mcpMux(srv)
 	mux.HandleFunc("/link/", d.stores.linkPage)
 	if prm != nil {
 		h, err := prm.Handler()
@@ -230,6 +225,18 @@ func drainAndShutdown(logger *slog.Logger, srv *weft.Server, hs *http.Server, de
 	}
 	logger.Info("shut down")
 	return nil
+}
+
+// mcpMux serves srv at /mcp with the liveness and readiness probes at
+// /healthz and /readyz.
+func mcpMux(srv *weft.Server) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	// Probes for load balancers and orchestrators (no Host check: probes
+	// often send none).
+	mux.Handle("/healthz", srv.LivenessHandler())
+	mux.Handle("/readyz", srv.ReadinessHandler())
+	return mux
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

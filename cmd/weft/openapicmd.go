@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/openapi"
@@ -108,9 +107,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Info("weft openapi on stdio", "upstream", api.BaseURL(), "tools", counts[openapi.KindTool])
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	hs := weft.NewHTTPServer(*addr, mux)
+	hs := weft.NewHTTPServer(*addr, mcpMux(srv))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft openapi server\n  url:       http://%s/mcp\n  upstream:  %s\n  document:  %s (OpenAPI %s)\n  tools:     %d (%d ask for confirmation)\n  resources: %d, templates: %d, excluded: %d\n",
@@ -121,11 +118,5 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	return nil
+	return drainAndShutdown(logger, srv, hs, 0)
 }
