@@ -589,11 +589,17 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		}
 		u.reg.tools[name] = fp
 	}
-	for name := range u.reg.tools {
+	u.prune(u.reg.tools, keep, "tool", srv.RemoveTool)
+}
+
+// prune drops the registrations of reg that keep lacks: from the server
+// (remove), from the registry and from the gateway's name claims.
+func (u *upstream) prune(reg map[string]string, keep map[string]bool, kind string, remove func(string) bool) {
+	for name := range reg {
 		if !keep[name] {
-			srv.RemoveTool(name)
-			delete(u.reg.tools, name)
-			u.g.release("tool:"+name, u)
+			remove(name)
+			delete(reg, name)
+			u.g.release(kind+":"+name, u)
 		}
 	}
 }
@@ -629,13 +635,7 @@ func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
 		}
 		u.reg.prompts[name] = fp
 	}
-	for name := range u.reg.prompts {
-		if !keep[name] {
-			srv.RemovePrompt(name)
-			delete(u.reg.prompts, name)
-			u.g.release("prompt:"+name, u)
-		}
-	}
+	u.prune(u.reg.prompts, keep, "prompt", srv.RemovePrompt)
 }
 
 func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
@@ -679,13 +679,7 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 		}
 		u.reg.resources[uri] = fp
 	}
-	for uri := range u.reg.resources {
-		if !keep[uri] {
-			srv.RemoveResource(uri)
-			delete(u.reg.resources, uri)
-			u.g.release("resource:"+uri, u)
-		}
-	}
+	u.prune(u.reg.resources, keep, "resource", srv.RemoveResource)
 }
 
 // subscribeLegacy sends resources/subscribe for the registered resources
@@ -757,13 +751,7 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 		}
 		u.reg.templates[tpl] = fp
 	}
-	for tpl := range u.reg.templates {
-		if !keep[tpl] {
-			srv.RemoveResourceTemplate(tpl)
-			delete(u.reg.templates, tpl)
-			u.g.release("template:"+tpl, u)
-		}
-	}
+	u.prune(u.reg.templates, keep, "template", srv.RemoveResourceTemplate)
 }
 
 // toolHandler forwards tools/call. mirrors are the x-mcp-header
