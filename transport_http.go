@@ -53,11 +53,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
-	rc := http.NewResponseController(w)
+	// One allocation for the exchange's state (inbound message, responder,
+	// response controller) instead of three.
+	x := &httpExchange{}
+	x.rc = *http.NewResponseController(w)
+	rc := &x.rc
 	// Bound the body read (slow clients), then clear the deadline so that
 	// long-lived streams are not cut.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-	body, err := readBody(http.MaxBytesReader(w, r.Body, int64(s.limits.MaxBodyBytes)), r.ContentLength, s.limits.MaxBodyBytes)
+	var rd io.Reader = r.Body
+	if r.ContentLength <= 0 || r.ContentLength > int64(s.limits.MaxBodyBytes) {
+		// A declared length within the limit is enforced by net/http itself
+		// (readBody reads exactly that many bytes); any other body is cut
+		// at the limit.
+		rd = http.MaxBytesReader(w, r.Body, int64(s.limits.MaxBodyBytes))
+	}
+	body, err := readBody(rd, r.ContentLength, s.limits.MaxBodyBytes)
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -68,15 +79,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusBadRequest, "Could not read the request body")
 		return
 	}
-	resp := &httpResponder{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
+	resp := &x.resp
+	*resp = httpResponder{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
 		sseOK: acceptsSSE(r.Header.Values("Accept"))}
 	endpoint := r.URL.Path
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)
 	}
-	rep := s.serve(r.Context(), &inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
-		remoteAddr: r.RemoteAddr, out: resp})
-	resp.finish(rep)
+	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
+		remoteAddr: r.RemoteAddr, out: resp}
+	resp.finish(s.serve(r.Context(), &x.in))
+}
+
+// httpExchange is the state of one HTTP request, allocated together.
+type httpExchange struct {
+	in   inbound
+	resp httpResponder
+	rc   http.ResponseController
 }
 
 // isJSONMediaType reports whether a Content-Type is application/json
@@ -254,7 +273,7 @@ func (h *httpResponder) finish(rep reply) {
 	case rep.err != nil:
 		msg = appendErrorResponse(nil, rep.id, rep.err)
 	default:
-		msg = appendResponse(nil, rep.id, rep.result)
+		msg = appendResponse(make([]byte, 0, len(rep.result)+48), rep.id, rep.result)
 	}
 	if h.sse {
 		_ = h.writeFrame(msg)
