@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	gschema "github.com/google/jsonschema-go/jsonschema"
@@ -215,11 +216,14 @@ func AddTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error 
 		if err != nil {
 			return nil, fmt.Errorf("weft: encode tool output: %w", err)
 		}
-		v, err := exactjson.Parse(text, exactjson.Limits{})
+		// One string for both: text is this call's own buffer, written by
+		// nothing after Marshal returns.
+		ts := unsafe.String(unsafe.SliceData(text), len(text))
+		v, err := exactjson.ParseString(ts, exactjson.Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("weft: encode tool output: %w", err)
 		}
-		return &CallToolResult{StructuredContent: v, Content: []Content{TextContent(string(text))}}, nil
+		return &CallToolResult{StructuredContent: v, Content: []Content{TextContent(ts)}}, nil
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -51,6 +52,25 @@ func main() {
 			log.Fatal(err)
 		}
 		stop = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	// WEFT_BENCHSERVER_MEMPROFILE=<file> records every allocation and writes
+	// the allocation profile when the server exits (to see what one request
+	// allocates under the real transport, not an httptest recorder).
+	if path := os.Getenv("WEFT_BENCHSERVER_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 1
+		cpuStop := stop
+		stop = func() {
+			cpuStop()
+			f, err := os.Create(path + "." + *impl)
+			if err != nil {
+				log.Print(err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				log.Print(err)
+			}
+		}
 	}
 	fmt.Printf("listening %s\n", ln.Addr())
 	go func() {
