@@ -17,14 +17,17 @@ import (
 
 // cell is one measurement: n requests at concurrency c against one server.
 type cell struct {
-	impl       string
-	conc       int
-	round      int
-	n          int
-	wall       time.Duration
-	p50, p99   time.Duration
-	cpuPerReq  time.Duration // server CPU (user+system) per request
-	throughput float64       // requests per second
+	impl      string
+	conc      int
+	round     int
+	n         int
+	wall      time.Duration
+	p50, p99  time.Duration
+	cpuPerReq time.Duration // server CPU (user+system) per request
+	// Server-side counters per request: heap bytes and objects allocated,
+	// GC cycles (per 1,000 requests), read and write system calls.
+	bytesReq, objsReq, gcPerK, sysReq float64
+	throughput                        float64 // requests per second
 }
 
 // client is a keep-alive HTTP client for one server at one concurrency.
@@ -139,6 +142,10 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 		return cell{}, fmt.Errorf("%s warm-up: %w", s.impl, err)
 	}
 	*ids += int64(warm)
+	st0, err := s.stats()
+	if err != nil {
+		return cell{}, err
+	}
 	cpu0, err := s.cpu()
 	if err != nil {
 		return cell{}, err
@@ -152,12 +159,21 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 	if err != nil {
 		return cell{}, err
 	}
+	st1, err := s.stats()
+	if err != nil {
+		return cell{}, err
+	}
+	fn := float64(n)
 	slices.Sort(lat)
 	return cell{
 		impl: s.impl, conc: conc, round: round, n: n, wall: wall,
 		p50:        percentile(lat, 0.50),
 		p99:        percentile(lat, 0.99),
 		cpuPerReq:  (cpu1 - cpu0) / time.Duration(n),
+		bytesReq:   float64(st1.bytes-st0.bytes) / fn,
+		objsReq:    float64(st1.objects-st0.objects) / fn,
+		gcPerK:     1000 * float64(st1.gcs-st0.gcs) / fn,
+		sysReq:     float64(st1.syscr+st1.syscw-st0.syscr-st0.syscw) / fn,
 		throughput: float64(n) / wall.Seconds(),
 	}, nil
 }

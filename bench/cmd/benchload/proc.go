@@ -23,6 +23,49 @@ type server struct {
 	addr  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	// statsc carries the server's answers to "stats" (see serverStats).
+	statsc chan string
+}
+
+// serverStats is what one server process has done so far: its GC cycles,
+// heap bytes and objects allocated (runtime/metrics, from the process
+// itself) and its read and write system calls (/proc/<pid>/io).
+type serverStats struct {
+	gcs, bytes, objects uint64
+	syscr, syscw        uint64
+}
+
+// stats asks the server for its counters.
+func (s *server) stats() (serverStats, error) {
+	var st serverStats
+	if _, err := io.WriteString(s.stdin, "stats\n"); err != nil {
+		return st, err
+	}
+	select {
+	case l, ok := <-s.statsc:
+		if !ok {
+			return st, fmt.Errorf("benchserver -impl %s exited", s.impl)
+		}
+		if _, err := fmt.Sscanf(l, "stats %d %d %d", &st.gcs, &st.bytes, &st.objects); err != nil {
+			return st, fmt.Errorf("benchserver -impl %s: bad stats line %q", s.impl, l)
+		}
+	case <-time.After(10 * time.Second):
+		return st, fmt.Errorf("benchserver -impl %s did not answer stats", s.impl)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/io")
+	if err != nil {
+		return st, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "syscr":
+			st.syscr, _ = strconv.ParseUint(v, 10, 64)
+		case "syscw":
+			st.syscw, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return st, nil
 }
 
 // buildServer builds cmd/benchserver into dir and returns the binary's path.
@@ -52,13 +95,19 @@ func startServer(bin, impl string) (*server, error) {
 		return nil, err
 	}
 	line := make(chan string, 1)
+	statsc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		if sc.Scan() {
 			line <- sc.Text()
 		}
 		close(line)
-		_, _ = io.Copy(io.Discard, stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "stats ") {
+				statsc <- sc.Text()
+			}
+		}
+		close(statsc)
 	}()
 	select {
 	case l, ok := <-line:
@@ -68,7 +117,7 @@ func startServer(bin, impl string) (*server, error) {
 			_ = cmd.Wait()
 			return nil, fmt.Errorf("benchserver -impl %s did not start (%q)", impl, l)
 		}
-		return &server{impl: impl, addr: addr, cmd: cmd, stdin: stdin}, nil
+		return &server{impl: impl, addr: addr, cmd: cmd, stdin: stdin, statsc: statsc}, nil
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

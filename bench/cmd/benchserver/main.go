@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,12 +19,21 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"syscall"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/bench/servers"
 )
+
+// printStats prints "stats <GC cycles> <bytes allocated> <objects
+// allocated>", all since the process started (runtime/metrics).
+func printStats() {
+	ms := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(ms)
+	fmt.Printf("stats %d %d %d\n", ms[0].Value.Uint64(), ms[1].Value.Uint64(), ms[2].Value.Uint64())
+}
 
 func main() {
 	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare")
@@ -74,8 +84,14 @@ func main() {
 	}
 	fmt.Printf("listening %s\n", ln.Addr())
 	go func() {
-		// benchload holds stdin open; its end ends the server.
-		_, _ = io.Copy(io.Discard, os.Stdin)
+		// benchload holds stdin open; its end ends the server. Each line
+		// "stats" asks for the process's allocation and GC counters.
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "stats" {
+				printStats()
+			}
+		}
 		stop()
 		os.Exit(0)
 	}()
