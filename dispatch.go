@@ -109,9 +109,12 @@ type inbound struct {
 
 // reply is the core's answer to one message; the transport writes it.
 type reply struct {
-	none    bool   // a notification: nothing to send (HTTP 202)
-	id      ID     // echoed id
-	result  []byte // encoded result object
+	none   bool   // a notification: nothing to send (HTTP 202)
+	id     ID     // echoed id
+	result []byte // encoded result object
+	// wire, when set, is the whole success response around result (built
+	// by the encoder for id; result aliases it): sent as it is.
+	wire    []byte
 	err     *Error
 	header  http.Header // extra response headers (admission challenges, Retry-After)
 	status  int         // HTTP status override
@@ -458,12 +461,13 @@ func (s *Server) encodeModern(ctx context.Context, req *Request, res Result) rep
 			return rep
 		}
 	}
-	b, err := s.encodeResult(res, false)
+	// Inside its response, under the id the request was admitted with.
+	b, wire, err := s.encodeResultIn(res, false, &req.bound().id)
 	if err != nil {
 		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
 		return reply{err: internalError(err), outcome: OutcomeInternalError}
 	}
-	return reply{result: b}
+	return reply{result: b, wire: wire}
 }
 
 // handler returns the middleware-wrapped handler of a method, and whether

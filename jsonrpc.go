@@ -129,11 +129,25 @@ func isString(v exactjson.Value, want string) bool {
 
 // appendResponse appends a JSON-RPC success response.
 func appendResponse(dst []byte, id ID, result []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = appendID(dst, id)
-	dst = append(dst, `,"result":`...)
+	dst = appendResponsePrefix(dst, id)
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// appendResponsePrefix appends a success response up to its result.
+func appendResponsePrefix(dst []byte, id ID) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
+}
+
+// responseBytes returns the JSON-RPC success response of rep: the one its
+// encoder built around the result when it did, else a new one.
+func responseBytes(rep reply) []byte {
+	if rep.wire != nil {
+		return rep.wire
+	}
+	return appendResponse(make([]byte, 0, len(rep.result)+48), rep.id, rep.result)
 }
 
 func appendID(dst []byte, id ID) []byte {

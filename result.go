@@ -286,7 +286,21 @@ func (ir *InputRequired) encodeBody(e *enc, legacy bool) {
 // carry none of these (serverInfo came with initialize) and the
 // application's _meta only. Results are bounded by Limits.MaxOutputBytes.
 func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
-	e := &enc{b: make([]byte, 0, 256)}
+	b, _, err := s.encodeResultIn(res, legacy, nil)
+	return b, err
+}
+
+// encodeResultIn encodes res; with a non-nil id, inside the JSON-RPC
+// response that carries it, so that the transport sends the buffer as it is
+// (no second copy): wire is then the whole response and result the result
+// object within it.
+func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire []byte, err error) {
+	e := &enc{b: make([]byte, 0, 320)}
+	start := 0
+	if id != nil {
+		e.b = appendResponsePrefix(e.b, *id)
+		start = len(e.b)
+	}
 	e.open()
 	if !legacy {
 		e.str("resultType", res.resultType())
@@ -316,12 +330,16 @@ func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
 	}
 	e.close()
 	if e.err != nil {
-		return nil, e.err
+		return nil, nil, e.err
 	}
-	if len(e.b) > s.limits.MaxOutputBytes {
-		return nil, fmt.Errorf("result of %d bytes exceeds MaxOutputBytes (%d)", len(e.b), s.limits.MaxOutputBytes)
+	if n := len(e.b) - start; n > s.limits.MaxOutputBytes {
+		return nil, nil, fmt.Errorf("result of %d bytes exceeds MaxOutputBytes (%d)", n, s.limits.MaxOutputBytes)
 	}
-	return e.b, nil
+	result = e.b[start:len(e.b):len(e.b)]
+	if id == nil {
+		return result, nil, nil
+	}
+	return result, append(e.b, '}'), nil
 }
 
 func hasMemberBesides(obj exactjson.Value, name string) bool {

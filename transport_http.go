@@ -273,7 +273,7 @@ func (h *httpResponder) finish(rep reply) {
 	case rep.err != nil:
 		msg = appendErrorResponse(nil, rep.id, rep.err)
 	default:
-		msg = appendResponse(make([]byte, 0, len(rep.result)+48), rep.id, rep.result)
+		msg = responseBytes(rep)
 	}
 	if h.sse {
 		_ = h.writeFrame(msg)

@@ -92,7 +92,7 @@ loop:
 						if rep.err != nil {
 							_ = out.write(appendErrorResponse(nil, rep.id, rep.err))
 						} else {
-							_ = out.write(appendResponse(nil, rep.id, rep.result))
+							_ = out.write(responseBytes(rep))
 						}
 					})
 				}
