@@ -115,6 +115,7 @@ type reply struct {
 	// wire, when set, is the whole success response around result (built
 	// by the encoder for id; result aliases it): sent as it is.
 	wire    []byte
+	wireBuf *[]byte // wire's pooled buffer, for the transport to give back (putWire)
 	err     *Error
 	header  http.Header // extra response headers (admission challenges, Retry-After)
 	status  int         // HTTP status override
@@ -462,12 +463,12 @@ func (s *Server) encodeModern(ctx context.Context, req *Request, res Result) rep
 		}
 	}
 	// Inside its response, under the id the request was admitted with.
-	b, wire, err := s.encodeResultIn(res, false, &req.bound().id)
+	b, wire, buf, err := s.encodeResultIn(res, false, &req.bound().id)
 	if err != nil {
 		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
 		return reply{err: internalError(err), outcome: OutcomeInternalError}
 	}
-	return reply{result: b, wire: wire}
+	return reply{result: b, wire: wire, wireBuf: buf}
 }
 
 // handler returns the middleware-wrapped handler of a method, and whether

@@ -286,20 +286,28 @@ func (ir *InputRequired) encodeBody(e *enc, legacy bool) {
 // carry none of these (serverInfo came with initialize) and the
 // application's _meta only. Results are bounded by Limits.MaxOutputBytes.
 func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
-	b, _, err := s.encodeResultIn(res, legacy, nil)
+	b, _, _, err := s.encodeResultIn(res, legacy, nil)
 	return b, err
 }
 
 // encodeResultIn encodes res; with a non-nil id, inside the JSON-RPC
 // response that carries it, so that the transport sends the buffer as it is
-// (no second copy): wire is then the whole response and result the result
-// object within it.
-func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire []byte, err error) {
-	e := &enc{b: make([]byte, 0, 320)}
+// (no second copy): wire is then the whole response, result the result
+// object within it, and buf the pooled buffer holding them, which the
+// transport may give back with putWire once it has written wire.
+func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire []byte, buf *[]byte, err error) {
+	e := &enc{}
 	start := 0
 	if id != nil {
-		e.b = appendResponsePrefix(e.b, *id)
+		buf, _ = s.wires.Get().(*[]byte)
+		if buf == nil {
+			buf = new([]byte)
+			*buf = make([]byte, 0, 512)
+		}
+		e.b = appendResponsePrefix((*buf)[:0], *id)
 		start = len(e.b)
+	} else {
+		e.b = make([]byte, 0, 256)
 	}
 	e.open()
 	if !legacy {
@@ -330,16 +338,31 @@ func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire [
 	}
 	e.close()
 	if e.err != nil {
-		return nil, nil, e.err
+		return nil, nil, nil, e.err
 	}
 	if n := len(e.b) - start; n > s.limits.MaxOutputBytes {
-		return nil, nil, fmt.Errorf("result of %d bytes exceeds MaxOutputBytes (%d)", n, s.limits.MaxOutputBytes)
+		return nil, nil, nil, fmt.Errorf("result of %d bytes exceeds MaxOutputBytes (%d)", n, s.limits.MaxOutputBytes)
 	}
 	result = e.b[start:len(e.b):len(e.b)]
 	if id == nil {
-		return result, nil, nil
+		return result, nil, nil, nil
 	}
-	return result, append(e.b, '}'), nil
+	wire = append(e.b, '}')
+	*buf = wire
+	return result, wire, buf, nil
+}
+
+// maxPooledWire bounds the response buffers kept for reuse.
+const maxPooledWire = 16 << 10
+
+// putWire takes back a response buffer of encodeResultIn once the transport
+// has written it (nothing may read it afterwards).
+func (s *Server) putWire(buf *[]byte) {
+	if buf == nil || cap(*buf) > maxPooledWire {
+		return
+	}
+	*buf = (*buf)[:0]
+	s.wires.Put(buf)
 }
 
 func hasMemberBesides(obj exactjson.Value, name string) bool {

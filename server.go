@@ -242,6 +242,7 @@ type Server struct {
 	extState   map[any]any        // ExtensionState, created on first use
 	scratch    sync.Pool          // *[]byte: hash input of request-state bindings (state.go)
 	parsers    sync.Pool          // *exactjson.Parser: request bodies (dispatch.go)
+	wires      sync.Pool          // *[]byte: response buffers back from the HTTP transport (result.go)
 	digests    *digestcache.Cache // params digests of sealed state
 
 	bus      *bus

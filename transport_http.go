@@ -80,7 +80,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := &x.resp
-	*resp = httpResponder{w: w, rc: rc, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
+	*resp = httpResponder{w: w, rc: rc, srv: s, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
 		sseOK: acceptsSSE(r.Header.Values("Accept"))}
 	endpoint := r.URL.Path
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
@@ -171,6 +171,7 @@ func (s *Server) originAllowed(origin string) bool {
 type httpResponder struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
+	srv       *Server // takes the response buffer back (putWire)
 	keepAlive time.Duration
 	sseOK     bool
 	// writeTimeout bounds each write (Options.WriteTimeout).
@@ -276,7 +277,8 @@ func (h *httpResponder) finish(rep reply) {
 		msg = responseBytes(rep)
 	}
 	if h.sse {
-		_ = h.writeFrame(msg)
+		_ = h.writeFrame(msg) // copies msg
+		h.srv.putWire(rep.wireBuf)
 		return
 	}
 	for k, vs := range rep.header {
@@ -292,7 +294,8 @@ func (h *httpResponder) finish(rep reply) {
 	h.w.Header()["Content-Type"] = []string{"application/json"}
 	h.w.WriteHeader(status)
 	h.deadline()
-	_, _ = h.w.Write(msg)
+	_, _ = h.w.Write(msg) // net/http copies msg into its buffer
+	h.srv.putWire(rep.wireBuf)
 }
 
 // NewHTTPServer returns an *http.Server for h with Weft's transport limits:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -1191,4 +1192,46 @@ func TestAcceptsSSE(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { acceptsSSE([]string{"application/json, text/event-stream"}) }); n != 0 {
 		t.Errorf("acceptsSSE allocates %v times", n)
 	}
+}
+
+// TestPooledResponseBuffersNotShared: the response buffers the HTTP
+// transport gives back for reuse (putWire) never carry one call's answer
+// into another's: many concurrent calls with distinct ids and outputs, over
+// real HTTP, each answered with exactly its own (run with -race).
+func TestPooledResponseBuffersNotShared(t *testing.T) {
+	s := NewServer(Implementation{Name: "pool", Version: "1"}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	type in struct {
+		Text string `json:"text"`
+	}
+	type out struct {
+		Echo string `json:"echo"`
+	}
+	must(t, AddTool(s, Tool{Name: "echo", Description: "Echoes."}, func(ctx context.Context, req *Request, a in) (out, error) {
+		// Outputs of very different lengths, so buffers grow and shrink.
+		return out{Echo: strings.Repeat(a.Text, 1+len(a.Text)%7*50)}, nil
+	}))
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 40 {
+				text := fmt.Sprintf("g%d-i%d", g, i)
+				id := g*1000 + i
+				r := rpc(t, ts.URL, id, "tools/call", toolCall(nil, "echo", M{"text": text}))
+				want := strings.Repeat(text, 1+len(text)%7*50)
+				var got struct {
+					ID     int `json:"id"`
+					Result struct {
+						StructuredContent out `json:"structuredContent"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(r.Body, &got); err != nil || got.ID != id || got.Result.StructuredContent.Echo != want {
+					t.Errorf("call %d: got id %d, echo %.40q (err %v), want its own answer", id, got.ID, got.Result.StructuredContent.Echo, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -27,7 +27,8 @@ type cell struct {
 	// Server-side counters per request: heap bytes and objects allocated,
 	// GC cycles (per 1,000 requests), read and write system calls.
 	bytesReq, objsReq, gcPerK, sysReq float64
-	throughput                        float64 // requests per second
+	gcCPUReq                          time.Duration // GC and scavenger CPU per request (runtime estimate)
+	throughput                        float64       // requests per second
 }
 
 // client is a keep-alive HTTP client for one server at one concurrency.
@@ -174,6 +175,7 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 		objsReq:    float64(st1.objects-st0.objects) / fn,
 		gcPerK:     1000 * float64(st1.gcs-st0.gcs) / fn,
 		sysReq:     float64(st1.syscr+st1.syscw-st0.syscr-st0.syscw) / fn,
+		gcCPUReq:   time.Duration((st1.gcCPU + st1.scavCPU - st0.gcCPU - st0.scavCPU) * 1e9 / fn),
 		throughput: float64(n) / wall.Seconds(),
 	}, nil
 }

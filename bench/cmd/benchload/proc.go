@@ -32,6 +32,7 @@ type server struct {
 // itself) and its read and write system calls (/proc/<pid>/io).
 type serverStats struct {
 	gcs, bytes, objects uint64
+	gcCPU, scavCPU      float64 // seconds
 	syscr, syscw        uint64
 }
 
@@ -46,7 +47,7 @@ func (s *server) stats() (serverStats, error) {
 		if !ok {
 			return st, fmt.Errorf("benchserver -impl %s exited", s.impl)
 		}
-		if _, err := fmt.Sscanf(l, "stats %d %d %d", &st.gcs, &st.bytes, &st.objects); err != nil {
+		if _, err := fmt.Sscanf(l, "stats %d %d %d %g %g", &st.gcs, &st.bytes, &st.objects, &st.gcCPU, &st.scavCPU); err != nil {
 			return st, fmt.Errorf("benchserver -impl %s: bad stats line %q", s.impl, l)
 		}
 	case <-time.After(10 * time.Second):

@@ -16,6 +16,7 @@ type summary struct {
 	p50, p99, cpuReq time.Duration
 	// medians of the cells' server-side counters (see cell)
 	bytesReq, objsReq, gcPerK, sysReq float64
+	gcCPUReq                          time.Duration
 	rounds                            []cell
 }
 
@@ -26,6 +27,7 @@ func (r *report) summaries(conc int) []summary {
 		var tp []float64
 		var p50, p99, cpu []time.Duration
 		var by, ob, gc, sy []float64
+		var gcc []time.Duration
 		for _, c := range r.cells {
 			if c.impl == impl && c.conc == conc {
 				s.rounds = append(s.rounds, c)
@@ -34,6 +36,7 @@ func (r *report) summaries(conc int) []summary {
 				p99 = append(p99, c.p99)
 				cpu = append(cpu, c.cpuPerReq)
 				by, ob, gc, sy = append(by, c.bytesReq), append(ob, c.objsReq), append(gc, c.gcPerK), append(sy, c.sysReq)
+				gcc = append(gcc, c.gcCPUReq)
 			}
 		}
 		if len(tp) == 0 {
@@ -41,6 +44,7 @@ func (r *report) summaries(conc int) []summary {
 		}
 		s.throughput, s.p50, s.p99, s.cpuReq = median(tp), median(p50), median(p99), median(cpu)
 		s.bytesReq, s.objsReq, s.gcPerK, s.sysReq = median(by), median(ob), median(gc), median(sy)
+		s.gcCPUReq = median(gcc)
 		out = append(out, s)
 	}
 	return out
@@ -219,11 +223,11 @@ func (r *report) markdown() string {
 			p("\n")
 		}
 		p("### Where the server's time goes over loopback\n\n")
-		p("Counted inside each server process over the measured requests of each cell (medians over rounds): heap bytes and objects allocated per request and GC cycles per 1,000 requests (runtime/metrics), and read plus write system calls per request (`syscr` + `syscw` of /proc/<pid>/io). The whole request is counted: net/http's own work too.\n\n")
-		p("| server | clients | B/req | allocs/req | GC cycles / 1k req | read+write syscalls/req |\n|---|---:|---:|---:|---:|---:|\n")
+		p("Counted inside each server process over the measured requests of each cell (medians over rounds): heap bytes and objects allocated per request, GC cycles per 1,000 requests and the GC's CPU per request (garbage collector and scavenger, the runtime's own estimate in runtime/metrics; included in the server CPU above), and read plus write system calls per request (`syscr` + `syscw` of /proc/<pid>/io). The whole request is counted: net/http's own work too.\n\n")
+		p("| server | clients | B/req | allocs/req | GC cycles / 1k req | GC CPU/req | read+write syscalls/req |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, c := range r.cfg.conc {
 			for _, s := range r.summaries(c) {
-				p("| %s | %d | %.0f | %.1f | %.2f | %.2f |\n", servers.Names[s.impl], c, s.bytesReq, s.objsReq, s.gcPerK, s.sysReq)
+				p("| %s | %d | %.0f | %.1f | %.2f | %s | %.2f |\n", servers.Names[s.impl], c, s.bytesReq, s.objsReq, s.gcPerK, us(s.gcCPUReq), s.sysReq)
 			}
 		}
 		p("\n")

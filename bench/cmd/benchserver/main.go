@@ -28,11 +28,14 @@ import (
 )
 
 // printStats prints "stats <GC cycles> <bytes allocated> <objects
-// allocated>", all since the process started (runtime/metrics).
+// allocated> <GC CPU seconds> <scavenger CPU seconds>", all since the
+// process started (runtime/metrics; the CPU figures are the runtime's
+// estimates).
 func printStats() {
-	ms := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
+	ms := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/scavenge/total:cpu-seconds"}}
 	metrics.Read(ms)
-	fmt.Printf("stats %d %d %d\n", ms[0].Value.Uint64(), ms[1].Value.Uint64(), ms[2].Value.Uint64())
+	fmt.Printf("stats %d %d %d %g %g\n", ms[0].Value.Uint64(), ms[1].Value.Uint64(), ms[2].Value.Uint64(), ms[3].Value.Float64(), ms[4].Value.Float64())
 }
 
 func main() {
