@@ -444,6 +444,12 @@ func (r *report) findings() []string {
 				fs = append(fs, fmt.Sprintf("At %d clients the server CPU per request is %s for Weft and %s for the bare handler; with client and server on the same 2 CPUs, throughput follows the sum of client and server CPU, which is why the ceiling ratio is higher over loopback than in memory.",
 					c, us(w.cpuReq), us(b.cpuReq)))
 			}
+			if ok && ok2 && w.sysReq > 0 {
+				fs = append(fs, fmt.Sprintf("Over loopback at %d clients both servers make the same system calls per request (%.2f vs %.2f reads and writes): the cost Weft adds there is CPU, not I/O. "+
+					"Its GC takes %s per request against %s (%.0f vs %.0f bytes allocated per request, %.2f vs %.2f cycles per 1,000 requests); "+
+					"the rest, per CPU profiles of benchserver (`WEFT_BENCHSERVER_CPUPROFILE`), is the request deadline (a context deadline and an early-reply timer registered per call, and the connection's body read and write deadlines: timer updates an in-memory recorder never pays), the exact parse and the checks of the in-memory rows.",
+					c, w.sysReq, b.sysReq, us(w.gcCPUReq), us(b.gcCPUReq), w.bytesReq, b.bytesReq, w.gcPerK, b.gcPerK))
+			}
 		}
 	}
 	for _, t := range r.tasks {
