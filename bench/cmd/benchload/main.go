@@ -48,6 +48,7 @@ type config struct {
 	taskClients int
 	dsn         string
 	skip        map[string]bool
+	serverBin   string
 }
 
 var started = time.Now()
@@ -75,6 +76,7 @@ func main() {
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
 	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
+	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -237,9 +239,11 @@ func scaleRows(ctx context.Context, cfg config, rep *report) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildServer(ctx, dir)
-	if err != nil {
-		return err
+	bin := cfg.serverBin
+	if bin == "" {
+		if bin, err = buildServer(ctx, dir); err != nil {
+			return err
+		}
 	}
 	if !cfg.skip["listen"] {
 		for _, n := range listenSizes {
