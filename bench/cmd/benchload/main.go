@@ -263,7 +263,7 @@ func scaleRows(ctx context.Context, cfg config, rep *report) error {
 			return err
 		}
 		for _, r := range rep.sessions {
-			logf("  %s: %.0f B heap + %.0f B stack per session, initialize %s (p99 %s)", r.name(), r.heapPerSess, r.stackPerSess, r.initialize, r.initializeP99)
+			logf("  %s: %.0f B heap + %.0f B stack per session, initialize %s (p99 %s), server CPU %s", r.name(), r.heapPerSess, r.stackPerSess, r.initialize, r.initializeP99, r.cpuPerSess)
 		}
 	}
 	return nil

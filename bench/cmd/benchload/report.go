@@ -321,7 +321,14 @@ func (r *report) markdown() string {
 			"Each round adds or removes a tool through a control endpoint of the server and waits until every stream has read its " +
 			"`notifications/tools/list_changed`; the fan-out is the median round, from the control request to the last stream's read " +
 			"(client and server share the machine's CPUs), and its server CPU the median of the server process's user + system CPU time " +
-			"(`/proc/<pid>/stat`, 10 ms ticks) over the same rounds, which other load on the machine disturbs less. The peers have no `subscriptions/listen` (a 2026-07-28 method).\n\n")
+			"(`/proc/<pid>/stat`, 10 ms ticks) over the same rounds, which other load on the machine disturbs less. The peers have no `subscriptions/listen` (a 2026-07-28 method).\n\n" +
+			"Where an idle stream's memory goes (heap profile and frame sizes of this code): most is net/http's, for any request it is serving — " +
+			"the connection's 4 KiB read and 4 KiB write buffers, the response's 2 KiB chunking buffer, the request and its headers — and its two goroutines: " +
+			"the handler's, whose stack is 16 KiB because the dispatch chain a stream waits under (`conn.serve` down to `listenLoop`) takes about 7 KiB, " +
+			"too much for the garbage collector to halve it, and the 2 KiB background reader that notices the client leaving. " +
+			"Weft's own share (the request, its parsed body, the responder with its keep-alive timer, the subscription) is about 3 KB. " +
+			"The 16 KB target therefore needs the stream off net/http's request goroutine (a hijacked HTTP/1.1 connection with its own chunked writer and reader), " +
+			"which would change what middleware and the Observer see of a stream; it is not done.\n\n")
 		p("| streams | heap per stream | stacks per stream | heap + stacks | goroutines per stream | RSS per stream | fan-out of one list_changed | its server CPU | rounds |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.listen {
 			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
@@ -338,14 +345,14 @@ func (r *report) markdown() string {
 			"together. Weft: `LegacyOptions` with the in-memory store or `sessionstore/pgstore` (whose sessions live in the database). "+
 			"go-sdk: `mcp.NewStreamableHTTPHandler` stateful (its default; no idle timeout). mcp-go: `server.NewStreamableHTTPServer` with "+
 			"`WithStateful(true)` (its default issues session ids it does not keep).\n\n", sessionCount)
-		p("| server | store | heap per open session | stacks per session | goroutines per session | RSS per session | initialize p50 | initialize p99 |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		p("| server | store | heap per open session | stacks per session | goroutines per session | RSS per session | initialize p50 | initialize p99 | server CPU per initialize |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, s := range r.sessions {
 			name := "Weft"
 			if s.impl != "weft" {
 				name = servers.Names[s.impl]
 			}
-			p("| %s | %s | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s |\n", name, s.store, s.heapPerSess/1000, s.stackPerSess/1000,
-				s.goroutinesPerSess, s.rssPerSess/1000, fmtDur(float64(s.initialize)), fmtDur(float64(s.initializeP99)))
+			p("| %s | %s | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %s |\n", name, s.store, s.heapPerSess/1000, s.stackPerSess/1000,
+				s.goroutinesPerSess, s.rssPerSess/1000, fmtDur(float64(s.initialize)), fmtDur(float64(s.initializeP99)), fmtDur(float64(s.cpuPerSess)))
 		}
 		p("\n")
 	}

@@ -28,6 +28,7 @@ type sessionRow struct {
 	heapPerSess, stackPerSess, rssPerSess, goroutinesPerSess float64
 	initialize                                               time.Duration // median initialize (+ notifications/initialized) over loopback
 	initializeP99                                            time.Duration
+	cpuPerSess                                               time.Duration // server CPU (user + system) per initialize + initialized
 }
 
 func (r sessionRow) name() string {
@@ -86,6 +87,10 @@ func sessionScale(ctx context.Context, bin, impl, store string, n int, args ...s
 	if err != nil {
 		return sessionRow{}, err
 	}
+	cpu0, err := srv.cpu()
+	if err != nil {
+		return sessionRow{}, err
+	}
 	times := make([]time.Duration, 0, n)
 	for i := range n {
 		start := time.Now()
@@ -101,6 +106,10 @@ func sessionScale(ctx context.Context, bin, impl, store string, n int, args ...s
 		}
 		times = append(times, time.Since(start))
 	}
+	cpu1, err := srv.cpu()
+	if err != nil {
+		return sessionRow{}, err
+	}
 	after, err := serverMem(ctx, srv.addr)
 	if err != nil {
 		return sessionRow{}, err
@@ -111,7 +120,7 @@ func sessionScale(ctx context.Context, bin, impl, store string, n int, args ...s
 	return sessionRow{impl: name, store: store, sessions: n,
 		heapPerSess: per(after.HeapInuse, before.HeapInuse), stackPerSess: per(after.StackInuse, before.StackInuse),
 		rssPerSess: per(after.RSS, before.RSS), goroutinesPerSess: float64(after.Goroutines-before.Goroutines) / float64(n),
-		initialize: times[len(times)/2], initializeP99: times[len(times)*99/100]}, nil
+		initialize: times[len(times)/2], initializeP99: times[len(times)*99/100], cpuPerSess: (cpu1 - cpu0) / time.Duration(n)}, nil
 }
 
 // sessionRows measures Weft's in-memory store, the peers' in-memory
