@@ -2,6 +2,8 @@ package weft
 
 import (
 	"bytes"
+	"runtime/pprof"
+	"strings"
 	"testing"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -53,6 +55,49 @@ func TestListenFrameMatchesAppendFrame(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// weftGoroutines counts the goroutines, other than the caller, with a
+// frame of this package on their stack.
+func weftGoroutines(t *testing.T) int {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for g := range strings.SplitSeq(buf.String(), "\n\n") {
+		if strings.Contains(g, "github.com/weftmcp/weft.") && !strings.Contains(g, "weft.weftGoroutines") {
+			n++
+		}
+	}
+	return n
+}
+
+// An idle listen stream costs the server one goroutine of Weft's (its
+// handler, waiting): keep-alive comments come from a timer, not a
+// goroutine of their own.
+func TestListenIdleStreamIsOneGoroutine(t *testing.T) {
+	s := listenServer(t, nil)
+	ts := startHTTP(t, s)
+	_, first, _ := listen(t, ts.URL, "warm", M{"toolsListChanged": true}) // whatever starts lazily has started
+	before := weftGoroutines(t)
+	const streams = 3
+	var open []*sseStream
+	for i := range streams {
+		_, st, _ := listen(t, ts.URL, i, M{"toolsListChanged": true})
+		open = append(open, st)
+	}
+	if got := weftGoroutines(t) - before; got != streams {
+		t.Fatalf("%d idle listen streams added %d goroutines with Weft frames, want %d", streams, got, streams)
+	}
+	// They are live: one catalog change reaches every one.
+	addText(t, s, "t2", "two")
+	for _, st := range append(open, first) {
+		if m, f := st.nextMsg(); m.Method != "notifications/tools/list_changed" {
+			t.Fatalf("got %s, want the tools list_changed", f)
 		}
 	}
 }
