@@ -50,10 +50,17 @@ type frame struct {
 	id     string
 	method string
 	params exactjson.Value
+	// raw, when set, is the whole message already encoded (by appendFrame's
+	// rules), raw followed by rawTail: a notification encoded once and sent
+	// to many streams, each adding its own tail. method is still set.
+	raw, rawTail string
 }
 
 // appendFrame is the one encoder of server-to-client messages.
 func appendFrame(dst []byte, f frame) ([]byte, error) {
+	if f.raw != "" {
+		return append(append(dst, f.raw...), f.rawTail...), nil
+	}
 	dst = append(dst, `{"jsonrpc":"2.0",`...)
 	if f.id != "" {
 		dst = append(dst, `"id":`...)
@@ -70,6 +77,14 @@ func appendFrame(dst []byte, f frame) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// frameSizeHint is a buffer size for encoding f.
+func frameSizeHint(f frame) int {
+	if f.raw != "" {
+		return len(f.raw) + len(f.rawTail)
+	}
+	return 128
 }
 
 // stream is the seam between the dispatch core and a transport: where the

@@ -29,28 +29,73 @@ const (
 type event struct {
 	kind eventKind
 	uri  string
+	// open is the event's notification encoded up to its params' last own
+	// member, the params object left open (openFrame): set once by
+	// bus.deliver for every stream it reaches. It follows from kind and uri,
+	// so events stay comparable as before.
+	open string
+}
+
+func (ev event) method() string {
+	switch ev.kind {
+	case evToolsListChanged:
+		return "notifications/tools/list_changed"
+	case evPromptsListChanged:
+		return "notifications/prompts/list_changed"
+	case evResourcesListChanged:
+		return "notifications/resources/list_changed"
+	case evResourceUpdated:
+		return "notifications/resources/updated"
+	}
+	return ""
 }
 
 // frame is the notification of an event, with extra params members.
 func (ev event) frame(extra ...exactjson.Member) frame {
-	var method string
 	var params []exactjson.Member
-	switch ev.kind {
-	case evToolsListChanged:
-		method = "notifications/tools/list_changed"
-	case evPromptsListChanged:
-		method = "notifications/prompts/list_changed"
-	case evResourcesListChanged:
-		method = "notifications/resources/list_changed"
-	case evResourceUpdated:
-		method = "notifications/resources/updated"
+	if ev.kind == evResourceUpdated {
 		params = append(params, exactjson.Field("uri", exactjson.String(ev.uri)))
 	}
 	params = append(params, extra...)
 	if len(params) == 0 {
-		return frame{method: method}
+		return frame{method: ev.method()}
 	}
-	return frame{method: method, params: exactjson.Object(params...)}
+	return frame{method: ev.method(), params: exactjson.Object(params...)}
+}
+
+// openFrame encodes the notification of ev as appendFrame does, up to its
+// params' own members followed by a comma, the object left open for the
+// members of one stream (listenTail).
+func (ev event) openFrame() string {
+	b := append(make([]byte, 0, 128), `{"jsonrpc":"2.0","method":`...)
+	b = appendQuoted(b, ev.method())
+	b = append(b, `,"params":{`...)
+	if ev.kind == evResourceUpdated {
+		b = append(b, `"uri":`...)
+		b = appendQuoted(b, ev.uri)
+		b = append(b, ',')
+	}
+	return string(b)
+}
+
+// listenTail encodes the rest of one stream's notifications after
+// openFrame: its _meta member and the closing braces.
+func listenTail(meta exactjson.Value) (string, error) {
+	b, err := exactjson.AppendJSON(append(make([]byte, 0, 96), `"_meta":`...), meta)
+	if err != nil {
+		return "", err
+	}
+	return string(append(b, '}', '}')), nil
+}
+
+// listenFrame is ev's notification on the stream whose tail is tail: the
+// shared encoding of ev and the stream's own, nothing encoded again.
+func (ev event) listenFrame(tail string) frame {
+	open := ev.open
+	if open == "" {
+		open = ev.openFrame()
+	}
+	return frame{method: ev.method(), raw: open, rawTail: tail}
 }
 
 // bus fans catalog events out to open subscriptions. Each subscriber keeps a
@@ -196,6 +241,7 @@ func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slo
 }
 
 func (b *bus) deliver(ev event) {
+	ev.open = ev.openFrame() // once, for every stream
 	b.version.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -246,7 +292,34 @@ func (f *filter) wants(ev event) bool {
 	return false
 }
 
+// listenState is what an open subscriptions/listen stream keeps while it
+// waits: only this, so the frame that parsed and checked the request is off
+// the stack of the idle goroutine (which the garbage collector can then
+// shrink further).
+type listenState struct {
+	f          filter
+	partition  string
+	sub        *subscriber
+	subMeta    exactjson.Value
+	tail       string // listenTail(subMeta)
+	taskIDs    map[string]bool
+	taskEvents <-chan string
+}
+
 func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error) {
+	st, err := s.openListen(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer s.bus.unreserve(st.partition)
+	defer s.bus.unsubscribe(st.sub)
+	return s.listenLoop(ctx, req, st)
+}
+
+// openListen checks a subscriptions/listen request, reserves its stream in
+// the partition, subscribes and sends the acknowledgement. On success the
+// caller owns the reservation and the subscription.
+func (s *Server) openListen(ctx context.Context, req *Request) (*listenState, error) {
 	if req.out == nil || !req.out.canStream() {
 		return nil, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable)
 	}
@@ -334,59 +407,74 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 		e.retryAfter = 5 * time.Second
 		return nil, e
 	}
-	defer s.bus.unreserve(req.Identity.Partition)
 	subMeta := exactjson.Object(exactjson.Field(metaSubscriptionID, req.ID.v))
-	sub := s.bus.subscribe()
-	defer s.bus.unsubscribe(sub)
+	tail, err := listenTail(subMeta)
+	if err != nil {
+		s.bus.unreserve(req.Identity.Partition)
+		return nil, fmt.Errorf("weft: encoding the subscription id: %w", err)
+	}
+	st := &listenState{f: f, partition: req.Identity.Partition, sub: s.bus.subscribe(), subMeta: subMeta, tail: tail,
+		taskIDs: taskIDs, taskEvents: taskEvents}
 	if err := req.out.send(frame{method: "notifications/subscriptions/acknowledged", params: exactjson.Object(
 		exactjson.Field("notifications", exactjson.Object(accepted...)),
 		exactjson.Field("_meta", subMeta))}); err != nil {
+		s.bus.unsubscribe(st.sub)
+		s.bus.unreserve(st.partition)
 		return nil, errNoReply
 	}
+	return st, nil
+}
+
+// listenLoop delivers events to an open stream until the client leaves or
+// the server shuts down.
+func (s *Server) listenLoop(ctx context.Context, req *Request, st *listenState) (Result, error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, errNoReply // the client went away: nothing more is sent
 		case <-s.done:
-			return &EmptyResult{Meta: subMeta}, nil
-		case id, ok := <-taskEvents:
+			return &EmptyResult{Meta: st.subMeta}, nil
+		case id, ok := <-st.taskEvents:
 			if !ok {
-				taskEvents = nil
+				st.taskEvents = nil
 				continue
 			}
-			if !taskIDs[id] {
-				continue
-			}
-			rec, e := s.authorizedTask(ctx, req, id)
-			if e != nil {
-				continue // gone or no longer authorized: nothing is sent
-			}
-			params := &enc{}
-			params.open()
-			encodeTaskFields(params, rec, true)
-			params.value("_meta", subMeta)
-			params.close()
-			if params.err != nil {
-				continue
-			}
-			pv, err := exactjson.Parse(params.b, exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling})
-			if err != nil {
-				continue
-			}
-			if err := req.out.send(frame{method: "notifications/tasks", params: pv}); err != nil {
+			if st.taskIDs[id] && s.sendTaskEvent(ctx, req, st, id) != nil {
 				return nil, errNoReply
 			}
-		case <-sub.wake:
-			for _, ev := range sub.drain() {
-				if !f.wants(ev) {
+		case <-st.sub.wake:
+			for _, ev := range st.sub.drain() {
+				if !st.f.wants(ev) {
 					continue
 				}
-				if err := req.out.send(ev.frame(exactjson.Field("_meta", subMeta))); err != nil {
+				if err := req.out.send(ev.listenFrame(st.tail)); err != nil {
 					return nil, errNoReply
 				}
 			}
 		}
 	}
+}
+
+// sendTaskEvent sends the notifications/tasks of task id, if the caller
+// may still see it; an error means the stream is gone.
+func (s *Server) sendTaskEvent(ctx context.Context, req *Request, st *listenState, id string) error {
+	rec, e := s.authorizedTask(ctx, req, id)
+	if e != nil {
+		return nil // gone or no longer authorized: nothing is sent
+	}
+	params := &enc{}
+	params.open()
+	encodeTaskFields(params, rec, true)
+	params.value("_meta", st.subMeta)
+	params.close()
+	if params.err != nil {
+		return nil
+	}
+	pv, err := exactjson.Parse(params.b, exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling})
+	if err != nil {
+		return nil
+	}
+	return req.out.send(frame{method: "notifications/tasks", params: pv})
 }
 
 // MaxTaskSubscriptions bounds the task ids of one subscriptions/listen.

@@ -180,17 +180,22 @@ type httpResponder struct {
 	mu   sync.Mutex
 	sse  bool
 	done bool
-	stop chan struct{}
+	// ka writes the next keep-alive comment: a timer, not a goroutine, so
+	// an idle stream holds no goroutine of its own.
+	ka *time.Timer
 }
 
 func (h *httpResponder) canStream() bool { return h.sseOK }
 
-// send writes one frame, switching the response to SSE on the first.
+// send writes one frame, switching the response to SSE on the first. The
+// frame is encoded straight into its SSE event.
 func (h *httpResponder) send(f frame) error {
-	b, err := appendFrame(make([]byte, 0, 128), f)
+	b := append(make([]byte, 0, 8+frameSizeHint(f)), "data: "...)
+	b, err := appendFrame(b, f)
 	if err != nil {
 		return err
 	}
+	b = append(b, '\n', '\n')
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done || !h.sseOK {
@@ -199,7 +204,7 @@ func (h *httpResponder) send(f frame) error {
 	if !h.sse {
 		h.startSSE()
 	}
-	return h.writeFrame(b)
+	return h.writeEvent(b)
 }
 
 // startSSE commits the response as an event stream. Caller holds h.mu.
@@ -210,36 +215,34 @@ func (h *httpResponder) startSSE() {
 	h.w.WriteHeader(http.StatusOK)
 	h.sse = true
 	_ = h.rc.Flush()
-	h.stop = make(chan struct{})
-	go h.keepAliveLoop(h.stop)
+	h.ka = time.AfterFunc(h.keepAlive, h.keepAliveTick)
 }
 
-func (h *httpResponder) keepAliveLoop(stop chan struct{}) {
-	t := time.NewTicker(h.keepAlive)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			h.mu.Lock()
-			if !h.done {
-				h.deadline()
-				_, _ = io.WriteString(h.w, ": keep-alive\n\n")
-				_ = h.rc.Flush()
-			}
-			h.mu.Unlock()
-		}
+// keepAliveTick writes one keep-alive comment and arms the next.
+func (h *httpResponder) keepAliveTick() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return
 	}
+	h.deadline()
+	_, _ = io.WriteString(h.w, ": keep-alive\n\n")
+	_ = h.rc.Flush()
+	h.ka.Reset(h.keepAlive)
 }
 
+// writeFrame writes msg, one encoded message, as an SSE event.
 func (h *httpResponder) writeFrame(msg []byte) error {
 	buf := make([]byte, 0, len(msg)+8)
 	buf = append(buf, "data: "...)
 	buf = append(buf, msg...)
-	buf = append(buf, '\n', '\n')
+	return h.writeEvent(append(buf, '\n', '\n'))
+}
+
+// writeEvent writes and flushes one complete SSE event. Caller holds h.mu.
+func (h *httpResponder) writeEvent(ev []byte) error {
 	h.deadline()
-	if _, err := h.w.Write(buf); err != nil {
+	if _, err := h.w.Write(ev); err != nil {
 		return err
 	}
 	return h.rc.Flush()
@@ -261,8 +264,8 @@ func (h *httpResponder) finish(rep reply) {
 		return
 	}
 	h.done = true
-	if h.stop != nil {
-		close(h.stop)
+	if h.ka != nil {
+		h.ka.Stop()
 	}
 	var msg []byte
 	switch {

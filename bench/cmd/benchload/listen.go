@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http/httptest"
-	"runtime"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -16,60 +15,58 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/bench/servers"
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// listenSizes are the stream counts of the listen rows: 10,000 streams with
-// both ends in this process need more than the 20,000 descriptors CI
-// machines allow, so the large row is 9,000.
-var listenSizes = []int{1000, 9000}
+// listenSizes are the stream counts of the listen rows. The server is its
+// own process and this one holds the client ends, so each side needs one
+// descriptor per stream.
+var listenSizes = []int{1000, 10000}
 
 // listenRow is one size of the subscriptions/listen scale rows.
 type listenRow struct {
-	streams       int
-	heapPerStream float64       // bytes of live heap per open idle stream, both ends
-	fanout        time.Duration // median time until every stream has one list_changed
-	rounds        int
+	streams int
+	// Per open idle stream, in the server process alone: live heap,
+	// goroutine stacks, goroutines and resident set.
+	heapPerStream, stackPerStream, rssPerStream, goroutinesPerStream float64
+	fanout                                                           time.Duration // median time until every stream has one list_changed
+	fanoutCPU                                                        time.Duration // median server CPU (user + system) of one fan-out
+	rounds                                                           int
 }
 
-// listenScale opens n idle subscriptions/listen streams over loopback to an
-// in-process Weft server (one TCP connection and one partition each) and
-// fans one tools list_changed out to all of them, rounds times.
-func listenScale(ctx context.Context, n, rounds int) (listenRow, error) {
+// memPerStream is what the target is judged on: heap plus stacks.
+func (l listenRow) memPerStream() float64 { return l.heapPerStream + l.stackPerStream }
+
+// listenScale starts the weft-listen server process, opens n idle
+// subscriptions/listen streams to it over loopback from this process (one
+// TCP connection and one partition each), reads the server's memory before
+// and after, and fans one tools list_changed out to all of them, rounds
+// times.
+func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, error) {
 	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(2*n+1024) {
-		lim.Cur = min(lim.Max, uint64(2*n+1024))
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < uint64(2*n+256) {
-			return listenRow{}, fmt.Errorf("listen: %d streams need %d file descriptors; the limit is %d", n, 2*n+256, lim.Cur)
+	need := uint64(n + 1024)
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < need {
+		lim.Cur = min(lim.Max, need)
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < need {
+			return listenRow{}, fmt.Errorf("listen: %d streams need %d file descriptors per process; the limit is %d", n, need, lim.Cur)
 		}
 	}
-	s := weft.NewServer(weft.Implementation{Name: "bench-listen", Version: "1"}, &weft.Options{
-		Logger: slog.New(slog.DiscardHandler), QuietRequests: true,
-		Admission: func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
-			return weft.Identity{Partition: r.Header.Get("X-Partition")}, nil
-		},
-	})
-	tool := func(name string) error {
-		return s.AddTool(weft.Tool{Name: name, Description: "A tool."}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("x")}}, nil
-		})
-	}
-	if err := tool("t0"); err != nil {
+	srv, err := startServer(bin, "weft-listen")
+	if err != nil {
 		return listenRow{}, err
 	}
-	ts := httptest.NewServer(s)
-	defer ts.Close()
-	defer s.Shutdown(context.Background())
-	addr := strings.TrimPrefix(ts.URL, "http://")
+	defer srv.stop()
+	addr := srv.addr
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
 		weft.ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	if !validJSON(body) {
 		return listenRow{}, fmt.Errorf("listen: bad request body")
 	}
-
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
+	before, err := serverMem(ctx, addr)
+	if err != nil {
+		return listenRow{}, err
+	}
 	type stream struct {
 		c  net.Conn
 		br *bufio.Reader
@@ -86,8 +83,9 @@ func listenScale(ctx context.Context, n, rounds int) (listenRow, error) {
 			return listenRow{}, fmt.Errorf("listen: stream %d: %w", i, err)
 		}
 		var req bytes.Buffer
-		fmt.Fprintf(&req, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-			"MCP-Protocol-Version: %s\r\nMcp-Method: subscriptions/listen\r\nX-Partition: p%d\r\nContent-Length: %d\r\n\r\n", addr, weft.ProtocolVersion, i, len(body))
+		fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"MCP-Protocol-Version: %s\r\nMcp-Method: subscriptions/listen\r\n%s: p%d\r\nContent-Length: %d\r\n\r\n",
+			servers.Path, addr, weft.ProtocolVersion, servers.PartitionHeader, i, len(body))
 		req.Write(body)
 		br := bufio.NewReaderSize(c, 512)
 		streams = append(streams, stream{c, br})
@@ -98,13 +96,29 @@ func listenScale(ctx context.Context, n, rounds int) (listenRow, error) {
 			return listenRow{}, fmt.Errorf("listen: stream %d: %w", i, err)
 		}
 	}
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	row := listenRow{streams: n, rounds: rounds, heapPerStream: float64(after.HeapInuse-before.HeapInuse) / float64(n)}
+	after, err := serverMem(ctx, addr)
+	if err != nil {
+		return listenRow{}, err
+	}
+	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) }
+	row := listenRow{streams: n, rounds: rounds,
+		heapPerStream: per(after.HeapInuse, before.HeapInuse), stackPerStream: per(after.StackInuse, before.StackInuse),
+		rssPerStream: per(after.RSS, before.RSS), goroutinesPerStream: float64(after.Goroutines-before.Goroutines) / float64(n)}
 
-	var times []time.Duration
-	for r := range rounds {
+	hc := &http.Client{Timeout: time.Minute}
+	toggle := func() error {
+		resp, err := hc.Post("http://"+addr+servers.TogglePath, "text/plain", nil)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("toggle: HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
+	var times, cpus []time.Duration
+	for range rounds {
 		if ctx.Err() != nil {
 			return listenRow{}, ctx.Err()
 		}
@@ -118,15 +132,19 @@ func listenScale(ctx context.Context, n, rounds int) (listenRow, error) {
 				}
 			})
 		}
-		start := time.Now()
-		var err error
-		if r%2 == 0 {
-			err = tool("t1")
-		} else {
-			s.RemoveTool("t1")
+		cpu0, err := srv.cpu()
+		if err != nil {
+			return listenRow{}, err
 		}
+		start := time.Now()
+		err = toggle()
 		wg.Wait()
 		times = append(times, time.Since(start))
+		cpu1, cerr := srv.cpu()
+		if cerr != nil {
+			return listenRow{}, cerr
+		}
+		cpus = append(cpus, cpu1-cpu0)
 		close(errs)
 		if err == nil {
 			err = <-errs
@@ -137,7 +155,30 @@ func listenScale(ctx context.Context, n, rounds int) (listenRow, error) {
 	}
 	slices.Sort(times)
 	row.fanout = times[len(times)/2]
+	slices.Sort(cpus)
+	row.fanoutCPU = cpus[len(cpus)/2]
 	return row, nil
+}
+
+// serverMem reads a scale server's memory (servers.MemPath).
+func serverMem(ctx context.Context, addr string) (servers.Mem, error) {
+	var m servers.Mem
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+servers.MemPath, nil)
+	if err != nil {
+		return m, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return m, fmt.Errorf("reading the server's memory: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("reading the server's memory: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return m, fmt.Errorf("reading the server's memory: %w", err)
+	}
+	return m, nil
 }
 
 // readUntil reads SSE lines until one contains marker.

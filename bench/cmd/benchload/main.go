@@ -48,6 +48,7 @@ type config struct {
 	taskClients int
 	dsn         string
 	skip        map[string]bool
+	serverBin   string
 }
 
 var started = time.Now()
@@ -75,6 +76,7 @@ func main() {
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
 	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
+	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -219,29 +221,52 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
 		}
 	}
-	if !cfg.skip["listen"] {
-		for _, n := range listenSizes {
-			logf("subscriptions/listen: %d idle streams, list_changed fan-out", n)
-			row, err := listenScale(ctx, n, max(5, cfg.rounds))
-			if err != nil {
-				return nil, err
-			}
-			logf("  %.0f B/stream, fan-out %s", row.heapPerStream, row.fanout)
-			rep.listen = append(rep.listen, row)
-		}
-	}
-	if !cfg.skip["sessions"] {
-		logf("2025-11-25 sessions: %d opened per store", sessionCount)
-		if rep.sessions, err = sessionRows(ctx, cfg.dsn); err != nil {
+	if !cfg.skip["listen"] || !cfg.skip["sessions"] {
+		if err := scaleRows(ctx, cfg, rep); err != nil {
 			return nil, err
-		}
-		for _, r := range rep.sessions {
-			logf("  %s: %.0f B/session, initialize %s (p99 %s)", r.store, r.heapPerSess, r.initialize, r.initializeP99)
 		}
 	}
 	rep.machine.loadEnd = loadAvg()
 	rep.elapsed = time.Since(rep.start)
 	return rep, nil
+}
+
+// scaleRows measures the listen and session rows, each against a server
+// process of its own (servers.ScaleImpls).
+func scaleRows(ctx context.Context, cfg config, rep *report) error {
+	dir, err := os.MkdirTemp("", "weft-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := cfg.serverBin
+	if bin == "" {
+		if bin, err = buildServer(ctx, dir); err != nil {
+			return err
+		}
+	}
+	if !cfg.skip["listen"] {
+		for _, n := range listenSizes {
+			logf("subscriptions/listen: %d idle streams, list_changed fan-out", n)
+			row, err := listenScale(ctx, bin, n, max(5, cfg.rounds))
+			if err != nil {
+				return err
+			}
+			logf("  server: %.0f B heap + %.0f B stack per stream (%.2f goroutines, %.0f B RSS), fan-out %s (server CPU %s)",
+				row.heapPerStream, row.stackPerStream, row.goroutinesPerStream, row.rssPerStream, row.fanout, row.fanoutCPU)
+			rep.listen = append(rep.listen, row)
+		}
+	}
+	if !cfg.skip["sessions"] {
+		logf("2025-11-25 sessions: %d opened per server", sessionCount)
+		if rep.sessions, err = sessionRows(ctx, bin, cfg.dsn); err != nil {
+			return err
+		}
+		for _, r := range rep.sessions {
+			logf("  %s: %.0f B heap + %.0f B stack per session, initialize %s (p99 %s), server CPU %s", r.name(), r.heapPerSess, r.stackPerSess, r.initialize, r.initializeP99, r.cpuPerSess)
+		}
+	}
+	return nil
 }
 
 // loopback starts one server process per implementation and measures every

@@ -80,9 +80,10 @@ func buildServer(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// startServer starts bin -impl impl on a free loopback port.
-func startServer(bin, impl string) (*server, error) {
-	cmd := exec.Command(bin, "-impl", impl, "-addr", "127.0.0.1:0")
+// startServer starts bin -impl impl on a free loopback port, with extra
+// flags args.
+func startServer(bin, impl string, args ...string) (*server, error) {
+	cmd := exec.Command(bin, append([]string{"-impl", impl, "-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -3,12 +3,16 @@
 //
 //	go run ./cmd/benchserver -impl weft -addr 127.0.0.1:0
 //
+// The scale servers (servers.ScaleImpls) also answer the control endpoints
+// of package servers (memory, and for weft-listen a catalog change).
+//
 // It prints "listening <addr>" on stdout once it accepts connections and
 // exits when stdin closes or on SIGTERM.
 package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +25,8 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/weftmcp/weft"
@@ -39,10 +45,19 @@ func printStats() {
 }
 
 func main() {
-	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare")
+	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare; weft-mrtr; or a scale server: "+strings.Join(servers.ScaleImpls, ", "))
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
+	pgDSN := flag.String("pg-dsn", "", "PostgreSQL DSN of -impl weft-sessions-pg")
+	pgSchema := flag.String("pg-schema", "", "PostgreSQL schema of -impl weft-sessions-pg")
 	flag.Parse()
-	h, err := servers.New(*impl)
+	var h http.Handler
+	var err error
+	release := func() {}
+	if slices.Contains(servers.ScaleImpls, *impl) {
+		h, release, err = servers.NewScale(context.Background(), *impl, servers.ScaleOptions{PostgresDSN: *pgDSN, PostgresSchema: *pgSchema})
+	} else {
+		h, err = servers.New(*impl)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +70,7 @@ func main() {
 	hs.ErrorLog = log.New(io.Discard, "", 0)
 	// WEFT_BENCHSERVER_CPUPROFILE=<file> profiles the server until it exits
 	// (to see where a server's CPU goes under the real load).
-	stop := func() {}
+	stop := release
 	if path := os.Getenv("WEFT_BENCHSERVER_CPUPROFILE"); path != "" {
 		f, err := os.Create(path + "." + *impl)
 		if err != nil {
@@ -64,7 +79,7 @@ func main() {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			log.Fatal(err)
 		}
-		stop = func() { pprof.StopCPUProfile(); f.Close() }
+		stop = func() { pprof.StopCPUProfile(); f.Close(); release() }
 	}
 	// WEFT_BENCHSERVER_MEMPROFILE=<file> records every allocation and writes
 	// the allocation profile when the server exits (to see what one request
