@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftmcp/weft"
@@ -88,6 +89,12 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			g.Close()
 			return nil, err
 		}
+		if c, err := u.get(ctx); err == nil && offersTasks(c) {
+			if err := u.registerTasks(); err != nil {
+				g.Close()
+				return nil, err
+			}
+		}
 	}
 	for _, u := range g.ups {
 		g.wg.Add(1)
@@ -143,6 +150,11 @@ func (u *upstream) unregister() {
 		srv.RemoveResourceTemplate(tpl)
 	}
 	u.reg = newRegistry()
+	if u.unrelay != nil {
+		u.tasksOn.Store(false)
+		u.unrelay()
+		u.unrelay = nil
+	}
 }
 
 func (g *Gateway) isClosed() bool {
@@ -195,8 +207,10 @@ type upstream struct {
 	c         *conn
 	connected bool // a connection was made before
 
-	regMu sync.Mutex
-	reg   *registry
+	regMu   sync.Mutex
+	reg     *registry
+	unrelay func() // removes the task relay (gateway/tasks.go); nil when none
+	tasksOn atomic.Bool // unrelay is set
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
 	// acquire).
@@ -994,9 +1008,11 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 	if st, ok := upstreamState(req); ok {
 		params = params.With("requestState", exactjson.String(st))
 	}
-	// Tasks are not relayed: the upstream must answer in line.
+	// Tasks are relayed for tools/call of an upstream offering them
+	// (gateway/tasks.go); elsewhere the upstream must answer in line.
 	caps := req.ClientCapabilities
-	if ext, ok := caps.Get("extensions"); ok && ext.Has(client.TasksExtension) {
+	relayTasks := method == "tools/call" && u.relaysTasks()
+	if ext, ok := caps.Get("extensions"); ok && ext.Has(client.TasksExtension) && !relayTasks {
 		caps = caps.With("extensions", ext.Without(client.TasksExtension))
 	}
 	if caps.Kind() != exactjson.KindObject {
@@ -1034,6 +1050,15 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 			ir = withUpstreamState(ir, st)
 		}
 		return exactjson.Value{}, ir
+	case "task":
+		if !relayTasks || !declaresTasks(req.ClientCapabilities) {
+			return exactjson.Value{}, u.g.unavailable(u, errors.New("the upstream answered with a task the client did not ask for"))
+		}
+		rec, err := taskRecord(res)
+		if err != nil {
+			return exactjson.Value{}, u.g.unavailable(u, err)
+		}
+		return exactjson.Value{}, weft.RelayedTask(u.relayName(), rec)
 	default:
 		return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("the upstream answered resultType %q, which the gateway does not relay", rt))
 	}
