@@ -209,7 +209,7 @@ type upstream struct {
 
 	regMu   sync.Mutex
 	reg     *registry
-	unrelay func() // removes the task relay (gateway/tasks.go); nil when none
+	unrelay func()      // removes the task relay (gateway/tasks.go); nil when none
 	tasksOn atomic.Bool // unrelay is set
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
