@@ -424,6 +424,11 @@ func (u *upstream) unrouted(method string, params exactjson.Value) {
 		if uri := str(params, "uri"); uri != "" && u.g.srv != nil {
 			u.g.srv.NotifyResourceUpdated(uri)
 		}
+	case "notifications/elicitation/complete":
+		// See invoke: 2026-07-28 clients learn the outcome by retrying.
+		u.g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(params, "elicitationId"))
+	default:
+		u.g.log.Debug("gateway: an upstream notification of no call is not relayed", "upstream", u.cfg.Name, "method", method)
 	}
 }
 
@@ -890,6 +895,28 @@ func partitionDigest(req *weft.Request) string {
 // or an error for the server to send (an *weft.InputRequired included).
 func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string, params exactjson.Value) (exactjson.Value, error) {
 	g := u.g
+	// The gateway emits only input requests the client supports (a 2025
+	// upstream's others are refused upstream; a 2026-07-28 upstream gets
+	// the client's capabilities): progress and logs may stream.
+	releaseOutput(req)
+	notify := func(method string, p exactjson.Value) {
+		switch method {
+		case "notifications/progress":
+			if req.CanReportProgress() {
+				_ = req.Progress(num(p, "progress"), num(p, "total"), str(p, "message"))
+			}
+		case "notifications/message":
+			data, _ := p.Get("data")
+			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
+		case "notifications/elicitation/complete":
+			// 2026-07-28 has no completion signal: the client learns the
+			// outcome of a URL interaction by retrying (its answer to the
+			// relayed URL request already went upstream).
+			g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(p, "elicitationId"))
+		default:
+			g.log.Debug("gateway: an upstream notification of a call is not relayed", "upstream", u.cfg.Name, "method", method)
+		}
+	}
 	if st, ok := parkedState(req); ok {
 		// A retry of a call parked on some instance of the fleet.
 		id := str(st, "p")
@@ -901,7 +928,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		// instance may be gone), the retry does not wait longer.
 		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 		defer cancel()
-		o, err := g.park.resume(tctx, id, int(r), inputResponses(req))
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req), notify)
 		if err != nil {
 			if errors.Is(err, errParkedGone) {
 				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
@@ -920,21 +947,6 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	// The gateway emits only input requests the client supports (a 2025
-	// upstream's others are refused upstream; a 2026-07-28 upstream gets
-	// the client's capabilities): progress and logs may stream.
-	releaseOutput(req)
-	notify := func(method string, p exactjson.Value) {
-		switch method {
-		case "notifications/progress":
-			if req.CanReportProgress() {
-				_ = req.Progress(num(p, "progress"), num(p, "total"), str(p, "message"))
-			}
-		case "notifications/message":
-			data, _ := p.Get("data")
-			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
-		}
-	}
 	if c.modern() {
 		return u.invokeModern(ctx, req, c, method, params, notify)
 	}
@@ -944,19 +956,10 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	var live sync.Mutex
-	handlerLive := true
 	supports := func(m string, p exactjson.Value) bool {
 		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
 	}
-	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
-		s.notify = func(m string, p exactjson.Value) {
-			live.Lock()
-			defer live.Unlock()
-			if handlerLive {
-				notify(m, p)
-			}
-		}
+	pc, err := g.park.start(partitionDigest(req), supports, notify, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		defer release()
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
@@ -964,11 +967,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		release()
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	defer func() {
-		live.Lock()
-		handlerLive = false
-		live.Unlock()
-	}()
+	defer pc.listen(nil) // the handler returns: its request closes
 	// Until the upstream asks for input, the call is bounded like any.
 	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 	defer cancel()

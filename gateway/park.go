@@ -43,6 +43,7 @@ type parker struct {
 
 	ctx    context.Context // ends when the gateway closes
 	cancel context.CancelFunc
+	local  sync.Map // id -> *parkedCall running here
 	wg     sync.WaitGroup
 	active atomic.Int64 // parked calls running here (for tests and metrics)
 }
@@ -155,6 +156,12 @@ type parkedCall struct {
 	kick        chan struct{}
 	done        chan outcome
 
+	// listener receives the call's notifications (progress, logs) while a
+	// request of its client is open on this instance: the first request,
+	// then each retry served here.
+	lmu      sync.Mutex
+	listener func(method string, params exactjson.Value)
+
 	mu      sync.Mutex
 	queue   []queued                        // upstream requests not yet sent to the client
 	waiting map[string]chan exactjson.Value // by input key
@@ -179,7 +186,9 @@ func newID() (string, error) {
 // start runs an upstream call that may park. do performs the call with the
 // given sink; the call's context is the parked call's (independent of the
 // first request, bounded by the lifetime).
-func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
+// notify receives the call's notifications until the first request's
+// handler detaches it (pc.listen(nil)).
+func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, notify func(string, exactjson.Value), do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
@@ -187,12 +196,13 @@ func (p *parker) start(partitionDigest string, supports func(method string, para
 	ctx, cancel := context.WithTimeout(p.ctx, p.lim.Lifetime.D())
 	pc := &parkedCall{p: p, id: id, digest: partitionDigest, supports: supports, ctx: ctx, cancel: cancel,
 		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
-		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}}
+		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}, listener: notify}
 	p.wg.Add(2)
 	p.active.Add(1)
+	p.local.Store(id, pc)
 	go func() {
 		defer p.wg.Done()
-		res, err := do(ctx, &sink{request: pc.request})
+		res, err := do(ctx, &sink{request: pc.request, notify: pc.notify})
 		var o outcome
 		var re *client.RPCError
 		switch {
@@ -208,9 +218,31 @@ func (p *parker) start(partitionDigest string, supports func(method string, para
 	go func() {
 		defer p.wg.Done()
 		defer p.active.Add(-1)
+		defer p.local.Delete(id)
 		pc.run()
 	}()
 	return pc, nil
+}
+
+// listen makes fn the receiver of the call's notifications (nil: none),
+// returning the previous one.
+func (pc *parkedCall) listen(fn func(string, exactjson.Value)) func(string, exactjson.Value) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	prev := pc.listener
+	pc.listener = fn
+	return prev
+}
+
+// notify passes a notification of the upstream call to its listener. With
+// none (no request of the client open on this instance) it is dropped:
+// progress and log messages belong to an open request.
+func (pc *parkedCall) notify(method string, params exactjson.Value) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	if pc.listener != nil {
+		pc.listener(method, params)
+	}
 }
 
 // awaitFirst waits for round 0's outcome on the handler's goroutine. When
@@ -404,7 +436,16 @@ func (pc *parkedCall) emit(r int, o outcome) bool {
 
 // resume serves a retry: it hands answers to the parked call id (round r's
 // input) and waits for the call's next outcome, wherever the call runs.
-func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value) (outcome, error) {
+//
+// When the call runs on this instance, its notifications (progress, logs)
+// go to notify while the retry waits; a retry served by another instance
+// gets the outcome only.
+func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value, notify func(string, exactjson.Value)) (outcome, error) {
+	if v, ok := p.local.Load(id); ok && notify != nil {
+		pc := v.(*parkedCall)
+		pc.listen(notify)
+		defer pc.listen(nil)
+	}
 	out := "out-" + strconv.Itoa(r+1)
 	switch err := p.store.Expect(ctx, id, out, p.now().Add(p.lim.Lifetime.D())); {
 	case errors.Is(err, sessionstore.ErrNotFound):
