@@ -74,7 +74,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions,gateway")
 	flag.Parse()
 	var err error
 	if cfg.conc, err = parseInts(conc); err != nil {
@@ -152,6 +152,7 @@ type report struct {
 	tasksErr string
 	listen   []listenRow
 	sessions []sessionRow
+	gateway  []cell // gateway.go
 }
 
 func run(ctx context.Context, cfg config) (*report, error) {
@@ -237,6 +238,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		}
 		for _, r := range rep.sessions {
 			logf("  %s: %.0f B/session, initialize %s (p99 %s)", r.store, r.heapPerSess, r.initialize, r.initializeP99)
+		}
+	}
+	if !cfg.skip["gateway"] {
+		logf("gateway overhead per tools/call")
+		if err := gatewayOverhead(ctx, cfg, rep); err != nil {
+			return nil, err
 		}
 	}
 	rep.machine.loadEnd = loadAvg()

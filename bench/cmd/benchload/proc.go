@@ -23,6 +23,9 @@ type server struct {
 	addr  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	// behind is a server this one forwards to (a gateway's upstream):
+	// its CPU counts as this one's.
+	behind *server
 }
 
 // buildServer builds cmd/benchserver into dir and returns the binary's path.
@@ -37,8 +40,8 @@ func buildServer(ctx context.Context, dir string) (string, error) {
 }
 
 // startServer starts bin -impl impl on a free loopback port.
-func startServer(bin, impl string) (*server, error) {
-	cmd := exec.Command(bin, "-impl", impl, "-addr", "127.0.0.1:0")
+func startServer(bin, impl string, args ...string) (*server, error) {
+	cmd := exec.Command(bin, append([]string{"-impl", impl, "-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -92,7 +95,12 @@ func (s *server) stop() {
 // cpu returns the process's user+system CPU time so far, from
 // /proc/<pid>/stat (fields 14 and 15, in clock ticks).
 func (s *server) cpu() (time.Duration, error) {
-	return procCPU(s.cmd.Process.Pid)
+	d, err := procCPU(s.cmd.Process.Pid)
+	if err != nil || s.behind == nil {
+		return d, err
+	}
+	b, err := s.behind.cpu()
+	return d + b, err
 }
 
 func procCPU(pid int) (time.Duration, error) {

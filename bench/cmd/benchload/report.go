@@ -319,6 +319,7 @@ func (r *report) markdown() string {
 		}
 		p("\n")
 	}
+	r.gatewayMarkdown(p)
 	if len(r.sessions) > 0 {
 		p("## 2025-11-25 sessions at scale\n\n")
 		p("%d sessions opened one after the other (initialize, then notifications/initialized, over one loopback connection) against an in-process Weft server, per session store, and kept open; the heap is the process's live heap per open session (for PostgreSQL the sessions themselves live in the database). The peers' in-memory sessions are not measured yet (no peer row).\n\n", sessionCount)

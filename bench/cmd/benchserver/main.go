@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,10 +26,18 @@ import (
 )
 
 func main() {
-	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare")
+	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo, bare, weft-mrtr, weft-legacy, or gateway (in front of -upstream)")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
+	upstream := flag.String("upstream", "", "gateway: the URL of the Weft server fronted")
+	protocol := flag.String("protocol", "2026-07-28", "gateway: the revision spoken to the upstream (2026-07-28 or 2025-11-25)")
 	flag.Parse()
-	h, err := servers.New(*impl)
+	var h http.Handler
+	var err error
+	if *impl == "gateway" {
+		h, _, err = servers.NewGateway(context.Background(), *upstream, *protocol)
+	} else {
+		h, err = servers.New(*impl)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
