@@ -26,8 +26,10 @@ type Options struct {
 	// fleet shares one (sessionstore/pgstore, with its own table prefix);
 	// nil means an in-process store bounded by the configuration's Input.
 	Store sessionstore.Store
-	// HTTPClient carries requests to URL upstreams (default
-	// http.DefaultClient).
+	// HTTPClient carries requests to URL upstreams (default: a client of
+	// its own whose transport keeps up to 256 idle connections per upstream,
+	// where http.DefaultTransport keeps 2: with more concurrent calls than
+	// idle connections, every call beyond them would open a connection).
 	HTTPClient *http.Client
 	// Logger receives upstream events (default: discard).
 	Logger *slog.Logger
@@ -41,11 +43,12 @@ type Options struct {
 // clients (see [InputConfig]); 2025-era clients of the server are served by
 // its own legacy bridge.
 type Gateway struct {
-	srv  *weft.Server
-	log  *slog.Logger
-	hc   *http.Client
-	park *parker
-	ups  []*upstream
+	srv   *weft.Server
+	log   *slog.Logger
+	hc    *http.Client
+	ownHC bool // hc is defaultHTTPClient's: its idle connections close with the gateway
+	park  *parker
+	ups   []*upstream
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -72,7 +75,11 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{
 			MaxSessions: in.MaxParked, MaxPerIdentity: in.MaxParkedPerPartition}})
 	}
-	g := &Gateway{srv: srv, log: log, hc: opts.HTTPClient, park: newParker(store, in, log),
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient()
+	}
+	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log),
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
@@ -106,6 +113,19 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	return g, nil
 }
 
+// maxIdleConnsPerUpstream bounds the idle connections the default HTTP
+// client keeps to one upstream.
+const maxIdleConnsPerUpstream = 256
+
+// defaultHTTPClient is the HTTP client of a gateway without
+// Options.HTTPClient. Its responses may stream (SSE): no overall timeout.
+func defaultHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0 // no overall bound; per host below
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerUpstream
+	return &http.Client{Transport: tr}
+}
+
 // Close stops the refreshers, cancels the parked calls of this instance
 // (upstream too) and shuts the upstreams down (stdio commands are stopped).
 func (g *Gateway) Close() error {
@@ -125,6 +145,9 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	for _, u := range g.ups {
 		u.unregister()
+	}
+	if g.ownHC {
+		g.hc.CloseIdleConnections()
 	}
 	return errors.Join(errs...)
 }

@@ -52,7 +52,11 @@ func main() {
 	// (to see where a server's CPU goes under the real load).
 	stop := func() {}
 	if path := os.Getenv("WEFT_BENCHSERVER_CPUPROFILE"); path != "" {
-		f, err := os.Create(path + "." + *impl)
+		name := path + "." + *impl
+		if *impl == "gateway" {
+			name += "-" + *protocol
+		}
+		f, err := os.Create(name)
 		if err != nil {
 			log.Fatal(err)
 		}
