@@ -244,3 +244,63 @@ func (s *Server) relayedTaskMethod(ctx context.Context, req *Request) (res Resul
 	}
 	return &EmptyResult{}, true, nil
 }
+
+// visibilityFilter is a filter of [Server.AddVisibilityFilter].
+type visibilityFilter struct {
+	Show func(ctx context.Context, req *Request, kind ItemKind, name string) bool
+}
+
+// AddVisibilityFilter adds a filter that [Server.Visible] applies after
+// [Options.Visible], so that the lists and lookups of req hide what it
+// hides: a proxy filters another server's items per caller with it. Lists
+// are cached privately (cacheScope) while a filter is set. The returned
+// function removes the filter.
+func (s *Server) AddVisibilityFilter(show func(ctx context.Context, req *Request, kind ItemKind, name string) bool) (remove func()) {
+	f := &visibilityFilter{Show: show}
+	for {
+		old := s.visFilters.Load()
+		var next []*visibilityFilter
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, f)
+		if s.visFilters.CompareAndSwap(old, &next) {
+			break
+		}
+	}
+	return func() {
+		for {
+			old := s.visFilters.Load()
+			if old == nil {
+				return
+			}
+			var next []*visibilityFilter
+			for _, g := range *old {
+				if g != f {
+					next = append(next, g)
+				}
+			}
+			var p *[]*visibilityFilter
+			if len(next) > 0 {
+				p = &next
+			}
+			if s.visFilters.CompareAndSwap(old, p) {
+				return
+			}
+		}
+	}
+}
+
+// filtersShow applies the filters of AddVisibilityFilter.
+func (s *Server) filtersShow(ctx context.Context, req *Request, kind ItemKind, name string) bool {
+	fs := s.visFilters.Load()
+	if fs == nil {
+		return true
+	}
+	for _, f := range *fs {
+		if !f.Show(ctx, req, kind, name) {
+			return false
+		}
+	}
+	return true
+}

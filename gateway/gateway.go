@@ -33,6 +33,15 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives upstream events (default: discard).
 	Logger *slog.Logger
+	// ListAuthorization is the Authorization header the lists of
+	// "passthrough" upstreams (every mounted server) are read with: an
+	// identity that sees every item the server may show (default: none, so
+	// what an anonymous caller sees). A mount then shows each caller, in
+	// the lists, only the items the child lists for the caller's own
+	// Authorization header.
+	ListAuthorization string
+
+	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
 // Gateway fronts the configured upstream MCP servers on a [weft.Server]:
@@ -85,6 +94,12 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
 		u.slots = make(chan struct{}, u.cfg.maxProcesses())
 		u.relisten = make(chan struct{}, 1)
+		if u.cfg.Authorization == "passthrough" {
+			u.listAuth = opts.ListAuthorization
+		}
+		if opts.callerLists {
+			u.callers = &callerLists{u: u, now: time.Now, views: map[viewKey]*callerView{}}
+		}
 		g.ups = append(g.ups, u)
 	}
 	for _, u := range g.ups {
@@ -95,6 +110,9 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		if err := u.refresh(ctx); err != nil {
 			g.Close()
 			return nil, err
+		}
+		if u.callers != nil && srv != nil {
+			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil && offersTasks(c) {
 			if err := u.registerTasks(); err != nil {
@@ -173,6 +191,10 @@ func (u *upstream) unregister() {
 		srv.RemoveResourceTemplate(tpl)
 	}
 	u.reg = newRegistry()
+	if u.unfilter != nil {
+		u.unfilter()
+		u.unfilter = nil
+	}
 	if u.unrelay != nil {
 		u.tasksOn.Store(false)
 		u.unrelay()
@@ -234,6 +256,11 @@ type upstream struct {
 	reg     *registry
 	unrelay func()      // removes the task relay (gateway/tasks.go); nil when none
 	tasksOn atomic.Bool // unrelay is set
+	// listAuth is Options.ListAuthorization for a passthrough upstream;
+	// callers and unfilter the per-caller lists of a mount (visible.go).
+	listAuth string
+	callers  *callerLists
+	unfilter func()
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
 	// acquire).
@@ -545,6 +572,12 @@ func fingerprint(v exactjson.Value, extra string) string {
 // refresh lists the upstream's tools, prompts, resources and templates and
 // brings the registrations on the server up to date.
 func (u *upstream) refresh(ctx context.Context) error {
+	if u.listAuth != "" {
+		ctx = context.WithValue(ctx, authKey{}, u.listAuth)
+	}
+	if u.callers != nil {
+		defer u.callers.invalidate()
+	}
 	c, err := u.get(ctx)
 	if err != nil {
 		return err
@@ -1139,5 +1172,3 @@ func num(v exactjson.Value, name string) float64 {
 	}
 	return n.Float64()
 }
-
-var _ = time.Second
