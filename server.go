@@ -239,11 +239,11 @@ type Server struct {
 	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
 	extensions map[string]exactjson.Value
-	extState   map[any]any        // ExtensionState, created on first use
+	extState   map[any]any                         // ExtensionState, created on first use
 	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (gateway_api.go)
-	scratch    sync.Pool          // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool          // *exactjson.Parser: request bodies (dispatch.go)
-	digests    *digestcache.Cache // params digests of sealed state
+	scratch    sync.Pool                           // *[]byte: hash input of request-state bindings (state.go)
+	parsers    sync.Pool                           // *exactjson.Parser: request bodies (dispatch.go)
+	digests    *digestcache.Cache                  // params digests of sealed state
 
 	bus      *bus
 	inflight sync.WaitGroup
