@@ -70,8 +70,8 @@ func gatewayOverhead(ctx context.Context, cfg config, rep *report) error {
 					return fmt.Errorf("gateway overhead: %w", err)
 				}
 				rep.gateway = append(rep.gateway, cl)
-				logf("c=%-3d round %d %-48s %8.0f req/s  p50 %8s  cpu %6.1f µs/req", c, r+1, s.impl,
-					cl.throughput, fmtDur(float64(cl.p50)), float64(cl.cpuPerReq)/1e3)
+				logf("c=%-3d round %d %-48s %8.0f req/s  p50 %8s  cpu %6.1f µs/req (own %6.1f)", c, r+1, s.impl,
+					cl.throughput, fmtDur(float64(cl.p50)), float64(cl.cpuPerReq)/1e3, float64(cl.ownPerReq)/1e3)
 			}
 		}
 	}
@@ -82,16 +82,18 @@ func gatewayOverhead(ctx context.Context, cfg config, rep *report) error {
 func (r *report) gatewaySummary(path string, conc int) (summary, bool) {
 	s := summary{impl: path, conc: conc}
 	var tp []float64
-	var p50, p99, cpu []time.Duration
+	var p50, p99, cpu, own []time.Duration
 	for _, c := range r.gateway {
 		if c.impl == path && c.conc == conc {
 			tp, p50, p99, cpu = append(tp, c.throughput), append(p50, c.p50), append(p99, c.p99), append(cpu, c.cpuPerReq)
+			own = append(own, c.ownPerReq)
 		}
 	}
 	if len(tp) == 0 {
 		return s, false
 	}
 	s.throughput, s.p50, s.p99, s.cpuReq = median(tp), median(p50), median(p99), median(cpu)
+	s.ownReq = median(own)
 	return s, true
 }
 
@@ -105,9 +107,10 @@ func (r *report) gatewayMarkdown(p func(string, ...any)) {
 		"and through a gateway process in front of it (`benchserver -impl gateway`: `gateway.New` on a Weft server, no prefix, so the request is the same) "+
 		"that speaks 2026-07-28 to the upstream, or holds a 2025-11-25 session with it. "+
 		"The three paths alternate (the first rotates), %d rounds of %d calls per concurrency, medians. "+
-		"A gateway's server CPU/req is the gateway process's plus the upstream's; \"added\" columns are the differences from the direct path.\n\n",
+		"A gateway's server CPU/req is the gateway process's (the next column) plus the upstream's; \"added\" columns are the differences from the direct path. "+
+		"At 1 client every process idles between calls, and each of a call's wake-ups costs the Go scheduler's spinning: that CPU grows with the processes and hops a call crosses.\n\n",
 		r.cfg.rounds, r.cfg.n/2)
-	p("| clients | path | req/s | p50 | p99 | server CPU/req | added p50 | added CPU/req |\n|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	p("| clients | path | req/s | p50 | p99 | server CPU/req | gateway process CPU/req | added p50 | added CPU/req |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range gatewayConc {
 		d, ok := r.gatewaySummary(gatewayPaths[0].name, c)
 		if !ok {
@@ -118,11 +121,11 @@ func (r *report) gatewayMarkdown(p func(string, ...any)) {
 			if !ok {
 				continue
 			}
-			added, addedCPU := "", ""
+			added, addedCPU, own := "", "", ""
 			if gp.protocol != "" {
-				added, addedCPU = us(s.p50-d.p50), us(s.cpuReq-d.cpuReq)
+				added, addedCPU, own = us(s.p50-d.p50), us(s.cpuReq-d.cpuReq), us(s.ownReq)
 			}
-			p("| %d | %s | %.0f | %s | %s | %s | %s | %s |\n", c, gp.name, s.throughput, us(s.p50), us(s.p99), us(s.cpuReq), added, addedCPU)
+			p("| %d | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", c, gp.name, s.throughput, us(s.p50), us(s.p99), us(s.cpuReq), own, added, addedCPU)
 		}
 	}
 	p("\n")

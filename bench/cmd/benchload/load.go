@@ -24,6 +24,7 @@ type cell struct {
 	wall       time.Duration
 	p50, p99   time.Duration
 	cpuPerReq  time.Duration // server CPU (user+system) per request
+	ownPerReq  time.Duration // of that, the measured process's own (a gateway's, without its upstream's)
 	throughput float64       // requests per second
 }
 
@@ -143,6 +144,10 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 	if err != nil {
 		return cell{}, err
 	}
+	own0, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return cell{}, err
+	}
 	wall, lat, err := load(ctx, c, call, conc, n, *ids)
 	if err != nil {
 		return cell{}, fmt.Errorf("%s c=%d: %w", s.impl, conc, err)
@@ -152,12 +157,17 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 	if err != nil {
 		return cell{}, err
 	}
+	own1, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return cell{}, err
+	}
 	slices.Sort(lat)
 	return cell{
 		impl: s.impl, conc: conc, round: round, n: n, wall: wall,
 		p50:        percentile(lat, 0.50),
 		p99:        percentile(lat, 0.99),
 		cpuPerReq:  (cpu1 - cpu0) / time.Duration(n),
+		ownPerReq:  (own1 - own0) / time.Duration(n),
 		throughput: float64(n) / wall.Seconds(),
 	}, nil
 }

@@ -14,6 +14,7 @@ type summary struct {
 	conc             int
 	throughput       float64
 	p50, p99, cpuReq time.Duration
+	ownReq           time.Duration // the gateway rows: the gateway process's own
 	rounds           []cell
 }
 
