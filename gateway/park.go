@@ -32,7 +32,9 @@ import (
 // the mailbox of a [sessionstore.Store], the same shared store and mailbox
 // the 2025 bridge uses (PostgreSQL for a fleet): each parked call is a
 // session record of the store, "in-N" slots carry round N's answers to the
-// parked call, "out-N" slots carry its outcome after round N.
+// parked call, "out-N" slots carry its outcome after round N, and "note-N-K"
+// slots its notifications after round N-1's answers to a retry served by
+// another instance.
 
 // parker owns the parked calls of one gateway instance.
 type parker struct {
@@ -67,6 +69,9 @@ type outcome struct {
 	// fail is a local failure (the upstream broke, timed out...), of
 	// kind failClosed, failTimeout or "".
 	fail, kind string
+	// notes counts the notifications of the stretch delivered through the
+	// mailbox before this outcome (the retry relays them all first).
+	notes int
 }
 
 // Kinds of local failures.
@@ -113,6 +118,9 @@ func (o outcome) encode() []byte {
 	default:
 		m = append(m, exactjson.Field("result", o.result))
 	}
+	if o.notes > 0 {
+		m = append(m, exactjson.Field("notes", exactjson.Int(int64(o.notes))))
+	}
 	b, err := exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
 	if err != nil {
 		b, _ = exactjson.Encode(exactjson.Object(exactjson.Field("fail", exactjson.String("the outcome cannot be encoded: "+err.Error()))), 0)
@@ -138,6 +146,9 @@ func decodeOutcome(b []byte) (outcome, error) {
 	} else {
 		return outcome{}, errors.New("empty outcome")
 	}
+	if n, ok := intMember(v, "notes"); ok && n > 0 && n < 1<<20 {
+		o.notes = int(n)
+	}
 	return o, nil
 }
 
@@ -161,6 +172,11 @@ type parkedCall struct {
 	// then each retry served here.
 	lmu      sync.Mutex
 	listener func(method string, params exactjson.Value)
+	// stretch is the round whose outcome the call works toward after
+	// answers were delivered (0: the first request's); notes counts the
+	// notifications of this stretch sent through the mailbox to a retry
+	// served by another instance ("note-R-K" slots, see resume).
+	stretch, notes int
 
 	mu      sync.Mutex
 	queue   []queued                        // upstream requests not yet sent to the client
@@ -242,7 +258,40 @@ func (pc *parkedCall) notify(method string, params exactjson.Value) {
 	defer pc.lmu.Unlock()
 	if pc.listener != nil {
 		pc.listener(method, params)
+		return
 	}
+	if pc.stretch == 0 {
+		return // the first request has returned; no retry is due yet
+	}
+	// The retry of this stretch may wait on another instance: it expects
+	// the next note slots (noteWindow of them ahead).
+	b, err := exactjson.Encode(exactjson.Object(exactjson.Field("method", exactjson.String(method)), exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
+	if err != nil {
+		return
+	}
+	ok, err := pc.p.store.Deliver(pc.ctx, pc.id, noteSlot(pc.stretch, pc.notes), b)
+	switch {
+	case err != nil:
+		pc.p.log.Warn("gateway: cannot pass a parked call's notification to its retry", "id", pc.id, "err", err)
+	case ok:
+		pc.notes++
+	default:
+		pc.p.log.Debug("gateway: a parked call's notification found no retry waiting for it; dropped", "id", pc.id, "method", method)
+	}
+}
+
+// noteWindow is how many note slots a retry served by another instance
+// keeps open ahead: notifications sent faster than it relays them beyond
+// that are dropped.
+const noteWindow = 4
+
+func noteSlot(stretch, k int) string { return "note-" + strconv.Itoa(stretch) + "-" + strconv.Itoa(k) }
+
+// setStretch starts stretch r of the call (answers of round r-1 delivered).
+func (pc *parkedCall) setStretch(r int) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	pc.stretch, pc.notes = r, 0
 }
 
 // awaitFirst waits for round 0's outcome on the handler's goroutine. When
@@ -391,6 +440,7 @@ func (pc *parkedCall) run() {
 		if err != nil {
 			return
 		}
+		pc.setStretch(round + 1)
 		pc.mu.Lock()
 		var again []queued
 		for _, q := range batch {
@@ -427,6 +477,11 @@ func (pc *parkedCall) emit(r int, o outcome) bool {
 			return false
 		}
 	}
+	pc.lmu.Lock()
+	if pc.stretch == r {
+		o.notes = pc.notes
+	}
+	pc.lmu.Unlock()
 	ok, err := pc.p.store.Deliver(pc.p.ctx, pc.id, "out-"+strconv.Itoa(r), o.encode())
 	if err != nil {
 		pc.p.log.Warn("gateway: cannot deliver a parked call's outcome", "id", pc.id, "err", err)
@@ -445,7 +500,20 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		pc := v.(*parkedCall)
 		pc.listen(notify)
 		defer pc.listen(nil)
+	} else if notify != nil {
+		// The call runs elsewhere (or nowhere): its notifications of this
+		// stretch come through the mailbox, all of them before the outcome
+		// (which counts them) is returned.
+		wait, stop := p.relayNotes(ctx, id, r+1, notify)
+		defer stop()
+		return p.resumeOutcome(ctx, id, r, answers, wait)
 	}
+	return p.resumeOutcome(ctx, id, r, answers, nil)
+}
+
+// resumeOutcome is resume without the notifications; drain, when set, is
+// given the outcome's count of notes before the mailbox goes.
+func (p *parker) resumeOutcome(ctx context.Context, id string, r int, answers exactjson.Value, drain func(notes int)) (outcome, error) {
 	out := "out-" + strconv.Itoa(r+1)
 	switch err := p.store.Expect(ctx, id, out, p.now().Add(p.lim.Lifetime.D())); {
 	case errors.Is(err, sessionstore.ErrNotFound):
@@ -478,6 +546,9 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		return outcome{}, err
 	}
 	o, err := decodeOutcome(b)
+	if drain != nil && err == nil {
+		drain(o.notes)
+	}
 	if err != nil || o.requests.IsNull() {
 		// The call is over: its mailbox goes (the parked call left it to
 		// the reader of its last outcome, lest it be deleted unread).
@@ -488,6 +559,69 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		}
 	}
 	return o, err
+}
+
+// relayNotes passes the notifications of stretch r of the parked call id,
+// sent by the instance running it, to notify until stop is called: it keeps
+// noteWindow slots expected ahead and removes them at the end.
+//
+// wait(n) returns once n notes were relayed (the outcome's count: they are
+// in their slots already), or the relay ended.
+func (p *parker) relayNotes(ctx context.Context, id string, r int, notify func(string, exactjson.Value)) (wait func(n int), stop func()) {
+	expires := p.now().Add(p.lim.Lifetime.D())
+	next := 0 // the first slot not yet expected
+	for ; next < noteWindow; next++ {
+		if err := p.store.Expect(ctx, id, noteSlot(r, next), expires); err != nil {
+			break // no session (the retry fails anyway), or the store is full: no notes
+		}
+	}
+	nctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	relayed := make(chan int, noteWindow+1) // the count so far, after each note
+	opened := next
+	go func() {
+		defer close(done)
+		for k := 0; k < opened; k++ {
+			b, err := p.store.Await(nctx, id, noteSlot(r, k))
+			if err != nil {
+				return
+			}
+			if p.store.Expect(nctx, id, noteSlot(r, opened), expires) == nil {
+				opened++
+			}
+			if v, err := exactjson.Parse(b, parseLimits); err == nil {
+				params, _ := v.Get("params")
+				notify(str(v, "method"), params)
+			}
+			select {
+			case relayed <- k + 1:
+			default:
+				<-relayed // keep the latest count
+				relayed <- k + 1
+			}
+		}
+	}()
+	wait = func(want int) {
+		for n := 0; n < want; {
+			select {
+			case n = <-relayed:
+				continue
+			case <-done:
+			case <-ctx.Done():
+			}
+			break
+		}
+	}
+	return wait, func() {
+		cancel()
+		<-done
+		// Await removed the slots it reached; remove the others.
+		dead, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+		dcancel()
+		for k := 0; k < opened; k++ {
+			_, _ = p.store.Await(dead, id, noteSlot(r, k))
+		}
+	}
 }
 
 // errParkedGone reports a retry whose parked call no longer waits.
