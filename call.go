@@ -226,6 +226,10 @@ func (s *Server) toolError(ctx context.Context, req *Request, err error) (Result
 		}
 		return s.createTask(ctx, req, rt)
 	}
+	var rl *relayedTask
+	if errors.As(err, &rl) && req.task == nil {
+		return s.createRelayedTask(ctx, req, rl) // gateway_api.go
+	}
 	return inputRequiredOr(err)
 }
 

@@ -61,7 +61,7 @@ func (s *Server) listCache() *CachePolicy {
 		c := *s.opts.Cache
 		return &c
 	}
-	return &CachePolicy{Public: s.opts.Admission == nil && s.opts.Visible == nil}
+	return &CachePolicy{Public: s.opts.Admission == nil && s.opts.Visible == nil && s.visFilters.Load() == nil}
 }
 
 func (s *Server) handleDiscover(ctx context.Context, req *Request) (Result, error) {

@@ -501,7 +501,7 @@ func (s *Server) handler(method string) (Handler, bool) {
 		case "completion/complete":
 			return h, np > 0 || nr > 0
 		case "tasks/get", "tasks/update", "tasks/cancel":
-			return h, s.taskEngine() != nil
+			return h, s.taskEngine() != nil || s.hasTaskRelays()
 		}
 		return h, true
 	}

@@ -1,9 +1,16 @@
 package weft
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/task"
 )
 
 // The root API the gateway package needs beyond the rest of the public API.
@@ -47,4 +54,253 @@ func Relay(in Input, params exactjson.Value) InputRequest {
 		r.err = errors.New("weft: a relayed sampling request offers tools but the operation declared weft.Sampling without WithTools")
 	}
 	return r
+}
+
+// Relayed tasks: a proxy whose upstream answers a tools/call with a task
+// (the tasks extension) gives its client that task under an id of this
+// server, and serves tasks/get, tasks/update and tasks/cancel of the id by
+// asking the upstream.
+
+// TaskRelay serves the tasks another server created for calls relayed by a
+// proxy (see [Server.RelayTasks] and [RelayedTask]). id is the other
+// server's task id. Errors are answered like a handler's (an *Error as it
+// is); a task the other server does not know should be -32602.
+type TaskRelay interface {
+	// GetTask returns the task as the other server's tasks/get answers it
+	// (the record's ID is replaced by the id this server's client knows).
+	GetTask(ctx context.Context, req *Request, id string) (*task.Record, error)
+	// UpdateTask passes inputResponses (a JSON object) to the task.
+	UpdateTask(ctx context.Context, req *Request, id string, inputResponses exactjson.Value) error
+	// CancelTask asks the other server to cancel the task.
+	CancelTask(ctx context.Context, req *Request, id string) error
+}
+
+// relayedTaskPrefix starts the id of every relayed task; the rest is
+// sealed by the server's Protector.
+const relayedTaskPrefix = "relayed."
+
+// relayedTaskDomain separates the binding of relayed task ids from that
+// of request state.
+const relayedTaskDomain = "weft-relayed-task-v1"
+
+type taskRelaysKey struct{}
+
+type taskRelays struct {
+	mu sync.RWMutex
+	m  map[string]TaskRelay
+}
+
+func (s *Server) taskRelays() *taskRelays {
+	return s.ExtensionState(taskRelaysKey{}, func() any { return &taskRelays{m: map[string]TaskRelay{}} }).(*taskRelays)
+}
+
+func (s *Server) taskRelay(name string) (TaskRelay, bool) {
+	rs := s.taskRelays()
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	r, ok := rs.m[name]
+	return r, ok
+}
+
+func (s *Server) hasTaskRelays() bool {
+	rs := s.taskRelays()
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	return len(rs.m) > 0
+}
+
+// RelayTasks registers relay under name (unique on the server): tool
+// handlers may then return [RelayedTask] for it, the tasks extension is
+// advertised, and tasks/get, tasks/update and tasks/cancel of its tasks
+// reach relay. The ids this server gives its clients are sealed by
+// [Options.Protector] and bound to the caller's principal and partition, so
+// any instance sharing the keyring finds the relay and the other server's
+// id in them, and no other caller can use them. The returned function
+// removes the registration (the ids of its tasks are then unknown).
+func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err error) {
+	if name == "" || relay == nil {
+		return nil, errors.New("weft: RelayTasks needs a name and a relay")
+	}
+	rs := s.taskRelays()
+	rs.mu.Lock()
+	if _, ok := rs.m[name]; ok {
+		rs.mu.Unlock()
+		return nil, fmt.Errorf("weft: a task relay named %q is registered already", name)
+	}
+	rs.m[name] = relay
+	rs.mu.Unlock()
+	s.EnableExtension(TasksExtension, exactjson.Object())
+	return func() {
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		if rs.m[name] == relay {
+			delete(rs.m, name)
+		}
+	}, nil
+}
+
+// relayedTask is the signal returned by [RelayedTask].
+type relayedTask struct {
+	relay string
+	rec   *task.Record
+}
+
+func (*relayedTask) Error() string { return "weft: a relayed task" }
+
+// RelayedTask is returned by a tool handler (through its error result) to
+// answer the call with a task another server created for it (its
+// CreateTaskResult, as a record), served afterwards by the [TaskRelay]
+// registered as relay. Only valid when the client declared the tasks
+// extension on the request (check [Request.ClientCapabilities]).
+func RelayedTask(relay string, rec *task.Record) error {
+	return &relayedTask{relay: relay, rec: rec}
+}
+
+// relayedTaskBinding is the associated data of a relayed task id: the
+// caller's principal and partition.
+func relayedTaskBinding(req *Request) []byte {
+	b := append([]byte(relayedTaskDomain), 0)
+	b = appendLP(b, req.Identity.Principal)
+	return appendLP(b, req.Identity.Partition)
+}
+
+// createRelayedTask answers a tools/call whose handler returned
+// [RelayedTask].
+func (s *Server) createRelayedTask(ctx context.Context, req *Request, rt *relayedTask) (Result, error) {
+	if _, ok := s.taskRelay(rt.relay); !ok || rt.rec == nil || rt.rec.ID == "" || !declaresTasks(req.ClientCapabilities) {
+		return nil, internalError(fmt.Errorf("weft: RelayedTask(%q) without a registered relay, a task id or the client's tasks extension", rt.relay))
+	}
+	plain := appendLP(nil, rt.relay)
+	plain = append(plain, rt.rec.ID...)
+	token, err := s.stateProtector().Seal(ctx, relayedTaskBinding(req), plain)
+	if err != nil {
+		return nil, fmt.Errorf("weft: sealing a relayed task id: %w", err)
+	}
+	rec := *rt.rec
+	rec.ID = relayedTaskPrefix + token
+	return &CreateTaskResult{Task: &rec}, nil
+}
+
+// relayedTaskMethod serves tasks/get, tasks/update and tasks/cancel of a
+// relayed task id; ok is false for any other id. An id that does not open
+// for the caller, or whose relay is gone, is the "Unknown task" of the
+// server's own tasks.
+func (s *Server) relayedTaskMethod(ctx context.Context, req *Request) (res Result, ok bool, err error) {
+	token, found := strings.CutPrefix(req.Name, relayedTaskPrefix)
+	if !found {
+		return nil, false, nil
+	}
+	if !declaresTasks(req.ClientCapabilities) {
+		return nil, true, errMissingCapabilities(tasksCapability())
+	}
+	notFound := InvalidParams("Unknown task")
+	plain, oerr := s.stateProtector().Open(ctx, token, relayedTaskBinding(req))
+	if oerr != nil {
+		if !errors.Is(oerr, seal.ErrInvalidState) {
+			s.log.Error("weft: opening a relayed task id failed", "err", oerr)
+			return nil, true, internalError(oerr)
+		}
+		return nil, true, notFound
+	}
+	if len(plain) < 4 {
+		return nil, true, notFound
+	}
+	n := int(binary.BigEndian.Uint32(plain))
+	if len(plain) < 4+n {
+		return nil, true, notFound
+	}
+	relay, ok := s.taskRelay(string(plain[4 : 4+n]))
+	id := string(plain[4+n:])
+	if !ok || id == "" {
+		return nil, true, notFound
+	}
+	switch req.Method {
+	case "tasks/get":
+		rec, err := relay.GetTask(ctx, req, id)
+		if err != nil {
+			return nil, true, err
+		}
+		if rec == nil {
+			return nil, true, internalError(errors.New("weft: a TaskRelay returned no task"))
+		}
+		out := *rec
+		out.ID = req.Name
+		return &GetTaskResult{Task: &out}, true, nil
+	case "tasks/update":
+		ir, has := req.Params.Get("inputResponses")
+		if !has || ir.Kind() != exactjson.KindObject {
+			return nil, true, InvalidParams("params.inputResponses must be an object")
+		}
+		if ir.Len() > s.limits.MaxInputResponses {
+			return nil, true, InvalidParams("Too many input responses")
+		}
+		if err := relay.UpdateTask(ctx, req, id, ir); err != nil {
+			return nil, true, err
+		}
+	case "tasks/cancel":
+		if err := relay.CancelTask(ctx, req, id); err != nil {
+			return nil, true, err
+		}
+	}
+	return &EmptyResult{}, true, nil
+}
+
+// visibilityFilter is a filter of [Server.AddVisibilityFilter].
+type visibilityFilter struct {
+	Show func(ctx context.Context, req *Request, kind ItemKind, name string) bool
+}
+
+// AddVisibilityFilter adds a filter that [Server.Visible] applies after
+// [Options.Visible], so that the lists and lookups of req hide what it
+// hides: a proxy filters another server's items per caller with it. Lists
+// are cached privately (cacheScope) while a filter is set. The returned
+// function removes the filter.
+func (s *Server) AddVisibilityFilter(show func(ctx context.Context, req *Request, kind ItemKind, name string) bool) (remove func()) {
+	f := &visibilityFilter{Show: show}
+	for {
+		old := s.visFilters.Load()
+		var next []*visibilityFilter
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, f)
+		if s.visFilters.CompareAndSwap(old, &next) {
+			break
+		}
+	}
+	return func() {
+		for {
+			old := s.visFilters.Load()
+			if old == nil {
+				return
+			}
+			var next []*visibilityFilter
+			for _, g := range *old {
+				if g != f {
+					next = append(next, g)
+				}
+			}
+			var p *[]*visibilityFilter
+			if len(next) > 0 {
+				p = &next
+			}
+			if s.visFilters.CompareAndSwap(old, p) {
+				return
+			}
+		}
+	}
+}
+
+// filtersShow applies the filters of AddVisibilityFilter.
+func (s *Server) filtersShow(ctx context.Context, req *Request, kind ItemKind, name string) bool {
+	fs := s.visFilters.Load()
+	if fs == nil {
+		return true
+	}
+	for _, f := range *fs {
+		if !f.Show(ctx, req, kind, name) {
+			return false
+		}
+	}
+	return true
 }

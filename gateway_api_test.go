@@ -2,10 +2,17 @@ package weft_test
 
 import (
 	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/wefttest"
 )
 
@@ -60,5 +67,196 @@ func TestReleaseOutput(t *testing.T) {
 	}
 	if caps, _ := resp.Error.Data.Get("requiredCapabilities"); !caps.Has("sampling") {
 		t.Fatalf("refuse: data %s", resp.Error.Data)
+	}
+}
+
+// fakeRelay is a TaskRelay over records in memory.
+type fakeRelay struct {
+	mu      sync.Mutex
+	tasks   map[string]*task.Record
+	updates []string
+}
+
+func (f *fakeRelay) GetTask(_ context.Context, _ *weft.Request, id string) (*task.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.tasks[id]
+	if !ok {
+		return nil, weft.InvalidParams("Unknown task upstream")
+	}
+	c := *r
+	return &c, nil
+}
+
+func (f *fakeRelay) UpdateTask(_ context.Context, _ *weft.Request, id string, in exactjson.Value) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updates = append(f.updates, id+" "+in.String())
+	f.tasks[id].Status = task.Working
+	return nil
+}
+
+func (f *fakeRelay) CancelTask(_ context.Context, _ *weft.Request, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tasks[id].Status = task.Cancelled
+	return nil
+}
+
+// A tool answering with another server's task gives the client an id of
+// this server, bound to the caller, through which the relay serves
+// tasks/get, tasks/update and tasks/cancel.
+func TestRelayTasks(t *testing.T) {
+	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{QuietRequests: true,
+		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			return weft.Identity{Principal: r.BearerToken, Partition: r.BearerToken}, nil
+		}})
+	now := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
+	relay := &fakeRelay{tasks: map[string]*task.Record{"up-1": {ID: "up-1", Status: task.InputRequired, CreatedAt: now, UpdatedAt: now,
+		TTL: time.Minute, PollInterval: 10 * time.Millisecond, InputRequests: []byte(`{"k":{"method":"roots/list","params":{}}}`)}}}
+	remove, err := srv.RelayTasks("up", relay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.RelayTasks("up", relay); err == nil {
+		t.Fatal("a second relay of the same name was registered")
+	}
+	for name, relayName := range map[string]string{"job": "up", "orphan": "nobody"} {
+		if err := srv.AddTool(weft.Tool{Name: name, Description: "Answers with a task of another server."},
+			func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+				r, _ := relay.GetTask(ctx, req, "up-1")
+				return nil, weft.RelayedTask(relayName, r)
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	newClient := func(token string, tasks bool) *client.Client {
+		c := client.New(client.NewHTTPTransport(hs.URL, nil, client.WithBearerToken(token)), client.Options{TasksEnabled: tasks})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	alice := newClient("alice", true)
+	d, err := alice.Discover(ctx)
+	if ext, _ := d.Capabilities.Get("extensions"); err != nil || !ext.Has(weft.TasksExtension) {
+		t.Fatalf("discover: %v %v", d, err)
+	}
+	created, err := alice.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("job"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := created.Get("taskId")
+	id, _ := m.AsString()
+	if rt, _ := created.Get("resultType"); rt.String() != `"task"` || !strings.HasPrefix(id, "relayed.") || strings.Contains(id, "up-1") {
+		t.Fatalf("created %s", created)
+	}
+	tk, err := alice.GetTask(ctx, id)
+	if err != nil || tk.TaskID != id || tk.Status != client.TaskInputRequired || !tk.InputRequests.Has("k") || tk.TTLMs != 60000 {
+		t.Fatalf("tasks/get: %v %v", tk, err)
+	}
+	if err := alice.UpdateTask(ctx, id, exactjson.Object(exactjson.Field("k", exactjson.Object(exactjson.Field("roots", exactjson.Array()))))); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.CancelTask(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if tk, err := alice.GetTask(ctx, id); err != nil || tk.Status != client.TaskCancelled {
+		t.Fatalf("after cancel: %v %v", tk, err)
+	}
+	relay.mu.Lock()
+	if len(relay.updates) != 1 || relay.updates[0] != `up-1 {"k":{"roots":[]}}` {
+		t.Errorf("updates %v", relay.updates)
+	}
+	relay.mu.Unlock()
+
+	code := func(err error) int {
+		var re *client.RPCError
+		if errors.As(err, &re) {
+			return re.Code
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		name string
+		c    *client.Client
+		id   string
+		want int
+	}{
+		{"another caller", newClient("mallory", true), id, client.CodeInvalidParams},
+		{"a forged id", alice, "relayed.weft1.forged", client.CodeInvalidParams},
+		{"a truncated id", alice, id[:len(id)-4], client.CodeInvalidParams},
+		{"no tasks extension", newClient("alice", false), id, client.CodeMissingRequiredClientCapability},
+	} {
+		if _, err := tc.c.GetTask(ctx, tc.id); code(err) != tc.want {
+			t.Errorf("%s: tasks/get %v, want code %d", tc.name, err, tc.want)
+		}
+	}
+	if _, err := alice.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("orphan")))); code(err) != client.CodeInternalError {
+		t.Errorf("a task of an unregistered relay: %v", err)
+	}
+	remove()
+	if _, err := alice.GetTask(ctx, id); code(err) != client.CodeInvalidParams && code(err) != client.CodeMethodNotFound {
+		t.Errorf("after the relay is removed: %v", err)
+	}
+}
+
+// AddVisibilityFilter hides items from the lists of the requests it
+// refuses, makes list caching private, and is removable.
+func TestAddVisibilityFilter(t *testing.T) {
+	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{QuietRequests: true})
+	for _, name := range []string{"a", "b"} {
+		if err := srv.AddTool(weft.Tool{Name: name, Description: "A tool."},
+			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(name)}}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
+	defer c.Close()
+	ctx := context.Background()
+	list := func() (names []string, scope string) {
+		t.Helper()
+		res, err := c.Call(ctx, "tools/list", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools, _ := res.Get("tools")
+		for v := range tools.Values() {
+			n, _ := v.Get("name")
+			s, _ := n.AsString()
+			names = append(names, s)
+		}
+		sc, _ := res.Get("cacheScope")
+		scope, _ = sc.AsString()
+		return names, scope
+	}
+	for _, tc := range []struct {
+		filter    bool
+		want      string
+		wantScope string
+	}{
+		{false, "a,b", "public"},
+		{true, "a", "private"},
+		{false, "a,b", "public"},
+	} {
+		var remove func()
+		if tc.filter {
+			remove = srv.AddVisibilityFilter(func(_ context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
+				return !(kind == weft.KindTool && name == "b")
+			})
+		}
+		names, scope := list()
+		if strings.Join(names, ",") != tc.want || scope != tc.wantScope {
+			t.Errorf("filter %v: tools %v (%s), want %s (%s)", tc.filter, names, scope, tc.want, tc.wantScope)
+		}
+		if remove != nil {
+			remove()
+		}
 	}
 }

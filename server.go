@@ -239,11 +239,12 @@ type Server struct {
 	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
 	extensions map[string]exactjson.Value
-	extState   map[any]any        // ExtensionState, created on first use
-	scratch    sync.Pool          // *[]byte: hash input of request-state bindings (state.go)
-	parsers    sync.Pool          // *exactjson.Parser: request bodies (dispatch.go)
-	wires      sync.Pool          // *[]byte: response buffers back from the HTTP transport (result.go)
-	digests    *digestcache.Cache // params digests of sealed state
+	extState   map[any]any                         // ExtensionState, created on first use
+	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (gateway_api.go)
+	scratch    sync.Pool                           // *[]byte: hash input of request-state bindings (state.go)
+	parsers    sync.Pool                           // *exactjson.Parser: request bodies (dispatch.go)
+	wires      sync.Pool                           // *[]byte: response buffers back from the HTTP transport (result.go)
+	digests    *digestcache.Cache                  // params digests of sealed state
 
 	bus      *bus
 	inflight sync.WaitGroup
@@ -478,14 +479,15 @@ func (s *Server) NotifyResourceUpdated(uri string) {
 // NotifyResourcesChanged tells subscribers that the resource list changed.
 func (s *Server) NotifyResourcesChanged() { s.bus.publish(event{kind: evResourcesListChanged}) }
 
-// Visible reports whether [Options.Visible] shows the item to req (always
-// true without a filter). Extensions that serve their own listings, such as
+// Visible reports whether [Options.Visible] and every filter added with
+// [Server.AddVisibilityFilter] show the item to req (always true without
+// a filter). Extensions that serve their own listings, such as
 // skills, ask it so that one filter hides an item everywhere.
 func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name string) bool {
-	if s.opts.Visible == nil {
-		return true
+	if s.opts.Visible != nil && !s.opts.Visible(ctx, req, kind, name) {
+		return false
 	}
-	return s.opts.Visible(ctx, req, kind, name)
+	return s.filtersShow(ctx, req, kind, name) // gateway_api.go
 }
 
 // Shutdown stops accepting requests (they get 503 with Retry-After), ends

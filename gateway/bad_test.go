@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -308,4 +310,47 @@ func TestConcurrentParkedCallsOnStdio(t *testing.T) {
 		}
 	}
 	waitFor(t, "no parked calls", func() bool { return in.gw.Parked() == 0 })
+}
+
+// Progress of a parked call reaches the client on every round: the first
+// request's and the retry's. The upstream's URL elicitation reaches the
+// client without its elicitationId, and the completion notification that
+// follows it is consumed (2026-07-28 has none: the client learns the
+// outcome by retrying).
+func TestParkedProgressAndURLCompletion(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var progress []float64
+	var asked []exactjson.Value
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{
+		Handlers: client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			asked = append(asked, p)
+			mu.Unlock()
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+		}},
+		OnProgress: func(p, _ float64, _ string) {
+			mu.Lock()
+			progress = append(progress, p)
+			mu.Unlock()
+		}})
+	defer c.Close()
+	res, err := c.CallTool(ctx, "link", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); got != `linked "accept"` {
+		t.Fatalf("result %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(progress, []float64{1, 2, 3}) {
+		t.Errorf("progress %v, want [1 2 3] (round 0, then the retry's)", progress)
+	}
+	if len(asked) != 1 || str(asked[0], "mode") != "url" || str(asked[0], "url") != "https://example.com/connect" || asked[0].Has("elicitationId") {
+		t.Errorf("the client was asked %v", asked)
+	}
 }

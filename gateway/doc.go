@@ -11,7 +11,10 @@
 // call and answers its 2026-07-28 client input_required, and the client's
 // retry, on any instance of a fleet, delivers the answers through the
 // mailbox of a [sessionstore.Store] (PostgreSQL for a fleet). 2025-era
-// clients are served by the server's own legacy bridge.
+// clients are served by the server's own legacy bridge. A 2026-07-28
+// upstream's tasks (the tasks extension) reach the clients under ids the
+// server seals ([weft.Server.RelayTasks]), so that tasks/get, tasks/update
+// and tasks/cancel find the upstream's task from any instance.
 //
 //	cfg, err := gateway.LoadConfig("gateway.yaml")
 //	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: parked})

@@ -63,7 +63,8 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"garbage","description":"Writes garbage.","inputSchema":{"type":"object"}},` +
 		`{"name":"hang","description":"Never answers.","inputSchema":{"type":"object"}},` +
 		`{"name":"ask","description":"Asks twice.","inputSchema":{"type":"object"}},` +
-		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}}]}`
+		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
+		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}}]}`
 	br := bufio.NewReader(stdin)
 	seq := 0
 	for {
@@ -127,6 +128,25 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			case "garbage":
 				write("this is not JSON")
 			case "hang":
+			case "link":
+				// Progress 1 in round 0, a URL elicitation, then its
+				// completion and progress 2 and 3 in round 1.
+				meta, _ := params.Get("_meta")
+				tok, _ := meta.Get("progressToken")
+				progress := func(n int) {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d,"total":3}}`, tok.String(), n))
+				}
+				seq++
+				base := strconv.Itoa(seq)
+				go func(idJSON string) {
+					progress(1)
+					r := ask("u"+base, "elicitation/create", `{"mode":"url","message":"Connect your account.","url":"https://example.com/connect","elicitationId":"el-`+base+`"}`)
+					a, _ := r.Get("action")
+					write(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"el-` + base + `"}}`)
+					progress(2)
+					progress(3)
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, "linked "+a.String()))
+				}(idJSON)
 			case "ask", "sample":
 				seq++
 				base := strconv.Itoa(seq)

@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,5 +147,60 @@ func TestFleetParkedInstanceGone(t *testing.T) {
 	var re *client.RPCError
 	if !errors.As(err, &re) || re.Code != client.CodeInvalidParams || !strings.Contains(re.Message, "no longer waiting") {
 		t.Fatalf("retry on B: %v", err)
+	}
+}
+
+// The retry of a parked call served by another instance gets the progress
+// the call reports on that round, through the shared store's mailbox.
+func TestFleetRetryProgress(t *testing.T) {
+	prot := testKeyring(t)
+	stores := map[string]func(t *testing.T) (sessionstore.Store, sessionstore.Store){
+		"memory shared in process": func(t *testing.T) (sessionstore.Store, sessionstore.Store) {
+			st := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+			return st, st
+		},
+		"PostgreSQL": func(t *testing.T) (sessionstore.Store, sessionstore.Store) {
+			dsn := testpg.Reachable(t)
+			schema := testpg.FreshSchema(t, dsn, "gateway")
+			return pgStore(t, dsn, schema), pgStore(t, dsn, schema)
+		},
+	}
+	for name, mk := range stores {
+		t.Run(name, func(t *testing.T) {
+			sa, sb := mk(t)
+			up, _ := fakeUpstream(t, "fake")
+			cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}
+			a := startGateway(t, cfg, prot, sa)
+			b := startGateway(t, cfg, prot, sb)
+			st := &splitTransport{first: client.NewHTTPTransport(a.url, nil), retries: client.NewHTTPTransport(b.url, nil)}
+			var mu sync.Mutex
+			var progress []float64
+			c := client.New(st, client.Options{
+				Handlers: client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+					return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+				}},
+				OnProgress: func(p, _ float64, _ string) {
+					mu.Lock()
+					progress = append(progress, p)
+					mu.Unlock()
+				}})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := c.CallTool(ctx, "link", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Text(); got != `linked "accept"` || st.retried.Load() != 1 {
+				t.Fatalf("result %q after %d retries", got, st.retried.Load())
+			}
+			mu.Lock()
+			got := slices.Clone(progress)
+			mu.Unlock()
+			if !slices.Equal(got, []float64{1, 2, 3}) {
+				t.Errorf("progress %v, want [1 2 3] (A's first round, then B's retry)", got)
+			}
+			waitFor(t, "no parked calls", func() bool { return a.gw.Parked() == 0 && b.gw.Parked() == 0 })
+		})
 	}
 }

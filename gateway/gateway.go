@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftmcp/weft"
@@ -25,11 +26,22 @@ type Options struct {
 	// fleet shares one (sessionstore/pgstore, with its own table prefix);
 	// nil means an in-process store bounded by the configuration's Input.
 	Store sessionstore.Store
-	// HTTPClient carries requests to URL upstreams (default
-	// http.DefaultClient).
+	// HTTPClient carries requests to URL upstreams (default: a client of
+	// its own whose transport keeps up to 256 idle connections per upstream,
+	// where http.DefaultTransport keeps 2: with more concurrent calls than
+	// idle connections, every call beyond them would open a connection).
 	HTTPClient *http.Client
 	// Logger receives upstream events (default: discard).
 	Logger *slog.Logger
+	// ListAuthorization is the Authorization header the lists of
+	// "passthrough" upstreams (every mounted server) are read with: an
+	// identity that sees every item the server may show (default: none, so
+	// what an anonymous caller sees). A mount then shows each caller, in
+	// the lists, only the items the child lists for the caller's own
+	// Authorization header.
+	ListAuthorization string
+
+	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
 // Gateway fronts the configured upstream MCP servers on a [weft.Server]:
@@ -40,11 +52,12 @@ type Options struct {
 // clients (see [InputConfig]); 2025-era clients of the server are served by
 // its own legacy bridge.
 type Gateway struct {
-	srv  *weft.Server
-	log  *slog.Logger
-	hc   *http.Client
-	park *parker
-	ups  []*upstream
+	srv   *weft.Server
+	log   *slog.Logger
+	hc    *http.Client
+	ownHC bool // hc is defaultHTTPClient's: its idle connections close with the gateway
+	park  *parker
+	ups   []*upstream
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -71,12 +84,22 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{
 			MaxSessions: in.MaxParked, MaxPerIdentity: in.MaxParkedPerPartition}})
 	}
-	g := &Gateway{srv: srv, log: log, hc: opts.HTTPClient, park: newParker(store, in, log),
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient()
+	}
+	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log),
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
 		u.slots = make(chan struct{}, u.cfg.maxProcesses())
 		u.relisten = make(chan struct{}, 1)
+		if u.cfg.Authorization == "passthrough" {
+			u.listAuth = opts.ListAuthorization
+		}
+		if opts.callerLists {
+			u.callers = &callerLists{u: u, now: time.Now, views: map[viewKey]*callerView{}}
+		}
 		g.ups = append(g.ups, u)
 	}
 	for _, u := range g.ups {
@@ -88,6 +111,15 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			g.Close()
 			return nil, err
 		}
+		if u.callers != nil && srv != nil {
+			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
+		}
+		if c, err := u.get(ctx); err == nil && offersTasks(c) {
+			if err := u.registerTasks(); err != nil {
+				g.Close()
+				return nil, err
+			}
+		}
 	}
 	for _, u := range g.ups {
 		g.wg.Add(1)
@@ -97,6 +129,19 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		}()
 	}
 	return g, nil
+}
+
+// maxIdleConnsPerUpstream bounds the idle connections the default HTTP
+// client keeps to one upstream.
+const maxIdleConnsPerUpstream = 256
+
+// defaultHTTPClient is the HTTP client of a gateway without
+// Options.HTTPClient. Its responses may stream (SSE): no overall timeout.
+func defaultHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0 // no overall bound; per host below
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerUpstream
+	return &http.Client{Transport: tr}
 }
 
 // Close stops the refreshers, cancels the parked calls of this instance
@@ -118,6 +163,9 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	for _, u := range g.ups {
 		u.unregister()
+	}
+	if g.ownHC {
+		g.hc.CloseIdleConnections()
 	}
 	return errors.Join(errs...)
 }
@@ -143,6 +191,15 @@ func (u *upstream) unregister() {
 		srv.RemoveResourceTemplate(tpl)
 	}
 	u.reg = newRegistry()
+	if u.unfilter != nil {
+		u.unfilter()
+		u.unfilter = nil
+	}
+	if u.unrelay != nil {
+		u.tasksOn.Store(false)
+		u.unrelay()
+		u.unrelay = nil
+	}
 }
 
 func (g *Gateway) isClosed() bool {
@@ -195,8 +252,15 @@ type upstream struct {
 	c         *conn
 	connected bool // a connection was made before
 
-	regMu sync.Mutex
-	reg   *registry
+	regMu   sync.Mutex
+	reg     *registry
+	unrelay func()      // removes the task relay (gateway/tasks.go); nil when none
+	tasksOn atomic.Bool // unrelay is set
+	// listAuth is Options.ListAuthorization for a passthrough upstream;
+	// callers and unfilter the per-caller lists of a mount (visible.go).
+	listAuth string
+	callers  *callerLists
+	unfilter func()
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
 	// acquire).
@@ -410,6 +474,11 @@ func (u *upstream) unrouted(method string, params exactjson.Value) {
 		if uri := str(params, "uri"); uri != "" && u.g.srv != nil {
 			u.g.srv.NotifyResourceUpdated(uri)
 		}
+	case "notifications/elicitation/complete":
+		// See invoke: 2026-07-28 clients learn the outcome by retrying.
+		u.g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(params, "elicitationId"))
+	default:
+		u.g.log.Debug("gateway: an upstream notification of no call is not relayed", "upstream", u.cfg.Name, "method", method)
 	}
 }
 
@@ -503,6 +572,12 @@ func fingerprint(v exactjson.Value, extra string) string {
 // refresh lists the upstream's tools, prompts, resources and templates and
 // brings the registrations on the server up to date.
 func (u *upstream) refresh(ctx context.Context) error {
+	if u.listAuth != "" {
+		ctx = context.WithValue(ctx, authKey{}, u.listAuth)
+	}
+	if u.callers != nil {
+		defer u.callers.invalidate()
+	}
 	c, err := u.get(ctx)
 	if err != nil {
 		return err
@@ -876,6 +951,28 @@ func partitionDigest(req *weft.Request) string {
 // or an error for the server to send (an *weft.InputRequired included).
 func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string, params exactjson.Value) (exactjson.Value, error) {
 	g := u.g
+	// The gateway emits only input requests the client supports (a 2025
+	// upstream's others are refused upstream; a 2026-07-28 upstream gets
+	// the client's capabilities): progress and logs may stream.
+	releaseOutput(req)
+	notify := func(method string, p exactjson.Value) {
+		switch method {
+		case "notifications/progress":
+			if req.CanReportProgress() {
+				_ = req.Progress(num(p, "progress"), num(p, "total"), str(p, "message"))
+			}
+		case "notifications/message":
+			data, _ := p.Get("data")
+			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
+		case "notifications/elicitation/complete":
+			// 2026-07-28 has no completion signal: the client learns the
+			// outcome of a URL interaction by retrying (its answer to the
+			// relayed URL request already went upstream).
+			g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(p, "elicitationId"))
+		default:
+			g.log.Debug("gateway: an upstream notification of a call is not relayed", "upstream", u.cfg.Name, "method", method)
+		}
+	}
 	if st, ok := parkedState(req); ok {
 		// A retry of a call parked on some instance of the fleet.
 		id := str(st, "p")
@@ -887,7 +984,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		// instance may be gone), the retry does not wait longer.
 		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 		defer cancel()
-		o, err := g.park.resume(tctx, id, int(r), inputResponses(req))
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req), notify)
 		if err != nil {
 			if errors.Is(err, errParkedGone) {
 				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
@@ -906,21 +1003,6 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	// The gateway emits only input requests the client supports (a 2025
-	// upstream's others are refused upstream; a 2026-07-28 upstream gets
-	// the client's capabilities): progress and logs may stream.
-	releaseOutput(req)
-	notify := func(method string, p exactjson.Value) {
-		switch method {
-		case "notifications/progress":
-			if req.CanReportProgress() {
-				_ = req.Progress(num(p, "progress"), num(p, "total"), str(p, "message"))
-			}
-		case "notifications/message":
-			data, _ := p.Get("data")
-			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
-		}
-	}
 	if c.modern() {
 		return u.invokeModern(ctx, req, c, method, params, notify)
 	}
@@ -930,19 +1012,10 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if err != nil {
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	var live sync.Mutex
-	handlerLive := true
 	supports := func(m string, p exactjson.Value) bool {
 		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
 	}
-	pc, err := g.park.start(partitionDigest(req), supports, func(pctx context.Context, s *sink) (exactjson.Value, error) {
-		s.notify = func(m string, p exactjson.Value) {
-			live.Lock()
-			defer live.Unlock()
-			if handlerLive {
-				notify(m, p)
-			}
-		}
+	pc, err := g.park.start(partitionDigest(req), supports, notify, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		defer release()
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
@@ -950,11 +1023,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		release()
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
-	defer func() {
-		live.Lock()
-		handlerLive = false
-		live.Unlock()
-	}()
+	defer pc.listen(nil) // the handler returns: its request closes
 	// Until the upstream asks for input, the call is bounded like any.
 	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 	defer cancel()
@@ -994,9 +1063,11 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 	if st, ok := upstreamState(req); ok {
 		params = params.With("requestState", exactjson.String(st))
 	}
-	// Tasks are not relayed: the upstream must answer in line.
+	// Tasks are relayed for tools/call of an upstream offering them
+	// (gateway/tasks.go); elsewhere the upstream must answer in line.
 	caps := req.ClientCapabilities
-	if ext, ok := caps.Get("extensions"); ok && ext.Has(client.TasksExtension) {
+	relayTasks := method == "tools/call" && u.relaysTasks()
+	if ext, ok := caps.Get("extensions"); ok && ext.Has(client.TasksExtension) && !relayTasks {
 		caps = caps.With("extensions", ext.Without(client.TasksExtension))
 	}
 	if caps.Kind() != exactjson.KindObject {
@@ -1034,6 +1105,15 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 			ir = withUpstreamState(ir, st)
 		}
 		return exactjson.Value{}, ir
+	case "task":
+		if !relayTasks || !declaresTasks(req.ClientCapabilities) {
+			return exactjson.Value{}, u.g.unavailable(u, errors.New("the upstream answered with a task the client did not ask for"))
+		}
+		rec, err := taskRecord(res)
+		if err != nil {
+			return exactjson.Value{}, u.g.unavailable(u, err)
+		}
+		return exactjson.Value{}, weft.RelayedTask(u.relayName(), rec)
 	default:
 		return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("the upstream answered resultType %q, which the gateway does not relay", rt))
 	}
@@ -1092,5 +1172,3 @@ func num(v exactjson.Value, name string) float64 {
 	}
 	return n.Float64()
 }
-
-var _ = time.Second

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
 	"github.com/weftmcp/weft/seal"
@@ -59,6 +60,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) != "" {
 		os.Exit(runFake(os.Stdin, os.Stdout))
 	}
+	if os.Getenv(tasksEnv) != "" {
+		os.Exit(runTasksStdio())
+	}
 	code := m.Run()
 	if weftDir != "" {
 		os.RemoveAll(weftDir)
@@ -97,12 +101,18 @@ type instance struct {
 // startGateway runs one gateway instance over real loopback HTTP.
 func startGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store) *instance {
 	t.Helper()
+	return startGatewayAdmitting(t, cfg, prot, store, nil)
+}
+
+// startGatewayAdmitting is startGateway with the server's admission.
+func startGatewayAdmitting(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store, adm weft.Admission) *instance {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
-		Legacy: &weft.LegacyOptions{}})
+		Legacy: &weft.LegacyOptions{}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log})
@@ -229,7 +239,7 @@ func TestCloseUnregisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 6 {
+	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 7 {
 		t.Fatalf("%d tools, %v", len(tools), err)
 	}
 	if err := gw.Close(); err != nil {

@@ -15,9 +15,13 @@ import (
 // and prompts appear under prefix (resource URIs unchanged), its list
 // changes propagate, and every operation runs through the child's own
 // pipeline (admission, visibility, middleware) after the parent's, with
-// multi-round input relayed both ways. No socket is opened: each request is
-// handed to child.ServeHTTP in memory, streams included. The downstream
-// Authorization header is passed to the child; lists are read without it.
+// multi-round input and tasks relayed both ways. No socket is opened: each
+// request is handed to child.ServeHTTP in memory, streams included. The
+// downstream Authorization header is passed to the child. The lists are
+// read as the caller: the mount registers what the child lists for
+// opts.ListAuthorization (default: an anonymous caller), and each caller's
+// lists show only the child's items the child lists for the caller's own
+// Authorization header.
 // name identifies the mount in logs and errors. Close the returned Gateway
 // to unmount.
 func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child http.Handler, opts Options) (*Gateway, error) {
@@ -27,6 +31,7 @@ func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child 
 	cfg := &Config{Upstreams: []UpstreamConfig{{Name: name, URL: "http://127.0.0.1/mcp", Protocol: Version20260728,
 		Prefix: prefix, Authorization: "passthrough"}}}
 	opts.HTTPClient = &http.Client{Transport: handlerTransport{child}}
+	opts.callerLists = true
 	return New(ctx, parent, cfg, opts)
 }
 

@@ -87,3 +87,74 @@ func TestMount(t *testing.T) {
 		t.Fatalf("after unmount: %v %v", tools, err)
 	}
 }
+
+// A mounted server's lists are read as the caller: its visibility filter
+// applies per caller of the parent, and its hidden tools stay uncallable.
+func TestMountListsPerCaller(t *testing.T) {
+	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{QuietRequests: true,
+		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			return weft.Identity{Principal: r.BearerToken}, nil
+		},
+		Visible: func(_ context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
+			switch name {
+			case "admin": // for admin (and root) only
+				return req.Identity.Principal == "admin" || req.Identity.Principal == "root"
+			case "guest": // hidden from admin
+				return req.Identity.Principal != "admin"
+			}
+			return true
+		}})
+	for _, name := range []string{"open", "admin", "guest"} {
+		if err := child.AddTool(weft.Tool{Name: name, Description: "A tool."},
+			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(name)}}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		listAuth string
+		want     map[string][]string // caller token -> tools listed
+	}{
+		{"", map[string][]string{"": {"c.guest", "c.open"}, "admin": {"c.open"}, "bob": {"c.guest", "c.open"}}},
+		{"Bearer root", map[string][]string{"": {"c.guest", "c.open"}, "admin": {"c.admin", "c.open"}, "root": {"c.admin", "c.guest", "c.open"}}},
+	} {
+		t.Run("listAuthorization="+tc.listAuth, func(t *testing.T) {
+			parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{QuietRequests: true})
+			gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: tc.listAuth})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gw.Close()
+			url := serveHTTP(t, parent)
+			for token, want := range tc.want {
+				var opts []client.HTTPOption
+				if token != "" {
+					opts = append(opts, client.WithBearerToken(token))
+				}
+				c := client.New(client.NewHTTPTransport(url, nil, opts...), client.Options{})
+				defer c.Close()
+				tools, err := c.ListTools(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, tl := range tools {
+					names = append(names, tl.Name)
+				}
+				slices.Sort(names)
+				if !slices.Equal(names, want) {
+					t.Errorf("caller %q lists %v, want %v", token, names, want)
+				}
+				for _, name := range []string{"c.open", "c.admin", "c.guest"} {
+					res, err := c.CallTool(ctx, name, nil)
+					if listed := slices.Contains(want, name); listed != (err == nil) {
+						t.Errorf("caller %q calls %s (listed %v): %v %v", token, name, listed, res, err)
+					}
+				}
+			}
+		})
+	}
+}

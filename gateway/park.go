@@ -32,7 +32,9 @@ import (
 // the mailbox of a [sessionstore.Store], the same shared store and mailbox
 // the 2025 bridge uses (PostgreSQL for a fleet): each parked call is a
 // session record of the store, "in-N" slots carry round N's answers to the
-// parked call, "out-N" slots carry its outcome after round N.
+// parked call, "out-N" slots carry its outcome after round N, and "note-N-K"
+// slots its notifications after round N-1's answers to a retry served by
+// another instance.
 
 // parker owns the parked calls of one gateway instance.
 type parker struct {
@@ -43,6 +45,7 @@ type parker struct {
 
 	ctx    context.Context // ends when the gateway closes
 	cancel context.CancelFunc
+	local  sync.Map // id -> *parkedCall running here
 	wg     sync.WaitGroup
 	active atomic.Int64 // parked calls running here (for tests and metrics)
 }
@@ -66,6 +69,9 @@ type outcome struct {
 	// fail is a local failure (the upstream broke, timed out...), of
 	// kind failClosed, failTimeout or "".
 	fail, kind string
+	// notes counts the notifications of the stretch delivered through the
+	// mailbox before this outcome (the retry relays them all first).
+	notes int
 }
 
 // Kinds of local failures.
@@ -112,6 +118,9 @@ func (o outcome) encode() []byte {
 	default:
 		m = append(m, exactjson.Field("result", o.result))
 	}
+	if o.notes > 0 {
+		m = append(m, exactjson.Field("notes", exactjson.Int(int64(o.notes))))
+	}
 	b, err := exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
 	if err != nil {
 		b, _ = exactjson.Encode(exactjson.Object(exactjson.Field("fail", exactjson.String("the outcome cannot be encoded: "+err.Error()))), 0)
@@ -137,6 +146,9 @@ func decodeOutcome(b []byte) (outcome, error) {
 	} else {
 		return outcome{}, errors.New("empty outcome")
 	}
+	if n, ok := intMember(v, "notes"); ok && n > 0 && n < 1<<20 {
+		o.notes = int(n)
+	}
 	return o, nil
 }
 
@@ -154,6 +166,17 @@ type parkedCall struct {
 	handlerGone chan struct{} // closed when round 0's handler stopped waiting
 	kick        chan struct{}
 	done        chan outcome
+
+	// listener receives the call's notifications (progress, logs) while a
+	// request of its client is open on this instance: the first request,
+	// then each retry served here.
+	lmu      sync.Mutex
+	listener func(method string, params exactjson.Value)
+	// stretch is the round whose outcome the call works toward after
+	// answers were delivered (0: the first request's); notes counts the
+	// notifications of this stretch sent through the mailbox to a retry
+	// served by another instance ("note-R-K" slots, see resume).
+	stretch, notes int
 
 	mu      sync.Mutex
 	queue   []queued                        // upstream requests not yet sent to the client
@@ -179,7 +202,9 @@ func newID() (string, error) {
 // start runs an upstream call that may park. do performs the call with the
 // given sink; the call's context is the parked call's (independent of the
 // first request, bounded by the lifetime).
-func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
+// notify receives the call's notifications until the first request's
+// handler detaches it (pc.listen(nil)).
+func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, notify func(string, exactjson.Value), do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
@@ -187,12 +212,13 @@ func (p *parker) start(partitionDigest string, supports func(method string, para
 	ctx, cancel := context.WithTimeout(p.ctx, p.lim.Lifetime.D())
 	pc := &parkedCall{p: p, id: id, digest: partitionDigest, supports: supports, ctx: ctx, cancel: cancel,
 		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
-		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}}
+		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}, listener: notify}
 	p.wg.Add(2)
 	p.active.Add(1)
+	p.local.Store(id, pc)
 	go func() {
 		defer p.wg.Done()
-		res, err := do(ctx, &sink{request: pc.request})
+		res, err := do(ctx, &sink{request: pc.request, notify: pc.notify})
 		var o outcome
 		var re *client.RPCError
 		switch {
@@ -208,9 +234,64 @@ func (p *parker) start(partitionDigest string, supports func(method string, para
 	go func() {
 		defer p.wg.Done()
 		defer p.active.Add(-1)
+		defer p.local.Delete(id)
 		pc.run()
 	}()
 	return pc, nil
+}
+
+// listen makes fn the receiver of the call's notifications (nil: none),
+// returning the previous one.
+func (pc *parkedCall) listen(fn func(string, exactjson.Value)) func(string, exactjson.Value) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	prev := pc.listener
+	pc.listener = fn
+	return prev
+}
+
+// notify passes a notification of the upstream call to its listener. With
+// none (no request of the client open on this instance) it is dropped:
+// progress and log messages belong to an open request.
+func (pc *parkedCall) notify(method string, params exactjson.Value) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	if pc.listener != nil {
+		pc.listener(method, params)
+		return
+	}
+	if pc.stretch == 0 {
+		return // the first request has returned; no retry is due yet
+	}
+	// The retry of this stretch may wait on another instance: it expects
+	// the next note slots (noteWindow of them ahead).
+	b, err := exactjson.Encode(exactjson.Object(exactjson.Field("method", exactjson.String(method)), exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
+	if err != nil {
+		return
+	}
+	ok, err := pc.p.store.Deliver(pc.ctx, pc.id, noteSlot(pc.stretch, pc.notes), b)
+	switch {
+	case err != nil:
+		pc.p.log.Warn("gateway: cannot pass a parked call's notification to its retry", "id", pc.id, "err", err)
+	case ok:
+		pc.notes++
+	default:
+		pc.p.log.Debug("gateway: a parked call's notification found no retry waiting for it; dropped", "id", pc.id, "method", method)
+	}
+}
+
+// noteWindow is how many note slots a retry served by another instance
+// keeps open ahead: notifications sent faster than it relays them beyond
+// that are dropped.
+const noteWindow = 4
+
+func noteSlot(stretch, k int) string { return "note-" + strconv.Itoa(stretch) + "-" + strconv.Itoa(k) }
+
+// setStretch starts stretch r of the call (answers of round r-1 delivered).
+func (pc *parkedCall) setStretch(r int) {
+	pc.lmu.Lock()
+	defer pc.lmu.Unlock()
+	pc.stretch, pc.notes = r, 0
 }
 
 // awaitFirst waits for round 0's outcome on the handler's goroutine. When
@@ -359,6 +440,7 @@ func (pc *parkedCall) run() {
 		if err != nil {
 			return
 		}
+		pc.setStretch(round + 1)
 		pc.mu.Lock()
 		var again []queued
 		for _, q := range batch {
@@ -395,6 +477,11 @@ func (pc *parkedCall) emit(r int, o outcome) bool {
 			return false
 		}
 	}
+	pc.lmu.Lock()
+	if pc.stretch == r {
+		o.notes = pc.notes
+	}
+	pc.lmu.Unlock()
 	ok, err := pc.p.store.Deliver(pc.p.ctx, pc.id, "out-"+strconv.Itoa(r), o.encode())
 	if err != nil {
 		pc.p.log.Warn("gateway: cannot deliver a parked call's outcome", "id", pc.id, "err", err)
@@ -404,7 +491,29 @@ func (pc *parkedCall) emit(r int, o outcome) bool {
 
 // resume serves a retry: it hands answers to the parked call id (round r's
 // input) and waits for the call's next outcome, wherever the call runs.
-func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value) (outcome, error) {
+//
+// When the call runs on this instance, its notifications (progress, logs)
+// go to notify while the retry waits; a retry served by another instance
+// gets the outcome only.
+func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value, notify func(string, exactjson.Value)) (outcome, error) {
+	if v, ok := p.local.Load(id); ok && notify != nil {
+		pc := v.(*parkedCall)
+		pc.listen(notify)
+		defer pc.listen(nil)
+	} else if notify != nil {
+		// The call runs elsewhere (or nowhere): its notifications of this
+		// stretch come through the mailbox, all of them before the outcome
+		// (which counts them) is returned.
+		wait, stop := p.relayNotes(ctx, id, r+1, notify)
+		defer stop()
+		return p.resumeOutcome(ctx, id, r, answers, wait)
+	}
+	return p.resumeOutcome(ctx, id, r, answers, nil)
+}
+
+// resumeOutcome is resume without the notifications; drain, when set, is
+// given the outcome's count of notes before the mailbox goes.
+func (p *parker) resumeOutcome(ctx context.Context, id string, r int, answers exactjson.Value, drain func(notes int)) (outcome, error) {
 	out := "out-" + strconv.Itoa(r+1)
 	switch err := p.store.Expect(ctx, id, out, p.now().Add(p.lim.Lifetime.D())); {
 	case errors.Is(err, sessionstore.ErrNotFound):
@@ -437,6 +546,9 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		return outcome{}, err
 	}
 	o, err := decodeOutcome(b)
+	if drain != nil && err == nil {
+		drain(o.notes)
+	}
 	if err != nil || o.requests.IsNull() {
 		// The call is over: its mailbox goes (the parked call left it to
 		// the reader of its last outcome, lest it be deleted unread).
@@ -447,6 +559,69 @@ func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson
 		}
 	}
 	return o, err
+}
+
+// relayNotes passes the notifications of stretch r of the parked call id,
+// sent by the instance running it, to notify until stop is called: it keeps
+// noteWindow slots expected ahead and removes them at the end.
+//
+// wait(n) returns once n notes were relayed (the outcome's count: they are
+// in their slots already), or the relay ended.
+func (p *parker) relayNotes(ctx context.Context, id string, r int, notify func(string, exactjson.Value)) (wait func(n int), stop func()) {
+	expires := p.now().Add(p.lim.Lifetime.D())
+	next := 0 // the first slot not yet expected
+	for ; next < noteWindow; next++ {
+		if err := p.store.Expect(ctx, id, noteSlot(r, next), expires); err != nil {
+			break // no session (the retry fails anyway), or the store is full: no notes
+		}
+	}
+	nctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	relayed := make(chan int, noteWindow+1) // the count so far, after each note
+	opened := next
+	go func() {
+		defer close(done)
+		for k := 0; k < opened; k++ {
+			b, err := p.store.Await(nctx, id, noteSlot(r, k))
+			if err != nil {
+				return
+			}
+			if p.store.Expect(nctx, id, noteSlot(r, opened), expires) == nil {
+				opened++
+			}
+			if v, err := exactjson.Parse(b, parseLimits); err == nil {
+				params, _ := v.Get("params")
+				notify(str(v, "method"), params)
+			}
+			select {
+			case relayed <- k + 1:
+			default:
+				<-relayed // keep the latest count
+				relayed <- k + 1
+			}
+		}
+	}()
+	wait = func(want int) {
+		for n := 0; n < want; {
+			select {
+			case n = <-relayed:
+				continue
+			case <-done:
+			case <-ctx.Done():
+			}
+			break
+		}
+	}
+	return wait, func() {
+		cancel()
+		<-done
+		// Await removed the slots it reached; remove the others.
+		dead, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+		dcancel()
+		for k := 0; k < opened; k++ {
+			_, _ = p.store.Await(dead, id, noteSlot(r, k))
+		}
+	}
 }
 
 // errParkedGone reports a retry whose parked call no longer waits.

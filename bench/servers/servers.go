@@ -79,6 +79,12 @@ func New(impl string) (http.Handler, error) {
 		h = newMCPGo()
 	case "bare":
 		h = http.HandlerFunc(bare)
+	case "weft-legacy": // Weft serving 2025-11-25 sessions too (the gateway's upstream)
+		s, err := NewWeftWith(weft.Options{Legacy: &weft.LegacyOptions{}})
+		if err != nil {
+			return nil, err
+		}
+		h = s
 	case "weft-mrtr": // Weft with the multi-round tool too (not a compared implementation)
 		s, err := NewWeft()
 		if err == nil {

@@ -24,6 +24,7 @@ type cell struct {
 	wall      time.Duration
 	p50, p99  time.Duration
 	cpuPerReq time.Duration // server CPU (user+system) per request
+	ownPerReq time.Duration // of that, the measured process's own (a gateway's, without its upstream's)
 	// Server-side counters per request: heap bytes and objects allocated,
 	// GC cycles (per 1,000 requests), read and write system calls.
 	bytesReq, objsReq, gcPerK, sysReq float64
@@ -151,6 +152,10 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 	if err != nil {
 		return cell{}, err
 	}
+	own0, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return cell{}, err
+	}
 	wall, lat, err := load(ctx, c, call, conc, n, *ids)
 	if err != nil {
 		return cell{}, fmt.Errorf("%s c=%d: %w", s.impl, conc, err)
@@ -165,6 +170,10 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 		return cell{}, err
 	}
 	fn := float64(n)
+	own1, err := procCPU(s.cmd.Process.Pid)
+	if err != nil {
+		return cell{}, err
+	}
 	slices.Sort(lat)
 	return cell{
 		impl: s.impl, conc: conc, round: round, n: n, wall: wall,
@@ -176,6 +185,7 @@ func measure(ctx context.Context, s *server, call *servers.Call, conc, n, warm, 
 		gcPerK:     1000 * float64(st1.gcs-st0.gcs) / fn,
 		sysReq:     float64(st1.syscr+st1.syscw-st0.syscr-st0.syscw) / fn,
 		gcCPUReq:   time.Duration((st1.gcCPU + st1.scavCPU - st0.gcCPU - st0.scavCPU) * 1e9 / fn),
+		ownPerReq:  (own1 - own0) / time.Duration(n),
 		throughput: float64(n) / wall.Seconds(),
 	}, nil
 }

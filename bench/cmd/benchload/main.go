@@ -75,7 +75,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions,gateway")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -154,6 +154,7 @@ type report struct {
 	tasksErr string
 	listen   []listenRow
 	sessions []sessionRow
+	gateway  []cell // gateway.go
 }
 
 func run(ctx context.Context, cfg config) (*report, error) {
@@ -223,6 +224,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	}
 	if !cfg.skip["listen"] || !cfg.skip["sessions"] {
 		if err := scaleRows(ctx, cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["gateway"] {
+		logf("gateway overhead per tools/call")
+		if err := gatewayOverhead(ctx, cfg, rep); err != nil {
 			return nil, err
 		}
 	}

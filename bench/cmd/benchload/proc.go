@@ -25,6 +25,9 @@ type server struct {
 	stdin io.WriteCloser
 	// statsc carries the server's answers to "stats" (see serverStats).
 	statsc chan string
+	// behind is a server this one forwards to (a gateway's upstream):
+	// its CPU counts as this one's.
+	behind *server
 }
 
 // serverStats is what one server process has done so far: its GC cycles,
@@ -143,7 +146,12 @@ func (s *server) stop() {
 // cpu returns the process's user+system CPU time so far, from
 // /proc/<pid>/stat (fields 14 and 15, in clock ticks).
 func (s *server) cpu() (time.Duration, error) {
-	return procCPU(s.cmd.Process.Pid)
+	d, err := procCPU(s.cmd.Process.Pid)
+	if err != nil || s.behind == nil {
+		return d, err
+	}
+	b, err := s.behind.cpu()
+	return d + b, err
 }
 
 func procCPU(pid int) (time.Duration, error) {

@@ -14,6 +14,7 @@ type summary struct {
 	conc             int
 	throughput       float64
 	p50, p99, cpuReq time.Duration
+	ownReq           time.Duration // the gateway rows: the gateway process's own
 	// medians of the cells' server-side counters (see cell)
 	bytesReq, objsReq, gcPerK, sysReq float64
 	gcCPUReq                          time.Duration
@@ -358,6 +359,7 @@ func (r *report) markdown() string {
 		}
 		p("\n")
 	}
+	r.gatewayMarkdown(p)
 	if len(r.sessions) > 0 {
 		p("## 2025-11-25 sessions at scale\n\n")
 		p("%d sessions opened one after the other (initialize, then notifications/initialized, over one keep-alive loopback connection) and kept open, "+

@@ -45,15 +45,19 @@ func printStats() {
 }
 
 func main() {
-	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo or bare; weft-mrtr; or a scale server: "+strings.Join(servers.ScaleImpls, ", "))
+	impl := flag.String("impl", "weft", "implementation: weft, gosdk, mcpgo, bare, weft-mrtr, weft-legacy, gateway (in front of -upstream), or a scale server: "+strings.Join(servers.ScaleImpls, ", "))
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
+	upstream := flag.String("upstream", "", "gateway: the URL of the Weft server fronted")
+	protocol := flag.String("protocol", "2026-07-28", "gateway: the revision spoken to the upstream (2026-07-28 or 2025-11-25)")
 	pgDSN := flag.String("pg-dsn", "", "PostgreSQL DSN of -impl weft-sessions-pg")
 	pgSchema := flag.String("pg-schema", "", "PostgreSQL schema of -impl weft-sessions-pg")
 	flag.Parse()
 	var h http.Handler
 	var err error
 	release := func() {}
-	if slices.Contains(servers.ScaleImpls, *impl) {
+	if *impl == "gateway" {
+		h, _, err = servers.NewGateway(context.Background(), *upstream, *protocol)
+	} else if slices.Contains(servers.ScaleImpls, *impl) {
 		h, release, err = servers.NewScale(context.Background(), *impl, servers.ScaleOptions{PostgresDSN: *pgDSN, PostgresSchema: *pgSchema})
 	} else {
 		h, err = servers.New(*impl)
@@ -72,7 +76,11 @@ func main() {
 	// (to see where a server's CPU goes under the real load).
 	stop := release
 	if path := os.Getenv("WEFT_BENCHSERVER_CPUPROFILE"); path != "" {
-		f, err := os.Create(path + "." + *impl)
+		name := path + "." + *impl
+		if *impl == "gateway" {
+			name += "-" + *protocol
+		}
+		f, err := os.Create(name)
 		if err != nil {
 			log.Fatal(err)
 		}
