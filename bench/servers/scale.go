@@ -23,15 +23,17 @@ import (
 
 // ScaleImpls are the servers of the scale rows (idle listen streams, open
 // 2025-11-25 sessions). benchserver serves them like the others, plus the
-// control endpoints [MemPath] and, for "weft-listen", [TogglePath].
+// control endpoints [MemPath] and [TogglePath].
 var ScaleImpls = []string{"weft-listen", "weft-sessions", "weft-sessions-pg", "gosdk-sessions", "mcpgo-sessions"}
 
 const (
 	// MemPath answers GET with the server process's [Mem] after two
 	// garbage collections and returning free memory to the OS.
 	MemPath = "/bench/mem"
-	// TogglePath, on "weft-listen", adds the tool "t1" when it is absent
-	// and removes it otherwise: one tools list_changed to every stream.
+	// TogglePath adds the tool "t1" when it is absent and removes it
+	// otherwise: one tools list_changed to every listen stream
+	// ("weft-listen") or every session's GET stream (the session servers
+	// but "weft-sessions-pg").
 	TogglePath = "/bench/toggle"
 	// PartitionHeader is the header "weft-listen" takes a request's
 	// authorization partition from (streams are bounded per partition).
@@ -62,6 +64,31 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+MemPath, serveMem)
 	release := func() {}
+	// toggle registers the catalog change of TogglePath: add(true) adds t1,
+	// add(false) removes it.
+	toggle := func(add func(bool) error) {
+		var mu sync.Mutex
+		present := false
+		mux.HandleFunc("POST "+TogglePath, func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := add(!present); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			present = !present
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}
+	weftToggle := func(s *weft.Server) {
+		toggle(func(add bool) error {
+			if add {
+				return addText(s, "t1")
+			}
+			s.RemoveTool("t1")
+			return nil
+		})
+	}
 	legacy := func(store sessionstore.Store) (*weft.Server, error) {
 		s := weft.NewServer(weft.Implementation{Name: "bench-sessions", Version: "1"}, &weft.Options{
 			Logger: discard, QuietRequests: true,
@@ -80,26 +107,14 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 		if err := addText(s, "t0"); err != nil {
 			return nil, nil, err
 		}
-		var mu sync.Mutex
-		present := false
-		mux.HandleFunc("POST "+TogglePath, func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			if present {
-				s.RemoveTool("t1")
-			} else if err := addText(s, "t1"); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			present = !present
-			w.WriteHeader(http.StatusNoContent)
-		})
+		weftToggle(s)
 		mux.Handle(Path, s)
 	case "weft-sessions":
 		s, err := legacy(sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{MaxSessions: ScaleSessions}}))
 		if err != nil {
 			return nil, nil, err
 		}
+		weftToggle(s)
 		mux.Handle(Path, s)
 	case "weft-sessions-pg":
 		if opt.PostgresDSN == "" || opt.PostgresSchema == "" {
@@ -120,20 +135,42 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 	case "gosdk-sessions":
 		// Stateful (the default): a session per initialize, kept in memory.
 		s := gosdk.NewServer(&gosdk.Implementation{Name: "bench-gosdk", Version: "1.0.0"}, &gosdk.ServerOptions{Logger: discard})
-		gosdk.AddTool(s, &gosdk.Tool{Name: "t", Description: "A tool."},
-			func(ctx context.Context, req *gosdk.CallToolRequest, in struct{}) (*gosdk.CallToolResult, struct{}, error) {
-				return &gosdk.CallToolResult{Content: []gosdk.Content{&gosdk.TextContent{Text: "x"}}}, struct{}{}, nil
-			})
+		tool := func(name string) {
+			gosdk.AddTool(s, &gosdk.Tool{Name: name, Description: "A tool."},
+				func(ctx context.Context, req *gosdk.CallToolRequest, in struct{}) (*gosdk.CallToolResult, struct{}, error) {
+					return &gosdk.CallToolResult{Content: []gosdk.Content{&gosdk.TextContent{Text: "x"}}}, struct{}{}, nil
+				})
+		}
+		tool("t")
+		toggle(func(add bool) error {
+			if add {
+				tool("t1")
+			} else {
+				s.RemoveTools("t1")
+			}
+			return nil
+		})
 		mux.Handle(Path, gosdk.NewStreamableHTTPHandler(func(*http.Request) *gosdk.Server { return s },
 			&gosdk.StreamableHTTPOptions{Logger: discard}))
 	case "mcpgo-sessions":
 		// WithStateful: session ids issued and tracked in memory (its
 		// default issues ids it does not keep).
-		s := mcpgoserver.NewMCPServer("bench-mcpgo", "1.0.0", mcpgoserver.WithToolCapabilities(false))
-		s.AddTool(mcpgomcp.NewTool("t", mcpgomcp.WithDescription("A tool.")),
-			func(ctx context.Context, req mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
-				return mcpgomcp.NewToolResultText("x"), nil
-			})
+		s := mcpgoserver.NewMCPServer("bench-mcpgo", "1.0.0", mcpgoserver.WithToolCapabilities(true))
+		tool := func(name string) {
+			s.AddTool(mcpgomcp.NewTool(name, mcpgomcp.WithDescription("A tool.")),
+				func(ctx context.Context, req mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
+					return mcpgomcp.NewToolResultText("x"), nil
+				})
+		}
+		tool("t")
+		toggle(func(add bool) error {
+			if add {
+				tool("t1")
+			} else {
+				s.DeleteTools("t1")
+			}
+			return nil
+		})
 		mux.Handle(Path, mcpgoserver.NewStreamableHTTPServer(s, mcpgoserver.WithStateful(true),
 			mcpgoserver.WithStreamableHTTPLogger(discard)))
 	default:

@@ -65,6 +65,51 @@ func TestScaleSessions(t *testing.T) {
 			if m.HeapInuse == 0 || m.StackInuse == 0 || m.Goroutines == 0 {
 				t.Fatalf("memory report %+v", m)
 			}
+			// Every session's GET stream hears one toggle's list_changed.
+			var streams []*bufio.Reader
+			for sid := range seen {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+Path, nil)
+				req.Header.Set("Accept", "text/event-stream")
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+				resp, err := ts.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET stream: HTTP %d", resp.StatusCode)
+				}
+				streams = append(streams, bufio.NewReader(resp.Body))
+			}
+			// A stream registers after its response headers on some servers:
+			// toggle until each stream has heard one.
+			for i, br := range streams {
+				got := make(chan error, 1)
+				go func() { got <- until(br, "notifications/tools/list_changed") }()
+				deadline := time.After(30 * time.Second)
+			wait:
+				for {
+					resp, err := ts.Client().Post(ts.URL+TogglePath, "text/plain", nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusNoContent {
+						t.Fatalf("toggle: HTTP %d", resp.StatusCode)
+					}
+					select {
+					case err := <-got:
+						if err != nil {
+							t.Fatalf("stream %d: %v", i, err)
+						}
+						break wait
+					case <-time.After(100 * time.Millisecond):
+					case <-deadline:
+						t.Fatalf("stream %d heard no list_changed", i)
+					}
+				}
+			}
 		})
 	}
 }

@@ -106,17 +106,6 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 		rssPerStream: per(after.RSS, before.RSS), goroutinesPerStream: float64(after.Goroutines-before.Goroutines) / float64(n)}
 
 	hc := &http.Client{Timeout: time.Minute}
-	toggle := func() error {
-		resp, err := hc.Post("http://"+addr+servers.TogglePath, "text/plain", nil)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			return fmt.Errorf("toggle: HTTP %d", resp.StatusCode)
-		}
-		return nil
-	}
 	var times, cpus []time.Duration
 	for range rounds {
 		if ctx.Err() != nil {
@@ -137,7 +126,7 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 			return listenRow{}, err
 		}
 		start := time.Now()
-		err = toggle()
+		err = toggle(hc, addr)
 		wg.Wait()
 		times = append(times, time.Since(start))
 		cpu1, cerr := srv.cpu()

@@ -75,7 +75,7 @@ func main() {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions,gateway")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,getstreams,sessions,gateway")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -155,6 +155,10 @@ type report struct {
 	listen   []listenRow
 	sessions []sessionRow
 	gateway  []cell // gateway.go
+	getStrm  []getStreamRow
+	// scaleLoad is the load average when the scale rows (listen, GET
+	// streams, sessions) started.
+	scaleLoad string
 }
 
 func run(ctx context.Context, cfg config) (*report, error) {
@@ -222,7 +226,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
 		}
 	}
-	if !cfg.skip["listen"] || !cfg.skip["sessions"] {
+	if !cfg.skip["listen"] || !cfg.skip["sessions"] || !cfg.skip["getstreams"] {
 		if err := scaleRows(ctx, cfg, rep); err != nil {
 			return nil, err
 		}
@@ -241,6 +245,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 // scaleRows measures the listen and session rows, each against a server
 // process of its own (servers.ScaleImpls).
 func scaleRows(ctx context.Context, cfg config, rep *report) error {
+	rep.scaleLoad = loadAvg()
 	dir, err := os.MkdirTemp("", "weft-bench-")
 	if err != nil {
 		return err
@@ -262,6 +267,16 @@ func scaleRows(ctx context.Context, cfg config, rep *report) error {
 			logf("  server: %.0f B heap + %.0f B stack per stream (%.2f goroutines, %.0f B RSS), fan-out %s (server CPU %s)",
 				row.heapPerStream, row.stackPerStream, row.goroutinesPerStream, row.rssPerStream, row.fanout, row.fanoutCPU)
 			rep.listen = append(rep.listen, row)
+		}
+	}
+	if !cfg.skip["getstreams"] {
+		logf("2025-11-25 GET streams: %d sessions with one each, list_changed fan-out", getStreamCount)
+		if rep.getStrm, err = getStreamRows(ctx, bin, max(5, cfg.rounds)); err != nil {
+			return err
+		}
+		for _, r := range rep.getStrm {
+			logf("  %s: %.0f B heap + %.0f B stack per stream (%.2f goroutines), fan-out %s (server CPU %s)", r.impl, r.heapPerStream, r.stackPerStream,
+				r.goroutinesPerStream, r.fanout, r.fanoutCPU)
 		}
 	}
 	if !cfg.skip["sessions"] {

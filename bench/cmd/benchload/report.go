@@ -335,6 +335,7 @@ func (r *report) markdown() string {
 
 	if len(r.listen) > 0 {
 		p("## subscriptions/listen at scale\n\n")
+		p("Load average (1, 5, 15 min) when this and the next two tables started: %s.\n\n", r.scaleLoad)
 		p("Idle `subscriptions/listen` streams (tools list_changed) over loopback to a Weft server process of its own (`benchserver -impl weft-listen`, " +
 			"`weft.NewServer` defaults behind `weft.NewHTTPServer`), one TCP connection and one authorization partition each, opened by benchload, " +
 			"which holds the client ends in its own process. The server's memory is read from the server process before the first stream and after " +
@@ -348,7 +349,7 @@ func (r *report) markdown() string {
 			"Where an idle stream's memory goes (heap profile and frame sizes of this code): most is net/http's, for any request it is serving — " +
 			"the connection's 4 KiB read and 4 KiB write buffers, the response's 2 KiB chunking buffer, the request and its headers — and its two goroutines: " +
 			"the handler's, whose stack is 16 KiB because the dispatch chain a stream waits under (`conn.serve` down to `listenLoop`) takes about 7 KiB, " +
-			"too much for the garbage collector to halve it, and the 2 KiB background reader that notices the client leaving. " +
+			"too much for the garbage collector to halve it (Weft's 2025-11-25 GET stream below waits under a shallower chain, and its handler's stack is 8 KiB), and the 2 KiB background reader that notices the client leaving. " +
 			"Weft's own share (the request, its parsed body, the responder with its keep-alive timer, the subscription) is about 3 KB. " +
 			"The 16 KB target therefore needs the stream off net/http's request goroutine (a hijacked HTTP/1.1 connection with its own chunked writer and reader), " +
 			"which would change what middleware and the Observer see of a stream; it is not done.\n\n")
@@ -356,6 +357,25 @@ func (r *report) markdown() string {
 		for _, l := range r.listen {
 			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
 				l.memPerStream()/1000, l.goroutinesPerStream, l.rssPerStream/1000, fmtDur(float64(l.fanout)), fmtDur(float64(l.fanoutCPU)), l.rounds)
+		}
+		p("\n")
+	}
+	if len(r.getStrm) > 0 {
+		p("## 2025-11-25 GET streams at scale\n\n")
+		p("The 2025-11-25 way to hear list_changed, which every implementation has: %d sessions opened as in the session table below, then "+
+			"one standalone SSE stream (GET with `Mcp-Session-Id`) per session, each on its own TCP connection from benchload, against a server "+
+			"process per implementation (`weft-sessions`, `gosdk-sessions`, `mcpgo-sessions`; mcp-go with `WithToolCapabilities(true)`, so that it "+
+			"sends tools list_changed). The memory columns are the server's before the first GET and after the last stream has received a first, "+
+			"unmeasured list_changed (which proves every stream registered), divided by the streams: the GET stream's own cost, its session excluded. "+
+			"Fan-out and its server CPU are measured as in the listen table (go-sdk delays each list_changed by its fixed 10 ms debounce).\n\n", getStreamCount)
+		p("| server | heap per stream | stacks per stream | heap + stacks | goroutines per stream | fan-out of one list_changed | its server CPU | rounds |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, g := range r.getStrm {
+			name := "Weft"
+			if g.impl != "weft" {
+				name = servers.Names[g.impl]
+			}
+			p("| %s | %.1f KB | %.1f KB | %.1f KB | %.2f | %s | %s | %d |\n", name, g.heapPerStream/1000, g.stackPerStream/1000, g.memPerStream()/1000,
+				g.goroutinesPerStream, fmtDur(float64(g.fanout)), fmtDur(float64(g.fanoutCPU)), g.rounds)
 		}
 		p("\n")
 	}
