@@ -354,3 +354,51 @@ func TestParkedProgressAndURLCompletion(t *testing.T) {
 		t.Errorf("the client was asked %v", asked)
 	}
 }
+
+// A 2025 upstream refusing a call with -32042 (URL elicitation required,
+// gone in 2026-07-28) gives the client input_required with the URL
+// interactions; the client's retry calls the upstream again, unless the
+// client declined.
+func TestURLElicitationRequiredTranslated(t *testing.T) {
+	for _, tc := range []struct {
+		action string
+		want   string
+		code   int
+	}{
+		{"accept", "connected after 2 calls", 0},
+		{"decline", "", gateway.CodeUpstreamError},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			up, _ := fakeUpstream(t, "fake")
+			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var asked []exactjson.Value
+			c := fakeClient(t, in, client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+				asked = append(asked, p)
+				return exactjson.Object(exactjson.Field("action", exactjson.String(tc.action))), nil
+			}})
+			res, err := c.CallTool(ctx, "needsurl", nil)
+			if tc.code != 0 {
+				var re *client.RPCError
+				if !errors.As(err, &re) || re.Code != tc.code {
+					t.Fatalf("declined: %v %v", res, err)
+				}
+			} else if err != nil || res.Text() != tc.want {
+				t.Fatalf("result %v %v, want %q", res, err, tc.want)
+			}
+			if len(asked) != 1 || str(asked[0], "mode") != "url" || str(asked[0], "url") != "https://example.com/connect" || asked[0].Has("elicitationId") {
+				t.Errorf("the client was asked %v", asked)
+			}
+		})
+	}
+	// A client without URL elicitation gets the upstream's error relayed.
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	c := fakeClient(t, in, client.Handlers{})
+	_, err := c.CallTool(context.Background(), "needsurl", nil)
+	var re *client.RPCError
+	if !errors.As(err, &re) || re.Code != gateway.CodeUpstreamError || !strings.Contains(re.Data.String(), "-32042") {
+		t.Fatalf("without URL elicitation: %v", err)
+	}
+}

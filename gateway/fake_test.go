@@ -64,9 +64,11 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"hang","description":"Never answers.","inputSchema":{"type":"object"}},` +
 		`{"name":"ask","description":"Asks twice.","inputSchema":{"type":"object"}},` +
 		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
-		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}}]}`
+		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
+		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}}]}`
 	br := bufio.NewReader(stdin)
 	seq := 0
+	urlCalls := 0
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -128,6 +130,14 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			case "garbage":
 				write("this is not JSON")
 			case "hang":
+			case "needsurl":
+				urlCalls++
+				if urlCalls == 1 {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32042,"message":"Connect your account first.","data":{"elicitations":[{"mode":"url","elicitationId":"c1","url":"https://example.com/connect","message":"Connect your account."}]}}}`, idJSON))
+					write(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"c1"}}`)
+				} else {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"connected after %d calls"}]}}`, idJSON, urlCalls))
+				}
 			case "link":
 				// Progress 1 in round 0, a URL elicitation, then its
 				// completion and progress 2 and 3 in round 1.

@@ -973,7 +973,15 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 			g.log.Debug("gateway: an upstream notification of a call is not relayed", "upstream", u.cfg.Name, "method", method)
 		}
 	}
-	if st, ok := parkedState(req); ok {
+	st, retry := parkedState(req)
+	if retry && st.Has(urlRetryState) {
+		// The retry of a translated -32042 (urlrequired.go): the call again.
+		if err := u.urlDeclined(req); err != nil {
+			return exactjson.Value{}, err
+		}
+		retry = false
+	}
+	if retry {
 		// A retry of a call parked on some instance of the fleet.
 		id := str(st, "p")
 		rn, _ := st.Get("r")
@@ -994,7 +1002,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 			}
 			return exactjson.Value{}, g.unavailable(u, err)
 		}
-		return g.fromOutcome(u, id, int(r)+1, o)
+		return g.fromOutcome(u, req, id, int(r)+1, o)
 	}
 	if a := req.Header.Get("Authorization"); a != "" && u.cfg.Authorization == "passthrough" {
 		ctx = context.WithValue(ctx, authKey{}, a)
@@ -1034,12 +1042,12 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		}
 		return exactjson.Value{}, g.unavailable(u, fmt.Errorf("no answer within %s: %w", u.cfg.callTimeout(), err))
 	}
-	return g.fromOutcome(u, pc.id, 0, o)
+	return g.fromOutcome(u, req, pc.id, 0, o)
 }
 
 // fromOutcome turns a parked call's outcome after round r into the result
 // or error of the operation.
-func (g *Gateway) fromOutcome(u *upstream, id string, r int, o outcome) (exactjson.Value, error) {
+func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, o outcome) (exactjson.Value, error) {
 	switch {
 	case !o.requests.IsNull():
 		ir, err := askInputs(o.requests)
@@ -1049,6 +1057,9 @@ func (g *Gateway) fromOutcome(u *upstream, id string, r int, o outcome) (exactjs
 		return exactjson.Value{}, withParkedState(ir, exactjson.Object(
 			exactjson.Field("p", exactjson.String(id)), exactjson.Field("r", exactjson.Int(int64(r)))))
 	case o.err != nil:
+		if ir, ok := u.urlRequired(req, o.err); ok {
+			return exactjson.Value{}, ir
+		}
 		return exactjson.Value{}, upstreamError(u.cfg.Name, o.err)
 	case o.fail != "":
 		return exactjson.Value{}, g.unavailable(u, o.error())

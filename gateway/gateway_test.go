@@ -239,7 +239,7 @@ func TestCloseUnregisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 7 {
+	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 8 {
 		t.Fatalf("%d tools, %v", len(tools), err)
 	}
 	if err := gw.Close(); err != nil {

@@ -240,19 +240,18 @@ func (p *parker) start(partitionDigest string, supports func(method string, para
 	return pc, nil
 }
 
-// listen makes fn the receiver of the call's notifications (nil: none),
-// returning the previous one.
-func (pc *parkedCall) listen(fn func(string, exactjson.Value)) func(string, exactjson.Value) {
+// listen makes fn the receiver of the call's notifications (nil: none).
+func (pc *parkedCall) listen(fn func(string, exactjson.Value)) {
 	pc.lmu.Lock()
 	defer pc.lmu.Unlock()
-	prev := pc.listener
 	pc.listener = fn
-	return prev
 }
 
 // notify passes a notification of the upstream call to its listener. With
-// none (no request of the client open on this instance) it is dropped:
-// progress and log messages belong to an open request.
+// none (no request of the client open on this instance) it goes through
+// the mailbox to a retry waiting on another instance, if any; otherwise it
+// is dropped (and logged): progress and log messages belong to an open
+// request.
 func (pc *parkedCall) notify(method string, params exactjson.Value) {
 	pc.lmu.Lock()
 	defer pc.lmu.Unlock()
@@ -492,9 +491,9 @@ func (pc *parkedCall) emit(r int, o outcome) bool {
 // resume serves a retry: it hands answers to the parked call id (round r's
 // input) and waits for the call's next outcome, wherever the call runs.
 //
-// When the call runs on this instance, its notifications (progress, logs)
-// go to notify while the retry waits; a retry served by another instance
-// gets the outcome only.
+// The call's notifications (progress, logs) go to notify while the retry
+// waits: directly when the call runs on this instance, else through the
+// mailbox (relayNotes).
 func (p *parker) resume(ctx context.Context, id string, r int, answers exactjson.Value, notify func(string, exactjson.Value)) (outcome, error) {
 	if v, ok := p.local.Load(id); ok && notify != nil {
 		pc := v.(*parkedCall)
