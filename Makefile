@@ -37,7 +37,8 @@ fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} bash scripts/fuzz.sh
 
 ## conformance: the 2025-11-25 required set, the 2026-07-28 server scenarios
-## through `weft gateway` fronting the fixture, then every 2026-07-28 scenario
+## (and the tasks extension's) through `weft gateway` fronting the fixture,
+## then every 2026-07-28 scenario
 ## (plus the tasks and skills extensions); the acceptance figure prints last.
 conformance:
 	bash scripts/conformance-legacy.sh
