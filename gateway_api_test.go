@@ -197,6 +197,20 @@ func TestRelayTasks(t *testing.T) {
 	if _, err := alice.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("orphan")))); code(err) != client.CodeInternalError {
 		t.Errorf("a task of an unregistered relay: %v", err)
 	}
+	// A server whose only tasks are relayed acknowledges a listen for them
+	// without agreeing to their status notifications (the client polls);
+	// a client without the extension still gets -32021.
+	sub, err := alice.Listen(ctx, client.ListenFilter{ToolsListChanged: true, TaskIDs: []string{id}})
+	if err != nil {
+		t.Fatalf("listen with a relayed task id: %v", err)
+	}
+	if sub.Accepted.Has("taskIds") || !sub.Accepted.Has("toolsListChanged") {
+		t.Errorf("listen acknowledged %s, want the tools list but no task ids", sub.Accepted)
+	}
+	_ = sub.Close()
+	if _, err := newClient("alice", false).Listen(ctx, client.ListenFilter{TaskIDs: []string{id}}); code(err) != client.CodeMissingRequiredClientCapability {
+		t.Errorf("listen for tasks without the extension: %v", err)
+	}
 	remove()
 	if _, err := alice.GetTask(ctx, id); code(err) != client.CodeInvalidParams && code(err) != client.CodeMethodNotFound {
 		t.Errorf("after the relay is removed: %v", err)

@@ -487,7 +487,8 @@ func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.V
 	if !ok {
 		return nil, nil
 	}
-	if !declaresTasks(req.ClientCapabilities) || s.taskEngine() == nil {
+	engine := s.taskEngine()
+	if !declaresTasks(req.ClientCapabilities) || engine == nil && !s.hasTaskRelays() {
 		return nil, errMissingCapabilities(tasksCapability())
 	}
 	if tv.Kind() != exactjson.KindArray || tv.Len() > MaxTaskSubscriptions {
@@ -498,6 +499,12 @@ func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.V
 		id, ok := v.AsString()
 		if !ok {
 			return nil, InvalidParams("task ids must be strings")
+		}
+		// Relayed tasks (RelayTasks) get no status notifications: their
+		// ids are not this server's, so they stay out of the ack, as do
+		// ids the caller may not see; the client polls tasks/get for them.
+		if engine == nil {
+			continue
 		}
 		if _, e := s.authorizedTask(ctx, req, id); e == nil {
 			ids[id] = true
