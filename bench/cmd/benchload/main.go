@@ -46,6 +46,8 @@ type config struct {
 	benchtime   string
 	tasks       int
 	taskClients int
+	taskLight   int
+	taskWorkers int
 	dsn         string
 	skip        map[string]bool
 }
@@ -67,8 +69,10 @@ func main() {
 	flag.StringVar(&impls, "impls", strings.Join(servers.Impls, ","), "implementations; the first is compared with the others")
 	flag.StringVar(&cfg.out, "out", "", "write the Markdown report to this file (default: stdout)")
 	flag.StringVar(&cfg.benchtime, "benchtime", "1s", "time per in-memory benchmark run (testing's -benchtime)")
-	flag.IntVar(&cfg.tasks, "tasks", 1000, "tasks per task-store row (issue 4: 1,000 tasks by 50 clients)")
-	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators")
+	flag.IntVar(&cfg.tasks, "tasks", 5000, "tasks per heavy-load task row (created by -task-clients clients as fast as they can)")
+	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators at heavy load")
+	flag.IntVar(&cfg.taskLight, "task-light", 300, "tasks per light-load task row (one client, one task at a time)")
+	flag.IntVar(&cfg.taskWorkers, "task-workers", 16, "task workers, the same for Weft (TaskOptions.Workers) and River (MaxWorkers)")
 	def := os.Getenv("WEFT_TEST_POSTGRES")
 	if def == "" {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
@@ -211,12 +215,14 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		}
 	}
 	if !cfg.skip["tasks"] {
-		logf("task create-to-complete (%d tasks per store)", cfg.tasks)
-		if rep.tasks, err = taskRates(ctx, cfg.tasks, cfg.taskClients, cfg.dsn); err != nil {
+		logf("task create-to-complete (light: %d tasks one at a time; heavy: %d tasks from %d clients)", cfg.taskLight, cfg.tasks, cfg.taskClients)
+		if rep.tasks, err = taskRates(ctx, cfg); err != nil {
 			return nil, err
 		}
 		for _, r := range rep.tasks {
-			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
+			if r.note != "" {
+				logf("  %s: %s", r.store, r.note)
+			}
 		}
 	}
 	if !cfg.skip["listen"] {

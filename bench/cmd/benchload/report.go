@@ -136,6 +136,37 @@ func (r *report) targets() []target {
 	if so, ok := microNamed(r.seal, "seal+open 1 KiB"); ok {
 		ts = append(ts, target{"seal + open of 1 KiB state < 10 µs (CPU; wall in the sealing table)", fmtDur(so.cpu), so.cpu < 10e3})
 	}
+	return append(ts, r.taskTargets()...)
+}
+
+// taskTargets are issue #18's goals for tasks on PostgreSQL.
+func (r *report) taskTargets() []target {
+	var ts []target
+	isWeftPG := func(load string) func(taskRow) bool {
+		return func(t taskRow) bool {
+			return t.system == "Weft" && t.store == pgStoreName && t.load == load && t.note == ""
+		}
+	}
+	if h, ok := find(r.tasks, isWeftPG("heavy")); ok {
+		ts = append(ts, target{fmt.Sprintf("PostgreSQL tasks ≥ 2,000/s at heavy load (%d clients)", h.clients),
+			fmt.Sprintf("%.0f tasks/s", h.rate), h.rate >= 2000})
+	}
+	if l, ok := find(r.tasks, isWeftPG("light")); ok {
+		ts = append(ts, target{"PostgreSQL task p50 create→complete < 20 ms at light load (1 client, one task at a time)",
+			fmt.Sprintf("%s (p99 %s)", us(l.p50), us(l.p99)), l.p50 < 20*time.Millisecond})
+	}
+	if h, ok := find(r.tasks, isWeftPG("heavy")); ok {
+		var best taskRow
+		for _, t := range r.tasks {
+			if t.system == "River" && t.load == "heavy" && t.note == "" && t.rate > best.rate {
+				best = t
+			}
+		}
+		if best.rate > 0 {
+			ts = append(ts, target{"PostgreSQL task throughput at heavy load ≥ River's (its best configuration measured, same workers, same database)",
+				fmt.Sprintf("%s (%.0f vs %.0f tasks/s, %s)", ratio(h.rate, best.rate), h.rate, best.rate, best.store), h.rate >= best.rate})
+		}
+	}
 	return ts
 }
 
@@ -329,19 +360,7 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 	if len(r.tasks) > 0 {
-		p("## Tasks: create to complete\n\n")
-		p("%d clients create tasks through `tools/call` on a Weft server with `EnableTasks` (the tool answers `RunAsTask`; the runner, 4 workers, "+
-			"runs the step, which completes). Each task counts as done when `tasks/get` reads it as `completed`; completion is noticed through "+
-			"the store's change events (with a 50 ms polling fallback). Latency is from the create request to that read.\n\n", r.cfg.taskClients)
-		p("| store | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, t := range r.tasks {
-			if t.note != "" {
-				p("| %s | – | – | – | – | %s |\n", t.store, t.note)
-				continue
-			}
-			p("| %s | %d | %s | %.0f | %s | %s |\n", t.store, t.n, t.wall.Round(time.Millisecond), t.rate, us(t.p50), us(t.p99))
-		}
-		p("\n")
+		r.tasksSection(p)
 	}
 
 	p("## Findings\n\n")
@@ -424,11 +443,7 @@ func (r *report) findings() []string {
 			}
 		}
 	}
-	for _, t := range r.tasks {
-		if t.note == "" {
-			fs = append(fs, fmt.Sprintf("%s: %.0f tasks/s from create to completed, p50 %s.", t.store, t.rate, us(t.p50)))
-		}
-	}
+	fs = append(fs, r.taskFindings()...)
 	fs = append(fs, "Profiles of the in-memory tools/call: `cd bench && go test -run '^$' -bench 'ServeHTTP/weft' -cpuprofile cpu.prof -memprofile mem.prof ./servers && go tool pprof -top servers.test cpu.prof`.")
 	return fs
 }

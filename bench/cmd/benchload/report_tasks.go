@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// tasksSection writes the "Tasks: create to complete" section.
+func (r *report) tasksSection(p func(format string, args ...any)) {
+	p("## Tasks: create to complete\n\n")
+	p("The same no-op work on Weft's durable tasks and on River (github.com/riverqueue/river %s, a PostgreSQL job queue), "+
+		"in this process, with the same number of workers (%d) and, for PostgreSQL, the same database. "+
+		"**Light** load: one client creates a task and waits until it is observed completed before creating the next (%d tasks): "+
+		"the latency of an idle system. **Heavy** load: %d clients create %d tasks as fast as they can: the throughput, "+
+		"n over the time from the first create to the last observed completion (the latencies then include the queueing).\n\n",
+		riverVersion, r.cfg.taskWorkers, r.cfg.taskLight, r.cfg.taskClients, r.cfg.tasks)
+	p("- **Weft**: a task is created by `tools/call` on a Weft server with `EnableTasks` (the tool answers `RunAsTask`; the runner " +
+		"runs its step, which completes), sent in memory to `Server.ServeHTTP`; it counts as completed when `tasks/get` reads it " +
+		"`completed`. Completion is noticed through the store's change events (`task.ChannelChanged`, as Weft's own " +
+		"`notifications/tasks` are), each read by one of 4 reader goroutines.\n")
+	p("- **River**: a job is created by `Client.Insert` of a job whose worker returns nil, and counts as completed when the " +
+		"client's `EventKindJobCompleted` subscription reports it (River emits it once the completion is stored). River runs in a " +
+		"throwaway schema (its migrations applied by `rivermigrate`, dropped afterwards), as the pgstore rows do. Two configurations: " +
+		"River's defaults, and its `FetchCooldown` (the minimum time between two fetches of new jobs, which its documentation says " +
+		"limits throughput) at its 1 ms minimum.\n")
+	p("- In both, a task not seen completed for %s is read again once per %s (events are hints); latency is from the start of the "+
+		"create call to the observed completion.\n\n", stragglerAge, stragglerAge)
+	p("| system | store / configuration | load | clients | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, t := range r.tasks {
+		if t.note != "" {
+			p("| %s | %s | – | – | – | – | – | – | %s |\n", t.system, t.store, t.note)
+			continue
+		}
+		p("| %s | %s | %s | %d | %d | %s | %.0f | %s | %s |\n", t.system, t.store, t.load, t.clients, t.n,
+			t.wall.Round(time.Millisecond), t.rate, us(t.p50), us(t.p99))
+	}
+	p("\n")
+}
+
+// taskFindings explain the task rows of this run.
+func (r *report) taskFindings() []string {
+	var fs []string
+	for _, t := range r.tasks {
+		if t.note == "" && t.load == "heavy" {
+			fs = append(fs, fmt.Sprintf("%s, %s: %.0f tasks/s from create to completed at heavy load, p50 %s.", t.system, t.store, t.rate, us(t.p50)))
+		}
+	}
+	return fs
+}
