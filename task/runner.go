@@ -92,7 +92,9 @@ type Runner struct {
 	Store Store
 	// Handler runs steps; required.
 	Handler Handler
-	// Workers is the number of steps run concurrently (DefaultWorkers).
+	// Workers is the number of steps run concurrently (DefaultWorkers): the
+	// runner claims up to that many tasks at once, in one Claim, and runs
+	// each step on its own goroutine.
 	Workers int
 	// Lease is how long a claim lasts without renewal (DefaultLease); the
 	// lease is renewed every Lease/3 while the step runs.
@@ -119,7 +121,8 @@ type Runner struct {
 	// of running it once it has been claimed more than MaxAttempts times (a
 	// step that keeps killing its worker).
 	MaxAttempts int
-	// WorkerID names this runner in lease records; a random one by default.
+	// WorkerID names this runner in lease records (Record.LeaseOwner of every
+	// step it runs); a random one by default.
 	WorkerID string
 	// Logger receives handler errors, panics and store trouble
 	// (slog.Default()).
@@ -224,11 +227,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cfg.SweepInterval > 0 {
 		bg.Go(func() { rn.sweep(ctx) })
 	}
-	var workers sync.WaitGroup
-	for i := range cfg.Workers {
-		id := cfg.WorkerID + "#" + strconv.Itoa(i)
-		workers.Go(func() { rn.worker(ctx, id) })
-	}
+	var workers sync.WaitGroup // the claim loop and the steps it started
+	workers.Go(func() { rn.claimLoop(ctx, &workers) })
 
 	<-ctx.Done()
 	defer bg.Wait()
@@ -313,24 +313,74 @@ func (rn *run) sweep(ctx context.Context) {
 	}
 }
 
-// worker claims and runs steps until ctx is done.
-func (rn *run) worker(ctx context.Context, id string) {
+// claimLoop claims steps for the free workers, in one Claim of up to that
+// many tasks, and runs each on its own goroutine (in steps) until ctx is
+// done. After a Claim that filled every free worker it claims again as soon
+// as one is free; after one that found fewer tasks than it asked for, it
+// waits for a ChannelRunnable wake-up or PollInterval.
+func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
+	free := rn.cfg.Workers
+	freed := make(chan struct{}, rn.cfg.Workers)
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for ctx.Err() == nil {
-		rec, err := rn.cfg.Store.Claim(ctx, id, rn.cfg.Lease)
+		if free == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-freed:
+				free++
+			}
+		}
+		for drained := false; !drained; {
+			select {
+			case <-freed:
+				free++
+			default:
+				drained = true
+			}
+		}
+		// A wake-up that came before this Claim is answered by it.
+		for drained := false; !drained; {
+			select {
+			case <-rn.wake:
+			default:
+				drained = true
+			}
+		}
+		asked := free
+		recs, err := rn.cfg.Store.Claim(ctx, rn.cfg.WorkerID, rn.cfg.Lease, asked)
 		if err != nil && ctx.Err() == nil {
 			rn.log.Error("task runner: claim failed", "err", err)
 		}
-		if rec != nil {
-			rn.runStep(rec)
+		for _, rec := range recs {
+			free--
+			steps.Go(func() {
+				rn.runStep(rec)
+				freed <- struct{}{}
+			})
+		}
+		if err == nil && len(recs) == asked {
 			continue
 		}
 		poll.Reset(rn.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-rn.wake:
-		case <-poll.C:
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-freed:
+				free++ // a free worker alone is no sign of work: keep waiting
+			case <-rn.wake:
+				waiting = false
+			case <-poll.C:
+				waiting = false
+			}
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
 		}
 	}
 }

@@ -374,7 +374,7 @@ func TestRunnerMaxAttempts(t *testing.T) {
 		h := newHarness(t)
 		id := h.create(task.NewTask{})
 		for range 2 { // two workers that died
-			if r, err := h.mem.Claim(t.Context(), "dead", time.Second); err != nil || r == nil {
+			if r, err := h.mem.Claim(t.Context(), "dead", time.Second, 1); err != nil || len(r) != 1 {
 				t.Fatalf("Claim = %v, %v", r, err)
 			}
 			time.Sleep(2 * time.Second)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type config struct {
 	taskClients int
 	taskLight   int
 	taskWorkers int
+	taskSystems map[string]bool
 	dsn         string
 	skip        map[string]bool
 }
@@ -77,6 +79,9 @@ func main() {
 	if def == "" {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
+	var taskSystems, cpuProfile string
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
 	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,sessions")
 	flag.Parse()
@@ -90,6 +95,10 @@ func main() {
 			fatal(fmt.Errorf("unknown implementation %q", i))
 		}
 	}
+	cfg.taskSystems = map[string]bool{}
+	for _, s := range strings.Split(taskSystems, ",") {
+		cfg.taskSystems[strings.TrimSpace(s)] = true
+	}
 	cfg.skip = map[string]bool{}
 	for _, s := range strings.Split(skip, ",") {
 		if s != "" {
@@ -101,6 +110,16 @@ func main() {
 	}
 	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
 		fatal(err)
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -151,6 +151,9 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 	defer os.RemoveAll(dir)
 	for _, sync := range []string{"FULL", "NORMAL"} {
 		for i, load := range loads {
+			if !cfg.taskSystems["sqlite"] {
+				break
+			}
 			sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("tasks-%s-%d.db", sync, i)), sqlitestore.Options{Synchronous: sync})
 			if err != nil {
 				return nil, err
@@ -165,24 +168,23 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 		}
 	}
 
-	if openPG == nil {
-		return append(rows, taskRow{system: "Weft", store: pgStoreName, note: "skipped: benchload was built without -tags pgstore"}), nil
-	}
+	// Weft on PostgreSQL and River alternate, load by load, so that both
+	// see the same machine conditions.
 	for _, load := range loads {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		pg, closePG, err := openPG(pctx, cfg.dsn)
-		cancel()
-		if err != nil {
-			return append(rows, taskRow{system: "Weft", store: pgStoreName, note: "skipped: PostgreSQL unreachable at " + redactDSN(cfg.dsn) + " (" + firstLine(err) + ")"}), nil
+		if cfg.taskSystems["pg"] {
+			row, err := weftPG(ctx, cfg, load)
+			if err != nil {
+				return nil, err
+			}
+			if row.note == "" {
+				logf("  %s, %s: %.0f tasks/s, p50 %s", row.store, row.load, row.rate, us(row.p50))
+			}
+			rows = append(rows, row)
 		}
-		row, err := weftTasks(ctx, pgStoreName, pg, load, cfg.taskWorkers)
-		closePG()
-		if err != nil {
-			return nil, fmt.Errorf("postgres %s: %w", load.name, err)
-		}
-		logf("  %s, %s: %.0f tasks/s, p50 %s", row.store, row.load, row.rate, us(row.p50))
-		rows = append(rows, row)
 		for _, rc := range riverConfigs {
+			if !cfg.taskSystems["river"] {
+				break
+			}
 			row, err := riverTasks(ctx, cfg.dsn, rc, load, cfg.taskWorkers)
 			if err != nil {
 				return nil, fmt.Errorf("river %s: %w", load.name, err)
@@ -192,6 +194,27 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// weftPG measures load on task/pgstore in a fresh schema; a row with a note
+// when the store is not built in or PostgreSQL is unreachable.
+func weftPG(ctx context.Context, cfg config, load taskLoad) (taskRow, error) {
+	if openPG == nil {
+		return taskRow{system: "Weft", store: pgStoreName, load: load.name, note: "skipped: benchload was built without -tags pgstore"}, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pg, closePG, err := openPG(pctx, cfg.dsn)
+	cancel()
+	if err != nil {
+		return taskRow{system: "Weft", store: pgStoreName, load: load.name,
+			note: "skipped: PostgreSQL unreachable at " + redactDSN(cfg.dsn) + " (" + firstLine(err) + ")"}, nil
+	}
+	defer closePG()
+	row, err := weftTasks(ctx, pgStoreName, pg, load, cfg.taskWorkers)
+	if err != nil {
+		return row, fmt.Errorf("postgres %s: %w", load.name, err)
+	}
+	return row, nil
 }
 
 func firstLine(err error) string {
