@@ -1,9 +1,10 @@
 // Package pgstore is a task.Store on PostgreSQL, using a pgx/v5 connection
 // pool (pgxpool) plus one dedicated listening connection.
 //
-// Every state change is a read-modify-write of one row in a transaction that
-// holds the row lock (SELECT ... FOR UPDATE), applying the task.Record rules,
-// so all instances sharing the database agree. Claims select with FOR UPDATE
+// Every state change is a read-modify-write of rows in a transaction that
+// holds their row locks (SELECT ... FOR UPDATE), applying the task.Record
+// rules, so all instances sharing the database agree; concurrent
+// read-modify-writes of one Store share a transaction (group.go). Claims select with FOR UPDATE
 // SKIP LOCKED, so concurrent claimers on any number of instances never block
 // on, or double-claim, the same task.
 //
@@ -106,6 +107,10 @@ type Store struct {
 	stopNotifier context.CancelFunc
 	notifierDone chan struct{}
 
+	updates        chan *pendingUpdate // unbuffered: a send is taken by a committer
+	closing        chan struct{}
+	committersDone sync.WaitGroup
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -153,6 +158,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		origin:       hex.EncodeToString(tag[:]),
 		out:          make(chan string, notifyQueue),
 		notifierDone: make(chan struct{}),
+		updates:      make(chan *pendingUpdate),
+		closing:      make(chan struct{}),
 		pool:         pool,
 		hub:          task.NewHub(0),
 		now:          opts.Now,
@@ -172,13 +179,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopNotifier = stop
 	go s.notifier(nctx)
+	for range committers {
+		s.committersDone.Add(1)
+		go s.committer()
+	}
 	return s, nil
 }
 
 type queries struct {
-	table                                      string
-	schema                                     []string
-	insert, load, update, claim, expire, purge string
+	table                                                string
+	schema                                               []string
+	insert, load, loadMany, update, claim, expire, purge string
 }
 
 // checkedUpdate makes the fenced UPDATE fail (division by zero, mapped to
@@ -240,6 +251,9 @@ func newQueries(schema, prefix string) queries {
 		schema: ddl,
 		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`,
 		load:   `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
+		// In id order, so that the row locks of concurrent groups are taken
+		// in one order.
+		loadMany: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = ANY($1) ORDER BY id FOR UPDATE`,
 		update: checkedUpdate(`UPDATE ` + t + ` SET status = $2, status_message = $3, updated_at = $4, ttl = $5, poll_interval = $6, expires_at = $7,
 	input_requests = $8, input_responses = $9, issued_keys = $10, state = $11, result = $12, error = $13,
 	cancel_requested = $14, step = $15, attempts = $16, lease_owner = $17, lease_expires_at = $18, fence = $19
@@ -500,52 +514,6 @@ func (s *Store) queueStore(b *pgx.Batch, r *task.Record, loadedFence int64) {
 		loadedFence)
 }
 
-// update is the read-modify-write of one task under its row lock, in two
-// round trips: BEGIN with SELECT ... FOR UPDATE, then UPDATE and COMMIT.
-func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Record, now time.Time) (bool, error)) (*task.Record, bool, error) {
-	now := s.timestamp()
-	var out *task.Record
-	var changed bool
-	var applyErr error
-	err := s.inTx(ctx, op+" "+id, func(t *ptx) error {
-		var r *task.Record
-		err := t.query(ctx, s.q.load+" FOR UPDATE", []any{id}, func(row pgx.Rows) error {
-			var err error
-			r, err = scanRecord(row)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		if r == nil {
-			return task.ErrNotFound
-		}
-		before := r.Clone()
-		changed, applyErr = apply(r, now)
-		if applyErr != nil {
-			return applyErr
-		}
-		out = r
-		if !changed {
-			return nil // rolled back: nothing was written
-		}
-		b := &pgx.Batch{}
-		s.queueStore(b, r, before.Fence)
-		if err := t.commit(ctx, b); err != nil {
-			return err
-		}
-		s.announce([2]*task.Record{before, r})
-		return nil
-	})
-	if applyErr != nil {
-		return nil, false, applyErr
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return out, changed, nil
-}
-
 // maxClaimScan bounds how many cancelled-on-claim tasks one Claim call
 // settles before giving up for this call.
 const maxClaimScan = 32
@@ -706,6 +674,8 @@ func (s *Store) Subscribe(ctx context.Context, channel string) (<-chan string, e
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.closing)
+		s.committersDone.Wait()
 		s.stopNotifier()
 		<-s.notifierDone
 		s.listener.Stop()
