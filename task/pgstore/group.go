@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -160,5 +161,103 @@ func (s *Store) commitGroup(group []*pendingUpdate) {
 			r = updateResult{err: fmt.Errorf("pgstore: %s %s: %w", p.op, p.id, err)}
 		}
 		p.done <- r
+	}
+}
+
+// pendingCreate is one Create waiting for a creator.
+type pendingCreate struct {
+	r    *task.Record
+	done chan error // buffered
+}
+
+// insert stores r, committed in a group with the other creates waiting.
+func (s *Store) insert(ctx context.Context, r *task.Record) error {
+	p := &pendingCreate{r: r, done: make(chan error, 1)}
+	select {
+	case s.creates <- p:
+	case <-s.closing:
+		return fmt.Errorf("pgstore: create %s: %w", r.ID, task.ErrClosed)
+	case <-ctx.Done():
+		return fmt.Errorf("pgstore: create %s: %w", r.ID, context.Cause(ctx))
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("pgstore: create %s: %w", r.ID, context.Cause(ctx))
+	}
+}
+
+// creator commits groups of waiting creates until the store closes.
+func (s *Store) creator() {
+	defer s.committersDone.Done()
+	group := make([]*pendingCreate, 0, maxGroup)
+	for {
+		group = group[:0]
+		select {
+		case <-s.closing:
+			return
+		case p := <-s.creates:
+			group = append(group, p)
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case p := <-s.creates:
+				group = append(group, p)
+			default:
+				break more
+			}
+		}
+		s.commitCreates(group)
+	}
+}
+
+// commitCreates inserts group in one transaction (BEGIN, the INSERTs and
+// COMMIT in one round trip); an id already taken is ErrExists for its
+// create only (ON CONFLICT DO NOTHING).
+func (s *Store) commitCreates(group []*pendingCreate) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	inserted := make([]bool, len(group))
+	err := s.inTx(ctx, "create "+group[0].r.ID, func(t *ptx) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		for _, p := range group {
+			s.queueInsert(b, p.r)
+		}
+		b.Queue("COMMIT")
+		br := t.conn.SendBatch(ctx, b)
+		_, err := br.Exec()
+		for i := range group {
+			if err != nil {
+				break
+			}
+			var id string
+			switch err = br.QueryRow().Scan(&id); {
+			case err == nil:
+				inserted[i] = true
+			case errors.Is(err, pgx.ErrNoRows):
+				err = nil
+			}
+		}
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	for i, p := range group {
+		switch {
+		case err != nil:
+			p.done <- fmt.Errorf("pgstore: create %s: %w", p.r.ID, err)
+		case !inserted[i]:
+			p.done <- fmt.Errorf("pgstore: create %s: %w", p.r.ID, task.ErrExists)
+		default:
+			s.announce([2]*task.Record{nil, p.r})
+			p.done <- nil
+		}
 	}
 }

@@ -47,7 +47,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weftmcp/weft/internal/pglisten"
 	"github.com/weftmcp/weft/task"
@@ -108,6 +107,7 @@ type Store struct {
 	notifierDone chan struct{}
 
 	updates        chan *pendingUpdate // unbuffered: a send is taken by a committer
+	creates        chan *pendingCreate // likewise
 	closing        chan struct{}
 	committersDone sync.WaitGroup
 
@@ -159,6 +159,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		out:          make(chan string, notifyQueue),
 		notifierDone: make(chan struct{}),
 		updates:      make(chan *pendingUpdate),
+		creates:      make(chan *pendingCreate),
 		closing:      make(chan struct{}),
 		pool:         pool,
 		hub:          task.NewHub(0),
@@ -180,8 +181,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s.stopNotifier = stop
 	go s.notifier(nctx)
 	for range committers {
-		s.committersDone.Add(1)
+		s.committersDone.Add(2)
 		go s.committer()
+		go s.creator()
 	}
 	return s, nil
 }
@@ -249,8 +251,9 @@ func newQueries(schema, prefix string) queries {
 	return queries{
 		table:  t,
 		schema: ddl,
-		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`,
-		load:   `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
+		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)
+	ON CONFLICT (id) DO NOTHING RETURNING id`,
+		load: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
 		// In id order, so that the row locks of concurrent groups are taken
 		// in one order.
 		loadMany: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = ANY($1) ORDER BY id FOR UPDATE`,
@@ -464,7 +467,8 @@ func (s *Store) sendNotifies(ctx context.Context, payloads []string) error {
 	return s.pool.SendBatch(ctx, b).Close()
 }
 
-// Create implements task.Store: one INSERT (its own transaction).
+// Create implements task.Store: one INSERT, committed in a group with the
+// creates waiting (group.go).
 func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, error) {
 	r, err := task.NewRecord(spec, s.timestamp())
 	if err != nil {
@@ -473,20 +477,20 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 	if err := s.check("create " + r.ID); err != nil {
 		return nil, err
 	}
-	_, err = s.pool.Exec(ctx, s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+	if err := s.insert(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.Clone(), nil
+}
+
+// queueInsert queues on b the INSERT of r, which returns its id unless the
+// id is taken.
+func (s *Store) queueInsert(b *pgx.Batch, r *task.Record) {
+	b.Queue(s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
 		bytesOrNil(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt, r.UpdatedAt,
 		int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
 		bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
 		r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence)
-	if err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" {
-			return nil, fmt.Errorf("pgstore: create %s: %w", r.ID, task.ErrExists)
-		}
-		return nil, fmt.Errorf("pgstore: create %s: %w", r.ID, err)
-	}
-	s.announce([2]*task.Record{nil, r})
-	return r.Clone(), nil
 }
 
 // Get implements task.Store: one SELECT.
