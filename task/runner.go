@@ -84,6 +84,11 @@ const (
 	DefaultRetention       = time.Hour
 )
 
+// storingPerWorker bounds the steps whose outcome is being stored, per
+// worker: a store that commits outcomes in groups (pgstore) takes longer
+// for each than a handler that does little, and a worker need not wait.
+const storingPerWorker = 4
+
 // Runner is a pool of workers that claim runnable tasks from Store and run
 // their steps with Handler. Configure the fields, then call Run. Several
 // runners, in one process or many, may share a store.
@@ -92,9 +97,12 @@ type Runner struct {
 	Store Store
 	// Handler runs steps; required.
 	Handler Handler
-	// Workers is the number of steps run concurrently (DefaultWorkers): the
-	// runner claims up to that many tasks at once, in one Claim, and runs
-	// each step on its own goroutine.
+	// Workers is the number of step handlers run concurrently
+	// (DefaultWorkers): the runner claims up to that many tasks at once, in
+	// one Claim, and runs each step on its own goroutine. A worker is free
+	// again once its handler returns, while the step's outcome is stored
+	// (under its lease), for up to 4×Workers outcomes being stored at a
+	// time.
 	Workers int
 	// Lease is how long a claim lasts without renewal (DefaultLease); the
 	// lease is renewed every Lease/3 while the step runs.
@@ -137,7 +145,8 @@ type run struct {
 	log  *slog.Logger
 	base context.Context // Run's ctx without its cancellation, for values
 
-	wake chan struct{}
+	wake    chan struct{}
+	storing chan struct{} // a slot per step whose outcome is being stored
 
 	mu        sync.Mutex
 	steps     map[string]*stepRun
@@ -205,11 +214,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		return nil
 	}
 	rn := &run{
-		cfg:   cfg,
-		log:   cfg.Logger.With("worker", cfg.WorkerID),
-		base:  context.WithoutCancel(ctx),
-		wake:  make(chan struct{}, cfg.Workers),
-		steps: make(map[string]*stepRun),
+		cfg:     cfg,
+		log:     cfg.Logger.With("worker", cfg.WorkerID),
+		base:    context.WithoutCancel(ctx),
+		wake:    make(chan struct{}, cfg.Workers),
+		storing: make(chan struct{}, storingPerWorker*cfg.Workers),
+		steps:   make(map[string]*stepRun),
 	}
 	subCtx, stopSubs := context.WithCancel(ctx)
 	defer stopSubs()
@@ -355,10 +365,7 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		}
 		for _, rec := range recs {
 			free--
-			steps.Go(func() {
-				rn.runStep(rec)
-				freed <- struct{}{}
-			})
+			steps.Go(func() { rn.runStep(rec, func() { freed <- struct{}{} }) })
 		}
 		if err == nil && len(recs) == asked {
 			continue
@@ -385,8 +392,19 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 	}
 }
 
-// runStep runs one claimed step to its end and records the outcome.
-func (rn *run) runStep(rec *Record) {
+// runStep runs one claimed step to its end and records the outcome. It
+// calls release, once, when the handler has returned: the worker is free
+// for another step while this one's outcome is being stored (its lease
+// still held), as long as fewer than Workers outcomes are being stored.
+func (rn *run) runStep(rec *Record, release func()) {
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			release()
+		}
+	}
+	defer free()
 	log := rn.log.With("task", rec.ID, "operation", rec.Operation, "step", rec.Step, "attempt", rec.Attempts)
 	if rn.cfg.MaxAttempts > 0 && rec.Attempts > rn.cfg.MaxAttempts {
 		log.Error("task runner: step exceeded max attempts; failing task", "max_attempts", rn.cfg.MaxAttempts)
@@ -416,6 +434,9 @@ func (rn *run) runStep(rec *Record) {
 	out, panicked, err := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
 	stopHB()
 	hb.Wait()
+	rn.storing <- struct{}{}
+	defer func() { <-rn.storing }()
+	free()
 
 	cause := context.Cause(stepCtx)
 	rn.mu.Lock()

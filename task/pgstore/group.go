@@ -19,7 +19,7 @@ import (
 // commit, and its WAL flush, then serves a whole group: at heavy load the
 // finishes of many steps, at light load a group of one.
 const (
-	committers = 2
+	committers = 4
 	maxGroup   = 64
 	// groupTimeout bounds one group's transaction.
 	groupTimeout = 30 * time.Second

@@ -23,8 +23,9 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 		"throwaway schema (its migrations applied by `rivermigrate`, dropped afterwards), as the pgstore rows do. Two configurations: " +
 		"River's defaults, and its `FetchCooldown` (the minimum time between two fetches of new jobs, which its documentation says " +
 		"limits throughput) at its 1 ms minimum.\n")
-	p("- In both, a task not seen completed for %s is read again once per %s (events are hints); latency is from the start of the "+
-		"create call to the observed completion.\n", stragglerAge, stragglerAge)
+	p("- In both, once per %s the %d oldest tasks created more than %s ago and not seen completed are read again (events are "+
+		"hints; a few, so that under a backlog this fallback does not load the database being measured); latency is from the start "+
+		"of the create call to the observed completion.\n", stragglerAge, stragglerMax, stragglerAge)
 	p("- What each task costs the database. Weft: its create (one INSERT, its own commit), a share of a claim (the runner claims " +
 		"for all its free workers in one transaction, `FOR UPDATE SKIP LOCKED`), and a share of a finish (concurrent " +
 		"read-modify-writes of one store share one transaction, group.go); change events are sent after each commit, to the " +

@@ -124,16 +124,26 @@ func (t *tracker) failed() error {
 	return t.err
 }
 
-// stragglers returns the tasks created before cutoff whose completion has not
-// been observed: what the polling fallback re-reads.
-func (t *tracker) stragglers(cutoff time.Time) []string {
+// stragglers returns up to max of the tasks created before cutoff whose
+// completion has not been observed, oldest first: what the polling fallback
+// re-reads.
+func (t *tracker) stragglers(cutoff time.Time, max int) []string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	var ids []string
+	type pending struct {
+		id string
+		t0 time.Time
+	}
+	var ps []pending
 	for id, t0 := range t.created {
 		if _, ok := t.done[id]; !ok && t0.Before(cutoff) {
-			ids = append(ids, id)
+			ps = append(ps, pending{id, t0})
 		}
+	}
+	t.mu.Unlock()
+	slices.SortFunc(ps, func(a, b pending) int { return a.t0.Compare(b.t0) })
+	ids := make([]string, 0, min(len(ps), max))
+	for _, p := range ps[:min(len(ps), max)] {
+		ids = append(ids, p.id)
 	}
 	return ids
 }
@@ -156,13 +166,18 @@ func (t *tracker) latencies() []time.Duration {
 	return lat
 }
 
-// stragglerAge is how long a task may go without an observed completion
-// before the polling fallback re-reads it (once per stragglerAge): events
-// are hints, and one that was dropped must not hang the run.
-const stragglerAge = time.Second
+// Events are hints: one that was dropped must not hang the run. Once per
+// stragglerAge, the polling fallback re-reads the stragglerMax oldest tasks
+// created more than stragglerAge ago whose completion was not observed (a
+// few, so that under a backlog the fallback does not load the database the
+// run measures).
+const (
+	stragglerAge = 2 * time.Second
+	stragglerMax = 20
+)
 
-// pollStragglers calls check for every straggler once per stragglerAge
-// until ctx is done.
+// pollStragglers calls check for the oldest stragglers once per
+// stragglerAge until ctx is done.
 func pollStragglers(ctx context.Context, tr *tracker, check func(id string)) {
 	tick := time.NewTicker(stragglerAge)
 	defer tick.Stop()
@@ -171,7 +186,7 @@ func pollStragglers(ctx context.Context, tr *tracker, check func(id string)) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			for _, id := range tr.stragglers(time.Now().Add(-stragglerAge)) {
+			for _, id := range tr.stragglers(time.Now().Add(-stragglerAge), stragglerMax) {
 				if ctx.Err() != nil {
 					return
 				}
