@@ -48,7 +48,7 @@ type config struct {
 	tasks       int
 	taskClients int
 	taskLight   int
-	taskWorkers int
+	taskWorkers []int
 	taskSystems map[string]bool
 	dsn         string
 	skip        map[string]bool
@@ -73,8 +73,9 @@ func main() {
 	flag.StringVar(&cfg.benchtime, "benchtime", "1s", "time per in-memory benchmark run (testing's -benchtime)")
 	flag.IntVar(&cfg.tasks, "tasks", 5000, "tasks per heavy-load task row (created by -task-clients clients as fast as they can)")
 	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators at heavy load")
-	flag.IntVar(&cfg.taskLight, "task-light", 300, "tasks per light-load task row (one client, one task at a time)")
-	flag.IntVar(&cfg.taskWorkers, "task-workers", 16, "task workers, the same for Weft (TaskOptions.Workers) and River (MaxWorkers)")
+	flag.IntVar(&cfg.taskLight, "task-light", 100, "tasks per light-load task row (one client, one task at a time)")
+	var taskWorkers string
+	flag.StringVar(&taskWorkers, "task-workers", "16,64", "task workers, the same for Weft (TaskOptions.Workers) and River (MaxWorkers): heavy rows for each, light rows with the first")
 	def := os.Getenv("WEFT_TEST_POSTGRES")
 	if def == "" {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
@@ -94,6 +95,9 @@ func main() {
 		if !slices.Contains(servers.Impls, i) {
 			fatal(fmt.Errorf("unknown implementation %q", i))
 		}
+	}
+	if cfg.taskWorkers, err = parseInts(taskWorkers); err != nil {
+		fatal(err)
 	}
 	cfg.taskSystems = map[string]bool{}
 	for _, s := range strings.Split(taskSystems, ",") {

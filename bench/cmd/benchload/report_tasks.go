@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,11 +10,11 @@ import (
 func (r *report) tasksSection(p func(format string, args ...any)) {
 	p("## Tasks: create to complete\n\n")
 	p("The same no-op work on Weft's durable tasks and on River (github.com/riverqueue/river %s, a PostgreSQL job queue), "+
-		"in this process, with the same number of workers (%d) and, for PostgreSQL, the same database. "+
-		"**Light** load: one client creates a task and waits until it is observed completed before creating the next (%d tasks): "+
-		"the latency of an idle system. **Heavy** load: %d clients create %d tasks as fast as they can: the throughput, "+
+		"in this process, with the same number of workers (Weft's `TaskOptions.Workers`, River's `MaxWorkers`) and, for PostgreSQL, the same database. "+
+		"**Light** load: one client creates a task and waits until it is observed completed before creating the next (%d tasks, %d workers): "+
+		"the latency of an idle system. **Heavy** load: %d clients create %d tasks as fast as they can, with %s workers: the throughput, "+
 		"n over the time from the first create to the last observed completion (the latencies then include the queueing).\n\n",
-		riverVersion, r.cfg.taskWorkers, r.cfg.taskLight, r.cfg.taskClients, r.cfg.tasks)
+		riverVersion, r.cfg.taskLight, r.cfg.taskWorkers[0], r.cfg.taskClients, r.cfg.tasks, joinInts(r.cfg.taskWorkers, " and "))
 	p("- **Weft**: a task is created by `tools/call` on a Weft server with `EnableTasks` (the tool answers `RunAsTask`; the runner " +
 		"runs its step, which completes), sent in memory to `Server.ServeHTTP`; it counts as completed when `tasks/get` reads it " +
 		"`completed`. Completion is noticed through the store's change events (`task.ChannelChanged`, as Weft's own " +
@@ -35,13 +36,13 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 	p("- PostgreSQL here is one server on this machine's shared disk: at heavy load both systems wait mostly on the WAL flush of " +
 		"their commits, so their throughput moves with the disk's other users from one run to the next; the ratio of two rows " +
 		"measured one after the other is steadier than either figure.\n\n")
-	p("| system | store / configuration | load | clients | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	p("| system | store / configuration | load | clients | workers | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.tasks {
 		if t.note != "" {
-			p("| %s | %s | – | – | – | – | – | – | %s |\n", t.system, t.store, t.note)
+			p("| %s | %s | %s | – | – | – | – | – | – | %s |\n", t.system, t.store, t.load, t.note)
 			continue
 		}
-		p("| %s | %s | %s | %d | %d | %s | %.0f | %s | %s |\n", t.system, t.store, t.load, t.clients, t.n,
+		p("| %s | %s | %s | %d | %d | %d | %s | %.0f | %s | %s |\n", t.system, t.store, t.load, t.clients, t.workers, t.n,
 			t.wall.Round(time.Millisecond), t.rate, us(t.p50), us(t.p99))
 	}
 	p("\n")
@@ -52,7 +53,7 @@ func (r *report) taskFindings() []string {
 	var fs []string
 	for _, t := range r.tasks {
 		if t.note == "" && t.load == "heavy" {
-			fs = append(fs, fmt.Sprintf("%s, %s: %.0f tasks/s from create to completed at heavy load, p50 %s.", t.system, t.store, t.rate, us(t.p50)))
+			fs = append(fs, fmt.Sprintf("%s, %s, %d workers: %.0f tasks/s from create to completed at heavy load, p50 %s.", t.system, t.store, t.workers, t.rate, us(t.p50)))
 		}
 	}
 	light, ok1 := find(r.tasks, func(t taskRow) bool {
@@ -65,4 +66,15 @@ func (r *report) taskFindings() []string {
 			us(light.p50), us(river.p50)))
 	}
 	return fs
+}
+
+func joinInts(xs []int, sep string) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
 }

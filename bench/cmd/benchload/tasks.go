@@ -36,13 +36,13 @@ const taskCheckers = 4
 // store's change events (as Weft's own notifications/tasks are), each read
 // by one of taskCheckers goroutines; a task not seen completed for
 // stragglerAge is re-read once per stragglerAge.
-func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad, workers int) (taskRow, error) {
-	row := taskRow{system: "Weft", store: name, workers: workers}
+func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad) (taskRow, error) {
+	row := taskRow{system: "Weft", store: name}
 	s, err := servers.NewWeft()
 	if err != nil {
 		return row, err
 	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: workers}); err != nil {
+	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: load.workers}); err != nil {
 		return row, err
 	}
 	defer func() {
@@ -139,9 +139,9 @@ func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad, w
 // pgstore rows and River's on the same database, each at light and heavy
 // load.
 func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
-	loads := []taskLoad{
-		{name: "light", n: cfg.taskLight, clients: 1, closed: true},
-		{name: "heavy", n: cfg.tasks, clients: cfg.taskClients},
+	loads := []taskLoad{{name: "light", n: cfg.taskLight, clients: 1, workers: cfg.taskWorkers[0], closed: true}}
+	for _, w := range cfg.taskWorkers {
+		loads = append(loads, taskLoad{name: "heavy", n: cfg.tasks, clients: cfg.taskClients, workers: w})
 	}
 	var rows []taskRow
 	dir, err := os.MkdirTemp("", "weft-bench-tasks-")
@@ -158,12 +158,12 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 			if err != nil {
 				return nil, err
 			}
-			row, err := weftTasks(ctx, "SQLite (task/sqlitestore, temp file, synchronous="+sync+")", sq, load, cfg.taskWorkers)
+			row, err := weftTasks(ctx, "SQLite (task/sqlitestore, temp file, synchronous="+sync+")", sq, load)
 			_ = sq.Close()
 			if err != nil {
 				return nil, fmt.Errorf("sqlite %s: %w", load.name, err)
 			}
-			logf("  %s, %s: %.0f tasks/s, p50 %s", row.store, row.load, row.rate, us(row.p50))
+			logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
 			rows = append(rows, row)
 		}
 	}
@@ -177,7 +177,7 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 				return nil, err
 			}
 			if row.note == "" {
-				logf("  %s, %s: %.0f tasks/s, p50 %s", row.store, row.load, row.rate, us(row.p50))
+				logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
 			}
 			rows = append(rows, row)
 		}
@@ -185,11 +185,11 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 			if !cfg.taskSystems["river"] {
 				break
 			}
-			row, err := riverTasks(ctx, cfg.dsn, rc, load, cfg.taskWorkers)
+			row, err := riverTasks(ctx, cfg.dsn, rc, load)
 			if err != nil {
 				return nil, fmt.Errorf("river %s: %w", load.name, err)
 			}
-			logf("  %s, %s: %.0f tasks/s, p50 %s", row.store, row.load, row.rate, us(row.p50))
+			logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
 			rows = append(rows, row)
 		}
 	}
@@ -210,7 +210,7 @@ func weftPG(ctx context.Context, cfg config, load taskLoad) (taskRow, error) {
 			note: "skipped: PostgreSQL unreachable at " + redactDSN(cfg.dsn) + " (" + firstLine(err) + ")"}, nil
 	}
 	defer closePG()
-	row, err := weftTasks(ctx, pgStoreName, pg, load, cfg.taskWorkers)
+	row, err := weftTasks(ctx, pgStoreName, pg, load)
 	if err != nil {
 		return row, fmt.Errorf("postgres %s: %w", load.name, err)
 	}

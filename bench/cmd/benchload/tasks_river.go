@@ -70,8 +70,8 @@ func dropSchema(ctx context.Context, dsn, schema string) {
 // counts as done when the client's EventKindJobCompleted subscription
 // reports it (River emits it once the completion is stored); a job not seen
 // completed for stragglerAge is read with JobGet once per stragglerAge.
-func riverTasks(ctx context.Context, dsn string, rc riverConfig, load taskLoad, workers int) (taskRow, error) {
-	row := taskRow{system: "River", store: rc.name, workers: workers}
+func riverTasks(ctx context.Context, dsn string, rc riverConfig, load taskLoad) (taskRow, error) {
+	row := taskRow{system: "River", store: rc.name}
 	schema, err := throwawaySchema("river_bench_")
 	if err != nil {
 		return row, err
@@ -107,7 +107,7 @@ func riverTasks(ctx context.Context, dsn string, rc riverConfig, load taskLoad, 
 	}
 	client, err := river.NewClient(driver, &river.Config{
 		Schema:        schema,
-		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: load.workers}},
 		Workers:       ws,
 		FetchCooldown: rc.fetchCooldown,
 		Logger:        slog.New(slog.DiscardHandler),

@@ -33,6 +33,7 @@ type taskLoad struct {
 	name    string
 	n       int
 	clients int
+	workers int
 	closed  bool
 }
 
@@ -252,7 +253,7 @@ func drive(ctx context.Context, load taskLoad, tr *tracker, create func(ctx cont
 
 // fill sets the measured figures of row from a finished run.
 func (row *taskRow) fill(load taskLoad, wall time.Duration, tr *tracker) {
-	row.load, row.clients, row.n, row.wall = load.name, load.clients, load.n, wall
+	row.load, row.clients, row.workers, row.n, row.wall = load.name, load.clients, load.workers, load.n, wall
 	row.rate = float64(load.n) / wall.Seconds()
 	lat := tr.latencies()
 	row.p50, row.p99 = percentile(lat, 0.5), percentile(lat, 0.99)
