@@ -27,10 +27,11 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 	p("- In both, once per %s the %d oldest tasks created more than %s ago and not seen completed are read again (events are "+
 		"hints; a few, so that under a backlog this fallback does not load the database being measured); latency is from the start "+
 		"of the create call to the observed completion.\n", stragglerAge, stragglerMax, stragglerAge)
-	p("- What each task costs the database. Weft: its create (one INSERT, its own commit), a share of a claim (the runner claims " +
-		"for all its free workers in one transaction, `FOR UPDATE SKIP LOCKED`), and a share of a finish (concurrent " +
-		"read-modify-writes of one store share one transaction, group.go); change events are sent after each commit, to the " +
-		"instance's own subscribers at once and to the other instances batched by a notifier. River: its insert (its own commit), " +
+	p("- What each task costs the database. Weft: a share of a create (concurrent creates of one store share one transaction), " +
+		"a share of a claim (the runner claims for all its free workers in one transaction, `FOR UPDATE SKIP LOCKED`), and a share " +
+		"of a finish (concurrent read-modify-writes of one store share one transaction; a worker takes its next step while its last " +
+		"outcome is being stored); change events are sent after each commit, to the instance's own subscribers at once and to the " +
+		"other instances batched by a notifier. River: its insert (its own commit), " +
 		"a share of a fetch, and a share of its batch completer's update, which at low load runs every 250 ms: hence River's " +
 		"light-load latency, whatever its fetch cooldown.\n")
 	p("- PostgreSQL here is one server on this machine's shared disk: at heavy load both systems wait mostly on the WAL flush of " +
