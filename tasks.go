@@ -48,9 +48,9 @@ type TaskOptions struct {
 	// SweepInterval is how often expired tasks are failed and finished ones
 	// past Retention deleted (default task.DefaultSweepInterval).
 	SweepInterval time.Duration
-	// WorkerID names this server's task runner in lease records (its
-	// workers are WorkerID#0, WorkerID#1, ...), so an operator sees which
-	// instance holds a step. Default: a random id.
+	// WorkerID names this server's task runner in lease records (the lease
+	// owner of every step it runs), so an operator sees which instance holds
+	// a step. Default: a random id.
 	WorkerID string
 	// NoRunner disables running steps on this server (a front-end that only
 	// creates and serves tasks while other instances run them).

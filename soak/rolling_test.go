@@ -268,7 +268,7 @@ backend weft
 		// released to the others at once, not after the 30s lease.
 		var held int
 		if err := db.QueryRow(`SELECT count(*) FROM `+schema+`.weft_tasks WHERE status = 'working' AND lease_owner LIKE $1`,
-			fmt.Sprintf("weft-%%-%d#%%", inc.pid)).Scan(&held); err != nil {
+			fmt.Sprintf("weft-%%-%d", inc.pid)).Scan(&held); err != nil {
 			t.Errorf("reading leases: %v", err)
 		} else if held != 0 {
 			t.Errorf("%s exited still holding %d task leases", in.name, held)

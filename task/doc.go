@@ -46,9 +46,9 @@
 //
 // # Leases and fencing
 //
-// Claim atomically picks one claimable task (Working, no live lease, not
-// expired), records the worker and a lease expiry, and increments the task's
-// fence. The fence is a fencing token: every later write by that worker
+// Claim atomically picks up to a given number of claimable tasks (Working,
+// no live lease, not expired; oldest first), records the worker and a lease
+// expiry on each, and increments each task's fence. The fence is a fencing token: every later write by that worker
 // (Renew, SetStatusMessage, Finish) carries it and fails with ErrLeaseLost if
 // the task was re-claimed, cancelled, expired or finished in between.
 // Transitions that revoke a lease (cancelling an unleased task, expiry)

@@ -63,7 +63,8 @@ func ExampleStore() {
 	defer store.Close()
 
 	rec, _ := store.Create(ctx, task.NewTask{ID: "task-1", Operation: "sum", Params: json.RawMessage(`{"a":1}`)})
-	claimed, _ := store.Claim(ctx, "worker-1", 30*time.Second)
+	batch, _ := store.Claim(ctx, "worker-1", 30*time.Second, 1)
+	claimed := batch[0]
 	_, _ = store.Finish(ctx, claimed.ID, claimed.Fence,
 		task.NeedInput(json.RawMessage(`{"b":{"ask":"b?"}}`), json.RawMessage(`{"a":1}`)))
 
@@ -71,7 +72,8 @@ func ExampleStore() {
 	again, _ := store.SubmitInput(ctx, rec.ID, json.RawMessage(`{"b":99}`))
 	fmt.Println(changed, again)
 
-	next, _ := store.Claim(ctx, "worker-2", 30*time.Second)
+	batch, _ = store.Claim(ctx, "worker-2", 30*time.Second, 1)
+	next := batch[0]
 	fmt.Println(next.Step, string(next.State), string(next.InputResponses))
 	_, err := store.Finish(ctx, claimed.ID, claimed.Fence, task.Complete(json.RawMessage(`{}`)))
 	fmt.Println(err)

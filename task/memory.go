@@ -172,20 +172,20 @@ func (s *MemoryStore) update(ctx context.Context, op, id string, apply func(r *R
 // Claim implements Store. Candidates are the unleased Working tasks (a heap
 // ordered by creation time) and the leased ones whose lease lapsed (a set as
 // small as the number of running steps).
-func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration) (*Record, error) {
-	if worker == "" || lease <= 0 {
-		return nil, fmt.Errorf("task: memory store claim: empty worker or non-positive lease: %w", ErrInvalid)
+func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*Record, error) {
+	if worker == "" || lease <= 0 || max < 1 {
+		return nil, fmt.Errorf("task: memory store claim: empty worker, non-positive lease or max: %w", ErrInvalid)
 	}
 	now := s.timestamp()
 	type change struct{ before, after *Record }
 	var changes []change
-	var claimed *Record
+	var claimed []*Record
 	s.mu.Lock()
 	if err := s.check(ctx, "claim"); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	for claimed == nil {
+	for len(claimed) < max {
 		var best *Record
 		for _, r := range s.leased {
 			if r.Claimable(now) && (best == nil || older(r, best)) {
@@ -210,7 +210,7 @@ func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Durat
 		ok, _ := best.ApplyClaim(worker, now, lease)
 		s.index(best)
 		if ok {
-			claimed = best.Clone()
+			claimed = append(claimed, best.Clone())
 		} else {
 			changes = append(changes, change{before, best.Clone()})
 		}

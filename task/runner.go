@@ -84,6 +84,11 @@ const (
 	DefaultRetention       = time.Hour
 )
 
+// storingPerWorker bounds the steps whose outcome is being stored, per
+// worker: a store that commits outcomes in groups (pgstore) takes longer
+// for each than a handler that does little, and a worker need not wait.
+const storingPerWorker = 4
+
 // Runner is a pool of workers that claim runnable tasks from Store and run
 // their steps with Handler. Configure the fields, then call Run. Several
 // runners, in one process or many, may share a store.
@@ -92,7 +97,12 @@ type Runner struct {
 	Store Store
 	// Handler runs steps; required.
 	Handler Handler
-	// Workers is the number of steps run concurrently (DefaultWorkers).
+	// Workers is the number of step handlers run concurrently
+	// (DefaultWorkers): the runner claims up to that many tasks at once, in
+	// one Claim, and runs each step on its own goroutine. A worker is free
+	// again once its handler returns, while the step's outcome is stored
+	// (under its lease), for up to 4×Workers outcomes being stored at a
+	// time.
 	Workers int
 	// Lease is how long a claim lasts without renewal (DefaultLease); the
 	// lease is renewed every Lease/3 while the step runs.
@@ -119,7 +129,8 @@ type Runner struct {
 	// of running it once it has been claimed more than MaxAttempts times (a
 	// step that keeps killing its worker).
 	MaxAttempts int
-	// WorkerID names this runner in lease records; a random one by default.
+	// WorkerID names this runner in lease records (Record.LeaseOwner of every
+	// step it runs); a random one by default.
 	WorkerID string
 	// Logger receives handler errors, panics and store trouble
 	// (slog.Default()).
@@ -134,7 +145,8 @@ type run struct {
 	log  *slog.Logger
 	base context.Context // Run's ctx without its cancellation, for values
 
-	wake chan struct{}
+	wake    chan struct{}
+	storing chan struct{} // a slot per step whose outcome is being stored
 
 	mu        sync.Mutex
 	steps     map[string]*stepRun
@@ -202,11 +214,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		return nil
 	}
 	rn := &run{
-		cfg:   cfg,
-		log:   cfg.Logger.With("worker", cfg.WorkerID),
-		base:  context.WithoutCancel(ctx),
-		wake:  make(chan struct{}, cfg.Workers),
-		steps: make(map[string]*stepRun),
+		cfg:     cfg,
+		log:     cfg.Logger.With("worker", cfg.WorkerID),
+		base:    context.WithoutCancel(ctx),
+		wake:    make(chan struct{}, cfg.Workers),
+		storing: make(chan struct{}, storingPerWorker*cfg.Workers),
+		steps:   make(map[string]*stepRun),
 	}
 	subCtx, stopSubs := context.WithCancel(ctx)
 	defer stopSubs()
@@ -224,11 +237,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	if cfg.SweepInterval > 0 {
 		bg.Go(func() { rn.sweep(ctx) })
 	}
-	var workers sync.WaitGroup
-	for i := range cfg.Workers {
-		id := cfg.WorkerID + "#" + strconv.Itoa(i)
-		workers.Go(func() { rn.worker(ctx, id) })
-	}
+	var workers sync.WaitGroup // the claim loop and the steps it started
+	workers.Go(func() { rn.claimLoop(ctx, &workers) })
 
 	<-ctx.Done()
 	defer bg.Wait()
@@ -313,30 +323,88 @@ func (rn *run) sweep(ctx context.Context) {
 	}
 }
 
-// worker claims and runs steps until ctx is done.
-func (rn *run) worker(ctx context.Context, id string) {
+// claimLoop claims steps for the free workers, in one Claim of up to that
+// many tasks, and runs each on its own goroutine (in steps) until ctx is
+// done. After a Claim that filled every free worker it claims again as soon
+// as one is free; after one that found fewer tasks than it asked for, it
+// waits for a ChannelRunnable wake-up or PollInterval.
+func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
+	free := rn.cfg.Workers
+	freed := make(chan struct{}, rn.cfg.Workers)
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for ctx.Err() == nil {
-		rec, err := rn.cfg.Store.Claim(ctx, id, rn.cfg.Lease)
+		if free == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-freed:
+				free++
+			}
+		}
+		for drained := false; !drained; {
+			select {
+			case <-freed:
+				free++
+			default:
+				drained = true
+			}
+		}
+		// A wake-up that came before this Claim is answered by it.
+		for drained := false; !drained; {
+			select {
+			case <-rn.wake:
+			default:
+				drained = true
+			}
+		}
+		asked := free
+		recs, err := rn.cfg.Store.Claim(ctx, rn.cfg.WorkerID, rn.cfg.Lease, asked)
 		if err != nil && ctx.Err() == nil {
 			rn.log.Error("task runner: claim failed", "err", err)
 		}
-		if rec != nil {
-			rn.runStep(rec)
+		for _, rec := range recs {
+			free--
+			steps.Go(func() { rn.runStep(rec, func() { freed <- struct{}{} }) })
+		}
+		if err == nil && len(recs) == asked {
 			continue
 		}
 		poll.Reset(rn.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-rn.wake:
-		case <-poll.C:
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-freed:
+				free++ // a free worker alone is no sign of work: keep waiting
+			case <-rn.wake:
+				waiting = false
+			case <-poll.C:
+				waiting = false
+			}
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
 		}
 	}
 }
 
-// runStep runs one claimed step to its end and records the outcome.
-func (rn *run) runStep(rec *Record) {
+// runStep runs one claimed step to its end and records the outcome. It
+// calls release, once, when the handler has returned: the worker is free
+// for another step while this one's outcome is being stored (its lease
+// still held), as long as fewer than Workers outcomes are being stored.
+func (rn *run) runStep(rec *Record, release func()) {
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			release()
+		}
+	}
+	defer free()
 	log := rn.log.With("task", rec.ID, "operation", rec.Operation, "step", rec.Step, "attempt", rec.Attempts)
 	if rn.cfg.MaxAttempts > 0 && rec.Attempts > rn.cfg.MaxAttempts {
 		log.Error("task runner: step exceeded max attempts; failing task", "max_attempts", rn.cfg.MaxAttempts)
@@ -366,6 +434,9 @@ func (rn *run) runStep(rec *Record) {
 	out, panicked, err := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
 	stopHB()
 	hb.Wait()
+	rn.storing <- struct{}{}
+	defer func() { <-rn.storing }()
+	free()
 
 	cause := context.Cause(stepCtx)
 	rn.mu.Lock()

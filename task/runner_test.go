@@ -374,7 +374,7 @@ func TestRunnerMaxAttempts(t *testing.T) {
 		h := newHarness(t)
 		id := h.create(task.NewTask{})
 		for range 2 { // two workers that died
-			if r, err := h.mem.Claim(t.Context(), "dead", time.Second); err != nil || r == nil {
+			if r, err := h.mem.Claim(t.Context(), "dead", time.Second, 1); err != nil || len(r) != 1 {
 				t.Fatalf("Claim = %v, %v", r, err)
 			}
 			time.Sleep(2 * time.Second)
@@ -447,6 +447,103 @@ func TestRunnerConcurrency(t *testing.T) {
 		}
 		if peak != 3 {
 			t.Fatalf("peak concurrency %d, want 3", peak)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// slowFinishStore holds the Finish of hold until release is closed, and
+// counts Claim calls and the tasks they return.
+type slowFinishStore struct {
+	task.Store
+	hold    string
+	release chan struct{}
+	claims  atomic.Int64
+	claimed atomic.Int64
+}
+
+func (s *slowFinishStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
+	if id == s.hold {
+		<-s.release
+	}
+	return s.Store.Finish(ctx, id, fence, out)
+}
+
+func (s *slowFinishStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	rs, err := s.Store.Claim(ctx, worker, lease, max)
+	if len(rs) > 0 {
+		s.claims.Add(1)
+		s.claimed.Add(int64(len(rs)))
+	}
+	return rs, err
+}
+
+// TestRunnerClaimsForAllFreeWorkers: tasks waiting when the runner starts
+// are claimed in one Claim for all its workers, and run together.
+func TestRunnerClaimsForAllFreeWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		const workers = 4
+		var ids []string
+		for range workers {
+			ids = append(ids, h.create(task.NewTask{}))
+		}
+		st := &slowFinishStore{Store: h.store, release: make(chan struct{})}
+		var running atomic.Int64
+		all := make(chan struct{})
+		h.start(task.Runner{Store: st, Workers: workers, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			if running.Add(1) == workers {
+				close(all)
+			}
+			<-all // every step waits until all of them run at once
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		for _, id := range ids {
+			h.waitTerminal(id, time.Minute)
+		}
+		if n, k := st.claims.Load(), st.claimed.Load(); n != 1 || k != workers {
+			t.Fatalf("%d claims returned %d tasks; want one claim of %d", n, k, workers)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerWorkerFreeWhileStoring: with one worker, the next step runs
+// while the previous step's outcome is still being stored, and that task
+// stays leased (nobody else may claim it) until its outcome is stored.
+func TestRunnerWorkerFreeWhileStoring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		first := h.create(task.NewTask{})
+		time.Sleep(time.Millisecond)
+		second := h.create(task.NewTask{})
+		st := &slowFinishStore{Store: h.store, hold: first, release: make(chan struct{})}
+		ran := make(chan string, 2)
+		h.start(task.Runner{Store: st, Workers: 1, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			ran <- job.ID()
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		if got := <-ran; got != first {
+			t.Fatalf("first step ran %s, want %s", got, first)
+		}
+		if got := <-ran; got != second {
+			t.Fatalf("second step ran %s, want %s", got, second)
+		}
+		h.waitTerminal(second, time.Minute)
+		synctest.Wait()
+		if r := h.get(first); r.Status != task.Working || r.LeaseOwner == "" {
+			t.Fatalf("first task while its outcome is held: %s leased by %q; want working, leased", r.Status, r.LeaseOwner)
+		}
+		if rs, err := h.mem.Claim(t.Context(), "other", time.Minute, 1); err != nil || len(rs) != 0 {
+			t.Fatalf("another worker claimed %d tasks (%v) while the first outcome was being stored", len(rs), err)
+		}
+		close(st.release)
+		if r := h.waitTerminal(first, time.Minute); r.Status != task.Completed {
+			t.Fatalf("first task %s, want completed", r.Status)
 		}
 		if err := h.shutdown(); err != nil {
 			t.Fatal(err)

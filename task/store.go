@@ -67,12 +67,13 @@ type Store interface {
 	Create(ctx context.Context, spec NewTask) (*Record, error)
 	// Get returns the task with the given ID, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Record, error)
-	// Claim atomically picks one claimable task (Record.Claimable: Working,
-	// no live lease, not expired; oldest first), leases it to worker until
-	// now+lease, increments its fence and attempts, and returns it. It
-	// returns (nil, nil) when nothing is claimable. Claimable tasks whose
-	// cancellation was requested are moved to Cancelled on the way.
-	Claim(ctx context.Context, worker string, lease time.Duration) (*Record, error)
+	// Claim atomically picks up to max claimable tasks (Record.Claimable:
+	// Working, no live lease, not expired; oldest first), leases each to
+	// worker until now+lease, increments its fence and attempts, and returns
+	// them, oldest first; none when nothing is claimable. Claimable tasks
+	// whose cancellation was requested are moved to Cancelled on the way.
+	// ErrInvalid for an empty worker, a non-positive lease or max < 1.
+	Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*Record, error)
 	// Renew atomically extends the lease identified by fence to now+lease
 	// and reports whether cancellation was requested (ErrLeaseLost if the
 	// lease is no longer held).

@@ -1,19 +1,28 @@
 // Package pgstore is a task.Store on PostgreSQL, using a pgx/v5 connection
 // pool (pgxpool) plus one dedicated listening connection.
 //
-// Every state change is a read-modify-write of one row in a transaction that
-// holds the row lock (SELECT ... FOR UPDATE), applying the task.Record rules,
-// so all instances sharing the database agree. Claims select with FOR UPDATE
+// Every state change is a read-modify-write of rows in a transaction that
+// holds their row locks (SELECT ... FOR UPDATE), applying the task.Record
+// rules, so all instances sharing the database agree; concurrent
+// read-modify-writes of one Store share a transaction (group.go). Claims select with FOR UPDATE
 // SKIP LOCKED, so concurrent claimers on any number of instances never block
 // on, or double-claim, the same task.
 //
-// Change notifications use LISTEN/NOTIFY: state changes are announced with
-// pg_notify inside the changing transaction (delivered on commit), and every
-// Store keeps one listening connection that fans received events out to its
-// local subscribers. All logical task.Bus channels share one PostgreSQL
-// channel per schema and prefix, so every instance hears every event;
-// Publish can carry application events too (payload limit MaxPayload). Events
-// sent while a listener reconnects are lost (they are hints; poll as well).
+// Change notifications use LISTEN/NOTIFY. A state change is announced once
+// its transaction has committed: to this Store's own subscribers at once, in
+// process, and to the other instances by a notifier goroutine that sends the
+// pending events together in one pg_notify transaction (committed without
+// waiting for the WAL flush: events are hints). Notifying from the changing
+// transaction itself would serialize every commit: PostgreSQL holds one
+// database-wide lock on the notification queue from a notifying
+// transaction's pre-commit until its commit record is flushed. Every Store
+// keeps one listening connection that fans the events of other instances
+// out to its local subscribers. All logical task.Bus channels share one
+// PostgreSQL channel per schema and prefix, so every instance hears every
+// event; Publish can carry application events too (payload limit
+// MaxPayload). Events sent while a listener reconnects, or while an
+// instance's notifier is behind by more than notifyQueue events, are lost
+// (they are hints; poll as well).
 //
 // Open creates the schema (Options.Schema, if set) and the table
 // (Options.Prefix + "tasks") if missing, under an advisory lock so that
@@ -23,6 +32,7 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,16 +47,27 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/weftmcp/weft/internal/pglisten"
 	"github.com/weftmcp/weft/task"
 )
 
 // MaxPayload is the largest channel-plus-payload size Publish accepts
-// (PostgreSQL's NOTIFY payload limit is 8000 bytes; one byte separates the
-// channel from the payload).
-const MaxPayload = 7998
+// (PostgreSQL's NOTIFY payload is shorter than 8000 bytes; it carries the
+// sending Store's 16-byte origin, the channel and the payload, separated by
+// newlines).
+const MaxPayload = 7999 - originLen - 2
+
+// originLen is the length of a Store's origin tag, which lets its listener
+// skip the events it already delivered in process.
+const originLen = 16
+
+// notifyQueue bounds the events waiting for the notifier; notifyBatch bounds
+// how many one pg_notify transaction sends.
+const (
+	notifyQueue = 1 << 16
+	notifyBatch = 1000
+)
 
 // Options configures Open. The zero value is usable.
 type Options struct {
@@ -78,6 +99,17 @@ type Store struct {
 	channel string // the PostgreSQL notification channel
 
 	listener *pglisten.Listener
+
+	origin       string
+	out          chan string // events for the other instances, "<origin>\n<channel>\n<payload>"
+	dropped      atomic.Int64
+	stopNotifier context.CancelFunc
+	notifierDone chan struct{}
+
+	updates        chan *pendingUpdate // unbuffered: a send is taken by a committer
+	creates        chan *pendingCreate // likewise
+	closing        chan struct{}
+	committersDone sync.WaitGroup
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -117,13 +149,24 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
 	sum := sha256.Sum256([]byte(opts.Schema + "." + opts.Prefix))
+	var tag [originLen / 2]byte
+	if _, err := rand.Read(tag[:]); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
 	s := &Store{
-		pool:    pool,
-		hub:     task.NewHub(0),
-		now:     opts.Now,
-		log:     opts.Logger,
-		q:       newQueries(opts.Schema, opts.Prefix),
-		channel: "weft_" + hex.EncodeToString(sum[:12]),
+		origin:       hex.EncodeToString(tag[:]),
+		out:          make(chan string, notifyQueue),
+		notifierDone: make(chan struct{}),
+		updates:      make(chan *pendingUpdate),
+		creates:      make(chan *pendingCreate),
+		closing:      make(chan struct{}),
+		pool:         pool,
+		hub:          task.NewHub(0),
+		now:          opts.Now,
+		log:          opts.Logger,
+		q:            newQueries(opts.Schema, opts.Prefix),
+		channel:      "weft_" + hex.EncodeToString(sum[:12]),
 	}
 	s.RecordMethods = task.NewRecordMethods(s.update)
 	if err := s.migrate(ctx); err != nil {
@@ -134,13 +177,28 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopNotifier = stop
+	go s.notifier(nctx)
+	for range committers {
+		s.committersDone.Add(2)
+		go s.committer()
+		go s.creator()
+	}
 	return s, nil
 }
 
 type queries struct {
-	table                                      string
-	schema                                     []string
-	insert, load, update, claim, expire, purge string
+	table                                                string
+	schema                                               []string
+	insert, load, loadMany, update, claim, expire, purge string
+}
+
+// checkedUpdate makes the fenced UPDATE fail (division by zero, mapped to
+// task.ErrLeaseLost) when it matches no row, so that a pipelined
+// transaction aborts instead of committing around it.
+func checkedUpdate(update string) string {
+	return `WITH u AS (` + update + ` RETURNING 1) SELECT 1 / count(*) FROM u`
 }
 
 const columns = `id, principal, partition_key, operation, params, status, status_message,
@@ -193,16 +251,20 @@ func newQueries(schema, prefix string) queries {
 	return queries{
 		table:  t,
 		schema: ddl,
-		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)`,
-		load:   `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
-		update: `UPDATE ` + t + ` SET status = $2, status_message = $3, updated_at = $4, ttl = $5, poll_interval = $6, expires_at = $7,
+		insert: `INSERT INTO ` + t + ` (` + columns + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)
+	ON CONFLICT (id) DO NOTHING RETURNING id`,
+		load: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
+		// In id order, so that the row locks of concurrent groups are taken
+		// in one order.
+		loadMany: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = ANY($1) ORDER BY id FOR UPDATE`,
+		update: checkedUpdate(`UPDATE ` + t + ` SET status = $2, status_message = $3, updated_at = $4, ttl = $5, poll_interval = $6, expires_at = $7,
 	input_requests = $8, input_responses = $9, issued_keys = $10, state = $11, result = $12, error = $13,
 	cancel_requested = $14, step = $15, attempts = $16, lease_owner = $17, lease_expires_at = $18, fence = $19
-	WHERE id = $1 AND fence = $20`,
+	WHERE id = $1 AND fence = $20`),
 		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working'
 	AND (lease_owner IS NULL OR lease_expires_at <= $1)
 	AND (expires_at IS NULL OR expires_at > $1)
-	ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+	ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
 		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= $1
 	AND status IN ('working', 'input_required') LIMIT $2 FOR UPDATE SKIP LOCKED`,
 		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
@@ -325,50 +387,110 @@ func (s *Store) timestamp() time.Time {
 	return s.now().UTC().Truncate(time.Microsecond)
 }
 
-// notify queues, inside tx, the notifications for the change before→after
-// (delivered by PostgreSQL when tx commits).
-func (s *Store) notify(ctx context.Context, tx pgx.Tx, changes ...[2]*task.Record) error {
-	var payloads []string
+// announce publishes the changes before→after (NotifyChannels) once they
+// are committed: to this Store's subscribers at once, and to the other
+// instances through the notifier.
+func (s *Store) announce(changes ...[2]*task.Record) {
 	for _, c := range changes {
 		for _, ch := range task.NotifyChannels(c[0], c[1]) {
-			payloads = append(payloads, ch+"\n"+c[1].ID)
+			_ = s.hub.Publish(context.Background(), ch, c[1].ID)
+			s.enqueue(ch, c[1].ID)
 		}
 	}
-	if len(payloads) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, payloads)
-	if err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	return nil
 }
 
-// Create implements task.Store: INSERT and NOTIFY in one transaction.
+// enqueue hands an event to the notifier; a full queue drops it (counted
+// and logged by the notifier).
+func (s *Store) enqueue(channel, payload string) {
+	select {
+	case s.out <- s.origin + "\n" + channel + "\n" + payload:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// notifier sends the queued events to PostgreSQL, as many as are waiting
+// (up to notifyBatch) in one transaction, until ctx is done; it then sends
+// what is still queued, within a few seconds.
+func (s *Store) notifier(ctx context.Context) {
+	defer close(s.notifierDone)
+	batch := make([]string, 0, notifyBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			for {
+				batch = s.take(batch[:0])
+				if len(batch) == 0 {
+					return
+				}
+				if err := s.sendNotifies(fctx, batch); err != nil {
+					s.log.Warn("pgstore: task events lost at close", "events", len(batch), "err", err)
+					return
+				}
+			}
+		case p := <-s.out:
+			batch = s.take(append(batch, p))
+		}
+		if err := s.sendNotifies(ctx, batch); err != nil && ctx.Err() == nil {
+			s.log.Warn("pgstore: sending task events failed; other instances miss them", "events", len(batch), "err", err)
+		}
+		if n := s.dropped.Swap(0); n > 0 {
+			s.log.Warn("pgstore: task event queue full; events dropped, other instances miss them", "events", n)
+		}
+	}
+}
+
+// take appends to batch the queued events, up to notifyBatch in all.
+func (s *Store) take(batch []string) []string {
+	for len(batch) < notifyBatch {
+		select {
+		case p := <-s.out:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// sendNotifies sends payloads with pg_notify in one transaction that does
+// not wait for its commit to be flushed (it changes no data).
+func (s *Store) sendNotifies(ctx context.Context, payloads []string) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, s.channel, payloads)
+	b.Queue("COMMIT")
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// Create implements task.Store: one INSERT, committed in a group with the
+// creates waiting (group.go).
 func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, error) {
 	r, err := task.NewRecord(spec, s.timestamp())
 	if err != nil {
 		return nil, err
 	}
-	err = s.withTx(ctx, "create "+r.ID, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
-			bytesOrNil(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt, r.UpdatedAt,
-			int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
-			bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
-			r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence)
-		if err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" {
-				return task.ErrExists
-			}
-			return err
-		}
-		return s.notify(ctx, tx, [2]*task.Record{nil, r})
-	})
-	if err != nil {
+	if err := s.check("create " + r.ID); err != nil {
+		return nil, err
+	}
+	if err := s.insert(ctx, r); err != nil {
 		return nil, err
 	}
 	return r.Clone(), nil
+}
+
+// queueInsert queues on b the INSERT of r, which returns its id unless the
+// id is taken.
+func (s *Store) queueInsert(b *pgx.Batch, r *task.Record) {
+	b.Queue(s.q.insert, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+		bytesOrNil(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt, r.UpdatedAt,
+		int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
+		bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
+		r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence)
 }
 
 // Get implements task.Store: one SELECT.
@@ -386,97 +508,79 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	return r, nil
 }
 
-// store writes r back, guarded by the fence it was loaded with.
-func (s *Store) store(ctx context.Context, tx pgx.Tx, r *task.Record, loadedFence int64) error {
-	tag, err := tx.Exec(ctx, s.q.update, r.ID, string(r.Status), r.StatusMessage, r.UpdatedAt,
+// queueStore queues on b the write of r, guarded by the fence it was loaded
+// with (checkedUpdate: the transaction aborts if the fence moved).
+func (s *Store) queueStore(b *pgx.Batch, r *task.Record, loadedFence int64) {
+	b.Queue(s.q.update, r.ID, string(r.Status), r.StatusMessage, r.UpdatedAt,
 		int64(r.TTL), int64(r.PollInterval), timeOrNil(r.ExpiresAt), bytesOrNil(r.InputRequests),
 		bytesOrNil(r.InputResponses), keysOf(r), bytesOrNil(r.State), bytesOrNil(r.Result), bytesOrNil(r.Error),
 		r.CancelRequested, r.Step, r.Attempts, stringOrNil(r.LeaseOwner), timeOrNil(r.LeaseExpiresAt), r.Fence,
 		loadedFence)
-	if err != nil {
-		return fmt.Errorf("update task %s: %w", r.ID, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("fenced update of task %s matched %d rows: %w", r.ID, tag.RowsAffected(), task.ErrLeaseLost)
-	}
-	return nil
-}
-
-// update is the read-modify-write of one task under its row lock.
-func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Record, now time.Time) (bool, error)) (*task.Record, bool, error) {
-	now := s.timestamp()
-	var out *task.Record
-	var changed bool
-	var applyErr error
-	err := s.withTx(ctx, op+" "+id, func(tx pgx.Tx) error {
-		r, err := scanRecord(tx.QueryRow(ctx, s.q.load+" FOR UPDATE", id))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return task.ErrNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		before := r.Clone()
-		changed, applyErr = apply(r, now)
-		if applyErr != nil {
-			return applyErr
-		}
-		out = r
-		if !changed {
-			return nil
-		}
-		if err := s.store(ctx, tx, r, before.Fence); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, [2]*task.Record{before, r})
-	})
-	if applyErr != nil {
-		return nil, false, applyErr
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return out, changed, nil
 }
 
 // maxClaimScan bounds how many cancelled-on-claim tasks one Claim call
 // settles before giving up for this call.
 const maxClaimScan = 32
 
-// Claim implements task.Store: SELECT the oldest claimable row FOR UPDATE
-// SKIP LOCKED, apply the claim and UPDATE it, in one transaction.
-func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (*task.Record, error) {
-	if worker == "" || lease <= 0 {
-		return nil, fmt.Errorf("pgstore: claim: empty worker or non-positive lease: %w", task.ErrInvalid)
+// Claim implements task.Store in one pipelined transaction: BEGIN with
+// SELECT of the oldest max claimable rows FOR UPDATE SKIP LOCKED, then the
+// claims applied to them, their UPDATEs and COMMIT. If some selected
+// tasks were cancelled on the way, it selects again (in the same
+// transaction) for the rest, settling at most maxClaimScan of them per call.
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	if worker == "" || lease <= 0 || max < 1 {
+		return nil, fmt.Errorf("pgstore: claim: empty worker, non-positive lease or max: %w", task.ErrInvalid)
 	}
 	now := s.timestamp()
-	var claimed *task.Record
-	err := s.withTx(ctx, "claim", func(tx pgx.Tx) error {
+	var claimed []*task.Record
+	err := s.inTx(ctx, "claim", func(t *ptx) error {
 		claimed = nil
+		b := &pgx.Batch{}
 		var settled [][2]*task.Record
-		for range maxClaimScan {
-			r, err := scanRecord(tx.QueryRow(ctx, s.q.claim, now))
-			if errors.Is(err, pgx.ErrNoRows) {
-				break
-			}
+		for len(claimed) < max && len(settled) < maxClaimScan {
+			var recs []*task.Record
+			err := t.query(ctx, s.q.claim, []any{now, max - len(claimed)}, func(row pgx.Rows) error {
+				r, err := scanRecord(row)
+				recs = append(recs, r)
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("select: %w", err)
 			}
-			before := r.Clone()
-			ok, changed := r.ApplyClaim(worker, now, lease)
-			if !changed {
-				return fmt.Errorf("task %s selected but not claimable", r.ID)
-			}
-			if err := s.store(ctx, tx, r, before.Fence); err != nil {
-				return err
-			}
-			if ok {
-				claimed = r
+			if len(recs) == 0 {
 				break
 			}
-			settled = append(settled, [2]*task.Record{before, r})
+			for _, r := range recs {
+				before := r.Clone()
+				ok, changed := r.ApplyClaim(worker, now, lease)
+				if !changed {
+					return fmt.Errorf("task %s selected but not claimable", r.ID)
+				}
+				s.queueStore(b, r, before.Fence)
+				if ok {
+					claimed = append(claimed, r)
+				} else {
+					settled = append(settled, [2]*task.Record{before, r})
+				}
+			}
+			if len(settled) == 0 {
+				break // every selected task was claimed: none left, or max reached
+			}
+			// The cancelled ones must be written before selecting again (the
+			// next SELECT sees them as they are now).
+			if err := t.exec(ctx, b); err != nil {
+				return err
+			}
+			b = &pgx.Batch{}
 		}
-		return s.notify(ctx, tx, settled...)
+		if len(claimed) == 0 && len(settled) == 0 {
+			return nil // nothing claimable: rolled back
+		}
+		if err := t.commit(ctx, b); err != nil {
+			return err
+		}
+		s.announce(settled...)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -494,29 +598,36 @@ func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.Swe
 		return res, err
 	}
 	now = now.UTC().Truncate(time.Microsecond)
-	err = s.withTx(ctx, "expire", func(tx pgx.Tx) error {
+	err = s.inTx(ctx, "expire", func(t *ptx) error {
 		res.Expired = 0
-		rows, err := tx.Query(ctx, s.q.expire, now, opts.Limit)
+		var recs []*task.Record
+		err := t.query(ctx, s.q.expire, []any{now, opts.Limit}, func(row pgx.Rows) error {
+			r, err := scanRecord(row)
+			recs = append(recs, r)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("select: %w", err)
 		}
-		recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*task.Record, error) { return scanRecord(row) })
-		if err != nil {
-			return fmt.Errorf("select: %w", err)
-		}
+		b := &pgx.Batch{}
 		var changed [][2]*task.Record
 		for _, r := range recs {
 			before := r.Clone()
 			if !r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage) {
 				continue
 			}
-			if err := s.store(ctx, tx, r, before.Fence); err != nil {
-				return err
-			}
+			s.queueStore(b, r, before.Fence)
 			changed = append(changed, [2]*task.Record{before, r})
 		}
+		if len(changed) == 0 {
+			return nil
+		}
+		if err := t.commit(ctx, b); err != nil {
+			return err
+		}
 		res.Expired = len(changed)
-		return s.notify(ctx, tx, changed...)
+		s.announce(changed...)
+		return nil
 	})
 	if err != nil {
 		return task.SweepResult{}, err
@@ -544,10 +655,10 @@ func (s *Store) Publish(ctx context.Context, channel, payload string) error {
 	if err := s.check("publish"); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, channel+"\n"+payload); err != nil {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, s.origin+"\n"+channel+"\n"+payload); err != nil {
 		return fmt.Errorf("pgstore: publish on %q: %w", channel, err)
 	}
-	return nil
+	return s.hub.Publish(ctx, channel, payload)
 }
 
 // NotifyChannel returns the PostgreSQL notification channel this store
@@ -567,6 +678,10 @@ func (s *Store) Subscribe(ctx context.Context, channel string) (<-chan string, e
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.closing)
+		s.committersDone.Wait()
+		s.stopNotifier()
+		<-s.notifierDone
 		s.listener.Stop()
 		_ = s.hub.Close()
 		s.pool.Close()

@@ -2,10 +2,13 @@ package pgstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,8 +65,8 @@ func TestTwoInstancesNotify(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("instance b did not hear the creation on instance a")
 	}
-	if got, err := b.Claim(ctx, "w", time.Minute); err != nil || got == nil || got.ID != r.ID {
-		t.Fatalf("claim on b = %v, %v", got, err)
+	if got, err := b.Claim(ctx, "w", time.Minute, 2); err != nil || len(got) != 1 || got[0].ID != r.ID {
+		t.Fatalf("claim on b = %d tasks, %v; want %s", len(got), err, r.ID)
 	}
 	select {
 	case id := <-onOther:
@@ -137,7 +140,7 @@ func TestClosed(t *testing.T) {
 	calls := map[string]error{}
 	_, calls["Get"] = s.Get(t.Context(), "x")
 	_, calls["Create"] = s.Create(t.Context(), task.NewTask{Operation: "x"})
-	_, calls["Claim"] = s.Claim(t.Context(), "w", time.Minute)
+	_, calls["Claim"] = s.Claim(t.Context(), "w", time.Minute, 1)
 	calls["Publish"] = s.Publish(t.Context(), "x", "y")
 	_, calls["Subscribe"] = s.Subscribe(t.Context(), "x")
 	for name, err := range calls {
@@ -173,8 +176,10 @@ func TestListenerReconnects(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for i := 0; ; i++ {
+		// As another instance would: s delivers its own events in process,
+		// so only a foreign one shows that its listener hears again.
 		want := "p" + strconv.Itoa(i)
-		if err := s.Publish(ctx, "ping", want); err != nil {
+		if _, err := admin.Exec(ctx, `SELECT pg_notify($1, $2)`, s.NotifyChannel(), "0123456789abcdef\nping\n"+want); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -187,5 +192,109 @@ func TestListenerReconnects(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no events after the listener was killed")
 		}
+	}
+}
+
+// TestOwnEventsOnce: a Store delivers its own changes to its subscribers in
+// process, and its listener does not deliver them a second time when they
+// come back from PostgreSQL; another instance hears each once.
+func TestOwnEventsOnce(t *testing.T) {
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "weft_test")
+	a := open(t, dsn, pgstore.Options{Schema: schema})
+	b := open(t, dsn, pgstore.Options{Schema: schema})
+	ctx := t.Context()
+	onA, err := a.Subscribe(ctx, task.ChannelChanged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onB, err := b.Subscribe(ctx, task.ChannelChanged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	var ids []string
+	for range n {
+		r, err := a.Create(ctx, task.NewTask{Operation: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	for name, ch := range map[string]<-chan string{"a": onA, "b": onB} {
+		seen := map[string]int{}
+		for range n {
+			select {
+			case id := <-ch:
+				seen[id]++
+			case <-time.After(10 * time.Second):
+				t.Fatalf("instance %s heard %d of %d creations", name, len(seen), n)
+			}
+		}
+		// b heard them from PostgreSQL: a's own copies, had its listener
+		// delivered them, would have come by now too.
+		select {
+		case id := <-ch:
+			t.Fatalf("instance %s heard %s again (after %v)", name, id, seen)
+		case <-time.After(300 * time.Millisecond):
+		}
+		for _, id := range ids {
+			if seen[id] != 1 {
+				t.Fatalf("instance %s heard %v, want each of %v once", name, seen, ids)
+			}
+		}
+	}
+}
+
+// TestGroupedUpdatesOfOneTask: concurrent read-modify-writes of the same
+// task, which a committer may put in one transaction, apply one after the
+// other: every SubmitInput counts once and the last status message wins
+// only over the earlier ones.
+func TestGroupedUpdatesOfOneTask(t *testing.T) {
+	dsn := testpg.Reachable(t)
+	s := open(t, dsn, pgstore.Options{Schema: testpg.FreshSchema(t, dsn, "weft_test")})
+	ctx := t.Context()
+	r, err := s.Create(ctx, task.NewTask{Operation: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, "w", time.Minute, 1)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("Claim = %d, %v", len(claimed), err)
+	}
+	const keys = 16
+	reqs := map[string]any{}
+	for i := range keys {
+		reqs["k"+strconv.Itoa(i)] = map[string]any{"method": "elicitation/create"}
+	}
+	rb, _ := json.Marshal(reqs)
+	if _, err := s.Finish(ctx, r.ID, claimed[0].Fence, task.NeedInput(rb, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var changed atomic.Int32
+	for i := range keys {
+		wg.Go(func() {
+			ok, err := s.SubmitInput(ctx, r.ID, json.RawMessage(`{"k`+strconv.Itoa(i)+`":{"action":"accept"}}`))
+			if err != nil {
+				t.Errorf("SubmitInput: %v", err)
+			}
+			if ok {
+				changed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s.Get(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resps map[string]json.RawMessage
+	if err := json.Unmarshal(got.InputResponses, &resps); err != nil {
+		t.Fatalf("input responses %s: %v", got.InputResponses, err)
+	}
+	if changed.Load() != keys || len(resps) != keys || got.Status != task.Working || len(got.InputRequests) != 0 {
+		t.Fatalf("%d changed, %d responses, status %s, outstanding %s; want %d, %d, working, none",
+			changed.Load(), len(resps), got.Status, got.InputRequests, keys, keys)
 	}
 }

@@ -29,7 +29,8 @@ func ExampleOpen() {
 	defer store.Close()
 
 	rec, _ := store.Create(ctx, task.NewTask{Operation: "report", Params: json.RawMessage(`{"month":7}`), TTL: time.Hour})
-	claimed, _ := store.Claim(ctx, "worker-1", 30*time.Second)
+	batch, _ := store.Claim(ctx, "worker-1", 30*time.Second, 1)
+	claimed := batch[0]
 	done, _ := store.Finish(ctx, claimed.ID, claimed.Fence, task.Complete(json.RawMessage(`{"rows":42}`)))
 	fmt.Println(claimed.ID == rec.ID, done.Status, string(done.Result))
 	// Output: true completed {"rows":42}

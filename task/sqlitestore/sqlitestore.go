@@ -470,10 +470,10 @@ const maxClaimScan = 32
 
 // Claim implements task.Store: in one write transaction, select the oldest
 // claimable task, apply the claim and UPDATE it WHERE its fence is still the
-// one read.
-func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (*task.Record, error) {
-	if worker == "" || lease <= 0 {
-		return nil, fmt.Errorf("sqlitestore: claim: empty worker or non-positive lease: %w", task.ErrInvalid)
+// one read, until max are claimed or none is left.
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	if worker == "" || lease <= 0 || max < 1 {
+		return nil, fmt.Errorf("sqlitestore: claim: empty worker, non-positive lease or max: %w", task.ErrInvalid)
 	}
 	if err := s.check("claim"); err != nil {
 		return nil, err
@@ -485,8 +485,8 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (
 	}
 	defer func() { _ = tx.Rollback() }()
 	var settled [][2]*task.Record
-	var claimed *task.Record
-	for range maxClaimScan {
+	var claimed []*task.Record
+	for len(claimed) < max && len(settled) < maxClaimScan {
 		r, err := scanRecord(tx.StmtContext(ctx, s.st.claim).QueryRowContext(ctx, now.UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
 			break
@@ -503,12 +503,12 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration) (
 			return nil, fmt.Errorf("sqlitestore: claim %s: %w", r.ID, err)
 		}
 		if ok {
-			claimed = r
-			break
+			claimed = append(claimed, r)
+			continue
 		}
 		settled = append(settled, [2]*task.Record{before, r})
 	}
-	if claimed == nil && len(settled) == 0 {
+	if len(claimed) == 0 && len(settled) == 0 {
 		return nil, nil
 	}
 	if err := tx.Commit(); err != nil {

@@ -49,19 +49,21 @@ func TestTwoHandlesOneFile(t *testing.T) {
 	for i, s := range []task.Store{a, b, a, b} {
 		wg.Go(func() {
 			for {
-				r, err := s.Claim(ctx, "w", time.Minute)
+				rs, err := s.Claim(ctx, "w", time.Minute, 1+i)
 				if err != nil {
 					t.Errorf("claimer %d: %v", i, err)
 					return
 				}
-				if r == nil {
+				if len(rs) == 0 {
 					return
 				}
-				mu.Lock()
-				seen[r.ID]++
-				mu.Unlock()
-				if _, err := s.Finish(ctx, r.ID, r.Fence, task.Complete(json.RawMessage(`{}`))); err != nil {
-					t.Errorf("finish: %v", err)
+				for _, r := range rs {
+					mu.Lock()
+					seen[r.ID]++
+					mu.Unlock()
+					if _, err := s.Finish(ctx, r.ID, r.Fence, task.Complete(json.RawMessage(`{}`))); err != nil {
+						t.Errorf("finish: %v", err)
+					}
 				}
 			}
 		})

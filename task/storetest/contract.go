@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -129,9 +130,55 @@ func testClaimSkipsUnrunnable(t *testing.T, e *env) {
 	e.claimID(d1.ID, "w", time.Minute)
 	e.claimID(d2.ID, "w", time.Minute)
 	e.noClaim()
-	if _, err := e.s.Claim(e.ctx, "", time.Minute); err == nil {
+	if _, err := e.s.Claim(e.ctx, "", time.Minute, 1); err == nil {
 		t.Fatalf("Claim with empty worker: want error")
 	}
+	if _, err := e.s.Claim(e.ctx, "w", time.Minute, 0); !errors.Is(err, task.ErrInvalid) {
+		t.Fatalf("Claim with max 0: %v, want ErrInvalid", err)
+	}
+}
+
+// testClaimBatch: one Claim takes up to max tasks, oldest first, each
+// leased and fenced as a single claim would be, and settles cancelled ones
+// on the way without counting them.
+func testClaimBatch(t *testing.T, e *env) {
+	var ids []string
+	for range 5 {
+		ids = append(ids, e.create(task.NewTask{}).ID)
+		e.clock.Advance(time.Millisecond)
+	}
+	// The oldest task was running when its cancellation was requested, and
+	// its worker died: the batch settles it as Cancelled and skips it.
+	dead := e.claimID(ids[0], "dead", time.Second)
+	if _, err := e.s.RequestCancel(e.ctx, ids[0]); err != nil {
+		t.Fatalf("RequestCancel: %v", err)
+	}
+	e.clock.Advance(2 * time.Second)
+	got, err := e.s.Claim(e.ctx, "w", time.Minute, 3)
+	if err != nil {
+		t.Fatalf("Claim(max 3): %v", err)
+	}
+	var gotIDs []string
+	for _, r := range got {
+		gotIDs = append(gotIDs, r.ID)
+		if r.LeaseOwner != "w" || r.Fence != 1 || r.Attempts != 1 || r.Status != task.Working {
+			t.Fatalf("claimed %s", summary(r))
+		}
+		if held := e.get(r.ID); held.LeaseOwner != "w" || held.Fence != r.Fence {
+			t.Fatalf("stored %s, want the claim %s", summary(held), summary(r))
+		}
+	}
+	if want := ids[1:4]; !slices.Equal(gotIDs, want) {
+		t.Fatalf("Claim(max 3) = %v, want %v (oldest first, the cancelled one settled)", gotIDs, want)
+	}
+	if r := e.get(dead.ID); r.Status != task.Cancelled {
+		t.Fatalf("cancel-requested task after the batch: %s, want cancelled", summary(r))
+	}
+	got, err = e.s.Claim(e.ctx, "w", time.Minute, 10)
+	if err != nil || len(got) != 1 || got[0].ID != ids[4] {
+		t.Fatalf("Claim(max 10) = %d tasks, %v; want only %s", len(got), err, ids[4])
+	}
+	e.noClaim()
 }
 
 func testClaimExclusive(t *testing.T, e *env) {
@@ -143,11 +190,13 @@ func testClaimExclusive(t *testing.T, e *env) {
 	for i := range claimers {
 		wg.Go(func() {
 			<-start
-			got, err := e.s.Claim(e.ctx, "w"+string(rune('a'+i)), time.Minute)
+			got, err := e.s.Claim(e.ctx, "w"+string(rune('a'+i)), time.Minute, 1+i%3)
 			if err != nil {
 				t.Errorf("Claim: %v", err)
 			}
-			results <- got
+			for _, r := range got {
+				results <- r
+			}
 		})
 	}
 	close(start)
@@ -179,16 +228,18 @@ func testClaimManyExclusive(t *testing.T, e *env) {
 	for i := range claimers {
 		wg.Go(func() {
 			for {
-				got, err := e.s.Claim(e.ctx, "w"+string(rune('a'+i)), time.Minute)
+				got, err := e.s.Claim(e.ctx, "w"+string(rune('a'+i)), time.Minute, 1+i%4)
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 					return
 				}
-				if got == nil {
+				if len(got) == 0 {
 					return
 				}
 				mu.Lock()
-				seen[got.ID]++
+				for _, r := range got {
+					seen[r.ID]++
+				}
 				mu.Unlock()
 			}
 		})

@@ -87,6 +87,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CreateInvalid", testCreateInvalid},
 		{"NotFound", testNotFound},
 		{"ClaimSkipsUnrunnable", testClaimSkipsUnrunnable},
+		{"ClaimBatch", testClaimBatch},
 		{"ClaimExclusive", testClaimExclusive},
 		{"ClaimManyExclusive", testClaimManyExclusive},
 		{"LeaseExpiryReclaim", testLeaseExpiryReclaim},
@@ -137,11 +138,18 @@ func (e *env) get(id string) *task.Record {
 
 func (e *env) claim(worker string, lease time.Duration) *task.Record {
 	e.t.Helper()
-	r, err := e.s.Claim(e.ctx, worker, lease)
+	rs, err := e.s.Claim(e.ctx, worker, lease, 1)
 	if err != nil {
 		e.t.Fatalf("Claim: %v", err)
 	}
-	return r
+	switch len(rs) {
+	case 0:
+		return nil
+	case 1:
+		return rs[0]
+	}
+	e.t.Fatalf("Claim with max 1 returned %d tasks", len(rs))
+	return nil
 }
 
 // claimID claims and requires that the claimed task is id.

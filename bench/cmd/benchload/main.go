@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,9 @@ type config struct {
 	benchtime   string
 	tasks       int
 	taskClients int
+	taskLight   int
+	taskWorkers []int
+	taskSystems map[string]bool
 	dsn         string
 	skip        map[string]bool
 	serverBin   string
@@ -68,12 +72,18 @@ func main() {
 	flag.StringVar(&impls, "impls", strings.Join(servers.Impls, ","), "implementations; the first is compared with the others")
 	flag.StringVar(&cfg.out, "out", "", "write the Markdown report to this file (default: stdout)")
 	flag.StringVar(&cfg.benchtime, "benchtime", "1s", "time per in-memory benchmark run (testing's -benchtime)")
-	flag.IntVar(&cfg.tasks, "tasks", 1000, "tasks per task-store row (issue 4: 1,000 tasks by 50 clients)")
-	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators")
+	flag.IntVar(&cfg.tasks, "tasks", 5000, "tasks per heavy-load task row (created by -task-clients clients as fast as they can)")
+	flag.IntVar(&cfg.taskClients, "task-clients", 50, "concurrent task creators at heavy load")
+	flag.IntVar(&cfg.taskLight, "task-light", 100, "tasks per light-load task row (one client, one task at a time)")
+	var taskWorkers string
+	flag.StringVar(&taskWorkers, "task-workers", "16,64", "task workers, the same for Weft (TaskOptions.Workers) and River (MaxWorkers): heavy rows for each, light rows with the first")
 	def := os.Getenv("WEFT_TEST_POSTGRES")
 	if def == "" {
 		def = "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 	}
+	var taskSystems, cpuProfile string
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
 	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,getstreams,sessions,gateway")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
@@ -88,6 +98,13 @@ func main() {
 			fatal(fmt.Errorf("unknown implementation %q", i))
 		}
 	}
+	if cfg.taskWorkers, err = parseInts(taskWorkers); err != nil {
+		fatal(err)
+	}
+	cfg.taskSystems = map[string]bool{}
+	for _, s := range strings.Split(taskSystems, ",") {
+		cfg.taskSystems[strings.TrimSpace(s)] = true
+	}
 	cfg.skip = map[string]bool{}
 	for _, s := range strings.Split(skip, ",") {
 		if s != "" {
@@ -99,6 +116,16 @@ func main() {
 	}
 	if err := flag.Set("test.benchtime", cfg.benchtime); err != nil {
 		fatal(err)
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -218,12 +245,14 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		}
 	}
 	if !cfg.skip["tasks"] {
-		logf("task create-to-complete (%d tasks per store)", cfg.tasks)
-		if rep.tasks, err = taskRates(ctx, cfg.tasks, cfg.taskClients, cfg.dsn); err != nil {
+		logf("task create-to-complete (light: %d tasks one at a time; heavy: %d tasks from %d clients)", cfg.taskLight, cfg.tasks, cfg.taskClients)
+		if rep.tasks, err = taskRates(ctx, cfg); err != nil {
 			return nil, err
 		}
 		for _, r := range rep.tasks {
-			logf("  %s: %.0f tasks/s %s", r.store, r.rate, r.note)
+			if r.note != "" {
+				logf("  %s: %s", r.store, r.note)
+			}
 		}
 	}
 	if !cfg.skip["listen"] || !cfg.skip["sessions"] || !cfg.skip["getstreams"] {

@@ -150,6 +150,36 @@ func (r *report) targets() []target {
 	if so, ok := microNamed(r.seal, "seal+open 1 KiB"); ok {
 		ts = append(ts, target{"seal + open of 1 KiB state < 10 µs (CPU; wall in the sealing table)", fmtDur(so.cpu), so.cpu < 10e3})
 	}
+	return append(ts, r.taskTargets()...)
+}
+
+// taskTargets are issue #18's goals for tasks on PostgreSQL: throughput and
+// the comparison with River at each worker count measured, latency at light
+// load.
+func (r *report) taskTargets() []target {
+	var ts []target
+	weftPG := func(t taskRow) bool { return t.system == "Weft" && t.store == pgStoreName && t.note == "" }
+	for _, h := range r.tasks {
+		if !weftPG(h) || h.load != "heavy" {
+			continue
+		}
+		ts = append(ts, target{fmt.Sprintf("PostgreSQL tasks ≥ 2,000/s at heavy load (%d clients, %d workers)", h.clients, h.workers),
+			fmt.Sprintf("%.0f tasks/s", h.rate), h.rate >= 2000})
+		var best taskRow
+		for _, t := range r.tasks {
+			if t.system == "River" && t.load == "heavy" && t.workers == h.workers && t.note == "" && t.rate > best.rate {
+				best = t
+			}
+		}
+		if best.rate > 0 {
+			ts = append(ts, target{fmt.Sprintf("PostgreSQL task throughput at heavy load ≥ River's (%d workers each, River's better configuration, same database)", h.workers),
+				fmt.Sprintf("%s (%.0f vs %.0f tasks/s, %s)", ratio(h.rate, best.rate), h.rate, best.rate, best.store), h.rate >= best.rate})
+		}
+	}
+	if l, ok := find(r.tasks, func(t taskRow) bool { return weftPG(t) && t.load == "light" }); ok {
+		ts = append(ts, target{"PostgreSQL task p50 create→complete < 20 ms at light load (1 client, one task at a time)",
+			fmt.Sprintf("%s (p99 %s)", us(l.p50), us(l.p99)), l.p50 < 20*time.Millisecond})
+	}
 	return ts
 }
 
@@ -401,19 +431,7 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 	if len(r.tasks) > 0 {
-		p("## Tasks: create to complete\n\n")
-		p("%d clients create tasks through `tools/call` on a Weft server with `EnableTasks` (the tool answers `RunAsTask`; the runner, 4 workers, "+
-			"runs the step, which completes). Each task counts as done when `tasks/get` reads it as `completed`; completion is noticed through "+
-			"the store's change events (with a 50 ms polling fallback). Latency is from the create request to that read.\n\n", r.cfg.taskClients)
-		p("| store | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, t := range r.tasks {
-			if t.note != "" {
-				p("| %s | – | – | – | – | %s |\n", t.store, t.note)
-				continue
-			}
-			p("| %s | %d | %s | %.0f | %s | %s |\n", t.store, t.n, t.wall.Round(time.Millisecond), t.rate, us(t.p50), us(t.p99))
-		}
-		p("\n")
+		r.tasksSection(p)
 	}
 
 	p("## Findings\n\n")
@@ -502,11 +520,7 @@ func (r *report) findings() []string {
 			}
 		}
 	}
-	for _, t := range r.tasks {
-		if t.note == "" {
-			fs = append(fs, fmt.Sprintf("%s: %.0f tasks/s from create to completed, p50 %s.", t.store, t.rate, us(t.p50)))
-		}
-	}
+	fs = append(fs, r.taskFindings()...)
 	fs = append(fs, "Profiles of the in-memory tools/call: `cd bench && go test -run '^$' -bench 'ServeHTTP/weft' -cpuprofile cpu.prof -memprofile mem.prof ./servers && go tool pprof -top servers.test cpu.prof`.")
 	return fs
 }

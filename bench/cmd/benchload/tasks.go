@@ -7,9 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/weftmcp/weft"
@@ -19,34 +16,33 @@ import (
 	"github.com/weftmcp/weft/task/sqlitestore"
 )
 
-// openPG opens the PostgreSQL task store; nil unless built with -tags
-// pgstore (tasks_pg.go).
-var openPG func(ctx context.Context, dsn string) (task.Store, error)
+// openPG opens the PostgreSQL task store in a fresh schema of the database
+// at dsn and returns it with a function that closes it and drops the schema;
+// nil unless built with -tags pgstore (tasks_pg.go).
+var openPG func(ctx context.Context, dsn string) (task.Store, func(), error)
 
-// taskRow is the create-to-complete measurement of one store.
-type taskRow struct {
-	store    string
-	n        int
-	wall     time.Duration
-	rate     float64 // tasks per second
-	p50, p99 time.Duration
-	note     string
-}
+const pgStoreName = "PostgreSQL (task/pgstore)"
 
 var tasksMeta = servers.Meta(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
 
-// taskRate creates n tasks through tools/call (the tool answers RunAsTask,
-// the runner completes it on its next step) from conc clients, and waits
-// for every one to read as completed through tasks/get. Completion is
-// noticed through the store's change events (a subscription, as Weft's own
-// notifications/tasks are), with a 50 ms polling fallback.
-func taskRate(ctx context.Context, name string, st task.Store, n, conc int) (taskRow, error) {
-	row := taskRow{store: name, n: n}
+// taskCheckers is how many goroutines turn change events into tasks/get
+// reads.
+const taskCheckers = 4
+
+// weftTasks measures load on a Weft server with EnableTasks on st: clients
+// create tasks through tools/call (the tool answers RunAsTask; the runner,
+// workers wide, runs the step, which completes) and a task counts as done
+// when tasks/get reads it as completed. Completion is noticed through the
+// store's change events (as Weft's own notifications/tasks are), each read
+// by one of taskCheckers goroutines; a task not seen completed for
+// stragglerAge is re-read once per stragglerAge.
+func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad) (taskRow, error) {
+	row := taskRow{system: "Weft", store: name}
 	s, err := servers.NewWeft()
 	if err != nil {
 		return row, err
 	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: st, PollInterval: 50 * time.Millisecond}); err != nil {
+	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: load.workers}); err != nil {
 		return row, err
 	}
 	defer func() {
@@ -73,151 +69,80 @@ func taskRate(ctx context.Context, name string, st task.Store, n, conc int) (tas
 	if err != nil {
 		return row, err
 	}
-	var (
-		mu      sync.Mutex
-		created = map[string]time.Time{}
-		done    = map[string]time.Duration{}
-		allDone = make(chan struct{})
-	)
-	get := func(id string) (string, error) {
+	tr := newTracker(load.n)
+	get := func(id string) {
+		if tr.isDone(id) {
+			return
+		}
 		c := servers.NewCall("tasks/get", id, `{"taskId":"`+id+`","_meta":`+tasksMeta+`}`)
 		w := servers.NewInProc(mux, c).Do(1)
 		var resp servers.Response
 		if err := servers.DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp); err != nil {
-			return "", err
+			tr.fail(err)
+			return
 		}
 		if resp.Result == nil {
-			return "", fmt.Errorf("tasks/get: HTTP %d %s", w.Code, w.Body.Bytes())
-		}
-		return resp.Result.Status, nil
-	}
-	var waitErr atomic.Pointer[error]
-	check := func(id string) {
-		mu.Lock()
-		t0, ok := created[id]
-		_, finished := done[id]
-		mu.Unlock()
-		if !ok || finished {
+			tr.fail(fmt.Errorf("tasks/get: HTTP %d %s", w.Code, w.Body.Bytes()))
 			return
 		}
-		status, err := get(id)
-		if err != nil {
-			waitErr.CompareAndSwap(nil, &err)
-			return
-		}
-		switch status {
+		switch resp.Result.Status {
 		case "completed":
-			mu.Lock()
-			if _, dup := done[id]; !dup {
-				done[id] = time.Since(t0)
-				if len(done) == n {
-					close(allDone)
-				}
-			}
-			mu.Unlock()
+			tr.complete(id, time.Now())
 		case "working":
 		default:
-			err := fmt.Errorf("task %s is %s", id, status)
-			waitErr.CompareAndSwap(nil, &err)
+			tr.fail(fmt.Errorf("task %s is %s", id, resp.Result.Status))
 		}
 	}
+	queue := make(chan string, 4*load.n+1024)
 	go func() {
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		for id := range events {
 			select {
-			case <-wctx.Done():
-				return
-			case id := <-events:
-				check(id)
-			case <-tick.C:
-				mu.Lock()
-				var pending []string
-				for id := range created {
-					if _, ok := done[id]; !ok {
-						pending = append(pending, id)
-					}
-				}
-				mu.Unlock()
-				for _, id := range pending {
-					check(id)
-				}
+			case queue <- id:
+			default: // the straggler poll reads it
 			}
 		}
 	}()
+	for range taskCheckers {
+		go func() {
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case id := <-queue:
+					get(id)
+				}
+			}
+		}()
+	}
+	go pollStragglers(wctx, tr, get)
 
 	call := servers.NewCall("tools/call", "job", `{"name":"job","arguments":{"text":"hello, bench","count":3},"_meta":`+tasksMeta+`}`)
-	var next atomic.Int64
-	var createErr atomic.Pointer[error]
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			p := servers.NewInProc(mux, call)
-			for {
-				i := next.Add(1)
-				if i > int64(n) || createErr.Load() != nil {
-					return
-				}
-				t0 := time.Now()
-				w := p.Do(i)
-				var resp servers.Response
-				err := servers.DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp)
-				if err == nil && (resp.Result == nil || resp.Result.ResultType != "task" || resp.Result.TaskID == "") {
-					err = fmt.Errorf("tools/call did not create a task: HTTP %d %s", w.Code, w.Body.Bytes())
-				}
-				if err != nil {
-					createErr.CompareAndSwap(nil, &err)
-					return
-				}
-				mu.Lock()
-				created[resp.Result.TaskID] = t0
-				mu.Unlock()
-				// The completion event may have come before the id was known.
-				go check(resp.Result.TaskID)
-			}
-		})
-	}
-	wg.Wait()
-	if p := createErr.Load(); p != nil {
-		return row, *p
-	}
-	timeout := time.NewTimer(5 * time.Minute)
-	defer timeout.Stop()
-	poll := time.NewTicker(100 * time.Millisecond)
-	defer poll.Stop()
-	for waiting := true; waiting; {
-		select {
-		case <-allDone:
-			waiting = false
-		case <-poll.C:
-			if p := waitErr.Load(); p != nil {
-				return row, *p
-			}
-		case <-timeout.C:
-			mu.Lock()
-			k := len(done)
-			mu.Unlock()
-			return row, fmt.Errorf("only %d of %d tasks completed within 5 minutes", k, n)
-		case <-ctx.Done():
-			return row, ctx.Err()
+	wall, err := drive(ctx, load, tr, func(ctx context.Context) (string, error) {
+		w := servers.NewInProc(mux, call).Do(1)
+		var resp servers.Response
+		if err := servers.DecodeResponse(w.Header().Get("Content-Type"), w.Body.Bytes(), &resp); err != nil {
+			return "", err
 		}
+		if resp.Result == nil || resp.Result.ResultType != "task" || resp.Result.TaskID == "" {
+			return "", fmt.Errorf("tools/call did not create a task: HTTP %d %s", w.Code, w.Body.Bytes())
+		}
+		return resp.Result.TaskID, nil
+	})
+	if err != nil {
+		return row, err
 	}
-	row.wall = time.Since(start)
-	row.rate = float64(n) / row.wall.Seconds()
-	lat := make([]time.Duration, 0, n)
-	mu.Lock()
-	for _, d := range done {
-		lat = append(lat, d)
-	}
-	mu.Unlock()
-	slices.Sort(lat)
-	row.p50, row.p99 = percentile(lat, 0.5), percentile(lat, 0.99)
+	row.fill(load, wall, tr)
 	return row, nil
 }
 
-// taskRates runs the SQLite row and, when reachable, the PostgreSQL row.
-func taskRates(ctx context.Context, n, conc int, dsn string) ([]taskRow, error) {
+// taskRates runs the SQLite rows, and, when PostgreSQL is reachable, the
+// pgstore rows and River's on the same database, each at light and heavy
+// load.
+func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
+	loads := []taskLoad{{name: "light", n: cfg.taskLight, clients: 1, workers: cfg.taskWorkers[0], closed: true}}
+	for _, w := range cfg.taskWorkers {
+		loads = append(loads, taskLoad{name: "heavy", n: cfg.tasks, clients: cfg.taskClients, workers: w})
+	}
 	var rows []taskRow
 	dir, err := os.MkdirTemp("", "weft-bench-tasks-")
 	if err != nil {
@@ -225,34 +150,71 @@ func taskRates(ctx context.Context, n, conc int, dsn string) ([]taskRow, error) 
 	}
 	defer os.RemoveAll(dir)
 	for _, sync := range []string{"FULL", "NORMAL"} {
-		sq, err := sqlitestore.Open(ctx, filepath.Join(dir, "tasks-"+sync+".db"), sqlitestore.Options{Synchronous: sync})
-		if err != nil {
-			return nil, err
+		for i, load := range loads {
+			if !cfg.taskSystems["sqlite"] {
+				break
+			}
+			sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("tasks-%s-%d.db", sync, i)), sqlitestore.Options{Synchronous: sync})
+			if err != nil {
+				return nil, err
+			}
+			row, err := weftTasks(ctx, "SQLite (task/sqlitestore, temp file, synchronous="+sync+")", sq, load)
+			_ = sq.Close()
+			if err != nil {
+				return nil, fmt.Errorf("sqlite %s: %w", load.name, err)
+			}
+			logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
+			rows = append(rows, row)
 		}
-		row, err := taskRate(ctx, "SQLite (task/sqlitestore, temp file, synchronous="+sync+")", sq, n, conc)
-		_ = sq.Close()
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-		rows = append(rows, row)
 	}
 
-	pgName := "PostgreSQL (task/pgstore)"
+	// Weft on PostgreSQL and River alternate, load by load, so that both
+	// see the same machine conditions.
+	for _, load := range loads {
+		if cfg.taskSystems["pg"] {
+			row, err := weftPG(ctx, cfg, load)
+			if err != nil {
+				return nil, err
+			}
+			if row.note == "" {
+				logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
+			}
+			rows = append(rows, row)
+		}
+		for _, rc := range riverConfigs {
+			if !cfg.taskSystems["river"] {
+				break
+			}
+			row, err := riverTasks(ctx, cfg.dsn, rc, load)
+			if err != nil {
+				return nil, fmt.Errorf("river %s: %w", load.name, err)
+			}
+			logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// weftPG measures load on task/pgstore in a fresh schema; a row with a note
+// when the store is not built in or PostgreSQL is unreachable.
+func weftPG(ctx context.Context, cfg config, load taskLoad) (taskRow, error) {
 	if openPG == nil {
-		return append(rows, taskRow{store: pgName, note: "skipped: benchload was built without -tags pgstore"}), nil
+		return taskRow{system: "Weft", store: pgStoreName, load: load.name, note: "skipped: benchload was built without -tags pgstore"}, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	pg, err := openPG(pctx, dsn)
+	pg, closePG, err := openPG(pctx, cfg.dsn)
 	cancel()
 	if err != nil {
-		return append(rows, taskRow{store: pgName, note: "skipped: PostgreSQL unreachable at " + redactDSN(dsn) + " (" + firstLine(err) + ")"}), nil
+		return taskRow{system: "Weft", store: pgStoreName, load: load.name,
+			note: "skipped: PostgreSQL unreachable at " + redactDSN(cfg.dsn) + " (" + firstLine(err) + ")"}, nil
 	}
-	row, err := taskRate(ctx, pgName, pg, n, conc)
-	_ = pg.Close()
+	defer closePG()
+	row, err := weftTasks(ctx, pgStoreName, pg, load)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return row, fmt.Errorf("postgres %s: %w", load.name, err)
 	}
-	return append(rows, row), nil
+	return row, nil
 }
 
 func firstLine(err error) string {
