@@ -91,6 +91,9 @@ func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid s
 type legacyStream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
+	// writeTimeout bounds each write (Options.WriteTimeout), so a client
+	// that stops reading cannot hold the stream.
+	writeTimeout time.Duration
 
 	mu      sync.Mutex
 	done    bool
@@ -107,10 +110,18 @@ func (st *legacyStream) write(b []byte) error {
 	if st.done {
 		return errNoStream
 	}
+	st.deadline()
 	if _, err := st.w.Write(b); err != nil {
 		return err
 	}
 	return st.rc.Flush()
+}
+
+// deadline bounds the next write. Caller holds st.mu.
+func (st *legacyStream) deadline() {
+	if st.writeTimeout > 0 {
+		_ = st.rc.SetWriteDeadline(time.Now().Add(st.writeTimeout))
+	}
 }
 
 func (st *legacyStream) canStream() bool { return true }
@@ -138,7 +149,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	if c == nil {
 		return
 	}
-	st := &legacyStream{w: w, rc: http.NewResponseController(w), ended: make(chan struct{})}
+	st := &legacyStream{w: w, rc: http.NewResponseController(w), writeTimeout: s.opts.WriteTimeout, ended: make(chan struct{})}
 	// Hold the stream's lock until the headers are out: once registered,
 	// server requests of the session's calls may be written to it.
 	st.mu.Lock()
@@ -159,6 +170,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	st.deadline()
 	_ = st.rc.Flush()
 	st.mu.Unlock()
 
