@@ -199,7 +199,12 @@ func testRunnerTakeover(t *testing.T, e *env) {
 				}
 				return task.Outcome{}, context.Cause(ctx)
 			}, lease)
-			stopping.ShutdownTimeout = 50 * time.Millisecond
+			// A handler that honours the cancellation returns at once
+			// (a long timeout for a loaded machine); one that ignores it is cut short.
+			stopping.ShutdownTimeout = 10 * time.Second
+			if !tc.honour {
+				stopping.ShutdownTimeout = 50 * time.Millisecond
+			}
 			stopping.WorkerID = "stopping"
 			stopA := startRunner(t, stopping)
 
