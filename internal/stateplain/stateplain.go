@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -197,10 +198,6 @@ const maxInt = int(^uint(0) >> 1)
 // canonicalIntegerID reads an integer request id spelled as canonical JSON
 // spells it, the only spelling Encode writes.
 func canonicalIntegerID(s string) (exactjson.Value, bool) {
-	n, err := exactjson.ParseNumber(s)
-	if err != nil || !n.IsInteger() {
-		return exactjson.Value{}, false
-	}
 	// Plain digits without a leading or trailing zero are canonical
 	// already (1E+2, not 100); anything else is compared the long way.
 	digits := s
@@ -210,6 +207,16 @@ func canonicalIntegerID(s string) (exactjson.Value, bool) {
 	plain := digits == "0" && s == "0" || len(digits) > 0 && digits[0] != '0' && digits[len(digits)-1] != '0'
 	for i := 0; plain && i < len(digits); i++ {
 		plain = digits[i] >= '0' && digits[i] <= '9'
+	}
+	if plain {
+		// The common id: an int64 spelled as strconv spells it.
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return exactjson.Int(v), true
+		}
+	}
+	n, err := exactjson.ParseNumber(s)
+	if err != nil || !n.IsInteger() {
+		return exactjson.Value{}, false
 	}
 	if !plain && n.Canonical() != s {
 		return exactjson.Value{}, false

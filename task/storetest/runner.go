@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,10 @@ func testRunnerTakeover(t *testing.T, e *env) {
 			stopping.ShutdownTimeout = 10 * time.Second
 			if !tc.honour {
 				stopping.ShutdownTimeout = 50 * time.Millisecond
+				// Its handler returns when the subtest ends (unblock) and the
+				// abandoned runner then logs that it discards the outcome: after
+				// the test, so not into the test's output.
+				stopping.Logger = slog.New(slog.DiscardHandler)
 			}
 			stopping.WorkerID = "stopping"
 			stopA := startRunner(t, stopping)
