@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -58,28 +57,8 @@ func getStreamScale(ctx context.Context, bin, impl string, n, rounds int) (getSt
 	addr := srv.addr
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
-	post := func(body, sid string) (string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+servers.Path, strings.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", weft.LegacyVersion20251125)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-			return "", fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
-		}
-		return resp.Header.Get("Mcp-Session-Id"), nil
-	}
+	url := "http://" + addr + servers.Path
+	post := func(body, sid string) (string, error) { return legacyPost(ctx, hc, url, []byte(body), sid) }
 	sids := make([]string, 0, n)
 	for i := range n {
 		sid, err := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`, "")

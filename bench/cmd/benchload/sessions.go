@@ -51,31 +51,7 @@ func sessionScale(ctx context.Context, bin, impl, store string, n int, args ...s
 	url := "http://" + srv.addr + servers.Path
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
-	post := func(body []byte, sid string) (string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", weft.LegacyVersion20251125)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return "", err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-			return "", fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
-		}
-		if sid == "" && !bytes.Contains(b, []byte(`"protocolVersion":"2025-11-25"`)) {
-			return "", fmt.Errorf("initialize did not agree on 2025-11-25: %.300s", b)
-		}
-		return resp.Header.Get("Mcp-Session-Id"), nil
-	}
+	post := func(body []byte, sid string) (string, error) { return legacyPost(ctx, hc, url, body, sid) }
 	initialize := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"bench","version":"1"}}}`)
 	initialized := []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	// One session first, outside the measurement: the connection is open
@@ -151,4 +127,33 @@ func sessionRows(ctx context.Context, bin, dsn string) ([]sessionRow, error) {
 		return nil, err
 	}
 	return append(rows, row), nil
+}
+
+// legacyPost sends one 2025-11-25 message (with the session's headers when
+// sid is set) and returns the Mcp-Session-Id of the answer; an initialize
+// must agree on 2025-11-25.
+func legacyPost(ctx context.Context, hc *http.Client, url string, body []byte, sid string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", weft.LegacyVersion20251125)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
+	}
+	if sid == "" && !bytes.Contains(b, []byte(`"protocolVersion":"2025-11-25"`)) {
+		return "", fmt.Errorf("initialize did not agree on 2025-11-25: %.300s", b)
+	}
+	return resp.Header.Get("Mcp-Session-Id"), nil
 }
