@@ -18,6 +18,7 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
+	"github.com/weftmcp/weft/skills"
 )
 
 // Options configure a [Gateway]. The zero value is usable.
@@ -126,6 +127,10 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 				}
 			}
 			u.registerApps(c)
+			if err := u.registerSkills(c); err != nil {
+				g.Close()
+				return nil, err
+			}
 		}
 	}
 	for _, u := range g.ups {
@@ -206,6 +211,11 @@ func (u *upstream) unregister() {
 		u.unapps()
 		u.unapps = nil
 	}
+	if u.unskills != nil {
+		u.unskills()
+		u.unskills = nil
+	}
+	u.skills = nil
 	if u.unrelay != nil {
 		u.tasksOn.Store(false)
 		u.unrelay()
@@ -274,6 +284,10 @@ type upstream struct {
 	callers  *callerLists
 	unfilter func()
 	unapps   func() // removes the filter of ui:// items (apps.go)
+	// skills are the upstream's skill entries, URIs mapped; unskills
+	// removes its skills source (skills.go).
+	skills   []exactjson.Value
+	unskills func()
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
 	// acquire).
@@ -632,6 +646,14 @@ func (u *upstream) refresh(ctx context.Context) error {
 			errs = append(errs, err)
 		} else {
 			u.syncTemplates(tmpl, c)
+		}
+	}
+	if ok, _ := offersSkills(c); ok {
+		items, err := u.listAll(ctx, c, skills.MethodList, "skills", lcaps)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncSkills(items)
 		}
 	}
 	return errors.Join(errs...)

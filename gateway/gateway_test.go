@@ -63,6 +63,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(tasksEnv) != "" {
 		os.Exit(runTasksStdio())
 	}
+	if os.Getenv(kitEnv) != "" {
+		os.Exit(runKitStdio())
+	}
 	code := m.Run()
 	if weftDir != "" {
 		os.RemoveAll(weftDir)

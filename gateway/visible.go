@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/apps"
+	"github.com/weftmcp/weft/skills"
 )
 
 // Per-caller lists of a mounted server. The mount registers what the
@@ -71,7 +72,9 @@ var ownerPrefix = map[weft.ItemKind]string{
 // show is the visibility filter.
 func (cl *callerLists) show(ctx context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
 	lk, ok := listKinds[kind]
-	if !ok || req.Method != lk.method || !cl.u.g.owns(ownerPrefix[kind]+name, cl.u) {
+	// The skills extension lists skill files (resources) too.
+	listing := req.Method == lk.method || kind == weft.KindResource && (req.Method == skills.MethodList || req.Method == skills.MethodDirectoryRead)
+	if !ok || !listing || !cl.u.g.owns(ownerPrefix[kind]+name, cl.u) {
 		return true
 	}
 	auth := req.Header.Get("Authorization")
