@@ -386,3 +386,74 @@ func TestSameURIsTwoUpstreams(t *testing.T) {
 		})
 	}
 }
+
+// A mounted server's skills are listed per caller: the child's visibility
+// filter applies to skills/list, skills/get and directory reads of the
+// parent's callers.
+func TestMountSkillsPerCaller(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{QuietRequests: true,
+		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			return weft.Identity{Principal: r.BearerToken}, nil
+		},
+		Visible: func(_ context.Context, req *weft.Request, _ weft.ItemKind, name string) bool {
+			return !strings.HasPrefix(name, "skill://secret") || req.Identity.Principal == "admin"
+		}})
+	bundles, err := skills.LoadAll(fstest.MapFS{
+		"open/SKILL.md":   {Data: []byte("---\nname: open\ndescription: For everyone\n---\n")},
+		"secret/SKILL.md": {Data: []byte("---\nname: secret\ndescription: For admins\n---\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := skills.Register(child, bundles...); err != nil {
+		t.Fatal(err)
+	}
+	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{QuietRequests: true})
+	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: "Bearer admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	url := serveHTTP(t, parent)
+	for token, want := range map[string][]string{
+		"":      {"skill://c/open/SKILL.md"},
+		"bob":   {"skill://c/open/SKILL.md"},
+		"admin": {"skill://c/open/SKILL.md", "skill://c/secret/SKILL.md"},
+	} {
+		var opts []client.HTTPOption
+		if token != "" {
+			opts = append(opts, client.WithBearerToken(token))
+		}
+		c := client.New(client.NewHTTPTransport(url, nil, opts...), client.Options{})
+		defer c.Close()
+		list, err := c.Call(ctx, skills.MethodList, exactjson.Object())
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := list.Get("skills")
+		var got []string
+		for _, e := range entries.Elements() {
+			got = append(got, str(e, "uri"))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("caller %q lists %v, want %v", token, got, want)
+		}
+		admin := token == "admin"
+		if _, err := c.Call(ctx, skills.MethodGet, exactjson.Object(exactjson.Field("uri", exactjson.String("skill://c/secret/SKILL.md")))); (err == nil) != admin {
+			t.Errorf("caller %q gets the secret skill: %v", token, err)
+		}
+		dir, err := c.Call(ctx, skills.MethodDirectoryRead, exactjson.Object(exactjson.Field("uri", exactjson.String("skill://c"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kids, _ := dir.Get("resources"); strings.Contains(kids.String(), "secret") != admin {
+			t.Errorf("caller %q reads skill://c: %s", token, kids)
+		}
+		if _, err := c.Call(ctx, skills.MethodDirectoryRead, exactjson.Object(exactjson.Field("uri", exactjson.String("skill://c/secret")))); (err == nil) != admin {
+			t.Errorf("caller %q reads skill://c/secret: %v", token, err)
+		}
+	}
+}

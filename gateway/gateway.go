@@ -215,7 +215,9 @@ func (u *upstream) unregister() {
 		u.unskills()
 		u.unskills = nil
 	}
+	u.skillsMu.Lock()
 	u.skills = nil
+	u.skillsMu.Unlock()
 	if u.unrelay != nil {
 		u.tasksOn.Store(false)
 		u.unrelay()
@@ -284,8 +286,10 @@ type upstream struct {
 	callers  *callerLists
 	unfilter func()
 	unapps   func() // removes the filter of ui:// items (apps.go)
-	// skills are the upstream's skill entries, URIs mapped; unskills
+	// skills are the upstream's skill entries, URIs mapped (guarded by
+	// skillsMu, so that serving them never waits for a refresh); unskills
 	// removes its skills source (skills.go).
+	skillsMu sync.Mutex
 	skills   []exactjson.Value
 	unskills func()
 

@@ -51,7 +51,17 @@ func (u *upstream) syncSkills(items []exactjson.Value) {
 			u.g.log.Warn("gateway: an upstream skill cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uri", str(e, "uri"))
 		}
 	}
+	u.skillsMu.Lock()
 	u.skills = out
+	u.skillsMu.Unlock()
+}
+
+// skillEntries returns the upstream's listed skills (not waiting for a
+// refresh in progress, which holds regMu).
+func (u *upstream) skillEntries() []exactjson.Value {
+	u.skillsMu.Lock()
+	defer u.skillsMu.Unlock()
+	return u.skills
 }
 
 // skillEntry maps the URIs of a skill entry ({"uri", "frontmatter",
@@ -103,9 +113,7 @@ type skillSource struct {
 }
 
 func (s skillSource) Skills(context.Context, *weft.Request) ([]exactjson.Value, error) {
-	s.u.regMu.Lock()
-	defer s.u.regMu.Unlock()
-	return s.u.skills, nil
+	return s.u.skillEntries(), nil
 }
 
 // relay sends a skills method upstream as the caller; an upstream's
@@ -162,7 +170,7 @@ func (s skillSource) Directory(ctx context.Context, req *weft.Request, uri strin
 	u := s.u
 	up, ok := u.uris.in(uri)
 	if root := skills.Scheme + "://" + u.uris.prefix; u.uris.prefix != "" && uri == root {
-		return s.root(root), true, nil
+		return s.root(ctx, req, root), true, nil
 	}
 	if !ok || !s.dirRead || !s.holds(uri) {
 		return nil, false, nil
@@ -192,9 +200,7 @@ func (s skillSource) Directory(ctx context.Context, req *weft.Request, uri strin
 // holds reports whether a listed skill of the upstream has a file under
 // the directory uri.
 func (s skillSource) holds(uri string) bool {
-	s.u.regMu.Lock()
-	defer s.u.regMu.Unlock()
-	for _, e := range s.u.skills {
+	for _, e := range s.u.skillEntries() {
 		rs, _ := e.Get("resources")
 		for _, r := range rs.Elements() {
 			if strings.HasPrefix(str(r, "uri"), uri+"/") {
@@ -206,16 +212,14 @@ func (s skillSource) holds(uri string) bool {
 }
 
 // root lists the directory skill://PREFIX: the first path segment of each
-// listed skill, as a directory.
-func (s skillSource) root(root string) []exactjson.Value {
-	s.u.regMu.Lock()
-	defer s.u.regMu.Unlock()
+// listed skill the caller may see, as a directory.
+func (s skillSource) root(ctx context.Context, req *weft.Request, root string) []exactjson.Value {
 	seen := map[string]bool{}
 	var kids []exactjson.Value
-	for _, e := range s.u.skills {
+	for _, e := range s.u.skillEntries() {
 		rest, ok := strings.CutPrefix(str(e, "uri"), root+"/")
 		seg, _, more := strings.Cut(rest, "/")
-		if !ok || !more || seg == "" || seen[seg] {
+		if !ok || !more || seg == "" || seen[seg] || !s.u.g.srv.Visible(ctx, req, weft.KindResource, str(e, "uri")) {
 			continue
 		}
 		seen[seg] = true
