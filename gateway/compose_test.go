@@ -24,7 +24,8 @@ import (
 // kitEnv makes the test binary serve kitServer on stdio.
 const kitEnv = "WEFT_GATEWAY_KIT"
 
-// kitServer is an upstream with resources, a template with completions,
+// kitServer is an upstream with resources (one whose URI has no "://"), a
+// template with completions,
 // resource links and embedded resources in a tool result and a prompt, an
 // MCP App (apps.Register, a tool linked to it, ui:// hidden from clients
 // without the extension) and a skill (skills.Register).
@@ -44,6 +45,10 @@ func kitServer() (*weft.Server, error) {
 	for _, err := range []error{
 		s.AddResource(weft.Resource{ResourceInfo: today}, func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
 			return text(today.URI, "today's notes"), nil
+		}),
+		// A URI without "://" cannot carry a resource prefix.
+		s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "urn:kit:about", Name: "about"}}, func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
+			return text("urn:kit:about", "about the kit"), nil
 		}),
 		s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "data://notes/{day}", Name: "notes",
 			Complete: func(_ context.Context, _ *weft.Request, c weft.CompletionRequest) (weft.Completion, error) {
@@ -356,9 +361,9 @@ func TestSameURIsTwoUpstreams(t *testing.T) {
 		read   map[string]bool // URI -> readable
 		skills []string
 	}{
-		{"prefixed", &a, &b, map[string]bool{"data://a/notes/today": true, "data://b/notes/monday": true, "data://notes/today": false},
+		{"prefixed", &a, &b, map[string]bool{"data://a/notes/today": true, "data://b/notes/monday": true, "data://notes/today": false, "urn:kit:about": false},
 			[]string{"skill://a/pdf-tools/SKILL.md", "skill://b/pdf-tools/SKILL.md"}},
-		{"unprefixed", &none, &none, map[string]bool{"data://notes/today": true, "data://a/notes/today": false},
+		{"unprefixed", &none, &none, map[string]bool{"data://notes/today": true, "data://a/notes/today": false, "urn:kit:about": true},
 			[]string{"skill://pdf-tools/SKILL.md"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

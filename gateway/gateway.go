@@ -775,8 +775,11 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 	}()
 	for _, it := range items {
 		upURI := str(it, "uri")
+		if upURI == "" {
+			continue
+		}
 		uri, ok := u.uris.out(upURI)
-		if upURI == "" || !ok {
+		if !ok {
 			u.g.log.Warn("gateway: an upstream resource URI cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uri", upURI)
 			continue
 		}
@@ -850,8 +853,11 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 	keep := map[string]bool{}
 	for _, it := range items {
 		upTpl := str(it, "uriTemplate")
+		if upTpl == "" {
+			continue
+		}
 		tpl, ok := u.uris.out(upTpl)
-		if upTpl == "" || !ok {
+		if !ok {
 			u.g.log.Warn("gateway: an upstream resource template cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uriTemplate", upTpl)
 			continue
 		}
