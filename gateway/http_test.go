@@ -72,6 +72,10 @@ func TestHTTPUpstreams(t *testing.T) {
 			if protocol != gateway.Version20251125 {
 				up.Authorization = "passthrough"
 				up.Exclude = nil
+			} else {
+				// The configured header replaces the client's.
+				t.Setenv("WEFT_GW_TEST_TOKEN", "from-env")
+				up.Headers = map[string]string{"Authorization": "Bearer ${WEFT_GW_TEST_TOKEN}"}
 			}
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 			var mu sync.Mutex
@@ -113,7 +117,7 @@ func TestHTTPUpstreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantAuth := "auth="
+			wantAuth := "auth=Bearer from-env"
 			if up.Authorization == "passthrough" {
 				wantAuth = "auth=Bearer tok-1"
 			}
