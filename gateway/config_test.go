@@ -99,6 +99,7 @@ func TestEnvExpansion(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"upstreams":[{"name":"a","command":"x","prefix":"p_","rename":{"t":"u"}}],"input":{"lifetime":"1m"}}`), false)
+	f.Add([]byte(`{"upstreams":[{"name":"a","url":"http://h/","prefix":"p_","resourcePrefix":""},{"name":"b","command":"y","resourcePrefix":"b"}]}`), false)
 	f.Add([]byte("upstreams:\n  - name: a\n    url: http://h/mcp\n"), true)
 	f.Fuzz(func(t *testing.T, doc []byte, yaml bool) {
 		format := "json"
