@@ -50,8 +50,10 @@ type Options struct {
 
 // Gateway fronts the configured upstream MCP servers on a [weft.Server]:
 // their tools, prompts, resources and resource templates are registered on
-// the server (tools and prompts renamed by the rules of each upstream), and
-// every operation is forwarded to the upstream that owns it. A 2025-era
+// the server (tools and prompts renamed by the rules of each upstream,
+// resource and template URIs under its resource prefix), with the MCP Apps
+// and skills of 2026-07-28 upstreams, and every operation is forwarded to
+// the upstream that owns it. A 2025-era
 // upstream's input requests become input_required results for 2026-07-28
 // clients (see [InputConfig]); 2025-era clients of the server are served by
 // its own legacy bridge.
