@@ -56,3 +56,44 @@ func BenchmarkToolsCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResourceRead measures resources/read of a 2026-07-28 upstream
+// through the gateway with the URIs unchanged and under a resource prefix
+// (the request's URI mapped back, the contents' URI mapped out).
+func BenchmarkResourceRead(b *testing.B) {
+	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{QuietRequests: true})
+	if err := up.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "data://notes/today", Name: "today"}},
+		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource("data://notes/today", "text/plain", "notes")}}, nil
+		}); err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(up)
+	defer hs.Close()
+	for _, tc := range []struct{ name, prefix, uri string }{
+		{"unprefixed", "", "data://notes/today"},
+		{"prefixed", "p_", "data://p/notes/today"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{QuietRequests: true})
+			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+				{Name: "up", URL: hs.URL, Protocol: gateway.Version20260728, Prefix: tc.prefix}}}, gateway.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gw.Close()
+			gs := httptest.NewServer(srv)
+			defer gs.Close()
+			c := client.New(client.NewHTTPTransport(gs.URL, nil), client.Options{})
+			defer c.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := c.ReadResource(ctx, tc.uri)
+				if err != nil || len(r.Contents) != 1 || r.Contents[0].URI != tc.uri {
+					b.Fatal(r, err)
+				}
+			}
+		})
+	}
+}

@@ -63,8 +63,15 @@ type UpstreamConfig struct {
 	Protocol string `json:"protocol,omitempty"`
 
 	// Prefix is prepended to the names of the upstream's tools and prompts
-	// (for example "github_"). Resource URIs are not changed.
+	// (for example "github_").
 	Prefix string `json:"prefix,omitempty"`
+	// ResourcePrefix is inserted after the scheme of the upstream's
+	// resource URIs and resource template URIs: with "github",
+	// repo://issues/1 is exposed as repo://github/issues/1 (and mapped back
+	// on the way upstream). nil derives it from Prefix without its trailing
+	// "_", "." and "-" ("github_" gives "github"), so that one prefix keeps
+	// two upstreams' names and URIs apart; "" exposes URIs unchanged.
+	ResourcePrefix *string `json:"resourcePrefix,omitempty"`
 	// Include, when not empty, keeps only the tools and prompts whose
 	// upstream name matches one of these path.Match patterns.
 	Include []string `json:"include,omitempty"`
@@ -345,6 +352,9 @@ func (u *UpstreamConfig) validate() error {
 	if u.Prefix != "" && !validName(u.Prefix, 64) {
 		return fmt.Errorf("prefix %q must be 1-64 characters of A-Z a-z 0-9 _ . -", u.Prefix)
 	}
+	if p := u.ResourcePrefix; p != nil && *p != "" && !validName(*p, 64) {
+		return fmt.Errorf("resourcePrefix %q must be empty or 1-64 characters of A-Z a-z 0-9 _ . -", *p)
+	}
 	for _, p := range append(slices.Clone(u.Include), u.Exclude...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("pattern %q: %w", p, err)
@@ -394,6 +404,14 @@ func (u *UpstreamConfig) exposedName(name string) (string, bool) {
 		return to, true
 	}
 	return u.Prefix + name, true
+}
+
+// uris returns the mapping of the upstream's resource URIs (see uriMap).
+func (u *UpstreamConfig) uris() uriMap {
+	if u.ResourcePrefix != nil {
+		return uriMap{prefix: *u.ResourcePrefix}
+	}
+	return uriMap{prefix: strings.TrimRight(u.Prefix, "_.-")}
 }
 
 func matchAny(patterns []string, name string) bool {

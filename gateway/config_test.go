@@ -99,6 +99,7 @@ func TestEnvExpansion(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"upstreams":[{"name":"a","command":"x","prefix":"p_","rename":{"t":"u"}}],"input":{"lifetime":"1m"}}`), false)
+	f.Add([]byte(`{"upstreams":[{"name":"a","url":"http://h/","prefix":"p_","resourcePrefix":""},{"name":"b","command":"y","resourcePrefix":"b"}]}`), false)
 	f.Add([]byte("upstreams:\n  - name: a\n    url: http://h/mcp\n"), true)
 	f.Fuzz(func(t *testing.T, doc []byte, yaml bool) {
 		format := "json"
@@ -151,5 +152,54 @@ func TestCommandEnvironment(t *testing.T) {
 	u.Env = nil
 	if got := commandFor(u).Env; got == nil || len(got) != 0 {
 		t.Fatalf("clean, empty environment: %q", got)
+	}
+}
+
+func TestURIMap(t *testing.T) {
+	p := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		cfg           UpstreamConfig
+		upstream, out string // out "" : cannot carry the prefix
+	}{
+		{UpstreamConfig{}, "repo://issues/1", "repo://issues/1"},
+		{UpstreamConfig{}, "urn:x:y", "urn:x:y"},
+		{UpstreamConfig{Prefix: "gh_"}, "repo://issues/1", "repo://gh/issues/1"},
+		{UpstreamConfig{Prefix: "gh_"}, "file:///etc/hosts", "file://gh//etc/hosts"},
+		{UpstreamConfig{Prefix: "gh_"}, "ui://chart", "ui://gh/chart"},
+		{UpstreamConfig{Prefix: "gh_"}, "skill://pdf/SKILL.md", "skill://gh/pdf/SKILL.md"},
+		{UpstreamConfig{Prefix: "gh_"}, "repo://issues/{id}", "repo://gh/issues/{id}"},
+		{UpstreamConfig{Prefix: "gh_"}, "urn:x:y", ""},
+		{UpstreamConfig{Prefix: "gh_"}, "{scheme}://x", ""},
+		{UpstreamConfig{Prefix: "gh_"}, "://x", ""},
+		{UpstreamConfig{Prefix: "billing."}, "a+b.c-d://x", "a+b.c-d://billing/x"},
+		{UpstreamConfig{Prefix: "_"}, "repo://x", "repo://x"},
+		{UpstreamConfig{Prefix: "gh_", ResourcePrefix: p("")}, "repo://x", "repo://x"},
+		{UpstreamConfig{Prefix: "gh_", ResourcePrefix: p("hub")}, "repo://x", "repo://hub/x"},
+	} {
+		m := tc.cfg.uris()
+		out, ok := m.out(tc.upstream)
+		if ok != (tc.out != "") || out != tc.out {
+			t.Errorf("%+v: out(%q) = %q %v, want %q", tc.cfg, tc.upstream, out, ok, tc.out)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if back, ok := m.in(out); !ok || back != tc.upstream {
+			t.Errorf("%+v: in(%q) = %q %v, want %q", tc.cfg, out, back, ok, tc.upstream)
+		}
+	}
+	m := uriMap{prefix: "gh"}
+	for _, exposed := range []string{"repo://issues/1", "repo://ghx/1", "repo://gh", "urn:gh/x"} {
+		if up, ok := m.in(exposed); ok {
+			t.Errorf("in(%q) = %q, want not under the prefix", exposed, up)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"upstreams":[{"name":"a","command":"x","resourcePrefix":"a/b"}]}`), "json"); err == nil || !strings.Contains(err.Error(), "resourcePrefix") {
+		t.Errorf("resourcePrefix a/b: %v", err)
+	}
+	c, err := ParseConfig([]byte("upstreams:\n  - name: a\n    command: x\n    prefix: gh_\n    resourcePrefix: \"\"\n"), "yaml")
+	if err != nil || c.Upstreams[0].ResourcePrefix == nil || *c.Upstreams[0].ResourcePrefix != "" {
+		t.Fatalf("resourcePrefix \"\": %+v %v", c, err)
 	}
 }

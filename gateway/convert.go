@@ -11,7 +11,9 @@ import (
 // Conversions of upstream results (JSON) into the root package's result
 // types, which the gateway's server encodes for its own clients.
 
-func toolResult(v exactjson.Value) (*weft.CallToolResult, error) {
+// The URIs of resource links and embedded resources are mapped with m.
+
+func toolResult(v exactjson.Value, m uriMap) (*weft.CallToolResult, error) {
 	out := &weft.CallToolResult{}
 	cs, _ := v.Get("content")
 	for c := range cs.Values() {
@@ -19,6 +21,7 @@ func toolResult(v exactjson.Value) (*weft.CallToolResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.content(&blk)
 		out.Content = append(out.Content, blk)
 	}
 	out.StructuredContent, _ = v.Get("structuredContent")
@@ -110,22 +113,23 @@ func resourceInfo(r exactjson.Value) weft.ResourceInfo {
 	return info
 }
 
-func promptResult(v exactjson.Value) (*weft.GetPromptResult, error) {
+func promptResult(v exactjson.Value, m uriMap) (*weft.GetPromptResult, error) {
 	out := &weft.GetPromptResult{Description: str(v, "description")}
 	out.Meta, _ = v.Get("_meta")
 	msgs, _ := v.Get("messages")
-	for m := range msgs.Values() {
-		c, _ := m.Get("content")
+	for msg := range msgs.Values() {
+		c, _ := msg.Get("content")
 		blk, err := content(c)
 		if err != nil {
 			return nil, err
 		}
-		out.Messages = append(out.Messages, weft.PromptMessage{Role: weft.Role(str(m, "role")), Content: blk})
+		m.content(&blk)
+		out.Messages = append(out.Messages, weft.PromptMessage{Role: weft.Role(str(msg, "role")), Content: blk})
 	}
 	return out, nil
 }
 
-func readResult(v exactjson.Value) (*weft.ReadResourceResult, error) {
+func readResult(v exactjson.Value, m uriMap) (*weft.ReadResourceResult, error) {
 	out := &weft.ReadResourceResult{}
 	out.Meta, _ = v.Get("_meta")
 	cs, _ := v.Get("contents")
@@ -134,13 +138,15 @@ func readResult(v exactjson.Value) (*weft.ReadResourceResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		rc.URI = m.outOr(rc.URI)
 		out.Contents = append(out.Contents, rc)
 	}
 	return out, nil
 }
 
-// toolDef converts an upstream tool definition.
-func toolDef(v exactjson.Value, name string) (weft.Tool, error) {
+// toolDef converts an upstream tool definition; the UI resource of an MCP
+// Apps tool is mapped with m.
+func toolDef(v exactjson.Value, name string, m uriMap) (weft.Tool, error) {
 	t := weft.Tool{Name: name, Title: str(v, "title"), Description: str(v, "description")}
 	if t.Description == "" {
 		t.Description = t.Title
@@ -180,6 +186,7 @@ func toolDef(v exactjson.Value, name string) (weft.Tool, error) {
 		t.Annotations = ann
 	}
 	t.Meta, _ = v.Get("_meta")
+	t.Meta = m.toolMeta(t.Meta)
 	return t, nil
 }
 

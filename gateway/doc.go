@@ -3,8 +3,11 @@
 // 2025-06-18 sessions) or of 2026-07-28, and other servers of the process
 // ([Mount]). Their tools, prompts, resources and resource templates are
 // registered on the server — tools and prompts renamed by each upstream's
-// prefix, include, exclude and rename rules — kept current on the
-// upstreams' list changes, and every operation is forwarded to its owner.
+// prefix, include, exclude and rename rules, resource and template URIs
+// given its resource prefix after the scheme (scheme://PREFIX/rest, mapped
+// back on the way upstream) — kept current on the upstreams' list changes,
+// and every operation is forwarded to its owner. The MCP Apps and skills
+// extensions of 2026-07-28 upstreams are relayed with them.
 //
 // Era translation: a 2025-era upstream asks for input (elicitation,
 // sampling, roots) with requests sent during a call; the gateway parks the

@@ -36,6 +36,10 @@ func ExampleMount() {
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("42.00 EUR")}}, nil
 		})
+	_ = billing.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "invoice://latest", Name: "latest"}},
+		func(_ context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/plain", "INV-7")}}, nil
+		})
 	app := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{QuietRequests: true})
 	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, gateway.Options{})
 	if err != nil {
@@ -43,11 +47,22 @@ func ExampleMount() {
 		return
 	}
 	defer gw.Close()
-	res, err := wefttest.NewClient(app).CallTool(ctx, "billing.balance", nil)
+	c := wefttest.NewClient(app)
+	res, err := c.CallTool(ctx, "billing.balance", nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(res.Text())
-	// Output: 42.00 EUR
+	// The resource prefix "billing" (the name prefix without its ".") goes
+	// after the scheme.
+	inv, err := c.ReadResource(ctx, "invoice://billing/latest")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(inv.Contents[0].URI, inv.Contents[0].Text)
+	// Output:
+	// 42.00 EUR
+	// invoice://billing/latest INV-7
 }

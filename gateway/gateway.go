@@ -18,6 +18,7 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
+	"github.com/weftmcp/weft/skills"
 )
 
 // Options configure a [Gateway]. The zero value is usable.
@@ -40,14 +41,19 @@ type Options struct {
 	// the lists, only the items the child lists for the caller's own
 	// Authorization header.
 	ListAuthorization string
+	// ResourcePrefix is, for [Mount] only, the mounted server's
+	// UpstreamConfig.ResourcePrefix (nil: derived from the name prefix).
+	ResourcePrefix *string
 
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
 // Gateway fronts the configured upstream MCP servers on a [weft.Server]:
 // their tools, prompts, resources and resource templates are registered on
-// the server (tools and prompts renamed by the rules of each upstream), and
-// every operation is forwarded to the upstream that owns it. A 2025-era
+// the server (tools and prompts renamed by the rules of each upstream,
+// resource and template URIs under its resource prefix), with the MCP Apps
+// and skills of 2026-07-28 upstreams, and every operation is forwarded to
+// the upstream that owns it. A 2025-era
 // upstream's input requests become input_required results for 2026-07-28
 // clients (see [InputConfig]); 2025-era clients of the server are served by
 // its own legacy bridge.
@@ -92,6 +98,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
+		u.uris = u.cfg.uris()
 		u.slots = make(chan struct{}, u.cfg.maxProcesses())
 		u.relisten = make(chan struct{}, 1)
 		if u.cfg.Authorization == "passthrough" {
@@ -114,8 +121,15 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		if u.callers != nil && srv != nil {
 			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
-		if c, err := u.get(ctx); err == nil && offersTasks(c) {
-			if err := u.registerTasks(); err != nil {
+		if c, err := u.get(ctx); err == nil {
+			if offersTasks(c) {
+				if err := u.registerTasks(); err != nil {
+					g.Close()
+					return nil, err
+				}
+			}
+			u.registerApps(c)
+			if err := u.registerSkills(c); err != nil {
 				g.Close()
 				return nil, err
 			}
@@ -195,6 +209,17 @@ func (u *upstream) unregister() {
 		u.unfilter()
 		u.unfilter = nil
 	}
+	if u.unapps != nil {
+		u.unapps()
+		u.unapps = nil
+	}
+	if u.unskills != nil {
+		u.unskills()
+		u.unskills = nil
+	}
+	u.skillsMu.Lock()
+	u.skills = nil
+	u.skillsMu.Unlock()
 	if u.unrelay != nil {
 		u.tasksOn.Store(false)
 		u.unrelay()
@@ -244,6 +269,7 @@ func (g *Gateway) release(key string, u *upstream) {
 type upstream struct {
 	g    *Gateway
 	cfg  UpstreamConfig
+	uris uriMap // the upstream's resource URIs <-> the exposed ones
 	kick chan struct{}
 
 	relisten chan struct{} // the registered resources changed: reopen the listen stream
@@ -261,6 +287,13 @@ type upstream struct {
 	listAuth string
 	callers  *callerLists
 	unfilter func()
+	unapps   func() // removes the filter of ui:// items (apps.go)
+	// skills are the upstream's skill entries, URIs mapped (guarded by
+	// skillsMu, so that serving them never waits for a refresh); unskills
+	// removes its skills source (skills.go).
+	skillsMu sync.Mutex
+	skills   []exactjson.Value
+	unskills func()
 
 	// The processes of a 2025-era stdio upstream beyond the primary (see
 	// acquire).
@@ -471,7 +504,7 @@ func (u *upstream) unrouted(method string, params exactjson.Value) {
 		"notifications/subscriptions/acknowledged":
 		u.kickRefresh()
 	case "notifications/resources/updated":
-		if uri := str(params, "uri"); uri != "" && u.g.srv != nil {
+		if uri, ok := u.uris.out(str(params, "uri")); ok && uri != "" && u.g.srv != nil {
 			u.g.srv.NotifyResourceUpdated(uri)
 		}
 	case "notifications/elicitation/complete":
@@ -482,13 +515,15 @@ func (u *upstream) unrouted(method string, params exactjson.Value) {
 	}
 }
 
-// resourceURIs returns the URIs of the upstream's registered resources.
+// resourceURIs returns the upstream's URIs of its registered resources.
 func (u *upstream) resourceURIs() []string {
 	u.regMu.Lock()
 	defer u.regMu.Unlock()
 	out := make([]string, 0, len(u.reg.resources))
 	for uri := range u.reg.resources {
-		out = append(out, uri)
+		if up, ok := u.uris.in(uri); ok {
+			out = append(out, up)
+		}
 	}
 	slices.Sort(out)
 	return out
@@ -540,12 +575,14 @@ func (u *upstream) do(ctx context.Context, c *conn, method string, params exactj
 }
 
 // listAll pages through a list method of the upstream.
-func (u *upstream) listAll(ctx context.Context, c *conn, method, member string) ([]exactjson.Value, error) {
+// caps are the client capabilities sent to a 2026-07-28 upstream (null:
+// allInputCapabilities).
+func (u *upstream) listAll(ctx context.Context, c *conn, method, member string, caps exactjson.Value) ([]exactjson.Value, error) {
 	var out []exactjson.Value
 	params := exactjson.Object()
 	seen := map[string]bool{}
 	for {
-		res, err := u.do(ctx, c, method, params, callOpts{})
+		res, err := u.do(ctx, c, method, params, callOpts{caps: caps})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstream %q: %s: %w", u.cfg.Name, method, err)
 		}
@@ -583,11 +620,12 @@ func (u *upstream) refresh(ctx context.Context) error {
 		return err
 	}
 	caps := c.caps
+	lcaps := listCaps(c, true)
 	u.regMu.Lock()
 	defer u.regMu.Unlock()
 	var errs []error
 	if caps.Has("tools") {
-		items, err := u.listAll(ctx, c, "tools/list", "tools")
+		items, err := u.listAll(ctx, c, "tools/list", "tools", lcaps)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -595,7 +633,7 @@ func (u *upstream) refresh(ctx context.Context) error {
 		}
 	}
 	if caps.Has("prompts") {
-		items, err := u.listAll(ctx, c, "prompts/list", "prompts")
+		items, err := u.listAll(ctx, c, "prompts/list", "prompts", lcaps)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -603,17 +641,25 @@ func (u *upstream) refresh(ctx context.Context) error {
 		}
 	}
 	if caps.Has("resources") {
-		items, err := u.listAll(ctx, c, "resources/list", "resources")
+		items, err := u.listAll(ctx, c, "resources/list", "resources", lcaps)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
 			u.syncResources(items, c)
 		}
-		tmpl, err := u.listAll(ctx, c, "resources/templates/list", "resourceTemplates")
+		tmpl, err := u.listAll(ctx, c, "resources/templates/list", "resourceTemplates", lcaps)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
 			u.syncTemplates(tmpl, c)
+		}
+	}
+	if ok, _ := offersSkills(c); ok {
+		items, err := u.listAll(ctx, c, skills.MethodList, "skills", lcaps)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			u.syncSkills(items)
 		}
 	}
 	return errors.Join(errs...)
@@ -637,7 +683,7 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		if u.reg.tools[name] == fp {
 			continue
 		}
-		t, err := toolDef(it, name)
+		t, err := toolDef(it, name, u.uris)
 		if err == nil {
 			t.Inputs = proxyInputs(u.cfg.Inputs)
 			t.StateMode = modernStateMode
@@ -730,8 +776,17 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 		}
 	}()
 	for _, it := range items {
-		uri := str(it, "uri")
-		if uri == "" || !u.g.claim("resource:"+uri, u) {
+		upURI := str(it, "uri")
+		if upURI == "" {
+			continue
+		}
+		uri, ok := u.uris.out(upURI)
+		if !ok {
+			u.g.log.Warn("gateway: an upstream resource URI cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uri", upURI)
+			continue
+		}
+		if !u.g.claim("resource:"+uri, u) {
+			u.g.log.Warn("gateway: resource URI taken by another upstream; not exposed", "upstream", u.cfg.Name, "uri", uri)
 			continue
 		}
 		keep[uri] = true
@@ -740,6 +795,7 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 			continue
 		}
 		r := weft.Resource{ResourceInfo: resourceInfo(it), Inputs: proxyInputs(u.cfg.Inputs), StateMode: modernStateMode}
+		r.URI = uri
 		if !c.modern() {
 			r.StateMode = legacyStateMode
 		}
@@ -766,8 +822,9 @@ func (u *upstream) subscribeLegacy(c *conn) {
 	if s, _ := res.Get("subscribe"); !isTrue(s) {
 		return
 	}
-	for uri := range u.reg.resources {
-		if c.subscribed[uri] {
+	for exposed := range u.reg.resources {
+		uri, ok := u.uris.in(exposed)
+		if !ok || c.subscribed[uri] {
 			continue
 		}
 		if len(c.subscribed) >= maxResourceSubscriptions {
@@ -797,8 +854,17 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 	srv := u.g.srv
 	keep := map[string]bool{}
 	for _, it := range items {
-		tpl := str(it, "uriTemplate")
-		if tpl == "" || !u.g.claim("template:"+tpl, u) {
+		upTpl := str(it, "uriTemplate")
+		if upTpl == "" {
+			continue
+		}
+		tpl, ok := u.uris.out(upTpl)
+		if !ok {
+			u.g.log.Warn("gateway: an upstream resource template cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uriTemplate", upTpl)
+			continue
+		}
+		if !u.g.claim("template:"+tpl, u) {
+			u.g.log.Warn("gateway: resource template taken by another upstream; not exposed", "upstream", u.cfg.Name, "uriTemplate", tpl)
 			continue
 		}
 		keep[tpl] = true
@@ -816,7 +882,7 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 			rt.StateMode = legacyStateMode
 		}
 		if c.caps.Has("completions") {
-			rt.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/resource")), exactjson.Field("uri", exactjson.String(tpl))))
+			rt.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/resource")), exactjson.Field("uri", exactjson.String(upTpl))))
 		}
 		if err := srv.AddResourceTemplate(rt, u.readHandler()); err != nil {
 			u.g.log.Warn("gateway: an upstream resource template cannot be exposed", "upstream", u.cfg.Name, "uriTemplate", tpl, "err", err)
@@ -851,7 +917,7 @@ func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror) weft.Tool
 		if err != nil {
 			return nil, err
 		}
-		out, err := toolResult(res)
+		out, err := toolResult(res, u.uris)
 		if err != nil {
 			return nil, u.g.unavailable(u, err)
 		}
@@ -870,7 +936,7 @@ func (u *upstream) promptHandler(upName string) weft.PromptHandler {
 		if err != nil {
 			return nil, err
 		}
-		out, err := promptResult(res)
+		out, err := promptResult(res, u.uris)
 		if err != nil {
 			return nil, u.g.unavailable(u, err)
 		}
@@ -880,12 +946,16 @@ func (u *upstream) promptHandler(upName string) weft.PromptHandler {
 
 func (u *upstream) readHandler() weft.ResourceHandler {
 	return func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
-		params := exactjson.Object(exactjson.Field("uri", exactjson.String(str(req.Params, "uri"))))
+		uri, ok := u.uris.in(str(req.Params, "uri"))
+		if !ok {
+			return nil, weft.ResourceNotFound(str(req.Params, "uri"))
+		}
+		params := exactjson.Object(exactjson.Field("uri", exactjson.String(uri)))
 		res, err := u.invoke(ctx, req, "resources/read", params)
 		if err != nil {
 			return nil, err
 		}
-		out, err := readResult(res)
+		out, err := readResult(res, u.uris)
 		if err != nil {
 			return nil, u.g.unavailable(u, err)
 		}

@@ -63,6 +63,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(tasksEnv) != "" {
 		os.Exit(runTasksStdio())
 	}
+	if os.Getenv(kitEnv) != "" {
+		os.Exit(runKitStdio())
+	}
 	code := m.Run()
 	if weftDir != "" {
 		os.RemoveAll(weftDir)
@@ -272,22 +275,37 @@ func TestPromptsResourcesCompletions(t *testing.T) {
 			if got := strings.Join(comp.Values, ","); got != "formal,friendly" {
 				t.Fatalf("completion: %q", got)
 			}
-			r, err := c.ReadResource(ctx, "weft://demo/readme")
+			// The prefix "demo." puts the upstream's weft://demo/... URIs
+			// at weft://demo/demo/... (resourcePrefix "demo").
+			r, err := c.ReadResource(ctx, "weft://demo/demo/readme")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Contents) != 1 || r.Contents[0].URI != "weft://demo/readme" || r.Contents[0].Text == "" {
+			if len(r.Contents) != 1 || r.Contents[0].URI != "weft://demo/demo/readme" || r.Contents[0].Text == "" {
 				t.Fatalf("readme: %+v", r.Contents)
 			}
-			r, err = c.ReadResource(ctx, "weft://demo/orders/42")
+			r, err = c.ReadResource(ctx, "weft://demo/demo/orders/42")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(r.Contents) != 1 || !strings.Contains(r.Contents[0].Text, `"id":"42"`) {
 				t.Fatalf("order: %+v", r.Contents)
 			}
-			if _, err := c.ReadResource(ctx, "weft://demo/nothing"); err == nil {
-				t.Fatal("reading an unknown resource succeeded")
+			for _, uri := range []string{"weft://demo/nothing", "weft://demo/readme", "weft://demo/orders/42"} {
+				if _, err := c.ReadResource(ctx, uri); err == nil {
+					t.Fatalf("reading %s (unknown, or the upstream's own URI) succeeded", uri)
+				}
+			}
+			tpls, err := c.ListResourceTemplates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tp := range tpls {
+				got = append(got, str(tp, "uriTemplate"))
+			}
+			if len(got) == 0 || !strings.HasPrefix(got[0], "weft://demo/demo/") {
+				t.Fatalf("templates %v, want them under weft://demo/demo/", got)
 			}
 		})
 	}

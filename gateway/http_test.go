@@ -72,6 +72,10 @@ func TestHTTPUpstreams(t *testing.T) {
 			if protocol != gateway.Version20251125 {
 				up.Authorization = "passthrough"
 				up.Exclude = nil
+			} else {
+				// The configured header replaces the client's.
+				t.Setenv("WEFT_GW_TEST_TOKEN", "from-env")
+				up.Headers = map[string]string{"Authorization": "Bearer ${WEFT_GW_TEST_TOKEN}"}
 			}
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 			var mu sync.Mutex
@@ -113,7 +117,7 @@ func TestHTTPUpstreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantAuth := "auth="
+			wantAuth := "auth=Bearer from-env"
 			if up.Authorization == "passthrough" {
 				wantAuth = "auth=Bearer tok-1"
 			}
@@ -245,25 +249,28 @@ func TestResourceUpdatesRelayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake, _ := fakeUpstream(t, "fake")
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url}, fake}}, testKeyring(t), nil)
+	// With prefixes: the gateway subscribes upstream to the upstreams'
+	// URIs and relays the updates under the exposed ones.
+	fake.Prefix = "fk_"
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_"}, fake}}, testKeyring(t), nil)
 	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fsub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"fake://status"}})
+	fsub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"fake://fk/status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fsub.Close()
 	select {
 	case n := <-fsub.Notifications():
-		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "fake://status") {
+		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), `"fake://fk/status"`) {
 			t.Fatalf("notification %s %s", n.Method, n.Params)
 		}
 	case <-ctx.Done():
 		t.Fatal("no resource update of the 2025 upstream through the gateway")
 	}
-	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"test://status"}})
+	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"test://up/status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +282,7 @@ func TestResourceUpdatesRelayed(t *testing.T) {
 	for {
 		select {
 		case n := <-sub.Notifications():
-			if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), "test://status") {
+			if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), `"test://up/status"`) {
 				t.Fatalf("notification %s %s", n.Method, n.Params)
 			}
 			return

@@ -12,7 +12,10 @@ import (
 
 // Mount fronts child, another MCP server of this process (a *weft.Server
 // or any http.Handler serving MCP 2026-07-28), on parent: the child's tools
-// and prompts appear under prefix (resource URIs unchanged), its list
+// and prompts appear under prefix, its resource and template URIs under
+// opts.ResourcePrefix (by default prefix without its trailing "_", "." and
+// "-": "billing." puts ui://chart at ui://billing/chart; see
+// [UpstreamConfig.ResourcePrefix]), its skills and MCP Apps with them, its list
 // changes propagate, and every operation runs through the child's own
 // pipeline (admission, visibility, middleware) after the parent's, with
 // multi-round input and tasks relayed both ways. No socket is opened: each
@@ -29,7 +32,7 @@ func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child 
 		return nil, errors.New("gateway: Mount: nil child")
 	}
 	cfg := &Config{Upstreams: []UpstreamConfig{{Name: name, URL: "http://127.0.0.1/mcp", Protocol: Version20260728,
-		Prefix: prefix, Authorization: "passthrough"}}}
+		Prefix: prefix, ResourcePrefix: opts.ResourcePrefix, Authorization: "passthrough"}}}
 	opts.HTTPClient = &http.Client{Transport: handlerTransport{child}}
 	opts.callerLists = true
 	return New(ctx, parent, cfg, opts)

@@ -158,3 +158,70 @@ func TestMountListsPerCaller(t *testing.T) {
 		})
 	}
 }
+
+// The middleware of both servers run on a mounted operation, the parent's
+// first, and the visibility filters of both apply.
+func TestMountMiddlewareAndVisibility(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	record := func(who string) weft.Middleware {
+		return func(next weft.Handler) weft.Handler {
+			return func(ctx context.Context, req *weft.Request) (weft.Result, error) {
+				mu.Lock()
+				seen = append(seen, who+" "+req.Method+" "+req.Name)
+				mu.Unlock()
+				return next(ctx, req)
+			}
+		}
+	}
+	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{QuietRequests: true,
+		Middleware: []weft.Middleware{record("child")},
+		Visible: func(_ context.Context, _ *weft.Request, _ weft.ItemKind, name string) bool {
+			return name != "child-hidden"
+		}})
+	for _, name := range []string{"echo", "child-hidden", "parent-hidden"} {
+		if err := child.AddTool(weft.Tool{Name: name, Description: "A tool."},
+			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(name)}}, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{QuietRequests: true,
+		Middleware: []weft.Middleware{record("parent")},
+		Visible: func(_ context.Context, _ *weft.Request, _ weft.ItemKind, name string) bool {
+			return name != "c.parent-hidden"
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	c := client.New(client.NewHTTPTransport(serveHTTP(t, parent), nil), client.Options{})
+	defer c.Close()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools[0].Name != "c.echo" {
+		t.Fatalf("tools %+v, want c.echo only", tools)
+	}
+	for _, hidden := range []string{"c.child-hidden", "c.parent-hidden"} {
+		if _, err := c.CallTool(ctx, hidden, nil); err == nil {
+			t.Errorf("%s was called", hidden)
+		}
+	}
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	if res, err := c.CallTool(ctx, "c.echo", nil); err != nil || res.Text() != "echo" {
+		t.Fatalf("c.echo: %v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"parent tools/call c.echo", "child tools/call echo"}; !slices.Equal(seen, want) {
+		t.Fatalf("middleware saw %q, want %q", seen, want)
+	}
+}

@@ -85,6 +85,16 @@ func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*
 	if err != nil {
 		return nil, t.u.g.unavailable(t.u, fmt.Errorf("tasks/get: %w", err))
 	}
+	if rec.Result != nil && t.u.uris.prefix != "" {
+		// The resource links of the tool result carry exposed URIs.
+		v, err := exactjson.Parse(rec.Result, exactjson.Limits{})
+		if err == nil {
+			rec.Result, err = exactjson.Encode(t.u.uris.resultJSON(v), 0)
+		}
+		if err != nil {
+			return nil, t.u.g.unavailable(t.u, fmt.Errorf("tasks/get: the task's result: %w", err))
+		}
+	}
 	return rec, nil
 }
 

@@ -26,7 +26,8 @@ const tasksEnv = "WEFT_GATEWAY_TASKS"
 
 // tasksServer is a Weft server with the tasks extension: "confirm" runs as
 // a task that asks for a name through the task (input_required), "wait"
-// runs until it is cancelled, "inline" answers without a task.
+// runs until it is cancelled, "linked" links a resource from its task's
+// result, "inline" answers without a task.
 func tasksServer(t testing.TB) *weft.Server {
 	s := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{QuietRequests: true})
 	fail := func(err error) {
@@ -64,6 +65,13 @@ func tasksServer(t testing.TB) *weft.Server {
 			}
 			<-ctx.Done()
 			return nil, ctx.Err()
+		}))
+	fail(s.AddTool(weft.Tool{Name: "linked", Description: "Runs as a task and links its output.", Task: weft.TaskRequired},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			if req.Task() == nil {
+				return nil, weft.RunAsTask(exactjson.Value{})
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.ResourceLinkContent(weft.ResourceInfo{URI: "jobs://out/1", Name: "out"})}}, nil
 		}))
 	fail(s.AddTool(weft.Tool{Name: "inline", Description: "Answers in line."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
@@ -151,6 +159,13 @@ func TestTasksRelayed(t *testing.T) {
 			}
 			if got := res.Text(); got != "confirmed by ada" {
 				t.Fatalf("confirm: %q", got)
+			}
+
+			// The resource link of a task's result carries the exposed URI
+			// (resource prefix "jobs").
+			res, err = c.CallTool(ctx, "jobs.linked", nil)
+			if err != nil || res.TaskID == "" || len(res.Content) != 1 || res.Content[0].URI != "jobs://jobs/out/1" {
+				t.Fatalf("linked: %+v %v", res, err)
 			}
 
 			// Step by step, on the last instance.

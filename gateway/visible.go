@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/apps"
+	"github.com/weftmcp/weft/skills"
 )
 
 // Per-caller lists of a mounted server. The mount registers what the
@@ -35,6 +37,7 @@ type callerLists struct {
 type viewKey struct {
 	kind weft.ItemKind
 	auth string
+	ui   bool // the caller supports MCP Apps (apps.go)
 }
 
 type callerView struct {
@@ -69,14 +72,16 @@ var ownerPrefix = map[weft.ItemKind]string{
 // show is the visibility filter.
 func (cl *callerLists) show(ctx context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
 	lk, ok := listKinds[kind]
-	if !ok || req.Method != lk.method || !cl.u.g.owns(ownerPrefix[kind]+name, cl.u) {
+	// The skills extension lists skill files (resources) too.
+	listing := req.Method == lk.method || kind == weft.KindResource && (req.Method == skills.MethodList || req.Method == skills.MethodDirectoryRead)
+	if !ok || !listing || !cl.u.g.owns(ownerPrefix[kind]+name, cl.u) {
 		return true
 	}
 	auth := req.Header.Get("Authorization")
 	if auth == cl.u.listAuth {
 		return true // the registered view is this caller's
 	}
-	names, err := cl.view(ctx, kind, auth)
+	names, err := cl.view(ctx, kind, auth, apps.ClientSupports(req))
 	if err != nil {
 		cl.u.g.log.Warn("gateway: cannot read the mounted server's lists as the caller; its items are hidden from the caller", "upstream", cl.u.cfg.Name, "err", err)
 		return false
@@ -85,8 +90,8 @@ func (cl *callerLists) show(ctx context.Context, req *weft.Request, kind weft.It
 }
 
 // view returns the exposed names of kind the child lists for auth.
-func (cl *callerLists) view(ctx context.Context, kind weft.ItemKind, auth string) (map[string]bool, error) {
-	k := viewKey{kind, auth}
+func (cl *callerLists) view(ctx context.Context, kind weft.ItemKind, auth string, ui bool) (map[string]bool, error) {
+	k := viewKey{kind, auth, ui}
 	cl.mu.Lock()
 	v := cl.views[k]
 	if v != nil {
@@ -105,7 +110,7 @@ func (cl *callerLists) view(ctx context.Context, kind weft.ItemKind, auth string
 		v = &callerView{gen: cl.gen, at: cl.now(), ready: make(chan struct{})}
 		cl.views[k] = v
 		cl.mu.Unlock()
-		v.names, v.err = cl.read(ctx, kind, auth)
+		v.names, v.err = cl.read(ctx, kind, auth, ui)
 		close(v.ready)
 		return v.names, v.err
 	}
@@ -118,8 +123,8 @@ func (cl *callerLists) view(ctx context.Context, kind weft.ItemKind, auth string
 	}
 }
 
-// read lists kind on the child with auth.
-func (cl *callerLists) read(ctx context.Context, kind weft.ItemKind, auth string) (map[string]bool, error) {
+// read lists kind on the child with auth (and the UI extension when ui).
+func (cl *callerLists) read(ctx context.Context, kind weft.ItemKind, auth string, ui bool) (map[string]bool, error) {
 	u := cl.u
 	lk := listKinds[kind]
 	ctx = context.WithValue(ctx, authKey{}, auth)
@@ -129,20 +134,21 @@ func (cl *callerLists) read(ctx context.Context, kind weft.ItemKind, auth string
 	}
 	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 	defer cancel()
-	items, err := u.listAll(tctx, c, lk.method, lk.member)
+	items, err := u.listAll(tctx, c, lk.method, lk.member, listCaps(c, ui))
 	if err != nil {
 		return nil, err
 	}
 	names := make(map[string]bool, len(items))
 	for _, it := range items {
-		n := str(it, lk.key)
+		n, ok := str(it, lk.key), false
 		if kind == weft.KindTool || kind == weft.KindPrompt {
-			var ok bool
-			if n, ok = u.cfg.exposedName(n); !ok {
-				continue
-			}
+			n, ok = u.cfg.exposedName(n)
+		} else {
+			n, ok = u.uris.out(n)
 		}
-		names[n] = true
+		if ok {
+			names[n] = true
+		}
 	}
 	return names, nil
 }

@@ -3,7 +3,8 @@
 # against `weft gateway` fronting the conformance fixture (prefixes off):
 # what passes against the fixture must pass through the gateway too. Twice:
 # the gateway starts the fixture as a stdio command (cmd/weft-conformance
-# -stdio), then reaches it over loopback HTTP.
+# -stdio), then reaches it over loopback HTTP; then the skills scenarios
+# through the stdio fixture.
 set -euo pipefail
 shared=${WEFT_SHARED:-../shared}
 fixture_port=${CONFORMANCE_FIXTURE_PORT:-3921}
@@ -43,3 +44,20 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 run http "$tmp/http.json"
+
+# The Skills extension scenarios (SEP-2640, run only when named), through
+# the gateway's skills relay: each must run every check (a gateway that
+# does not relay the extension passes 1 check and skips the others).
+for sc in sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest; do
+  out=".conformance/gateway-stdio-$sc"
+  rc=0
+  "$shared/tools/conformance.sh" --url "http://127.0.0.1:$port/mcp" --mode required --scenario "$sc" \
+    --start "exec ./bin/weft gateway --config $tmp/stdio.json --addr 127.0.0.1:$port --data $tmp/data-skills" \
+    --out "$out" > "$out.txt" 2>&1 || rc=$?
+  line=$(grep -E "^(pass|fail|PASS|FAIL) +$sc " "$out.txt" || true)
+  echo "gateway (stdio upstream): $line"
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] || ! grep -qE "^pass +$sc +[0-9]+ passed, 0 failed +\[" <<< "$line"; then
+    echo "conformance through the gateway: $sc failed or skipped checks" >&2
+    exit 1
+  fi
+done

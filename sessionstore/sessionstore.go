@@ -6,9 +6,10 @@
 // them to the instance whose handler waits for them, so that a fleet can
 // serve one session on any instance without sticky routing.
 //
-// Two implementations exist: [Memory] (this package, the default, one
-// process) and the PostgreSQL store in sessionstore/pgstore (shared by a
-// fleet). The contract both satisfy is tested by sessionstore/storetest.
+// Three implementations exist: [Memory] (this package, the default, one
+// process), the SQLite store in sessionstore/sqlitestore (one host: state
+// that outlives a restart) and the PostgreSQL store in sessionstore/pgstore
+// (shared by a fleet). The contract both satisfy is tested by sessionstore/storetest.
 //
 // What lives where in a fleet:
 //

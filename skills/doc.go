@@ -38,6 +38,10 @@
 // it is rejected at load time, so a served entry always matches what hosts
 // parse from the file.
 //
+// [Config.AddSource] adds a [Source] of skills served elsewhere (a gateway
+// relaying another server's skills, package gateway) beside the bundles:
+// listed after them, asked for the URIs the server does not serve itself.
+//
 // Skills whose content is generated ("resources": "dynamic") are not
 // supported: every Bundle is static.
 package skills

@@ -83,6 +83,8 @@ func Register(s *weft.Server, bundles ...Bundle) error {
 // its enclosing skill share identical files), or when a URI would be both
 // a file and a directory.
 //
+// [Config.AddSource] serves skills relayed from elsewhere beside these.
+//
 // weft.Options.Visible hides skills per request everywhere: it is asked
 // (with weft.KindResource) about every URI the extension shows. A skill whose
 // SKILL.md URI it hides is left out of skills/list and unknown to skills/get;
@@ -150,6 +152,7 @@ type catalog struct {
 	byURI     map[string]*bundle // by SKILL.md URI
 	files     map[string]*served // by file URI
 	dirs      map[string]*dir    // by directory URI
+	sources   []*Source          // AddSource order (source.go)
 }
 
 // served is one file resource.
@@ -330,8 +333,11 @@ func (c *catalog) install(s *weft.Server) error {
 // cache returns the caching hint for req.
 func (c *catalog) cache(req *weft.Request) *weft.CachePolicy {
 	p := c.cfg.cache
-	if req.Identity.Partition != "" {
-		p.Public = false
+	c.mu.RLock()
+	relays := len(c.sources) > 0
+	c.mu.RUnlock()
+	if req.Identity.Partition != "" || relays {
+		p.Public = false // relayed skills may be listed per caller
 	}
 	return &p
 }
@@ -390,6 +396,15 @@ func (c *catalog) list(ctx context.Context, req *weft.Request) (*weft.MethodResu
 			entries = append(entries, b.entry)
 		}
 	}
+	relayed, err := c.sourceEntries(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range relayed {
+		if c.srv.Visible(ctx, req, weft.KindResource, str(e, "uri")) {
+			entries = append(entries, e)
+		}
+	}
 	start, err := offset(req, "skills", len(entries))
 	if err != nil {
 		return nil, err
@@ -424,10 +439,22 @@ func (c *catalog) get(ctx context.Context, req *weft.Request) (*weft.MethodResul
 	c.mu.RLock()
 	b := c.byURI[uri]
 	c.mu.RUnlock()
-	if b == nil || !c.srv.Visible(ctx, req, weft.KindResource, uri) {
+	var entry exactjson.Value
+	if b != nil {
+		entry = b.entry
+	} else {
+		e, ok, err := c.sourceSkill(ctx, req, uri)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			entry = e
+		}
+	}
+	if entry.IsNull() || !c.srv.Visible(ctx, req, weft.KindResource, uri) {
 		return nil, weft.InvalidParams("No skill is served at " + quote(uri))
 	}
-	return &weft.MethodResult{Body: exactjson.Object(exactjson.Field("skill", b.entry)), Cache: c.cache(req)}, nil
+	return &weft.MethodResult{Body: exactjson.Object(exactjson.Field("skill", entry)), Cache: c.cache(req)}, nil
 }
 
 func (c *catalog) readDir(ctx context.Context, req *weft.Request) (*weft.MethodResult, error) {
@@ -443,8 +470,18 @@ func (c *catalog) readDir(ctx context.Context, req *weft.Request) (*weft.MethodR
 	}
 	_, isFile := c.files[uri]
 	c.mu.RUnlock()
+	found := d != nil
+	if !isFile {
+		merged, ok, err := c.sourceDirectory(ctx, req, uri, all)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			all, found = merged, true
+		}
+	}
 	if !c.srv.Visible(ctx, req, weft.KindResource, uri) {
-		d, isFile = nil, false // hidden: indistinguishable from absent
+		found, isFile = false, false // hidden: indistinguishable from absent
 	}
 	kids := all[:0]
 	for _, k := range all {
@@ -453,7 +490,7 @@ func (c *catalog) readDir(ctx context.Context, req *weft.Request) (*weft.MethodR
 			kids = append(kids, k)
 		}
 	}
-	if d == nil {
+	if !found {
 		if isFile {
 			return nil, weft.InvalidParams(quote(uri) + " is not a directory resource")
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,5 +137,81 @@ func gatewayOverStdio(t *testing.T, cfg, data string) {
 	}
 	if got := res.Text(); got != "Catalog access was declined; nothing was changed." {
 		t.Fatalf("result %q", got)
+	}
+}
+
+// TestGatewayCommandSQLite: by default `weft gateway` keeps its state in
+// SQLite in the data directory, so a 2025-11-25 client's session outlives
+// a restart of the gateway (the in-process store forgot it: 404).
+func TestGatewayCommandSQLite(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	doc := "upstreams:\n  - name: demo\n    command: " + weftBin + "\n    args: [serve, --stdio, --data, ./upstream-data]\n    dir: .\n    prefix: demo.\n"
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	data := filepath.Join(dir, "gw")
+	start := func() (stop func()) {
+		cmd := exec.Command(weftBin, "gateway", "--config", cfg, "--addr", addr, "--data", data)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitPort(t, addr)
+		return func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("weft gateway exited with %v\n%s", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("weft gateway did not stop on SIGINT")
+			}
+		}
+	}
+	post := func(session, body string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	stop := start()
+	resp, body := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d %q %s", resp.StatusCode, session, body)
+	}
+	if resp, body := post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", resp.StatusCode, body)
+	}
+	stop()
+	stop = start()
+	defer stop()
+	resp, body = post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "demo.") {
+		t.Fatalf("tools/list in the session after a restart: %d %s", resp.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(data, "gateway.db")); err != nil {
+		t.Fatalf("no SQLite store: %v", err)
 	}
 }

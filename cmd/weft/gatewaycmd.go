@@ -16,6 +16,7 @@ import (
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
 	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
+	sessionsqlite "github.com/weftmcp/weft/sessionstore/sqlitestore"
 )
 
 var gatewayDoc = helpDoc{name: "gateway",
@@ -25,8 +26,9 @@ var gatewayDoc = helpDoc{name: "gateway",
 	},
 	about: "Serves the upstream MCP servers named in a JSON or YAML config (stdio commands, Streamable HTTP URLs of\n" +
 		"either era) as one MCP 2026-07-28 endpoint (2025-11-25 clients too) until SIGINT or SIGTERM. Calls of\n" +
-		"2025-era upstreams that wait for a client's input are parked in process, or in PostgreSQL (--postgres)\n" +
-		"so that any instance of a fleet sharing the keyring can serve the retry. See docs/gateway.md.",
+		"2025-era upstreams that wait for a client's input are parked, and the sessions of 2025-11-25 clients kept,\n" +
+		"in SQLite (<data>/gateway.db), or in PostgreSQL (--postgres) so that any instance of a fleet sharing the\n" +
+		"keyring can serve the retry. See docs/gateway.md.",
 }
 
 func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -34,9 +36,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	config := fs.String("config", "", "configuration `FILE` (.json, .yaml or .yml)")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port)")
 	stdio := fs.Bool("stdio", false, "serve over stdin/stdout instead of HTTP")
-	data := fs.String("data", "./weft-gateway", "data directory `DIR` (the development keyring; created on first start)")
+	data := fs.String("data", "./weft-gateway", "data directory `DIR` (gateway.db, the SQLite store, and the development keyring; created on first start)")
 	keyring := fs.String("keyring", "", "keyring `FILE` sealing request state (default: <data>/keyring.json); a fleet shares one")
-	postgres := fs.String("postgres", "", "PostgreSQL `URL`: parked calls live there (tables weft_gateway_*) so a fleet shares them")
+	postgres := fs.String("postgres", "", "PostgreSQL `URL`: parked calls (tables weft_gateway_*) and 2025 sessions live there instead of SQLite, so a fleet shares them")
 	schema := fs.String("schema", "", "PostgreSQL schema `NAME` (default: the search_path)")
 	if pos, err := parseFlags(fs, gatewayDoc, args, stdout); err != nil {
 		return err
@@ -52,10 +54,12 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	path := *keyring
-	if path == "" {
+	if path == "" || *postgres == "" {
 		if err := os.MkdirAll(*data, 0o700); err != nil {
 			return fmt.Errorf("create data directory: %w", err)
 		}
+	}
+	if path == "" {
 		path = filepath.Join(*data, "keyring.json")
 	}
 	kr, created, err := loadOrCreateKeyring(path)
@@ -67,25 +71,39 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Parked calls (tables weft_gateway_*) and the sessions of 2025-11-25
+	// clients (weft_*): SQLite in the data directory, or PostgreSQL.
+	in := cfg.Input
+	parkedLimits := sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}
 	var store sessionstore.Store
+	legacy := &weft.LegacyOptions{}
 	if *postgres != "" {
-		in := cfg.Input
-		pg, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger,
-			Limits: sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}})
+		pg, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
 		if err != nil {
 			return fmt.Errorf("open PostgreSQL store of parked calls: %w", err)
 		}
 		defer pg.Close()
 		store = pg
-	}
-	legacy := &weft.LegacyOptions{}
-	if *postgres != "" {
-		pg, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Logger: logger})
+		sessions, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Logger: logger})
 		if err != nil {
 			return fmt.Errorf("open PostgreSQL session store: %w", err)
 		}
-		defer pg.Close()
-		legacy.Store = pg
+		defer sessions.Close()
+		legacy.Store = sessions
+	} else {
+		db := filepath.Join(*data, "gateway.db")
+		parked, err := sessionsqlite.Open(ctx, db, sessionsqlite.Options{Prefix: "weft_gateway_", Limits: parkedLimits})
+		if err != nil {
+			return fmt.Errorf("open the SQLite store of parked calls: %w", err)
+		}
+		defer parked.Close()
+		store = parked
+		sessions, err := sessionsqlite.Open(ctx, db, sessionsqlite.Options{})
+		if err != nil {
+			return fmt.Errorf("open the SQLite session store: %w", err)
+		}
+		defer sessions.Close()
+		legacy.Store = sessions
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
 		Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes)),
