@@ -99,9 +99,9 @@ type Runner struct {
 	Handler Handler
 	// Workers is the number of step handlers run concurrently
 	// (DefaultWorkers): the runner claims, in one Claim, steps for all its
-	// free workers, plus, while steps are short, up to Workers steps ahead
-	// for the workers it expects to be free before the claim returns (see
-	// PollInterval); it runs each step on its own goroutine. A worker is
+	// free workers, plus, while steps are short, up to 2×Workers steps ahead
+	// for the workers it expects to be free before its next claims return
+	// (see PollInterval); it runs each step on its own goroutine. A worker is
 	// free again once its handler returns, while the step's outcome is
 	// stored (under its lease), for up to 4×Workers outcomes being stored at
 	// a time.
@@ -351,11 +351,12 @@ type aheadStep struct {
 //
 // Claims run one at a time, beside the dispatching of claimed steps to free
 // workers. A claim asks for the free workers plus the steps to claim ahead:
-// as many as the workers that became free while the previous claim was in
-// flight (at most Workers), the steps likely to be wanted before this claim
-// returns. With short steps a worker then rarely waits for a claim's round
-// trip and commit; with long ones (no worker freed during a claim) nothing
-// is claimed ahead. A step claimed ahead waits, oldest first, for a worker,
+// twice as many as the workers that became free while the previous claim was
+// in flight (at most 2×Workers), the steps likely to be wanted before this
+// claim and the next return. With short steps a worker then rarely waits for
+// a claim's round trip and commit, and the claims grow until the workers,
+// not the claims, are the limit; with long steps (no worker freed during a
+// claim) nothing is claimed ahead. A step claimed ahead waits, oldest first, for a worker,
 // at most PollInterval after its claim returned and a third of a lease after
 // its claim started (so that it starts with at least the lease margin the
 // heartbeat keeps); then it is released (Store.Release) rather than run
@@ -431,7 +432,7 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		case res := <-results:
 			inFlight = false
 			returned := time.Now()
-			ahead = min(freedDuring, workers)
+			ahead = min(2*freedDuring, 2*workers)
 			if returned.Sub(res.at) >= lease/3 {
 				ahead = 0 // claims this slow leave no time to wait for a worker
 			}

@@ -580,8 +580,8 @@ type aheadScene struct {
 
 // newAheadScene builds the scene: the second claim (of one task, for the
 // worker ids[0] freed) is held until ids[1] returned, so that a worker is
-// freed while a claim is in flight, and the next claim asks for one step
-// ahead of the free worker. A third claim is held until its claim gate
+// freed while a claim is in flight, and the next claim asks for steps
+// ahead of the free worker (it gets the last two). A third claim is held until its claim gate
 // (claim) is closed if holdThird is set.
 func newAheadScene(t *testing.T, r task.Runner, holdThird bool) *aheadScene {
 	t.Helper()
@@ -644,7 +644,7 @@ func (sc *aheadScene) wantRan(t *testing.T, ids ...string) {
 }
 
 // TestRunnerClaimsAhead: workers freed while a claim is in flight make the
-// next claim ask for as many steps beyond the free workers; the step
+// next claim ask for steps beyond the free workers; the step
 // claimed ahead waits, leased, for a worker and runs once one is free.
 func TestRunnerClaimsAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
