@@ -787,3 +787,31 @@ func TestRunnerReleasesAheadOnStop(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerAheadCancel: a cancellation requested while a step claimed ahead
+// waits for a worker reaches the step as soon as it starts, not at its
+// first heartbeat.
+func TestRunnerAheadCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Hour
+		sc := newAheadScene(t, task.Runner{WorkerID: "a", Lease: lease, PollInterval: time.Minute}, false)
+		h, last := sc.h, sc.ids[4]
+		if r, err := h.mem.RequestCancel(t.Context(), last); err != nil || !r.CancelRequested || r.LeaseOwner != "a" {
+			t.Fatalf("RequestCancel of the step claimed ahead = %+v, %v; want requested, still leased", r, err)
+		}
+		synctest.Wait()
+		asked := time.Now()
+		close(sc.gates[sc.ids[2]])
+		sc.wantRan(t, last)
+		if r := h.waitTerminal(last, lease); r.Status != task.Cancelled {
+			t.Fatalf("step claimed ahead, cancelled while waiting: %s; want cancelled", r.Status)
+		}
+		if d := time.Since(asked); d >= lease/3 {
+			t.Fatalf("cancellation reached the step after %v, at its heartbeat (%v)", d, lease/3)
+		}
+		close(sc.gates[sc.ids[3]])
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
