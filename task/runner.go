@@ -154,15 +154,16 @@ type run struct {
 	storing chan struct{} // a slot per step whose outcome is being stored
 
 	mu        sync.Mutex
-	steps     map[string]*stepRun
+	steps     map[string]*stepRun // by task ID: the steps claimed and not yet ended or released
 	cutOff    bool
 	abandoned bool
 }
 
+// stepRun is a claimed step: waiting for a worker (cancel nil) or running.
 type stepRun struct {
 	rec    *Record
-	cancel context.CancelCauseFunc
-	poke   chan struct{}
+	cancel context.CancelCauseFunc // set under run.mu when the step starts
+	poke   chan struct{}           // a cancellation event came: renew (and learn of it) at once
 }
 
 func (r *Runner) config() (Runner, error) {
