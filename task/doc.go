@@ -52,9 +52,14 @@
 // (Renew, SetStatusMessage, Finish) carries it and fails with ErrLeaseLost if
 // the task was re-claimed, cancelled, expired or finished in between.
 // Transitions that revoke a lease (cancelling an unleased task, expiry)
-// increment the fence too. The Runner heartbeats every Lease/3; if a worker
-// dies, its lease lapses and another worker (of this or another process)
-// re-claims the task with a higher fence and re-runs the step. Execution is
+// increment the fence too. The Runner heartbeats every Lease/3, counted from
+// the claim; if a worker dies, its lease lapses and another worker (of this
+// or another process) re-claims the task with a higher fence and re-runs the
+// step. While its steps are short a Runner claims some ahead of its free
+// workers; a step claimed ahead that finds no worker within PollInterval
+// (and Lease/3 of its claim), or that is still waiting when the Runner
+// stops, is released (Store.Release) for any worker to claim at once, not
+// run late. Execution is
 // therefore at least once per step: Job.IdempotencyKey ("<task ID>/<step>")
 // is stable across re-runs of a step so handlers can deduplicate side
 // effects, and Job.Fence can be passed to fenced external systems.

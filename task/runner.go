@@ -98,18 +98,23 @@ type Runner struct {
 	// Handler runs steps; required.
 	Handler Handler
 	// Workers is the number of step handlers run concurrently
-	// (DefaultWorkers): the runner claims up to that many tasks at once, in
-	// one Claim, and runs each step on its own goroutine. A worker is free
-	// again once its handler returns, while the step's outcome is stored
-	// (under its lease), for up to 4×Workers outcomes being stored at a
-	// time.
+	// (DefaultWorkers): the runner claims, in one Claim, steps for all its
+	// free workers, plus, while steps are short, up to 2×Workers steps ahead
+	// for the workers it expects to be free before its next claims return
+	// (see PollInterval); it runs each step on its own goroutine. A worker is
+	// free again once its handler returns, while the step's outcome is
+	// stored (under its lease), for up to 4×Workers outcomes being stored at
+	// a time.
 	Workers int
 	// Lease is how long a claim lasts without renewal (DefaultLease); the
-	// lease is renewed every Lease/3 while the step runs.
+	// lease is renewed every Lease/3, counted from the claim, while the step
+	// runs.
 	Lease time.Duration
 	// PollInterval is how often an idle worker polls for work besides being
 	// woken by ChannelRunnable events (DefaultPollInterval). It bounds how
-	// long a task whose worker died waits after its lease expires.
+	// long a task whose worker died waits after its lease expires, and how
+	// long a step claimed ahead waits for a worker (also at most Lease/3)
+	// before it is released for any runner to claim.
 	PollInterval time.Duration
 	// ShutdownTimeout bounds how long Run waits for running steps after its
 	// context is done; steps still running are then cancelled with cause
@@ -149,15 +154,16 @@ type run struct {
 	storing chan struct{} // a slot per step whose outcome is being stored
 
 	mu        sync.Mutex
-	steps     map[string]*stepRun
+	steps     map[string]*stepRun // by task ID: the steps claimed and not yet ended or released
 	cutOff    bool
 	abandoned bool
 }
 
+// stepRun is a claimed step: waiting for a worker (cancel nil) or running.
 type stepRun struct {
 	rec    *Record
-	cancel context.CancelCauseFunc
-	poke   chan struct{}
+	cancel context.CancelCauseFunc // set under run.mu when the step starts
+	poke   chan struct{}           // a cancellation event came: renew (and learn of it) at once
 }
 
 func (r *Runner) config() (Runner, error) {
@@ -199,12 +205,14 @@ func (r *Runner) config() (Runner, error) {
 	return c, nil
 }
 
-// Run runs workers until ctx is done, then stops claiming, waits up to
-// ShutdownTimeout for running steps, cancels the ones still running (their
-// leases are released, so another instance takes them over at once) and
-// waits up to ShutdownTimeout more for their handlers to return. It returns nil after a clean stop, an error if the configuration
-// is invalid, the store cannot be subscribed to, or handlers ignored
-// cancellation (their late outcomes are discarded).
+// Run runs workers until ctx is done, then stops claiming, releases the
+// steps claimed ahead that no worker started, waits up to ShutdownTimeout
+// for running steps, cancels the ones still running (their leases are
+// released, so another instance takes them over at once) and waits up to
+// ShutdownTimeout more for their handlers to return. It returns nil after a
+// clean stop, an error if the configuration is invalid, the store cannot be
+// subscribed to, or handlers ignored cancellation (their late outcomes are
+// discarded).
 func (r *Runner) Run(ctx context.Context) error {
 	cfg, err := r.config()
 	if err != nil {
@@ -323,80 +331,197 @@ func (rn *run) sweep(ctx context.Context) {
 	}
 }
 
-// claimLoop claims steps for the free workers, in one Claim of up to that
-// many tasks, and runs each on its own goroutine (in steps) until ctx is
-// done. After a Claim that filled every free worker it claims again as soon
-// as one is free; after one that found fewer tasks than it asked for, it
-// waits for a ChannelRunnable wake-up or PollInterval.
+// claimResult is what one Claim call of the claim loop returned.
+type claimResult struct {
+	recs  []*Record
+	err   error
+	asked int
+	at    time.Time // when the claim started: the leases run from then at the latest
+	wakes uint64    // the wake-ups counted when the claim started
+}
+
+// aheadStep is a step claimed ahead, waiting for a worker.
+type aheadStep struct {
+	st  *stepRun
+	at  time.Time // when its claim started
+	due time.Time // when it is released instead of started
+}
+
+// claimLoop claims steps and runs each on its own goroutine (in steps), at
+// most Workers at a time, until ctx is done.
+//
+// Claims run one at a time, beside the dispatching of claimed steps to free
+// workers. A claim asks for the free workers plus the steps to claim ahead:
+// twice as many as the workers that became free while the previous claim was
+// in flight (at most 2×Workers), the steps likely to be wanted before this
+// claim and the next return. With short steps a worker then rarely waits for
+// a claim's round trip and commit, and the claims grow until the workers,
+// not the claims, are the limit; with long steps (no worker freed during a
+// claim) nothing is claimed ahead. A step claimed ahead waits, oldest first, for a worker,
+// at most PollInterval after its claim returned and a third of a lease after
+// its claim started (so that it starts with at least the lease margin the
+// heartbeat keeps); then it is released (Store.Release) rather than run
+// late, and any runner may claim it at once.
+//
+// While claims fill what they ask for, the loop claims again as soon as it
+// has room; after one that found fewer tasks than it asked for (and no
+// ChannelRunnable wake-up came since it started), it waits for a wake-up or
+// PollInterval. Once ctx is done it waits for the claim in flight and
+// releases every step claimed ahead, so that other runners take them over
+// at once.
 func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
-	free := rn.cfg.Workers
-	freed := make(chan struct{}, rn.cfg.Workers)
-	poll := time.NewTimer(0)
+	workers, lease := rn.cfg.Workers, rn.cfg.Lease
+	free := workers // workers not running a step
+	freed := make(chan struct{}, workers)
+	var queue []*aheadStep // claimed ahead, oldest first
+	results := make(chan claimResult, 1)
+	inFlight := false
+	ahead, freedDuring := 0, 0 // steps to claim ahead; workers freed during the claim in flight
+	var wakes uint64           // ChannelRunnable wake-ups received
+	idle := false              // waiting for a wake-up or the poll before claiming
+	poll := time.NewTimer(rn.cfg.PollInterval)
+	poll.Stop()
 	defer poll.Stop()
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	start := func(st *stepRun, at time.Time) {
+		free--
+		steps.Go(func() { rn.runStep(st, at, func() { freed <- struct{}{} }) })
+	}
+	release := func(a *aheadStep, why string) {
+		steps.Go(func() { rn.releaseAhead(a.st, why) })
+	}
 	for ctx.Err() == nil {
-		if free == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-freed:
-				free++
+		now := time.Now()
+		for len(queue) > 0 && (free > 0 || !now.Before(queue[0].due)) {
+			a := queue[0]
+			queue[0] = nil
+			queue = queue[1:]
+			if now.Before(a.due) {
+				start(a.st, a.at)
+			} else {
+				release(a, "claimed ahead and not started in time")
 			}
 		}
-		for drained := false; !drained; {
-			select {
-			case <-freed:
-				free++
-			default:
-				drained = true
+		if !inFlight && !idle {
+			if want := free + ahead - len(queue); want > 0 {
+				inFlight, freedDuring = true, 0
+				at, seen := time.Now(), wakes
+				go func() {
+					// Not cancelled with ctx: the outcome of a claim cut
+					// short is unknown, so its steps would stay leased.
+					cctx, cancel := context.WithTimeout(rn.base, min(lease, rn.cfg.ShutdownTimeout))
+					defer cancel()
+					recs, err := rn.cfg.Store.Claim(cctx, rn.cfg.WorkerID, lease, want)
+					results <- claimResult{recs: recs, err: err, asked: want, at: at, wakes: seen}
+				}()
 			}
 		}
-		// A wake-up that came before this Claim is answered by it.
-		for drained := false; !drained; {
-			select {
-			case <-rn.wake:
-			default:
-				drained = true
+		if len(queue) > 0 {
+			due.Reset(time.Until(queue[0].due))
+		} else {
+			due.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-freed:
+			free++
+			if inFlight {
+				freedDuring++
 			}
-		}
-		asked := free
-		recs, err := rn.cfg.Store.Claim(ctx, rn.cfg.WorkerID, rn.cfg.Lease, asked)
-		if err != nil && ctx.Err() == nil {
-			rn.log.Error("task runner: claim failed", "err", err)
-		}
-		for _, rec := range recs {
-			free--
-			steps.Go(func() { rn.runStep(rec, func() { freed <- struct{}{} }) })
-		}
-		if err == nil && len(recs) == asked {
-			continue
-		}
-		poll.Reset(rn.cfg.PollInterval)
-		for waiting := true; waiting; {
-			select {
-			case <-ctx.Done():
-				return
-			case <-freed:
-				free++ // a free worker alone is no sign of work: keep waiting
-			case <-rn.wake:
-				waiting = false
-			case <-poll.C:
-				waiting = false
+		case res := <-results:
+			inFlight = false
+			returned := time.Now()
+			ahead = min(2*freedDuring, 2*workers)
+			if returned.Sub(res.at) >= lease/3 {
+				ahead = 0 // claims this slow leave no time to wait for a worker
 			}
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
+			if res.err != nil {
+				rn.log.Error("task runner: claim failed", "err", res.err)
 			}
+			for _, rec := range res.recs {
+				st := rn.track(rec)
+				if free > 0 {
+					start(st, res.at)
+					continue
+				}
+				a := &aheadStep{st: st, at: res.at, due: returned.Add(rn.cfg.PollInterval)}
+				if byLease := res.at.Add(lease / 3); byLease.Before(a.due) {
+					a.due = byLease
+				}
+				queue = append(queue, a)
+			}
+			switch {
+			case res.err == nil && len(res.recs) == res.asked:
+				idle = false // there may be more
+			case res.wakes == wakes:
+				// Nothing more to claim, and no task became runnable since
+				// this claim started (a wake-up during it is answered by
+				// claiming again).
+				idle = true
+				poll.Reset(rn.cfg.PollInterval)
+			}
+		case <-rn.wake:
+			wakes++
+			idle = false
+		case <-poll.C:
+			idle = false
+		case <-due.C:
 		}
 	}
+	if inFlight {
+		for _, rec := range (<-results).recs {
+			queue = append(queue, &aheadStep{st: rn.track(rec)})
+		}
+	}
+	for _, a := range queue {
+		release(a, "claimed ahead when the runner stopped")
+	}
+}
+
+// track registers a claimed step, so that a cancellation event that comes
+// while it waits for a worker pokes it as soon as it starts.
+func (rn *run) track(rec *Record) *stepRun {
+	st := &stepRun{rec: rec, poke: make(chan struct{}, 1)}
+	rn.mu.Lock()
+	rn.steps[rec.ID] = st
+	rn.mu.Unlock()
+	return st
+}
+
+// untrack removes st from the steps of the run.
+func (rn *run) untrack(st *stepRun) {
+	rn.mu.Lock()
+	if rn.steps[st.rec.ID] == st {
+		delete(rn.steps, st.rec.ID)
+	}
+	rn.mu.Unlock()
+}
+
+// releaseAhead releases the lease of a claimed step that was not started,
+// so that any runner may claim it at once. Its attempt stays counted (the
+// store cannot tell it from a step cut off), which MaxAttempts sees.
+func (rn *run) releaseAhead(st *stepRun, why string) {
+	defer rn.untrack(st)
+	ctx, cancel := context.WithTimeout(rn.base, 5*time.Second)
+	defer cancel()
+	log := rn.log.With("task", st.rec.ID, "step", st.rec.Step, "attempt", st.rec.Attempts)
+	if err := rn.cfg.Store.Release(ctx, st.rec.ID, st.rec.Fence); err != nil {
+		log.Warn("task runner: releasing a step "+why+" failed; left leased for re-run", "err", err)
+		return
+	}
+	log.Debug("task runner: released a step " + why)
 }
 
 // runStep runs one claimed step to its end and records the outcome. It
 // calls release, once, when the handler has returned: the worker is free
 // for another step while this one's outcome is being stored (its lease
-// still held), as long as fewer than Workers outcomes are being stored.
-func (rn *run) runStep(rec *Record, release func()) {
+// still held), as long as fewer than 4×Workers outcomes are being stored.
+// claimed is when its claim started (the lease runs from no earlier).
+func (rn *run) runStep(st *stepRun, claimed time.Time, release func()) {
+	defer rn.untrack(st)
+	rec := st.rec
 	released := false
 	free := func() {
 		if !released {
@@ -413,24 +538,16 @@ func (rn *run) runStep(rec *Record, release func()) {
 	}
 	stepCtx, cancel := context.WithCancelCause(rn.base)
 	defer cancel(nil)
-	st := &stepRun{rec: rec, cancel: cancel, poke: make(chan struct{}, 1)}
 	rn.mu.Lock()
-	rn.steps[rec.ID] = st
+	st.cancel = cancel
 	if rn.cutOff {
 		cancel(ErrShutdown)
 	}
 	rn.mu.Unlock()
-	defer func() {
-		rn.mu.Lock()
-		if rn.steps[rec.ID] == st {
-			delete(rn.steps, rec.ID)
-		}
-		rn.mu.Unlock()
-	}()
 
 	hbCtx, stopHB := context.WithCancel(rn.base)
 	var hb sync.WaitGroup
-	hb.Go(func() { rn.heartbeat(hbCtx, log, st) })
+	hb.Go(func() { rn.heartbeat(hbCtx, log, st, claimed) })
 	out, panicked, err := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
 	stopHB()
 	hb.Wait()
@@ -489,20 +606,23 @@ func (rn *run) call(ctx context.Context, log *slog.Logger, job *Job) (out Outcom
 	return out, false, err
 }
 
-// heartbeat renews the lease every Lease/3 (or at once when poked by a
-// cancellation event) until ctx is done. It cancels the step with
+// heartbeat renews the lease every Lease/3 from claimed, when the claim
+// started (or at once when poked by a cancellation event), until ctx is
+// done. It cancels the step with
 // ErrCancelRequested when cancellation was requested, and with ErrLeaseLost
 // when the lease is gone or could not be renewed for a whole lease period.
-func (rn *run) heartbeat(ctx context.Context, log *slog.Logger, st *stepRun) {
+func (rn *run) heartbeat(ctx context.Context, log *slog.Logger, st *stepRun, claimed time.Time) {
 	lease := rn.cfg.Lease
-	t := time.NewTicker(max(lease/3, time.Millisecond))
+	every := max(lease/3, time.Millisecond)
+	t := time.NewTimer(time.Until(claimed.Add(every)))
 	defer t.Stop()
-	lastOK := time.Now()
+	lastOK := claimed
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(every)
 		case <-st.poke:
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(lease/3, time.Millisecond))
@@ -572,8 +692,12 @@ func (rn *run) cancelAll() int {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.cutOff = true
+	n := 0
 	for _, st := range rn.steps {
-		st.cancel(ErrShutdown)
+		if st.cancel != nil { // not a step claimed ahead, being released
+			st.cancel(ErrShutdown)
+			n++
+		}
 	}
-	return len(rn.steps)
+	return n
 }

@@ -550,3 +550,268 @@ func TestRunnerWorkerFreeWhileStoring(t *testing.T) {
 		}
 	})
 }
+
+// gatedClaimStore holds the Claim calls whose number (1-based) has a gate
+// until the gate is closed.
+type gatedClaimStore struct {
+	task.Store
+	calls atomic.Int64
+	gates map[int64]chan struct{}
+}
+
+func (s *gatedClaimStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	if g := s.gates[s.calls.Add(1)]; g != nil {
+		<-g
+	}
+	return s.Store.Claim(ctx, worker, lease, max)
+}
+
+// aheadScene is a runner of two workers with a step claimed ahead: of the
+// tasks ids[0..4] (created in that order), ids[0] and ids[1] ran, ids[2] and
+// ids[3] run until gates[2] and gates[3] are closed, and ids[4] was claimed
+// with ids[3] while no worker was free.
+type aheadScene struct {
+	h     *harness
+	ids   []string
+	gates map[string]chan struct{}
+	ran   chan string // the IDs of the steps run, as they start
+	claim chan struct{}
+}
+
+// newAheadScene builds the scene: the second claim (of one task, for the
+// worker ids[0] freed) is held until ids[1] returned, so that a worker is
+// freed while a claim is in flight, and the next claim asks for steps
+// ahead of the free worker (it gets the last two). A third claim is held until its claim gate
+// (claim) is closed if holdThird is set.
+func newAheadScene(t *testing.T, r task.Runner, holdThird bool) *aheadScene {
+	t.Helper()
+	sc := &aheadScene{h: newHarness(t), gates: map[string]chan struct{}{}, ran: make(chan string, 16), claim: make(chan struct{})}
+	for range 5 {
+		id := sc.h.create(task.NewTask{})
+		sc.ids = append(sc.ids, id)
+		sc.gates[id] = make(chan struct{})
+		time.Sleep(time.Millisecond) // distinct creation times: claimed in this order
+	}
+	close(sc.gates[sc.ids[0]])
+	second := make(chan struct{})
+	st := &gatedClaimStore{Store: sc.h.store, gates: map[int64]chan struct{}{2: second}}
+	if holdThird {
+		st.gates[3] = sc.claim
+	}
+	r.Store, r.Workers = st, 2
+	r.Handler = func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		sc.ran <- job.ID()
+		select {
+		case <-sc.gates[job.ID()]:
+			return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+		case <-ctx.Done():
+			return task.Outcome{}, context.Cause(ctx)
+		}
+	}
+	sc.h.start(r)
+	sc.wantRan(t, sc.ids[0], sc.ids[1])
+	synctest.Wait() // the second claim is held: ids[0]'s worker is free
+	close(sc.gates[sc.ids[1]])
+	synctest.Wait() // ids[1]'s worker was freed during the second claim
+	close(second)
+	if holdThird {
+		sc.wantRan(t, sc.ids[2])
+	} else {
+		sc.wantRan(t, sc.ids[2], sc.ids[3])
+	}
+	synctest.Wait()
+	return sc
+}
+
+// wantRan waits for the steps of ids to start, in any order.
+func (sc *aheadScene) wantRan(t *testing.T, ids ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for range ids {
+		select {
+		case id := <-sc.ran:
+			if !want[id] {
+				t.Fatalf("step of %s ran, want one of %v", id, ids)
+			}
+			delete(want, id)
+		case <-time.After(time.Minute):
+			t.Fatalf("steps of %v did not run", ids)
+		}
+	}
+}
+
+// TestRunnerClaimsAhead: workers freed while a claim is in flight make the
+// next claim ask for steps beyond the free workers; the step
+// claimed ahead waits, leased, for a worker and runs once one is free.
+func TestRunnerClaimsAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newAheadScene(t, task.Runner{WorkerID: "a", Lease: time.Hour, PollInterval: time.Minute}, false)
+		h, last := sc.h, sc.ids[4]
+		if r := h.get(last); r.LeaseOwner != "a" || r.Attempts != 1 {
+			t.Fatalf("step claimed ahead: lease %q attempts %d; want leased by a, 1", r.LeaseOwner, r.Attempts)
+		}
+		select {
+		case id := <-sc.ran:
+			t.Fatalf("step of %s ran with both workers busy", id)
+		default:
+		}
+		time.Sleep(30 * time.Second) // less than PollInterval and Lease/3
+		close(sc.gates[sc.ids[2]])
+		sc.wantRan(t, last)
+		close(sc.gates[last])
+		if r := h.waitTerminal(last, time.Minute); r.Status != task.Completed || string(r.Result) != `{"attempt":1}` {
+			t.Fatalf("step claimed ahead: %s %s; want completed on its first attempt", r.Status, r.Result)
+		}
+		close(sc.gates[sc.ids[3]])
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerAheadNotRunLate: a step claimed ahead that finds no free worker
+// within a third of the lease, or within PollInterval, is released rather
+// than run late, and is run again, on a later claim, once a worker is free.
+func TestRunnerAheadNotRunLate(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		lease, poll  time.Duration
+		wait, within time.Duration
+	}{
+		{"a third of the lease", 3 * time.Second, time.Hour, time.Second, time.Second},
+		{"poll interval", time.Hour, time.Second, time.Second, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sc := newAheadScene(t, task.Runner{WorkerID: "a", Lease: tc.lease, PollInterval: tc.poll}, false)
+				h, last := sc.h, sc.ids[4]
+				claimed := time.Now()
+				if r := h.get(last); r.LeaseOwner != "a" {
+					t.Fatalf("step not claimed ahead: lease %q", r.LeaseOwner)
+				}
+				time.Sleep(tc.within - time.Millisecond)
+				synctest.Wait()
+				if r := h.get(last); r.LeaseOwner != "a" {
+					t.Fatalf("step claimed ahead released after %v, before %v", time.Since(claimed), tc.within)
+				}
+				time.Sleep(2 * time.Millisecond)
+				synctest.Wait()
+				if r := h.get(last); r.LeaseOwner != "" || r.Attempts != 1 || r.Status != task.Working {
+					t.Fatalf("step claimed ahead %v ago: %s lease %q attempts %d; want released, working, 1",
+						time.Since(claimed), r.Status, r.LeaseOwner, r.Attempts)
+				}
+				close(sc.gates[last])
+				close(sc.gates[sc.ids[2]])
+				sc.wantRan(t, last)
+				if r := h.waitTerminal(last, time.Minute); r.Status != task.Completed || string(r.Result) != `{"attempt":2}` {
+					t.Fatalf("released step: %s %s; want completed on a second claim", r.Status, r.Result)
+				}
+				close(sc.gates[sc.ids[3]])
+				if err := h.shutdown(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// TestRunnerReleasesAheadOnStop: when the runner stops, the steps it
+// claimed ahead (and those of a claim in flight) are released at once, and
+// another runner takes them over without waiting for their leases, while
+// the steps it runs drain.
+func TestRunnerReleasesAheadOnStop(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		holdThird bool
+	}{{"claimed ahead", false}, {"claim in flight", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const lease = time.Hour
+				sc := newAheadScene(t, task.Runner{WorkerID: "a", Lease: lease, PollInterval: time.Minute, ShutdownTimeout: time.Hour}, tc.holdThird)
+				h := sc.h
+				taken := []string{sc.ids[4]}
+				if tc.holdThird {
+					taken = append(taken, sc.ids[3])
+				}
+				stopped := time.Now()
+				h.stop()
+				if tc.holdThird {
+					synctest.Wait()
+					close(sc.claim) // the claim in flight returns after the stop
+				}
+				synctest.Wait()
+				for _, id := range taken {
+					if r := h.get(id); r.LeaseOwner != "" || r.Status != task.Working {
+						t.Fatalf("step %s of the stopping runner: %s lease %q; want released", id, r.Status, r.LeaseOwner)
+					}
+					close(sc.gates[id])
+				}
+				ran := make(chan string, len(taken))
+				h2 := &harness{t: t, mem: h.mem, store: h.store}
+				h2.start(task.Runner{WorkerID: "b", Lease: lease, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+					ran <- job.ID()
+					return task.Complete(json.RawMessage(`{}`)), nil
+				}})
+				for _, id := range taken {
+					if r := h.waitTerminal(id, time.Minute); r.Status != task.Completed || r.Attempts != 2 {
+						t.Fatalf("step %s: %s after %d attempts; want completed by the other runner", id, r.Status, r.Attempts)
+					}
+				}
+				if d := time.Since(stopped); d >= lease {
+					t.Fatalf("taken over after %v, not before the lease of %v lapsed", d, lease)
+				}
+				if got := len(ran); got != len(taken) {
+					t.Fatalf("the other runner ran %d steps, want %d", got, len(taken))
+				}
+				close(sc.gates[sc.ids[2]])
+				if !tc.holdThird {
+					close(sc.gates[sc.ids[3]])
+				}
+				if err := <-h.done; err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range sc.ids[2 : 5-len(taken)] {
+					if r := h.get(id); r.Status != task.Completed || r.Attempts != 1 {
+						t.Fatalf("running step %s: %s after %d attempts; want drained, completed", id, r.Status, r.Attempts)
+					}
+				}
+				h2.stop()
+				if err := <-h2.done; err != nil {
+					t.Fatal(err)
+				}
+				_ = h.mem.Close()
+			})
+		})
+	}
+}
+
+// TestRunnerAheadCancel: a cancellation requested while a step claimed ahead
+// waits for a worker reaches the step as soon as it starts, not at its
+// first heartbeat.
+func TestRunnerAheadCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = time.Hour
+		sc := newAheadScene(t, task.Runner{WorkerID: "a", Lease: lease, PollInterval: time.Minute}, false)
+		h, last := sc.h, sc.ids[4]
+		if r, err := h.mem.RequestCancel(t.Context(), last); err != nil || !r.CancelRequested || r.LeaseOwner != "a" {
+			t.Fatalf("RequestCancel of the step claimed ahead = %+v, %v; want requested, still leased", r, err)
+		}
+		synctest.Wait()
+		asked := time.Now()
+		close(sc.gates[sc.ids[2]])
+		sc.wantRan(t, last)
+		if r := h.waitTerminal(last, lease); r.Status != task.Cancelled {
+			t.Fatalf("step claimed ahead, cancelled while waiting: %s; want cancelled", r.Status)
+		}
+		if d := time.Since(asked); d >= lease/3 {
+			t.Fatalf("cancellation reached the step after %v, at its heartbeat (%v)", d, lease/3)
+		}
+		close(sc.gates[sc.ids[3]])
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

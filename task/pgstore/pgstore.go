@@ -527,6 +527,14 @@ const maxClaimScan = 32
 // claims applied to them, their UPDATEs and COMMIT. If some selected
 // tasks were cancelled on the way, it selects again (in the same
 // transaction) for the rest, settling at most maxClaimScan of them per call.
+//
+// The COMMIT waits for its WAL flush, as those of creates and outcomes do,
+// although a lost claim only leaves its tasks claimable again: the claim
+// also issued each task a new fence, and a claim lost in a crash of the
+// database after its worker started the step would let the next claim issue
+// the same fence again. Two runs of the step would then hold one fencing
+// token, and the first one's Finish would be accepted under the second's
+// lease (docs/reliability.md, "Durability of task writes").
 func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
 	if worker == "" || lease <= 0 || max < 1 {
 		return nil, fmt.Errorf("pgstore: claim: empty worker, non-positive lease or max: %w", task.ErrInvalid)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -337,5 +338,130 @@ func testRunnerCancel(t *testing.T, e *env) {
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// gatedClaims holds the second Claim call until its gate is closed, and
+// records the max of every call.
+type gatedClaims struct {
+	task.Store
+	mu      sync.Mutex
+	asked   []int
+	entered chan struct{} // closed when the second call is held
+	gate    chan struct{}
+}
+
+func (g *gatedClaims) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	g.mu.Lock()
+	g.asked = append(g.asked, max)
+	n := len(g.asked)
+	g.mu.Unlock()
+	if n == 2 {
+		close(g.entered)
+		<-g.gate
+	}
+	return g.Store.Claim(ctx, worker, lease, max)
+}
+
+// testRunnerReleasesAhead: a runner of two workers frees a worker while its
+// claim is in flight, so its next claim takes a step ahead of its free
+// workers; when the runner stops, that step is released at once (not when
+// its lease lapses, nor when the running steps have drained) and another
+// runner runs it, while the running steps drain.
+func testRunnerReleasesAhead(t *testing.T, e *env) {
+	const lease = 20 * time.Second
+	var ids []string
+	gates := map[string]chan struct{}{}
+	for range 5 {
+		r := e.create(task.NewTask{})
+		ids = append(ids, r.ID)
+		gates[r.ID] = make(chan struct{})
+		e.clock.Advance(time.Millisecond) // claimed in creation order
+	}
+	close(gates[ids[0]])
+	started := make(chan string, 8)
+	g := &gatedClaims{Store: e.s, entered: make(chan struct{}), gate: make(chan struct{})}
+	a := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		started <- job.ID()
+		select {
+		case <-gates[job.ID()]:
+			return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+		case <-ctx.Done():
+			return task.Outcome{}, context.Cause(ctx)
+		}
+	}, lease)
+	a.Store, a.WorkerID = g, "a"
+	a.PollInterval = 10 * time.Second // a step claimed ahead may wait (Lease/3 bounds it)
+	a.ShutdownTimeout = 10 * time.Second
+	stopA := startRunner(t, a)
+	wantStarted := func(want ...string) {
+		t.Helper()
+		left := map[string]bool{}
+		for _, id := range want {
+			left[id] = true
+		}
+		for range want {
+			select {
+			case id := <-started:
+				if !left[id] {
+					t.Fatalf("step of %s started, want one of %v", id, want)
+				}
+				delete(left, id)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("steps of %v did not start", want)
+			}
+		}
+	}
+	wantStarted(ids[0], ids[1])
+	select {
+	case <-g.entered: // the claim for the worker ids[0] freed is in flight
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second claim")
+	}
+	close(gates[ids[1]])
+	waitFor(t, 10*time.Second, "the second step's outcome", func() bool { return e.get(ids[1]).Status == task.Completed })
+	time.Sleep(50 * time.Millisecond) // its worker was freed before its outcome was stored
+	close(g.gate)
+	wantStarted(ids[2], ids[3])
+	last := ids[4]
+	waitFor(t, 10*time.Second, "the last task claimed ahead", func() bool { return e.get(last).LeaseOwner == "a" })
+	g.mu.Lock()
+	asked := slices.Clone(g.asked)
+	g.mu.Unlock()
+	if len(asked) < 3 || asked[2] < 2 {
+		t.Fatalf("claims asked for %v: want the third to ask beyond its one free worker", asked)
+	}
+
+	stopped := time.Now()
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- stopA() }()
+	waitFor(t, 10*time.Second, "the step claimed ahead released", func() bool { return e.get(last).LeaseOwner == "" })
+	for _, id := range ids[2:4] {
+		if r := e.get(id); r.LeaseOwner != "a" || r.Status != task.Working {
+			t.Fatalf("running step %s while the runner stops: %s lease %q; want still running", id, r.Status, r.LeaseOwner)
+		}
+	}
+	b := e.runner(func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		return task.Complete(json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, job.Attempt()))), nil
+	}, lease)
+	b.WorkerID = "b"
+	startRunner(t, b)
+	waitFor(t, 10*time.Second, "takeover of the step claimed ahead", func() bool { return e.get(last).Status.IsTerminal() })
+	if d := time.Since(stopped); d >= lease {
+		t.Fatalf("taken over %v after the stop, not before its lease (%v) lapsed", d, lease)
+	}
+	wantJSON(t, "Result of the step claimed ahead", e.wantStatus(last, task.Completed).Result, `{"attempt":2}`)
+	select {
+	case id := <-started:
+		t.Fatalf("the stopping runner started %s", id)
+	default:
+	}
+	close(gates[ids[2]])
+	close(gates[ids[3]])
+	if err := <-stopErr; err != nil {
+		t.Fatalf("Run of the stopping runner: %v", err)
+	}
+	for _, id := range ids[2:4] {
+		wantJSON(t, "Result of a drained step", e.wantStatus(id, task.Completed).Result, `{"attempt":1}`)
 	}
 }

@@ -105,6 +105,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RunnerInputRounds", testRunnerInputRounds},
 		{"RunnerTakeover", testRunnerTakeover},
 		{"RunnerCancel", testRunnerCancel},
+		{"RunnerReleasesAhead", testRunnerReleasesAhead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

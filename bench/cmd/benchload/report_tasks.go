@@ -28,7 +28,8 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 		"hints; a few, so that under a backlog this fallback does not load the database being measured); latency is from the start "+
 		"of the create call to the observed completion.\n", stragglerAge, stragglerMax, stragglerAge)
 	p("- What each task costs the database. Weft: a share of a create (concurrent creates of one store share one transaction), " +
-		"a share of a claim (the runner claims for all its free workers in one transaction, `FOR UPDATE SKIP LOCKED`), and a share " +
+		"a share of a claim (the runner claims for all its free workers in one transaction, `FOR UPDATE SKIP LOCKED`, and, while steps are " +
+		"short, ahead of them: twice the workers freed during its previous claim, so that a worker rarely waits for a claim's commit), and a share " +
 		"of a finish (concurrent read-modify-writes of one store share one transaction; a worker takes its next step while its last " +
 		"outcome is being stored); change events are sent after each commit, to the instance's own subscribers at once and to the " +
 		"other instances batched by a notifier. River: its insert (its own commit), " +

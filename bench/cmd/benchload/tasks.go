@@ -182,8 +182,8 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 			rows = append(rows, row)
 		}
 		for _, rc := range riverConfigs {
-			if !cfg.taskSystems["river"] {
-				break
+			if !cfg.taskSystems["river"] && !(cfg.taskSystems["river-fast"] && rc.fetchCooldown > 0) {
+				continue
 			}
 			row, err := riverTasks(ctx, cfg.dsn, rc, load)
 			if err != nil {
