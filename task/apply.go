@@ -67,6 +67,21 @@ func (r *Record) ApplyRelease(fence int64) error {
 	return nil
 }
 
+// ApplyUnclaim gives up the lease identified by fence of a step that never
+// started (ErrLeaseLost when it is not held): as ApplyRelease, and the
+// attempt its claim counted is taken back, so that a step claimed and handed
+// back unrun does not count against a runner's MaxAttempts. The fence stays
+// where the claim put it: fences only grow.
+func (r *Record) ApplyUnclaim(fence int64) error {
+	if err := r.ApplyRelease(fence); err != nil {
+		return fmt.Errorf("task %s: unclaim with fence %d: %w", r.ID, fence, ErrLeaseLost)
+	}
+	if r.Attempts > 0 {
+		r.Attempts--
+	}
+	return nil
+}
+
 // ApplyStatusMessage sets the status message under the lease identified by
 // fence (ErrLeaseLost otherwise).
 func (r *Record) ApplyStatusMessage(fence int64, msg string, now time.Time) error {

@@ -58,7 +58,8 @@
 // step. While its steps are short a Runner claims some ahead of its free
 // workers; a step claimed ahead that finds no worker within PollInterval
 // (and Lease/3 of its claim), or that is still waiting when the Runner
-// stops, is released (Store.Release) for any worker to claim at once, not
+// stops, is handed back (Store.Unclaim, its attempt taken back) for any
+// worker to claim at once, not
 // run late. Execution is
 // therefore at least once per step: Job.IdempotencyKey ("<task ID>/<step>")
 // is stable across re-runs of a step so handlers can deduplicate side

@@ -17,7 +17,7 @@ type RecordUpdate func(ctx context.Context, op, id string, apply func(r *Record,
 
 // RecordMethods implements the [Store] methods that are one
 // read-modify-write of a task under the Record.Apply* rules (Renew, Finish,
-// Release, SetStatusMessage, SubmitInput, RequestCancel) over a store's
+// Release, Unclaim, SetStatusMessage, SubmitInput, RequestCancel) over a store's
 // [RecordUpdate]. A store embeds it, built with [NewRecordMethods]; the
 // memory, SQLite and PostgreSQL stores do.
 type RecordMethods struct{ update RecordUpdate }
@@ -40,6 +40,14 @@ func (m RecordMethods) Renew(ctx context.Context, id string, fence int64, lease 
 func (m RecordMethods) Release(ctx context.Context, id string, fence int64) error {
 	_, _, err := m.update(ctx, "release", id, func(r *Record, now time.Time) (bool, error) {
 		return true, r.ApplyRelease(fence)
+	})
+	return err
+}
+
+// Unclaim implements Store.Unclaim.
+func (m RecordMethods) Unclaim(ctx context.Context, id string, fence int64) error {
+	_, _, err := m.update(ctx, "unclaim", id, func(r *Record, now time.Time) (bool, error) {
+		return true, r.ApplyUnclaim(fence)
 	})
 	return err
 }

@@ -499,15 +499,15 @@ func (rn *run) untrack(st *stepRun) {
 	rn.mu.Unlock()
 }
 
-// releaseAhead releases the lease of a claimed step that was not started,
-// so that any runner may claim it at once. Its attempt stays counted (the
-// store cannot tell it from a step cut off), which MaxAttempts sees.
+// releaseAhead gives back the lease of a claimed step that was not started
+// (Store.Unclaim), so that any runner may claim it at once; its attempt is
+// taken back, so MaxAttempts counts only the runs.
 func (rn *run) releaseAhead(st *stepRun, why string) {
 	defer rn.untrack(st)
 	ctx, cancel := context.WithTimeout(rn.base, 5*time.Second)
 	defer cancel()
 	log := rn.log.With("task", st.rec.ID, "step", st.rec.Step, "attempt", st.rec.Attempts)
-	if err := rn.cfg.Store.Release(ctx, st.rec.ID, st.rec.Fence); err != nil {
+	if err := rn.cfg.Store.Unclaim(ctx, st.rec.ID, st.rec.Fence); err != nil {
 		log.Warn("task runner: releasing a step "+why+" failed; left leased for re-run", "err", err)
 		return
 	}

@@ -699,15 +699,15 @@ func TestRunnerAheadNotRunLate(t *testing.T) {
 				}
 				time.Sleep(2 * time.Millisecond)
 				synctest.Wait()
-				if r := h.get(last); r.LeaseOwner != "" || r.Attempts != 1 || r.Status != task.Working {
-					t.Fatalf("step claimed ahead %v ago: %s lease %q attempts %d; want released, working, 1",
+				if r := h.get(last); r.LeaseOwner != "" || r.Attempts != 0 || r.Status != task.Working {
+					t.Fatalf("step claimed ahead %v ago: %s lease %q attempts %d; want handed back unrun, working, 0",
 						time.Since(claimed), r.Status, r.LeaseOwner, r.Attempts)
 				}
 				close(sc.gates[last])
 				close(sc.gates[sc.ids[2]])
 				sc.wantRan(t, last)
-				if r := h.waitTerminal(last, time.Minute); r.Status != task.Completed || string(r.Result) != `{"attempt":2}` {
-					t.Fatalf("released step: %s %s; want completed on a second claim", r.Status, r.Result)
+				if r := h.waitTerminal(last, time.Minute); r.Status != task.Completed || string(r.Result) != `{"attempt":1}` {
+					t.Fatalf("released step: %s %s; want completed on its first run (the unrun claim is not an attempt)", r.Status, r.Result)
 				}
 				close(sc.gates[sc.ids[3]])
 				if err := h.shutdown(); err != nil {
@@ -756,8 +756,8 @@ func TestRunnerReleasesAheadOnStop(t *testing.T) {
 					return task.Complete(json.RawMessage(`{}`)), nil
 				}})
 				for _, id := range taken {
-					if r := h.waitTerminal(id, time.Minute); r.Status != task.Completed || r.Attempts != 2 {
-						t.Fatalf("step %s: %s after %d attempts; want completed by the other runner", id, r.Status, r.Attempts)
+					if r := h.waitTerminal(id, time.Minute); r.Status != task.Completed || r.Attempts != 1 {
+						t.Fatalf("step %s: %s after %d attempts; want completed by the other runner, its first run", id, r.Status, r.Attempts)
 					}
 				}
 				if d := time.Since(stopped); d >= lease {

@@ -82,6 +82,11 @@ type Store interface {
 	// ending the step (Record.ApplyRelease): the task is claimable at once
 	// and ChannelRunnable is published. ErrLeaseLost for a stale fence.
 	Release(ctx context.Context, id string, fence int64) error
+	// Unclaim atomically gives up the lease identified by fence of a step
+	// its worker never started (Record.ApplyUnclaim): as Release, and the
+	// attempt the claim counted is taken back. ErrLeaseLost for a stale
+	// fence.
+	Unclaim(ctx context.Context, id string, fence int64) error
 	// Finish atomically ends the current step with out and releases the
 	// lease (Record.ApplyFinish). ErrKeyReused if an InputRequired outcome
 	// reuses a key, ErrInvalid for a malformed outcome, ErrLeaseLost for a

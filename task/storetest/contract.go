@@ -335,6 +335,41 @@ func testRelease(t *testing.T, e *env) {
 	wantErr(t, "Release of an unknown task", e.s.Release(e.ctx, "no-such-task", 1), task.ErrNotFound)
 }
 
+// testUnclaim: a lease handed back unrun is released as by Release, and the
+// attempt its claim counted is taken back; the fence keeps growing.
+func testUnclaim(t *testing.T, e *env) {
+	r := e.create(task.NewTask{})
+	runnable := e.listen(task.ChannelRunnable)
+	c := e.claimID(r.ID, "w", time.Hour)
+	if c.Attempts != 1 {
+		t.Fatalf("first claim: attempts %d, want 1", c.Attempts)
+	}
+	if err := e.s.Unclaim(e.ctx, r.ID, c.Fence); err != nil {
+		t.Fatalf("Unclaim: %v", err)
+	}
+	runnable.expect(r.ID)
+	got, err := e.s.Get(e.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempts != 0 || got.LeaseOwner != "" || got.Fence != c.Fence {
+		t.Fatalf("after Unclaim: attempts %d, owner %q, fence %d; want 0, none, %d", got.Attempts, got.LeaseOwner, got.Fence, c.Fence)
+	}
+	c2 := e.claimID(r.ID, "w2", time.Hour)
+	if c2.Attempts != 1 || c2.Fence <= c.Fence {
+		t.Fatalf("re-claim after Unclaim: attempts %d fence %d (first fence %d)", c2.Attempts, c2.Fence, c.Fence)
+	}
+	wantErr(t, "Unclaim with a stale fence", e.s.Unclaim(e.ctx, r.ID, c.Fence), task.ErrLeaseLost)
+	// A step that ran and was cut off keeps its attempt (Release).
+	if err := e.s.Release(e.ctx, r.ID, c2.Fence); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if got, err = e.s.Get(e.ctx, r.ID); err != nil || got.Attempts != 1 {
+		t.Fatalf("after Release: attempts %d (%v), want 1", got.Attempts, err)
+	}
+	wantErr(t, "Unclaim of an unknown task", e.s.Unclaim(e.ctx, "no-such-task", 1), task.ErrNotFound)
+}
+
 func testFinishOutcomes(t *testing.T, e *env) {
 	tests := []struct {
 		name       string

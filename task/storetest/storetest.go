@@ -93,6 +93,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"LeaseExpiryReclaim", testLeaseExpiryReclaim},
 		{"RenewExtendsLease", testRenewExtendsLease},
 		{"Release", testRelease},
+		{"Unclaim", testUnclaim},
 		{"FinishOutcomes", testFinishOutcomes},
 		{"FinishInvalid", testFinishInvalid},
 		{"InputFlow", testInputFlow},
