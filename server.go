@@ -500,6 +500,9 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
+	if err := s.bus.endDetached(ctx); err != nil {
+		return fmt.Errorf("weft: shutdown: ending the listen streams: %w", err)
+	}
 	if err := s.stopTasks(ctx); err != nil {
 		return fmt.Errorf("weft: shutdown: stopping the task runner: %w", err)
 	}

@@ -1,0 +1,445 @@
+package weft
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Detached listen streams.
+//
+// A subscriptions/listen stream acknowledged over HTTP/1.1 on net/http's own
+// ResponseWriter does not keep its request's goroutine: once the
+// acknowledgement is written, the handler returns (middleware, the Observer
+// and the request log see the request complete), the connection is hijacked
+// from net/http and the stream is held by a detachedStream registered with
+// the bus. Its frames are written as HTTP/1.1 chunks by the bus's writers (at
+// most maxListenWriters goroutines for all streams, started when there is
+// something to write), and one small reader goroutine per stream notices the
+// client leaving. HTTP/2, stdio, HTTP/1.0 and writers wrapped by other
+// handlers keep the stream on the request's goroutine (listenLoop).
+
+// listenWriteSlice bounds the first attempt of a writer at one stream's
+// write: a write that does not complete within it (the client stopped
+// reading and its socket buffer is full) is finished by a goroutine of its
+// own, up to WriteTimeout, so that the shared writers are not held.
+const listenWriteSlice = 20 * time.Millisecond
+
+// maxIgnoredListenBytes is how much a client may send on a detached
+// stream's connection (a pipelined request, which would never be answered
+// on the request goroutine either) before the stream is closed.
+const maxIgnoredListenBytes = 64 << 10
+
+// maxListenWriters bounds the goroutines that write detached streams'
+// frames.
+func maxListenWriters() int { return max(2, runtime.GOMAXPROCS(0)) }
+
+// pendingDetach is a listen stream acknowledged on a responder that will
+// detach it once its handler has returned (httpResponder.detachPending).
+type pendingDetach struct {
+	s   *Server
+	req *Request
+	st  *listenState
+}
+
+// detachedStream is one listen stream held without its request's
+// goroutine.
+type detachedStream struct {
+	s    *Server
+	conn net.Conn
+	st   *listenState
+	id   ID // the request's, for the closing result
+	// req is kept for the per-event authorization of task notifications
+	// (nil without taskIds).
+	req *Request
+	// cancel ends the stream's task subscription (nil without taskIds).
+	cancel context.CancelFunc
+
+	// wmu serialises the writes on conn; closed is set once, by whichever
+	// ends the stream first.
+	wmu    sync.Mutex
+	closed atomic.Bool
+	ka     *time.Timer
+}
+
+// canDetach reports whether the stream of req may be detached once
+// acknowledged: an HTTP/1.1 request on net/http's own ResponseWriter (a
+// wrapper could transform the body, which the hijacked connection would
+// bypass).
+func (h *httpResponder) canDetach() bool { return h.detachable }
+
+// isNetHTTPWriter reports whether w is net/http's own HTTP/1.x
+// ResponseWriter, which can be hijacked and writes the body as it is.
+func isNetHTTPWriter(w http.ResponseWriter) bool {
+	_, ok := w.(http.Hijacker)
+	return ok && reflect.TypeOf(w).String() == "*http.response"
+}
+
+// detachPending takes over the stream acknowledged on h once its handler
+// has returned: it hijacks the connection and registers the stream with the
+// bus. Called by ServeHTTP, on the request's goroutine, while the request
+// is still being served.
+func (h *httpResponder) detachPending(p *pendingDetach) {
+	s := p.s
+	defer s.inflight.Done() // taken by handleListen for the hand-over
+	h.mu.Lock()
+	h.done = true // nothing more goes through net/http
+	if h.ka != nil {
+		h.ka.Stop()
+	}
+	conn, brw, err := h.rc.Hijack()
+	h.mu.Unlock()
+	if err != nil {
+		// Not expected (canDetach checked the writer): the response ends
+		// here, without its closing result; the client listens again.
+		s.log.Warn("weft: detaching a subscriptions/listen stream failed; ending it", "err", err)
+		p.st.release(s)
+		return
+	}
+	ignored := brw.Reader.Buffered()
+	_, _ = brw.Reader.Discard(ignored) // sent after the request: never answered (as on the request goroutine)
+	ds := &detachedStream{s: s, conn: conn, st: p.st, id: p.req.ID, cancel: p.st.cancel}
+	if len(p.st.taskIDs) > 0 {
+		ds.req = p.req
+	}
+	ds.ka = time.AfterFunc(s.opts.KeepAlive, ds.keepAlive)
+	if !s.bus.attach(ds) {
+		ds.finish() // Shutdown has begun: the closing result now
+		return
+	}
+	go ds.watch(ignored)
+	if p.st.taskEvents != nil {
+		go ds.taskLoop()
+	}
+}
+
+// release ends what an open stream holds in the bus: its subscription, its
+// reservation in the partition and its task subscription.
+func (st *listenState) release(s *Server) {
+	s.bus.unsubscribe(st.sub)
+	s.bus.unreserve(st.partition)
+	if st.cancel != nil {
+		st.cancel()
+	}
+}
+
+// attach registers ds with the bus, scheduling what its subscription has
+// gathered since the acknowledgement; false once Shutdown has ended the
+// detached streams.
+func (b *bus) attach(ds *detachedStream) bool {
+	b.mu.Lock()
+	if b.detachClosed {
+		b.mu.Unlock()
+		return false
+	}
+	sub := ds.st.sub
+	sub.mu.Lock()
+	sub.ds = ds
+	// Events that reached the subscription before it was detached: keep
+	// those the filter wants, in order.
+	kept := sub.order[:0]
+	for _, ev := range sub.order {
+		if ds.st.f.wants(ev) {
+			kept = append(kept, ev)
+		} else {
+			delete(sub.pending, ev)
+		}
+	}
+	sub.order = kept
+	run := len(kept) > 0
+	sub.queued = run
+	sub.mu.Unlock()
+	b.mu.Unlock()
+	if run {
+		b.enqueue([]*subscriber{sub})
+	}
+	return true
+}
+
+// enqueue adds detached streams with pending events to the writers' queue
+// (each is queued at most once: subscriber.queued) and starts writers up to
+// maxListenWriters.
+func (b *bus) enqueue(subs []*subscriber) {
+	if len(subs) == 0 {
+		return
+	}
+	b.qmu.Lock()
+	b.runq = append(b.runq, subs...)
+	start := min(maxListenWriters()-b.writers, len(b.runq)-b.qhead)
+	b.writers += max(start, 0)
+	b.qmu.Unlock()
+	for range start {
+		go b.writeStreams()
+	}
+}
+
+// writeStreams is one of the bus's writers: it writes the pending events of
+// queued detached streams until the queue is empty.
+func (b *bus) writeStreams() {
+	var buf []byte
+	for {
+		b.qmu.Lock()
+		if b.qhead == len(b.runq) {
+			clear(b.runq)
+			b.runq, b.qhead = b.runq[:0], 0
+			b.writers--
+			b.qmu.Unlock()
+			return
+		}
+		sub := b.runq[b.qhead]
+		b.runq[b.qhead] = nil
+		b.qhead++
+		b.qmu.Unlock()
+		buf = sub.ds.flush(buf, listenWriteSlice)
+	}
+}
+
+// take returns the events gathered since the last take; with none, the
+// stream leaves the writers' queue (queued is cleared), so the next event
+// queues it again.
+func (sub *subscriber) take() []event {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	out := sub.order
+	sub.order = nil
+	clear(sub.pending)
+	if len(out) == 0 {
+		sub.queued = false
+	}
+	return out
+}
+
+// flush writes the stream's pending events, each as one chunk, all pending
+// ones in one write, until none is left. The first write is bounded by
+// slice (0: WriteTimeout only); a write that does not complete within it
+// is handed to a goroutine of its own, which finishes it and goes on
+// flushing this stream. buf is the writer's buffer, returned for reuse.
+func (ds *detachedStream) flush(buf []byte, slice time.Duration) []byte {
+	for {
+		evs := ds.st.sub.take()
+		if len(evs) == 0 {
+			return buf
+		}
+		buf = buf[:0]
+		for _, ev := range evs {
+			buf = appendListenChunk(buf, ev.open, ds.st.tail)
+		}
+		if slice > 0 && !ds.wmu.TryLock() {
+			// A keep-alive or task notification is being written (and may
+			// be slow): the rest of this stream is not the writers' job.
+			rest := append([]byte(nil), buf...)
+			go ds.finishFlush(rest)
+			return buf
+		}
+		if slice == 0 {
+			ds.wmu.Lock()
+		}
+		n, err := ds.writeLocked(buf, slice)
+		ds.wmu.Unlock()
+		switch {
+		case err == nil:
+		case slice > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ds.closed.Load():
+			rest := append([]byte(nil), buf[n:]...)
+			go ds.finishFlush(rest)
+			return buf
+		default:
+			ds.close()
+			ds.st.sub.take() // leave the queue
+			return buf
+		}
+	}
+}
+
+// finishFlush writes rest, the unwritten end of a write, within
+// WriteTimeout, then keeps flushing the stream on this goroutine.
+func (ds *detachedStream) finishFlush(rest []byte) {
+	ds.wmu.Lock()
+	_, err := ds.writeLocked(rest, 0)
+	ds.wmu.Unlock()
+	if err != nil {
+		ds.close()
+		ds.st.sub.take()
+		return
+	}
+	ds.flush(nil, 0)
+}
+
+// writeLocked writes b with a deadline of slice (0: WriteTimeout). Caller
+// holds ds.wmu. A closed stream writes nothing.
+func (ds *detachedStream) writeLocked(b []byte, slice time.Duration) (int, error) {
+	if ds.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	d := ds.s.opts.WriteTimeout
+	if slice > 0 && slice < d {
+		d = slice
+	}
+	_ = ds.conn.SetWriteDeadline(time.Now().Add(d))
+	return ds.conn.Write(b)
+}
+
+// write writes b within WriteTimeout, closing the stream when it fails.
+func (ds *detachedStream) write(b []byte) {
+	ds.wmu.Lock()
+	_, err := ds.writeLocked(b, 0)
+	ds.wmu.Unlock()
+	if err != nil {
+		ds.close()
+	}
+}
+
+// keepAlive writes one keep-alive comment and arms the next. A write in
+// progress is as good as a comment: then nothing is written.
+func (ds *detachedStream) keepAlive() {
+	if ds.closed.Load() {
+		return
+	}
+	if ds.wmu.TryLock() {
+		_, err := ds.writeLocked(appendChunk(nil, ": keep-alive\n\n"), 0)
+		ds.wmu.Unlock()
+		if err != nil {
+			ds.close()
+			return
+		}
+	}
+	ds.ka.Reset(ds.s.opts.KeepAlive)
+}
+
+// watch reads the connection until the client closes it (or sends more
+// than maxIgnoredListenBytes), then ends the stream. It is the stream's only
+// goroutine: a small buffer and a shallow stack.
+func (ds *detachedStream) watch(ignored int) {
+	var b [64]byte
+	for ignored <= maxIgnoredListenBytes {
+		n, err := ds.conn.Read(b[:])
+		if err != nil {
+			break
+		}
+		ignored += n
+	}
+	ds.close()
+}
+
+// taskLoop sends the notifications/tasks of the stream's task ids, each
+// authorized again, until the stream ends.
+func (ds *detachedStream) taskLoop() {
+	ctx := ds.st.taskCtx
+	for id := range ds.st.taskEvents {
+		if !ds.st.taskIDs[id] || ds.closed.Load() {
+			continue
+		}
+		f, ok := ds.s.taskFrame(ctx, ds.req, ds.st, id)
+		if !ok {
+			continue
+		}
+		b, err := appendFrame(append(make([]byte, 0, 256), "data: "...), f)
+		if err != nil {
+			continue
+		}
+		ds.write(appendChunk(nil, string(append(b, '\n', '\n'))))
+	}
+}
+
+// close ends the stream without a closing result (the client left, or a
+// write failed or timed out).
+func (ds *detachedStream) close() {
+	if ds.closed.Swap(true) {
+		return
+	}
+	ds.ka.Stop()
+	_ = ds.conn.Close()
+	ds.st.release(ds.s)
+}
+
+// finish ends the stream at Shutdown: the closing result, the response's
+// last chunk, and the connection closed.
+func (ds *detachedStream) finish() {
+	if ds.closed.Swap(true) {
+		return
+	}
+	ds.ka.Stop()
+	s := ds.s
+	id := ds.id
+	_, wire, buf, err := s.encodeResultIn(&EmptyResult{Meta: ds.st.subMeta}, false, &id)
+	if err == nil {
+		msg := append(append(append(make([]byte, 0, len(wire)+16), "data: "...), wire...), '\n', '\n')
+		out := append(appendChunk(nil, string(msg)), "0\r\n\r\n"...)
+		s.putWire(buf)
+		ds.wmu.Lock()
+		_ = ds.conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		_, _ = ds.conn.Write(out)
+		ds.wmu.Unlock()
+	}
+	_ = ds.conn.Close()
+	ds.st.release(s)
+}
+
+// endDetached ends every detached stream with its closing result (Shutdown)
+// and refuses those detached from now on (they end the same way), writing
+// from up to maxListenWriters goroutines; it returns when all are written
+// or ctx is done.
+func (b *bus) endDetached(ctx context.Context) error {
+	b.mu.Lock()
+	b.detachClosed = true
+	var all []*detachedStream
+	for sub := range b.subs {
+		sub.mu.Lock()
+		if sub.ds != nil {
+			all = append(all, sub.ds)
+		}
+		sub.mu.Unlock()
+	}
+	b.mu.Unlock()
+	if len(all) == 0 {
+		return nil
+	}
+	next := make(chan *detachedStream)
+	var wg sync.WaitGroup
+	for range min(maxListenWriters(), len(all)) {
+		wg.Go(func() {
+			for ds := range next {
+				ds.finish()
+			}
+		})
+	}
+	defer wg.Wait() // whatever was handed out is finished (each write bounded by WriteTimeout)
+	defer close(next)
+	for _, ds := range all {
+		select {
+		case next <- ds:
+		case <-ctx.Done():
+			for _, rest := range all {
+				rest.close()
+			}
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// appendListenChunk appends the SSE event of a listen notification (its
+// shared encoding open and the stream's tail) as one HTTP/1.1 chunk.
+func appendListenChunk(dst []byte, open, tail string) []byte {
+	n := len("data: ") + len(open) + len(tail) + 2
+	dst = strconv.AppendUint(dst, uint64(n), 16)
+	dst = append(dst, "\r\ndata: "...)
+	dst = append(dst, open...)
+	dst = append(dst, tail...)
+	return append(dst, "\n\n\r\n"...)
+}
+
+// appendChunk appends p as one HTTP/1.1 chunk.
+func appendChunk(dst []byte, p string) []byte {
+	dst = strconv.AppendUint(dst, uint64(len(p)), 16)
+	dst = append(dst, '\r', '\n')
+	dst = append(dst, p...)
+	return append(dst, '\r', '\n')
+}
