@@ -479,6 +479,11 @@ func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*li
 	}
 	st := &listenState{f: f, partition: req.Identity.Partition, sub: s.bus.subscribe(), subMeta: subMeta, tail: tail,
 		taskIDs: taskIDs, taskEvents: taskEvents, taskCtx: taskCtx, cancel: cancel}
+	if h, ok := req.out.(*httpResponder); ok && detach {
+		// The connection ends with the stream (listen_detached.go): the
+		// client must not pool it.
+		h.w.Header().Set("Connection", "close")
+	}
 	if err := req.out.send(frame{method: "notifications/subscriptions/acknowledged", params: exactjson.Object(
 		exactjson.Field("notifications", exactjson.Object(accepted...)),
 		exactjson.Field("_meta", subMeta))}); err != nil {
