@@ -3,6 +3,7 @@ package weft
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -110,7 +111,9 @@ func (h *httpResponder) detachPending(p *pendingDetach) {
 	if len(p.st.taskIDs) > 0 {
 		ds.req = p.req
 	}
-	ds.ka = time.AfterFunc(s.opts.KeepAlive, ds.keepAlive)
+	// Armed once assigned: the first tick reads ds.ka.
+	ds.ka = time.AfterFunc(time.Duration(math.MaxInt64), ds.keepAlive)
+	ds.ka.Reset(s.opts.KeepAlive)
 	if !s.bus.attach(ds) {
 		ds.finish() // Shutdown has begun: the closing result now
 		return

@@ -41,6 +41,34 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// settleDetached waits until no detached stream's reader runs (those of
+// earlier tests end when their clients close), so that a test can count
+// its own.
+func settleDetached(t testing.TB) {
+	t.Helper()
+	waitUntil(t, "the detached streams of earlier tests end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == 0 })
+}
+
+// detachedOf waits until s holds n detached streams and returns them.
+func detachedOf(t testing.TB, s *Server, n int) []*detachedStream {
+	t.Helper()
+	var out []*detachedStream
+	waitUntil(t, fmt.Sprintf("%d streams are detached", n), func() bool {
+		out = out[:0]
+		s.bus.mu.Lock()
+		for sub := range s.bus.subs {
+			sub.mu.Lock()
+			if sub.ds != nil {
+				out = append(out, sub.ds)
+			}
+			sub.mu.Unlock()
+		}
+		s.bus.mu.Unlock()
+		return len(out) == n
+	})
+	return out
+}
+
 // openListens is the number of listen streams the bus holds reserved.
 func openListens(s *Server) int {
 	s.bus.mu.Lock()
@@ -81,7 +109,7 @@ func TestListenDetachedStream(t *testing.T) {
 			[]string{"notifications/prompts/list_changed", "notifications/resources/updated test://a", "notifications/tools/list_changed",
 				"notifications/resources/list_changed", "notifications/resources/updated test://a/x"}},
 	}
-	baseWatch := goroutinesWith(t, "(*detachedStream).watch")
+	settleDetached(t)
 	type open struct {
 		res *http.Response
 		st  *sseStream
@@ -98,10 +126,11 @@ func TestListenDetachedStream(t *testing.T) {
 		streams = append(streams, open{res, st})
 	}
 	// Detached: no stream waits in listenLoop, each has its one reader.
+	detachedOf(t, s, len(cases))
 	if n := goroutinesWith(t, "(*Server).listenLoop"); n != 0 {
 		t.Errorf("%d goroutines wait in listenLoop; detached streams have none", n)
 	}
-	if n := goroutinesWith(t, "(*detachedStream).watch") - baseWatch; n != len(cases) {
+	if n := goroutinesWith(t, "(*detachedStream).watch"); n != len(cases) {
 		t.Errorf("%d reader goroutines for %d detached streams", n, len(cases))
 	}
 
@@ -144,7 +173,7 @@ func TestListenDetachedStream(t *testing.T) {
 			t.Fatalf("%s: after the closing result: %v, want the end of the response", c.name, err)
 		}
 	}
-	waitUntil(t, "the detached streams' readers end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == baseWatch })
+	waitUntil(t, "the detached streams' readers end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == 0 })
 	if n := openListens(s); n != 0 {
 		t.Errorf("%d listen streams still reserved after Shutdown", n)
 	}
@@ -155,14 +184,14 @@ func TestListenDetachedStream(t *testing.T) {
 func TestListenDetachedClientLeaves(t *testing.T) {
 	s := listenServer(t, &Options{Limits: Limits{MaxSubscriptionsPerPartition: 1}})
 	ts := startHTTP(t, s)
-	base := goroutinesWith(t, "(*detachedStream).watch")
+	settleDetached(t)
 	res, _, _ := listen(t, ts.URL, 1, M{"toolsListChanged": true})
 	if r := rpc(t, ts.URL, 2, "subscriptions/listen", params(M{"notifications": M{"toolsListChanged": true}})); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a second stream over the limit: %v, want 429", r)
 	}
 	res.Body.Close()
 	waitUntil(t, "the stream's slot is freed", func() bool { return openListens(s) == 0 })
-	waitUntil(t, "the stream's reader ends", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == base })
+	waitUntil(t, "the stream's reader ends", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == 0 })
 	s.bus.mu.Lock()
 	subs := len(s.bus.subs)
 	s.bus.mu.Unlock()
@@ -258,10 +287,10 @@ func TestListenDetachedStalledClients(t *testing.T) {
 func TestListenDetachedWriteTimeout(t *testing.T) {
 	s := listenServer(t, &Options{WriteTimeout: 300 * time.Millisecond, KeepAlive: 100 * time.Millisecond})
 	ts := startHTTP(t, s)
-	base := goroutinesWith(t, "(*detachedStream).watch")
+	settleDetached(t)
 	stallListens(t, s, ts.Listener.Addr().String(), 2)
 	waitUntil(t, "the stalled streams are closed at WriteTimeout", func() bool { return openListens(s) == 0 })
-	waitUntil(t, "their readers end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == base })
+	waitUntil(t, "their readers end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == 0 })
 }
 
 // TestListenDetachedCoalesces: events that reach a stream while its
@@ -271,15 +300,7 @@ func TestListenDetachedCoalesces(t *testing.T) {
 	s := listenServer(t, nil)
 	ts := startHTTP(t, s)
 	_, st, _ := listen(t, ts.URL, 1, M{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true})
-	var ds *detachedStream
-	s.bus.mu.Lock()
-	for sub := range s.bus.subs {
-		ds = sub.ds
-	}
-	s.bus.mu.Unlock()
-	if ds == nil {
-		t.Fatal("the stream is not detached")
-	}
+	ds := detachedOf(t, s, 1)[0]
 	ds.wmu.Lock() // a write in progress
 	for range 50 {
 		s.bus.deliver(event{kind: evToolsListChanged})
@@ -341,9 +362,7 @@ func TestListenDetachedTaskEvents(t *testing.T) {
 	if m, f := st.nextMsg(); m.Method != "notifications/subscriptions/acknowledged" || !strings.Contains(string(f), taskID) || strings.Contains(string(f), "no-such-task") {
 		t.Fatalf("ack: %s", f)
 	}
-	if n := goroutinesWith(t, "(*Server).listenLoop"); n != 0 {
-		t.Fatalf("the task stream is not detached (%d in listenLoop)", n)
-	}
+	detachedOf(t, s, 1)
 	close(release)
 	for {
 		m, f := st.nextMsg()
