@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -69,7 +70,13 @@ type detachedStream struct {
 	wmu    sync.Mutex
 	closed atomic.Bool
 	ka     *time.Timer
+	// raw, on a plain TCP connection, lets the writers try a write without
+	// blocking (and without a deadline to set); nil on TLS.
+	raw syscall.RawConn
 }
+
+// errWouldBlock reports a write the socket could not take whole at once.
+var errWouldBlock = errors.New("weft: the connection's send buffer is full")
 
 // canDetach reports whether the stream of req may be detached once
 // acknowledged: an HTTP/1.1 request on net/http's own ResponseWriter (a
@@ -111,6 +118,7 @@ func (h *httpResponder) detachPending(p *pendingDetach) {
 	if len(p.st.taskIDs) > 0 {
 		ds.req = p.req
 	}
+	ds.raw = rawConnOf(conn)
 	// Armed once assigned: the first tick reads ds.ka.
 	ds.ka = time.AfterFunc(time.Duration(math.MaxInt64), ds.keepAlive)
 	ds.ka.Reset(s.opts.KeepAlive)
@@ -245,11 +253,17 @@ func (ds *detachedStream) flush(buf []byte, slice time.Duration) []byte {
 		if slice == 0 {
 			ds.wmu.Lock()
 		}
-		n, err := ds.writeLocked(buf, slice)
+		var n int
+		var err error
+		if slice > 0 && ds.raw != nil {
+			n, err = ds.tryWriteLocked(buf)
+		} else {
+			n, err = ds.writeLocked(buf, slice)
+		}
 		ds.wmu.Unlock()
 		switch {
 		case err == nil:
-		case slice > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ds.closed.Load():
+		case slice > 0 && (err == errWouldBlock || errors.Is(err, os.ErrDeadlineExceeded)) && !ds.closed.Load():
 			rest := append([]byte(nil), buf[n:]...)
 			go ds.finishFlush(rest)
 			return buf
@@ -286,7 +300,12 @@ func (ds *detachedStream) writeLocked(b []byte, slice time.Duration) (int, error
 		d = slice
 	}
 	_ = ds.conn.SetWriteDeadline(time.Now().Add(d))
-	return ds.conn.Write(b)
+	n, err := ds.conn.Write(b)
+	if err == nil && ds.raw != nil {
+		// The writers' attempts (tryWriteLocked) honour deadlines too.
+		_ = ds.conn.SetWriteDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // write writes b within WriteTimeout, closing the stream when it fails.

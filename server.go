@@ -501,7 +501,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
 	if err := s.bus.endDetached(ctx); err != nil {
-		return fmt.Errorf("weft: shutdown: ending the listen streams: %w", err)
+		// Those not ended in time are closed; the task runner still stops.
+		err = fmt.Errorf("weft: shutdown: ending the listen streams: %w", err)
+		if terr := s.stopTasks(ctx); terr != nil {
+			err = errors.Join(err, fmt.Errorf("weft: shutdown: stopping the task runner: %w", terr))
+		}
+		return err
 	}
 	if err := s.stopTasks(ctx); err != nil {
 		return fmt.Errorf("weft: shutdown: stopping the task runner: %w", err)
