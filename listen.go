@@ -342,6 +342,9 @@ type listenState struct {
 	cancel  context.CancelFunc
 }
 
+// handleListen serves subscriptions/listen: over HTTP/1.1 it returns once
+// the stream is acknowledged and the transport detaches it
+// (listen_detached.go); elsewhere it serves the stream until it ends.
 func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error) {
 	h, detach := req.out.(*httpResponder)
 	detach = detach && h.canDetach()
