@@ -95,7 +95,8 @@ func frameKey(t testing.TB, f []byte) string {
 // filter wants, in order, each with its subscription id, and ends at
 // Shutdown with its closing result and the response's last chunk.
 func TestListenDetachedStream(t *testing.T) {
-	s := listenServer(t, nil)
+	lc := newLogCapture()
+	s := listenServer(t, &Options{Logger: lc.logger()})
 	ts := startHTTP(t, s)
 	cases := []struct {
 		name   string
@@ -132,6 +133,16 @@ func TestListenDetachedStream(t *testing.T) {
 	}
 	if n := goroutinesWith(t, "(*detachedStream).watch"); n != len(cases) {
 		t.Errorf("%d reader goroutines for %d detached streams", n, len(cases))
+	}
+	// Each request completed at the hand-over, with its log line.
+	logged := 0
+	for _, r := range lc.records() {
+		if r.Msg == "mcp request" && strings.Contains(r.Attrs, "method=subscriptions/listen") && strings.Contains(r.Attrs, "outcome=complete") {
+			logged++
+		}
+	}
+	if logged != len(cases) {
+		t.Errorf("%d request log lines for %d detached streams", logged, len(cases))
 	}
 
 	must(t, s.AddPrompt(Prompt{Name: "p2", Description: "Another prompt."}, func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
