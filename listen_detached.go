@@ -26,7 +26,7 @@ import (
 // the bus. Its frames are written as HTTP/1.1 chunks by the bus's writers (at
 // most maxListenWriters goroutines for all streams, started when there is
 // something to write), and one small reader goroutine per stream notices the
-// client leaving. HTTP/2, stdio, HTTP/1.0 and writers wrapped by other
+// client leaving. HTTP/2, stdio, HTTP/1.0, TLS and writers wrapped by other
 // handlers keep the stream on the request's goroutine (listenLoop).
 
 // listenWriteSlice bounds the first attempt of a writer at one stream's
@@ -62,8 +62,6 @@ type detachedStream struct {
 	// req is kept for the per-event authorization of task notifications
 	// (nil without taskIds).
 	req *Request
-	// cancel ends the stream's task subscription (nil without taskIds).
-	cancel context.CancelFunc
 
 	// wmu serialises the writes on conn; closed is set once, by whichever
 	// ends the stream first.
@@ -78,10 +76,11 @@ type detachedStream struct {
 // errWouldBlock reports a write the socket could not take whole at once.
 var errWouldBlock = errors.New("weft: the connection's send buffer is full")
 
-// canDetach reports whether the stream of req may be detached once
-// acknowledged: an HTTP/1.1 request on net/http's own ResponseWriter (a
-// wrapper could transform the body, which the hijacked connection would
-// bypass).
+// canDetach reports whether the listen stream of this request may be
+// detached once acknowledged: an HTTP/1.1 request without TLS (a TLS
+// connection's state does not survive a timed-out write, which the writers
+// rely on) on net/http's own ResponseWriter (a wrapper could transform the
+// body, which the hijacked connection would bypass).
 func (h *httpResponder) canDetach() bool { return h.detachable }
 
 // isNetHTTPWriter reports whether w is net/http's own HTTP/1.x
@@ -114,7 +113,7 @@ func (h *httpResponder) detachPending(p *pendingDetach) {
 	}
 	ignored := brw.Reader.Buffered()
 	_, _ = brw.Reader.Discard(ignored) // sent after the request: never answered (as on the request goroutine)
-	ds := &detachedStream{s: s, conn: conn, st: p.st, id: p.req.ID, cancel: p.st.cancel}
+	ds := &detachedStream{s: s, conn: conn, st: p.st, id: p.req.ID}
 	if len(p.st.taskIDs) > 0 {
 		ds.req = p.req
 	}

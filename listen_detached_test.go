@@ -397,8 +397,8 @@ type unwrapWriter struct{ http.ResponseWriter }
 
 func (w unwrapWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// TestListenNotDetached: HTTP/2 and wrapped writers keep the stream on its
-// request goroutine, which still delivers and ends at Shutdown.
+// TestListenNotDetached: HTTP/2, TLS and wrapped writers keep the stream on
+// its request goroutine, which still delivers and ends at Shutdown.
 func TestListenNotDetached(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -408,6 +408,10 @@ func TestListenNotDetached(t *testing.T) {
 			ts := httptest.NewUnstartedServer(h)
 			ts.EnableHTTP2 = true
 			ts.StartTLS()
+			return ts, ts.Client()
+		}},
+		{"HTTP/1.1 over TLS", func(h http.Handler) (*httptest.Server, *http.Client) {
+			ts := httptest.NewTLSServer(h)
 			return ts, ts.Client()
 		}},
 		{"wrapped writer", func(h http.Handler) (*httptest.Server, *http.Client) {
@@ -426,7 +430,7 @@ func TestListenNotDetached(t *testing.T) {
 			res, err := client.Do(req)
 			must(t, err)
 			defer res.Body.Close()
-			if c.name == "HTTP/2" && res.ProtoMajor != 2 {
+			if (c.name == "HTTP/2") != (res.ProtoMajor == 2) {
 				t.Fatalf("served over %s", res.Proto)
 			}
 			st := &sseStream{t: t, br: bufio.NewReader(res.Body)}

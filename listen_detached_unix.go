@@ -8,14 +8,20 @@ import (
 	"syscall"
 )
 
-// rawConnOf is the raw connection of a plain TCP connection, for writes
-// that never block (tryWriteLocked); nil otherwise (TLS).
+// rawConnOf is the raw connection of a TCP or Unix socket, for writes that
+// never block (tryWriteLocked); nil for any other net.Conn (a listener's
+// wrapper), which the writers bound with a deadline instead.
 func rawConnOf(c net.Conn) syscall.RawConn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
 		return nil
 	}
-	raw, err := tc.SyscallConn()
+	raw, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

@@ -82,7 +82,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp := &x.resp
 	*resp = httpResponder{w: w, rc: rc, srv: s, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
 		sseOK:      acceptsSSE(r.Header.Values("Accept")),
-		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && isNetHTTPWriter(w)}
+		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && isNetHTTPWriter(w)}
 	endpoint := r.URL.Path
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)

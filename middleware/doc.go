@@ -35,7 +35,7 @@
 // once acknowledged: next returns then, with a *weft.EmptyResult carrying
 // the subscription id, and Logging and Timing record the request as
 // complete at that moment; what a middleware returns for it is not sent, as
-// the stream goes on without it. Elsewhere (HTTP/2, stdio, a wrapped
+// the stream goes on without it. Elsewhere (HTTP/2, TLS, stdio, a wrapped
 // ResponseWriter) next returns when the stream ends. See
 // docs/architecture.md.
 package middleware

@@ -381,7 +381,7 @@ func (r *report) markdown() string {
 			"a small struct registered with the event bus — its connection, filter, encoded tail, subscription, partition slot and keep-alive timer — " +
 			"plus one reader goroutine (a 64-byte buffer, a 2 KiB stack) that notices the client leaving. net/http's per-connection read and write " +
 			"buffers, the response's chunking buffer, the request and its two goroutines (the handler's 16 KiB stack under the dispatch chain, " +
-			"the background reader) are gone with it; that was about 36 KB per stream on the request goroutine, which HTTP/2, stdio and wrapped " +
+			"the background reader) are gone with it; that was about 36 KB per stream on the request goroutine, which HTTP/2, TLS, stdio and wrapped " +
 			"ResponseWriters still use. The fan-out encodes each event once; the bus applies each stream's filter as it delivers and queues the " +
 			"stream for at most GOMAXPROCS writer goroutines, which write a stream's pending events as HTTP/1.1 chunks in one non-blocking write " +
 			"(a socket that cannot take it is finished by a goroutine of its own, so a stalled client holds no writer). " +
