@@ -389,6 +389,7 @@ func TestListenDetachedTaskEvents(t *testing.T) {
 	}
 	res.Body.Close()
 	waitUntil(t, "the task stream's slot is freed", func() bool { return openListens(s) == 0 })
+	waitUntil(t, "its task subscription ends", func() bool { return goroutinesWith(t, "(*detachedStream).taskLoop") == 0 })
 }
 
 // unwrapWriter wraps a ResponseWriter, as an application's HTTP middleware
