@@ -227,65 +227,87 @@ func (sub *subscriber) take() []event {
 	return out
 }
 
-// flush writes the stream's pending events, each as one chunk, all pending
-// ones in one write, until none is left. The first write is bounded by
-// slice (0: WriteTimeout only); a write that does not complete within it
-// is handed to a goroutine of its own, which finishes it and goes on
-// flushing this stream. buf is the writer's buffer, returned for reuse.
+// flush writes the stream's pending events until none is left. buf is the
+// writer's buffer, returned for reuse. With slice > 0 (a shared writer) no
+// write blocks: what the socket does not take at once is handed, with the
+// events after it, to a goroutine of its own (finishFlush), which keeps the
+// stream until it is caught up.
 func (ds *detachedStream) flush(buf []byte, slice time.Duration) []byte {
 	for {
 		evs := ds.st.sub.take()
 		if len(evs) == 0 {
 			return buf
 		}
-		buf = buf[:0]
-		for _, ev := range evs {
-			buf = appendListenChunk(buf, ev.open, ds.st.tail)
-		}
-		if slice > 0 && !ds.wmu.TryLock() {
-			// A keep-alive or task notification is being written (and may
-			// be slow): the rest of this stream is not the writers' job.
-			rest := append([]byte(nil), buf...)
-			go ds.finishFlush(rest)
-			return buf
-		}
-		if slice == 0 {
-			ds.wmu.Lock()
-		}
-		var n int
-		var err error
-		if slice > 0 && ds.raw != nil {
-			n, err = ds.tryWriteLocked(buf)
-		} else {
-			n, err = ds.writeLocked(buf, slice)
-		}
-		ds.wmu.Unlock()
-		switch {
-		case err == nil:
-		case slice > 0 && (err == errWouldBlock || errors.Is(err, os.ErrDeadlineExceeded)) && !ds.closed.Load():
-			rest := append([]byte(nil), buf[n:]...)
-			go ds.finishFlush(rest)
-			return buf
-		default:
-			ds.close()
-			ds.st.sub.take() // leave the queue
+		var ok bool
+		if buf, ok = ds.writeEvents(buf, evs, slice); !ok {
 			return buf
 		}
 	}
 }
 
-// finishFlush writes rest, the unwritten end of a write, within
-// WriteTimeout, then keeps flushing the stream on this goroutine.
-func (ds *detachedStream) finishFlush(rest []byte) {
-	ds.wmu.Lock()
-	_, err := ds.writeLocked(rest, 0)
-	ds.wmu.Unlock()
-	if err != nil {
+// listenBatchBytes bounds one write of a stream's pending events (each
+// event is one chunk; a batch holds at least one).
+const listenBatchBytes = 32 << 10
+
+// errStreamBusy reports a stream another goroutine is writing to.
+var errStreamBusy = errors.New("weft: the stream is being written")
+
+// writeEvents writes evs, as many chunks per write as fit in
+// listenBatchBytes. It reports false when the stream was closed or handed
+// to finishFlush (slice > 0 only): the caller then leaves it.
+func (ds *detachedStream) writeEvents(buf []byte, evs []event, slice time.Duration) ([]byte, bool) {
+	for len(evs) > 0 {
+		buf = buf[:0]
+		i := 0
+		for i < len(evs) && (i == 0 || len(buf) < listenBatchBytes) {
+			buf = appendListenChunk(buf, evs[i].open, ds.st.tail)
+			i++
+		}
+		evs = evs[i:]
+		n, err := ds.writeBatch(buf, slice)
+		switch {
+		case err == nil:
+		case slice > 0 && (err == errStreamBusy || err == errWouldBlock || errors.Is(err, os.ErrDeadlineExceeded)) && !ds.closed.Load():
+			go ds.finishFlush(append([]byte(nil), buf[n:]...), evs)
+			return buf, false
+		default:
+			ds.close()
+			ds.st.sub.take() // leave the queue
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// writeBatch writes b: without blocking when slice > 0 (errStreamBusy when a
+// keep-alive or task notification is being written, errWouldBlock or a
+// deadline error when the socket does not take it all within slice), else
+// within WriteTimeout.
+func (ds *detachedStream) writeBatch(b []byte, slice time.Duration) (int, error) {
+	if slice == 0 {
+		ds.wmu.Lock()
+	} else if !ds.wmu.TryLock() {
+		return 0, errStreamBusy
+	}
+	defer ds.wmu.Unlock()
+	if slice > 0 && ds.raw != nil {
+		return ds.tryWriteLocked(b)
+	}
+	return ds.writeLocked(b, slice)
+}
+
+// finishFlush writes rest, the unwritten end of a write, and then evs,
+// each within WriteTimeout, then keeps flushing the stream on this
+// goroutine until it is caught up.
+func (ds *detachedStream) finishFlush(rest []byte, evs []event) {
+	if _, err := ds.writeBatch(rest, 0); err != nil {
 		ds.close()
 		ds.st.sub.take()
 		return
 	}
-	ds.flush(nil, 0)
+	if _, ok := ds.writeEvents(nil, evs, 0); ok {
+		ds.flush(nil, 0)
+	}
 }
 
 // writeLocked writes b with a deadline of slice (0: WriteTimeout). Caller
