@@ -427,8 +427,8 @@ func (ds *detachedStream) finish() {
 
 // endDetached ends every detached stream with its closing result (Shutdown)
 // and refuses those detached from now on (they end the same way), writing
-// from up to maxListenWriters goroutines; it returns when all are written
-// or ctx is done.
+// from up to maxListenWriters goroutines; it returns when all are written,
+// or when ctx is done, after closing the connections of the rest.
 func (b *bus) endDetached(ctx context.Context) error {
 	b.mu.Lock()
 	b.detachClosed = true
@@ -459,8 +459,12 @@ func (b *bus) endDetached(ctx context.Context) error {
 		select {
 		case next <- ds:
 		case <-ctx.Done():
-			for _, rest := range all {
-				rest.close()
+			// Out of time: the streams not handed out yet are closed, and
+			// so are the connections of those being finished (a write
+			// blocked on a client that stopped reading returns at once).
+			for _, ds := range all {
+				ds.close()
+				_ = ds.conn.Close()
 			}
 			return ctx.Err()
 		}

@@ -304,6 +304,23 @@ func TestListenDetachedWriteTimeout(t *testing.T) {
 	waitUntil(t, "their readers end", func() bool { return goroutinesWith(t, "(*detachedStream).watch") == 0 })
 }
 
+// TestListenDetachedShutdownStalled: Shutdown's context bounds the ending
+// of detached streams whose clients stopped reading (their writes would
+// otherwise hold it for WriteTimeout, past the hang guard here).
+func TestListenDetachedShutdownStalled(t *testing.T) {
+	s := listenServer(t, &Options{WriteTimeout: 2 * hangGuard, KeepAlive: hangGuard})
+	ts := startHTTP(t, s)
+	stallListens(t, s, ts.Listener.Addr().String(), maxListenWriters()+1)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	if err := waitFor(t, done, "Shutdown returns once its context is done"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v, want the context's deadline", err)
+	}
+	waitUntil(t, "the stalled streams are released", func() bool { return openListens(s) == 0 })
+}
+
 // TestListenDetachedCoalesces: events that reach a stream while its
 // previous write is in progress are coalesced (each pending event once, in
 // order of first arrival), as on the request goroutine.
