@@ -17,7 +17,9 @@ import (
 // server is mounted on: POST only, one JSON-RPC message per request, a JSON
 // response by default and a request-scoped SSE stream as soon as the handler
 // reports progress or logs (and for subscriptions/listen). The client closing
-// the stream cancels the handler's context.
+// the stream cancels the handler's context. A subscriptions/listen stream
+// over HTTP/1.1 without TLS is taken over from net/http (the connection
+// hijacked) once acknowledged; see docs/architecture.md.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Cache-Control"] = []string{"no-store"} // canonical already: no Header.Set
