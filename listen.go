@@ -256,6 +256,10 @@ func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slo
 	}
 }
 
+// deliverBatch is how many detached streams deliver queues for the writers
+// at a time.
+const deliverBatch = 256
+
 func (b *bus) deliver(ev event) {
 	ev.open = ev.openFrame() // once, for every stream
 	b.version.Add(1)
@@ -279,7 +283,12 @@ func (b *bus) deliver(ev event) {
 		s.mu.Unlock()
 		switch {
 		case queue:
-			run = append(run, s)
+			if run = append(run, s); len(run) == deliverBatch {
+				// The writers start on the first streams while the rest
+				// are being queued.
+				b.enqueue(run)
+				run = run[:0]
+			}
 		case ds == nil:
 			select {
 			case s.wake <- struct{}{}:
