@@ -37,7 +37,10 @@ type Handler func(ctx context.Context, req *Request) (Result, error)
 // the concurrency gate and the request deadline, the handler span and panic
 // recovery) and outside the method's own checks (unknown tool, argument
 // validation, request state), so a middleware also sees requests that those
-// checks reject, as errors. See docs/architecture.md.
+// checks reject, as errors. For a subscriptions/listen stream detached
+// from its HTTP/1.1 request, next returns once the stream is acknowledged,
+// with an *EmptyResult, and what the middleware returns is not sent. See
+// docs/architecture.md.
 type Middleware func(next Handler) Handler
 
 // errNoReply is returned by a handler that has nothing more to send: a

@@ -112,6 +112,17 @@ type bus struct {
 	log     *slog.Logger
 	// version counts the events delivered to this instance (Server.CatalogVersion).
 	version atomic.Uint64
+	// detachClosed is set (under mu) when Shutdown ends the detached
+	// streams (listen_detached.go): none is attached after it.
+	detachClosed bool
+
+	// The writers' queue of detached streams with pending events: runq
+	// from qhead, each stream at most once; writers is how many writer
+	// goroutines run.
+	qmu     sync.Mutex
+	runq    []*subscriber
+	qhead   int
+	writers int
 }
 
 // reserve counts a listen stream against its partition's limit.
@@ -138,6 +149,11 @@ type subscriber struct {
 	pending map[event]struct{}
 	order   []event
 	wake    chan struct{}
+	// ds is the detached stream this subscription feeds (set once, under
+	// mu): its events go to the bus's writers, not to wake. queued reports
+	// that it is in the writers' queue or being written.
+	ds     *detachedStream
+	queued bool
 }
 
 func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}, open: map[string]int{}} }
@@ -240,23 +256,48 @@ func listenFleet(done <-chan struct{}, remote task.Bus, channel string, log *slo
 	}
 }
 
+// deliverBatch is how many detached streams deliver queues for the writers
+// at a time.
+const deliverBatch = 256
+
 func (b *bus) deliver(ev event) {
 	ev.open = ev.openFrame() // once, for every stream
 	b.version.Add(1)
+	var run []*subscriber // detached streams to queue for the writers
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for s := range b.subs {
 		s.mu.Lock()
+		ds := s.ds
+		if ds != nil && !ds.st.f.wants(ev) {
+			s.mu.Unlock()
+			continue
+		}
 		if _, dup := s.pending[ev]; !dup {
 			s.pending[ev] = struct{}{}
 			s.order = append(s.order, ev)
 		}
+		queue := ds != nil && !s.queued
+		if queue {
+			s.queued = true
+		}
 		s.mu.Unlock()
-		select {
-		case s.wake <- struct{}{}:
-		default:
+		switch {
+		case queue:
+			if run = append(run, s); len(run) == deliverBatch {
+				// The writers start on the first streams while the rest
+				// are being queued.
+				b.enqueue(run)
+				run = run[:0]
+			}
+		case ds == nil:
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
+	b.mu.Unlock()
+	b.enqueue(run)
 }
 
 func (s *subscriber) drain() []event {
@@ -304,22 +345,40 @@ type listenState struct {
 	tail       string // listenTail(subMeta)
 	taskIDs    map[string]bool
 	taskEvents <-chan string
+	// taskCtx and cancel scope the task subscription of a stream that
+	// will be detached (it outlives its request); nil otherwise.
+	taskCtx context.Context
+	cancel  context.CancelFunc
 }
 
+// handleListen serves subscriptions/listen: over HTTP/1.1 it returns once
+// the stream is acknowledged and the transport detaches it
+// (listen_detached.go); elsewhere it serves the stream until it ends.
 func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error) {
-	st, err := s.openListen(ctx, req)
+	h, detach := req.out.(*httpResponder)
+	detach = detach && h.canDetach()
+	st, err := s.openListen(ctx, req, detach)
 	if err != nil {
 		return nil, err
 	}
-	defer s.bus.unreserve(st.partition)
-	defer s.bus.unsubscribe(st.sub)
+	if detach {
+		// The transport takes the stream over once this request has
+		// completed (listen_detached.go); Shutdown waits for the hand-over.
+		s.inflight.Add(1)
+		h.pending = &pendingDetach{s: s, req: req, st: st}
+		return &EmptyResult{Meta: st.subMeta}, nil
+	}
+	defer st.release(s)
 	return s.listenLoop(ctx, req, st)
 }
 
 // openListen checks a subscriptions/listen request, reserves its stream in
 // the partition, subscribes and sends the acknowledgement. On success the
 // caller owns the reservation and the subscription.
-func (s *Server) openListen(ctx context.Context, req *Request) (*listenState, error) {
+//
+// A stream to be detached (listen_detached.go) subscribes to task events
+// under a context of its own, which outlives the request.
+func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*listenState, error) {
 	if req.out == nil || !req.out.canStream() {
 		return nil, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable)
 	}
@@ -366,12 +425,27 @@ func (s *Server) openListen(ctx context.Context, req *Request) (*listenState, er
 		return nil, e
 	}
 	var taskEvents <-chan string
+	var taskCtx context.Context
+	var cancel context.CancelFunc
 	if len(taskIDs) > 0 {
-		ch, err := s.taskEngine().store.Subscribe(ctx, task.ChannelChanged)
+		subCtx := ctx
+		if detach {
+			taskCtx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+			subCtx = taskCtx
+		}
+		ch, err := s.taskEngine().store.Subscribe(subCtx, task.ChannelChanged)
 		if err != nil {
+			if cancel != nil {
+				cancel()
+			}
 			return nil, fmt.Errorf("weft: subscribing to task events: %w", err)
 		}
 		taskEvents = ch
+	}
+	fail := func() {
+		if cancel != nil {
+			cancel()
+		}
 	}
 	nt, np, nr := s.catalogSizes()
 	// Honour only what this server delivers.
@@ -403,6 +477,7 @@ func (s *Server) openListen(ctx context.Context, req *Request) (*listenState, er
 		accepted = append(accepted, exactjson.Field("taskIds", stringArray(ids)))
 	}
 	if !s.bus.reserve(req.Identity.Partition, s.limits.MaxSubscriptionsPerPartition) {
+		fail()
 		e := protocolError(CodeRateLimited, "Too many open subscriptions", exactjson.Value{})
 		e.retryAfter = 5 * time.Second
 		return nil, e
@@ -410,16 +485,21 @@ func (s *Server) openListen(ctx context.Context, req *Request) (*listenState, er
 	subMeta := exactjson.Object(exactjson.Field(metaSubscriptionID, req.ID.v))
 	tail, err := listenTail(subMeta)
 	if err != nil {
+		fail()
 		s.bus.unreserve(req.Identity.Partition)
 		return nil, fmt.Errorf("weft: encoding the subscription id: %w", err)
 	}
 	st := &listenState{f: f, partition: req.Identity.Partition, sub: s.bus.subscribe(), subMeta: subMeta, tail: tail,
-		taskIDs: taskIDs, taskEvents: taskEvents}
+		taskIDs: taskIDs, taskEvents: taskEvents, taskCtx: taskCtx, cancel: cancel}
+	if h, ok := req.out.(*httpResponder); ok && detach {
+		// The connection ends with the stream (listen_detached.go): the
+		// client must not pool it.
+		h.w.Header().Set("Connection", "close")
+	}
 	if err := req.out.send(frame{method: "notifications/subscriptions/acknowledged", params: exactjson.Object(
 		exactjson.Field("notifications", exactjson.Object(accepted...)),
 		exactjson.Field("_meta", subMeta))}); err != nil {
-		s.bus.unsubscribe(st.sub)
-		s.bus.unreserve(st.partition)
+		st.release(s)
 		return nil, errNoReply
 	}
 	return st, nil
@@ -458,9 +538,19 @@ func (s *Server) listenLoop(ctx context.Context, req *Request, st *listenState) 
 // sendTaskEvent sends the notifications/tasks of task id, if the caller
 // may still see it; an error means the stream is gone.
 func (s *Server) sendTaskEvent(ctx context.Context, req *Request, st *listenState, id string) error {
+	f, ok := s.taskFrame(ctx, req, st, id)
+	if !ok {
+		return nil
+	}
+	return req.out.send(f)
+}
+
+// taskFrame is the notifications/tasks of task id, if the caller of req may
+// still see it (a fresh authorization check per event).
+func (s *Server) taskFrame(ctx context.Context, req *Request, st *listenState, id string) (frame, bool) {
 	rec, e := s.authorizedTask(ctx, req, id)
 	if e != nil {
-		return nil // gone or no longer authorized: nothing is sent
+		return frame{}, false // gone or no longer authorized: nothing is sent
 	}
 	params := &enc{}
 	params.open()
@@ -468,13 +558,13 @@ func (s *Server) sendTaskEvent(ctx context.Context, req *Request, st *listenStat
 	params.value("_meta", st.subMeta)
 	params.close()
 	if params.err != nil {
-		return nil
+		return frame{}, false
 	}
 	pv, err := exactjson.Parse(params.b, exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling})
 	if err != nil {
-		return nil
+		return frame{}, false
 	}
-	return req.out.send(frame{method: "notifications/tasks", params: pv})
+	return frame{method: "notifications/tasks", params: pv}, true
 }
 
 // MaxTaskSubscriptions bounds the task ids of one subscriptions/listen.

@@ -76,9 +76,9 @@ func weftGoroutines(t *testing.T) int {
 	return n
 }
 
-// An idle listen stream costs the server one goroutine of Weft's (its
-// handler, waiting): keep-alive comments come from a timer, not a
-// goroutine of their own.
+// An idle listen stream costs the server one goroutine of Weft's (over
+// HTTP/1.1 the detached stream's reader; net/http keeps none): keep-alive
+// comments come from a timer, not a goroutine of their own.
 func TestListenIdleStreamIsOneGoroutine(t *testing.T) {
 	s := listenServer(t, nil)
 	ts := startHTTP(t, s)

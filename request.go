@@ -52,7 +52,9 @@ func (o Outcome) String() string {
 }
 
 // Observer receives lifecycle callbacks, exactly once each per admitted
-// request, with the same *Request the handler sees.
+// request, with the same *Request the handler sees. A subscriptions/listen
+// stream detached from its HTTP/1.1 request finishes (OutcomeComplete) when
+// it is acknowledged; see docs/architecture.md.
 type Observer interface {
 	RequestStarted(ctx context.Context, req *Request)
 	RequestFinished(ctx context.Context, req *Request, outcome Outcome, err error)

@@ -496,10 +496,21 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 // off and their leases released, so another instance takes them over at
 // once) and waits until in-flight requests finish or ctx is done. Behind a
 // load balancer, call [Server.Drain] first and Shutdown once the balancer
-// has stopped sending requests; then shut the http.Server down.
+// has stopped sending requests; then shut the http.Server down. Listen
+// streams detached from their HTTP/1.1 requests are no longer the
+// http.Server's connections: Shutdown ends them, http.Server's Shutdown
+// and Close do not.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.doneOnce.Do(func() { close(s.done) })
+	if err := s.bus.endDetached(ctx); err != nil {
+		// Those not ended in time are closed; the task runner still stops.
+		err = fmt.Errorf("weft: shutdown: ending the listen streams: %w", err)
+		if terr := s.stopTasks(ctx); terr != nil {
+			err = errors.Join(err, fmt.Errorf("weft: shutdown: stopping the task runner: %w", terr))
+		}
+		return err
+	}
 	if err := s.stopTasks(ctx); err != nil {
 		return fmt.Errorf("weft: shutdown: stopping the task runner: %w", err)
 	}

@@ -17,7 +17,9 @@ import (
 // server is mounted on: POST only, one JSON-RPC message per request, a JSON
 // response by default and a request-scoped SSE stream as soon as the handler
 // reports progress or logs (and for subscriptions/listen). The client closing
-// the stream cancels the handler's context.
+// the stream cancels the handler's context. A subscriptions/listen stream
+// over HTTP/1.1 without TLS is taken over from net/http (the connection
+// hijacked) once acknowledged; see docs/architecture.md.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Cache-Control"] = []string{"no-store"} // canonical already: no Header.Set
@@ -81,14 +83,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := &x.resp
 	*resp = httpResponder{w: w, rc: rc, srv: s, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
-		sseOK: acceptsSSE(r.Header.Values("Accept"))}
+		sseOK:      acceptsSSE(r.Header.Values("Accept")),
+		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && isNetHTTPWriter(w)}
 	endpoint := r.URL.Path
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)
 	}
 	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
 		remoteAddr: r.RemoteAddr, out: resp}
-	resp.finish(s.serve(r.Context(), &x.in))
+	rep := s.serve(r.Context(), &x.in)
+	if p := resp.pending; p != nil {
+		// A subscriptions/listen stream, acknowledged: the request is
+		// complete and the stream goes on without this goroutine.
+		s.putWire(rep.wireBuf)
+		resp.detachPending(p)
+		return
+	}
+	resp.finish(rep)
 }
 
 // httpExchange is the state of one HTTP request, allocated together.
@@ -176,6 +187,11 @@ type httpResponder struct {
 	sseOK     bool
 	// writeTimeout bounds each write (Options.WriteTimeout).
 	writeTimeout time.Duration
+	// detachable reports an HTTP/1.1 request on net/http's own writer,
+	// whose listen stream can be detached (listen_detached.go); pending is
+	// the stream its handler acknowledged for detaching.
+	detachable bool
+	pending    *pendingDetach
 
 	mu   sync.Mutex
 	sse  bool

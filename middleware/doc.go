@@ -30,4 +30,12 @@
 //
 // Results are shared: a middleware may return a different result, but must
 // not modify one in place (a cached result is returned to many requests).
+//
+// A subscriptions/listen stream over HTTP/1.1 is detached from its request
+// once acknowledged: next returns then, with a *weft.EmptyResult carrying
+// the subscription id, and Logging and Timing record the request as
+// complete at that moment; what a middleware returns for it is not sent, as
+// the stream goes on without it. Elsewhere (HTTP/2, TLS, stdio, a wrapped
+// ResponseWriter) next returns when the stream ends. See
+// docs/architecture.md.
 package middleware

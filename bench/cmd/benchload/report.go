@@ -376,13 +376,18 @@ func (r *report) markdown() string {
 			"`notifications/tools/list_changed`; the fan-out is the median round, from the control request to the last stream's read " +
 			"(client and server share the machine's CPUs), and its server CPU the median of the server process's user + system CPU time " +
 			"(`/proc/<pid>/stat`, 10 ms ticks) over the same rounds, which other load on the machine disturbs less. The peers have no `subscriptions/listen` (a 2026-07-28 method).\n\n" +
-			"Where an idle stream's memory goes (heap profile and frame sizes of this code): most is net/http's, for any request it is serving — " +
-			"the connection's 4 KiB read and 4 KiB write buffers, the response's 2 KiB chunking buffer, the request and its headers — and its two goroutines: " +
-			"the handler's, whose stack is 16 KiB because the dispatch chain a stream waits under (`conn.serve` down to `listenLoop`) takes about 7 KiB, " +
-			"too much for the garbage collector to halve it (Weft's 2025-11-25 GET stream below waits under a shallower chain, and its handler's stack is 8 KiB), and the 2 KiB background reader that notices the client leaving. " +
-			"Weft's own share (the request, its parsed body, the responder with its keep-alive timer, the subscription) is about 3 KB. " +
-			"The 16 KB target therefore needs the stream off net/http's request goroutine (a hijacked HTTP/1.1 connection with its own chunked writer and reader), " +
-			"which would change what middleware and the Observer see of a stream; it is not done.\n\n")
+			"Over HTTP/1.1 a listen stream is detached from net/http once acknowledged (docs/architecture.md, \"Detached listen streams\"): " +
+			"the request completes (middleware, the Observer and the request log see it then), the connection is hijacked, and the stream is " +
+			"a small struct registered with the event bus — its connection, filter, encoded tail, subscription, partition slot and keep-alive timer — " +
+			"plus one reader goroutine (a 64-byte buffer, a 2 KiB stack) that notices the client leaving. net/http's per-connection read and write " +
+			"buffers, the response's chunking buffer, the request and its two goroutines (the handler's 16 KiB stack under the dispatch chain, " +
+			"the background reader) are gone with it; that was about 36 KB per stream on the request goroutine, which HTTP/2, TLS, stdio and wrapped " +
+			"ResponseWriters still use. The fan-out encodes each event once; the bus applies each stream's filter as it delivers and queues the " +
+			"stream for at most GOMAXPROCS writer goroutines, which write a stream's pending events as HTTP/1.1 chunks in one non-blocking write " +
+			"(a socket that cannot take it is finished by a goroutine of its own, so a stalled client holds no writer). " +
+			"Per CPU profiles of benchserver (`WEFT_BENCHSERVER_CPUPROFILE`), that write system call is nearly all of the fan-out's server CPU, " +
+			"about 8 µs per stream on loopback, where the kernel also delivers the bytes to the reading client; the fan-out's time is " +
+			"that CPU shared with the client reading all the streams on the same machine.\n\n")
 		p("| streams | heap per stream | stacks per stream | heap + stacks | goroutines per stream | RSS per stream | fan-out of one list_changed | its server CPU | rounds |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.listen {
 			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
