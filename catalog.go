@@ -44,8 +44,8 @@ func (s *Server) capabilities(withExtensions bool) exactjson.Value {
 	if withExtensions {
 		var exts []exactjson.Member
 		s.mu.RLock()
-		for k, v := range s.extensions {
-			exts = append(exts, exactjson.Field(k, v))
+		for k, e := range s.extensions {
+			exts = append(exts, exactjson.Field(k, e.settings))
 		}
 		s.mu.RUnlock()
 		if len(exts) > 0 {

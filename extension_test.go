@@ -1,9 +1,13 @@
 package weft
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/task"
 )
 
 func TestExtensionState(t *testing.T) {
@@ -37,3 +41,84 @@ func TestExtensionState(t *testing.T) {
 		t.Fatalf("create ran %d times, want 3", created.Load())
 	}
 }
+
+// discoveredExtensions returns the extension ids server/discover advertises.
+func discoveredExtensions(t *testing.T, s *Server) map[string]bool {
+	t.Helper()
+	res := rpcRec(t, s, "/mcp", 1, "server/discover", params(nil)).result(t)
+	caps, _ := res["capabilities"].(M)
+	exts, _ := caps["extensions"].(M)
+	out := map[string]bool{}
+	for id := range exts {
+		out[id] = true
+	}
+	return out
+}
+
+// EnableExtension counts its callers: the extension is withdrawn when the
+// last disable runs, a disable counts once, and RelayTasks' removal
+// withdraws the tasks extension only while nothing else enabled it.
+func TestEnableExtensionCounted(t *testing.T) {
+	s := NewServer(Implementation{Name: "x", Version: "1"}, &Options{QuietRequests: true})
+	const id = "example.com/ext"
+	d1 := s.EnableExtension(id, exactjson.Value{})
+	d2 := s.EnableExtension(id, exactjson.Object(exactjson.Field("v", exactjson.Int(2))))
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"both enabled", func() {}, true},
+		{"first disabled", d1, true},
+		{"first disabled again (counts once)", d1, true},
+		{"second disabled", d2, false},
+		{"second disabled again", d2, false},
+		{"enabled anew", func() { s.EnableExtension(id, exactjson.Value{}) }, true},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := discoveredExtensions(t, s)[id]; got != st.want {
+			t.Fatalf("%s: advertised %v, want %v", st.name, got, st.want)
+		}
+	}
+
+	r := NewServer(Implementation{Name: "r", Version: "1"}, &Options{QuietRequests: true})
+	rmA, err := r.RelayTasks("a", nopRelay{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rmB, err := r.RelayTasks("b", nopRelay{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rmA()
+	if !discoveredExtensions(t, r)[TasksExtension] {
+		t.Fatal("tasks extension withdrawn while relay b remains")
+	}
+	rmB()
+	rmB()
+	if discoveredExtensions(t, r)[TasksExtension] {
+		t.Fatal("tasks extension still advertised with no relay left")
+	}
+	disable := r.EnableExtension(TasksExtension, exactjson.Value{})
+	rmC, err := r.RelayTasks("c", nopRelay{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rmC()
+	if !discoveredExtensions(t, r)[TasksExtension] {
+		t.Fatal("removing a relay withdrew an extension enabled elsewhere")
+	}
+	disable()
+}
+
+// nopRelay is a TaskRelay with no tasks.
+type nopRelay struct{}
+
+func (nopRelay) GetTask(context.Context, *Request, string) (*task.Record, error) {
+	return nil, task.ErrNotFound
+}
+func (nopRelay) UpdateTask(context.Context, *Request, string, exactjson.Value) error {
+	return task.ErrNotFound
+}
+func (nopRelay) CancelTask(context.Context, *Request, string) error { return task.ErrNotFound }

@@ -116,7 +116,9 @@ func (s *Server) hasTaskRelays() bool {
 // [Options.Protector] and bound to the caller's principal and partition, so
 // any instance sharing the keyring finds the relay and the other server's
 // id in them, and no other caller can use them. The returned function
-// removes the registration (the ids of its tasks are then unknown).
+// removes the registration (the ids of its tasks are then unknown) and,
+// with the last relay gone and no tasks of the server's own
+// ([Server.EnableTasks]), stops advertising the extension.
 func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err error) {
 	if name == "" || relay == nil {
 		return nil, errors.New("weft: RelayTasks needs a name and a relay")
@@ -129,12 +131,13 @@ func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err er
 	}
 	rs.m[name] = relay
 	rs.mu.Unlock()
-	s.EnableExtension(TasksExtension, exactjson.Object())
+	disable := s.EnableExtension(TasksExtension, exactjson.Object())
 	return func() {
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
 		if rs.m[name] == relay {
 			delete(rs.m, name)
+			disable()
 		}
 	}, nil
 }

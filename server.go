@@ -238,7 +238,7 @@ type Server struct {
 	builtin    map[string]Handler // the built-in methods, wrapped in the middleware (dispatch.go)
 	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate
-	extensions map[string]exactjson.Value
+	extensions map[string]*extension               // EnableExtension
 	extState   map[any]any                         // ExtensionState, created on first use
 	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (gateway_api.go)
 	scratch    sync.Pool                           // *[]byte: hash input of request-state bindings (state.go)
@@ -260,7 +260,7 @@ type Server struct {
 // NewServer returns a server with the given implementation info and options
 // (nil means defaults).
 func NewServer(impl Implementation, opts *Options) *Server {
-	s := &Server{digests: digestcache.New(), impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]exactjson.Value{}}
+	s := &Server{digests: digestcache.New(), impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]*extension{}}
 	if opts != nil {
 		s.opts = *opts
 		s.opts.Middleware = slices.Clone(opts.Middleware)
@@ -384,15 +384,43 @@ func (s *Server) stateProtector() seal.Protector {
 	return s.protector
 }
 
+// extension is an advertised extension: its settings and how many
+// EnableExtension calls have not been undone.
+type extension struct {
+	settings exactjson.Value
+	refs     int
+}
+
 // EnableExtension advertises an extension identifier in server/discover with
-// the given settings object (null means {}).
-func (s *Server) EnableExtension(id string, settings exactjson.Value) {
+// the given settings object (null means {}); enabling it again replaces the
+// settings. It stays advertised until every returned disable function has
+// been called (each counts once; further calls do nothing), so that parts
+// of a program that enable the same extension independently (a gateway's
+// upstreams, say) withdraw it only when the last of them is gone. A caller
+// that enables an extension for the life of the server ignores disable.
+func (s *Server) EnableExtension(id string, settings exactjson.Value) (disable func()) {
 	if settings.Kind() == exactjson.KindNull {
 		settings = exactjson.Object()
 	}
 	s.mu.Lock()
-	s.extensions[id] = settings
+	e := s.extensions[id]
+	if e == nil {
+		e = &extension{}
+		s.extensions[id] = e
+	}
+	e.settings = settings
+	e.refs++
 	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if e.refs--; e.refs == 0 && s.extensions[id] == e {
+				delete(s.extensions, id)
+			}
+		})
+	}
 }
 
 // ExtensionState returns the value this server holds under key, calling

@@ -61,8 +61,9 @@ func (u *upstream) registerApps(c *conn) {
 	}
 	ext, _ := c.caps.Get("extensions")
 	settings, _ := ext.Get(apps.ExtensionID)
-	srv.EnableExtension(apps.ExtensionID, settings)
-	u.unapps = srv.AddVisibilityFilter(u.showApps)
+	disable := srv.EnableExtension(apps.ExtensionID, settings)
+	unfilter := srv.AddVisibilityFilter(u.showApps)
+	u.unapps = func() { unfilter(); disable() }
 }
 
 // showApps hides the upstream's ui:// resources and templates from clients

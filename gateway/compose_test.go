@@ -462,3 +462,44 @@ func TestMountSkillsPerCaller(t *testing.T) {
 		}
 	}
 }
+
+// Closing the last mount that brought the UI and skills extensions
+// withdraws them from the parent's server/discover; the parent's own
+// extensions stay.
+func TestCloseWithdrawsExtensions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{QuietRequests: true})
+	const own = "example.com/own"
+	parent.EnableExtension(own, exactjson.Value{})
+	var gws []*gateway.Gateway
+	for _, name := range []string{"kit", "kat"} {
+		gw, err := gateway.Mount(ctx, parent, name, name+".", mustKit(t), gateway.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gws = append(gws, gw)
+	}
+	url := serveHTTP(t, parent)
+	exts := func() exactjson.Value {
+		t.Helper()
+		c := client.New(client.NewHTTPTransport(url, nil), client.Options{Capabilities: uiCaps})
+		defer c.Close()
+		d, err := c.Discover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext, _ := d.Capabilities.Get("extensions")
+		return ext
+	}
+	for i, want := range []bool{true, false} { // after closing the first mount, then the second
+		gws[i].Close()
+		ext := exts()
+		if ext.Has(apps.ExtensionID) != want || ext.Has(skills.ExtensionID) != want {
+			t.Fatalf("after closing %d of 2 mounts: extensions %s; want ui and skills %v", i+1, ext, want)
+		}
+		if !ext.Has(own) {
+			t.Fatalf("the parent's own extension went with the mounts: %s", ext)
+		}
+	}
+}

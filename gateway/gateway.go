@@ -287,7 +287,7 @@ type upstream struct {
 	listAuth string
 	callers  *callerLists
 	unfilter func()
-	unapps   func() // removes the filter of ui:// items (apps.go)
+	unapps   func() // removes the filter of ui:// items and withdraws the extension (apps.go)
 	// skills are the upstream's skill entries, URIs mapped (guarded by
 	// skillsMu, so that serving them never waits for a refresh); unskills
 	// removes its skills source (skills.go).

@@ -118,10 +118,8 @@ func (c Config) Register(s *weft.Server, bundles ...Bundle) error {
 	if err != nil {
 		return err
 	}
-	if !cat.installed {
-		if err := cat.install(s); err != nil {
-			return err
-		}
+	if err := cat.ensure(s); err != nil {
+		return err
 	}
 	for _, f := range plan.newFiles {
 		if err := s.AddResource(weft.Resource{ResourceInfo: f.info, Cache: cfg.cache}, f.handler()); err != nil {
@@ -148,11 +146,15 @@ type catalog struct {
 	mu        sync.RWMutex
 	cfg       resolvedConfig
 	installed bool
-	skills    []*bundle          // registration order
-	byURI     map[string]*bundle // by SKILL.md URI
-	files     map[string]*served // by file URI
-	dirs      map[string]*dir    // by directory URI
-	sources   []*Source          // AddSource order (source.go)
+	// disable withdraws the extension from server/discover (nil while it is
+	// not advertised: a server whose last source went and that has no
+	// skills of its own).
+	disable func()
+	skills  []*bundle          // registration order
+	byURI   map[string]*bundle // by SKILL.md URI
+	files   map[string]*served // by file URI
+	dirs    map[string]*dir    // by directory URI
+	sources []*Source          // AddSource order (source.go)
 }
 
 // served is one file resource.
@@ -308,12 +310,27 @@ func (c *catalog) commit(p *plan) {
 	}
 }
 
-// install declares the extension and registers the methods.
-func (c *catalog) install(s *weft.Server) error {
-	settings := exactjson.Object()
-	if c.cfg.dirRead {
-		settings = exactjson.Object(exactjson.Field("directoryRead", exactjson.Bool(true)))
+// ensure registers the methods (once) and advertises the extension (again,
+// after the last source of a server without skills of its own went).
+// Caller holds c.mu.
+func (c *catalog) ensure(s *weft.Server) error {
+	if !c.installed {
+		if err := c.install(s); err != nil {
+			return err
+		}
 	}
+	if c.disable == nil {
+		settings := exactjson.Object()
+		if c.cfg.dirRead {
+			settings = exactjson.Object(exactjson.Field("directoryRead", exactjson.Bool(true)))
+		}
+		c.disable = s.EnableExtension(ExtensionID, settings)
+	}
+	return nil
+}
+
+// install registers the methods.
+func (c *catalog) install(s *weft.Server) error {
 	if err := s.HandleMethod(MethodList, weft.MethodOptions{}, c.list); err != nil {
 		return fmt.Errorf("skills: %w", err)
 	}
@@ -325,7 +342,6 @@ func (c *catalog) install(s *weft.Server) error {
 			return fmt.Errorf("skills: %w", err)
 		}
 	}
-	s.EnableExtension(ExtensionID, settings)
 	c.srv, c.installed = s, true
 	return nil
 }

@@ -58,10 +58,8 @@ func (c Config) AddSource(s *weft.Server, src Source) (remove func(), err error)
 	if cat.cfg != cfg {
 		return nil, errors.New("skills: AddSource: the server's skills were registered with a different Config")
 	}
-	if !cat.installed {
-		if err := cat.install(s); err != nil {
-			return nil, err
-		}
+	if err := cat.ensure(s); err != nil {
+		return nil, err
 	}
 	h := &src
 	cat.sources = append(cat.sources, h)
@@ -69,6 +67,10 @@ func (c Config) AddSource(s *weft.Server, src Source) (remove func(), err error)
 		cat.mu.Lock()
 		defer cat.mu.Unlock()
 		cat.sources = slices.DeleteFunc(cat.sources, func(x *Source) bool { return x == h })
+		if len(cat.sources) == 0 && len(cat.skills) == 0 && cat.disable != nil {
+			cat.disable() // nothing left to list: withdrawn from server/discover
+			cat.disable = nil
+		}
 	}, nil
 }
 
