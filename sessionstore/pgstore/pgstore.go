@@ -36,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/weftmcp/weft/internal/pglisten"
+	"github.com/weftmcp/weft/internal/slotwait"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -75,14 +76,11 @@ type Store struct {
 	channel string
 	lockKey int64
 
-	wmu     sync.Mutex
-	waiters map[waitKey]map[chan struct{}]struct{}
+	waiters slotwait.Waiters
 
 	listener  *pglisten.Listener
 	closeOnce sync.Once
 }
-
-type waitKey struct{ session, request string }
 
 var _ sessionstore.Store = (*Store)(nil)
 
@@ -133,7 +131,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		q:       newQueries(opts.Schema, opts.Prefix),
 		channel: "weft_sess_" + hex.EncodeToString(sum[:10]),
 		lockKey: int64(binary.BigEndian.Uint64(sum[12:20])),
-		waiters: map[waitKey]map[chan struct{}]struct{}{},
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.pool.close()
@@ -461,10 +458,8 @@ func (s *Store) Deliver(ctx context.Context, sessionID, requestID string, msg []
 
 // Await implements sessionstore.Store.
 func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte, error) {
-	k := waitKey{sessionID, requestID}
-	wake := make(chan struct{}, 1)
-	s.addWaiter(k, wake)
-	defer s.removeWaiter(k, wake)
+	wake, remove := s.waiters.Add(sessionID, requestID)
+	defer remove()
 	defer func() {
 		// The slot never outlives its waiter.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -508,51 +503,16 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 	}
 }
 
-func (s *Store) addWaiter(k waitKey, ch chan struct{}) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	set := s.waiters[k]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		s.waiters[k] = set
-	}
-	set[ch] = struct{}{}
-}
-
-func (s *Store) removeWaiter(k waitKey, ch chan struct{}) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	delete(s.waiters[k], ch)
-	if len(s.waiters[k]) == 0 {
-		delete(s.waiters, k)
-	}
-}
-
 // dispatch wakes the local waiters a notification concerns.
 func (s *Store) dispatch(payload string) {
 	kind, rest, _ := strings.Cut(payload, " ")
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	wakeAll := func(set map[chan struct{}]struct{}) {
-		for ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
-	}
 	switch kind {
 	case "A":
-		sid, rid, ok := strings.Cut(rest, " ")
-		if ok {
-			wakeAll(s.waiters[waitKey{sid, rid}])
+		if sid, rid, ok := strings.Cut(rest, " "); ok {
+			s.waiters.Wake(sid, rid)
 		}
 	case "D":
-		for k, set := range s.waiters {
-			if k.session == rest {
-				wakeAll(set)
-			}
-		}
+		s.waiters.WakeSession(rest)
 	}
 }
 

@@ -29,9 +29,9 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/weftmcp/weft/internal/slotwait"
 	"github.com/weftmcp/weft/sessionstore"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -68,11 +68,8 @@ type Store struct {
 	sessions    string // table names
 	answers     string
 
-	wmu     sync.Mutex
-	waiters map[waitKey]map[chan struct{}]struct{}
+	waiters slotwait.Waiters
 }
-
-type waitKey struct{ session, request string }
 
 var _ sessionstore.Store = (*Store)(nil)
 
@@ -131,8 +128,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	read.SetMaxOpenConns(opts.ReadConns)
 	read.SetMaxIdleConns(opts.ReadConns)
 	s := &Store{write: write, read: read, now: opts.Now, limits: opts.Limits.WithDefaults(), poll: opts.PollInterval,
-		purge: opts.PurgeBatch, sessions: opts.Prefix + "sessions", answers: opts.Prefix + "session_answers",
-		waiters: map[waitKey]map[chan struct{}]struct{}{}}
+		purge: opts.PurgeBatch, sessions: opts.Prefix + "sessions", answers: opts.Prefix + "session_answers"}
 	if err := s.migrate(ctx, opts.Prefix); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -374,7 +370,7 @@ func (s *Store) Delete(ctx context.Context, id string) (bool, error) {
 		return nil
 	})
 	if found {
-		s.wakeSession(id) // their slots are gone
+		s.waiters.WakeSession(id) // their slots are gone
 	}
 	return live, err
 }
@@ -431,17 +427,15 @@ func (s *Store) Deliver(ctx context.Context, sessionID, requestID string, msg []
 		return nil
 	})
 	if delivered {
-		s.wake(waitKey{sessionID, requestID})
+		s.waiters.Wake(sessionID, requestID)
 	}
 	return delivered, err
 }
 
 // Await implements sessionstore.Store.
 func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte, error) {
-	k := waitKey{sessionID, requestID}
-	wake := make(chan struct{}, 1)
-	s.addWaiter(k, wake)
-	defer s.removeWaiter(k, wake)
+	wake, remove := s.waiters.Add(sessionID, requestID)
+	defer remove()
 	defer func() {
 		// The slot never outlives its waiter.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -477,53 +471,6 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 		case <-wake:
 		case <-t.C:
 			t.Reset(s.poll)
-		}
-	}
-}
-
-func (s *Store) addWaiter(k waitKey, ch chan struct{}) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	set := s.waiters[k]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		s.waiters[k] = set
-	}
-	set[ch] = struct{}{}
-}
-
-func (s *Store) removeWaiter(k waitKey, ch chan struct{}) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	delete(s.waiters[k], ch)
-	if len(s.waiters[k]) == 0 {
-		delete(s.waiters, k)
-	}
-}
-
-func wakeAll(set map[chan struct{}]struct{}) {
-	for ch := range set {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// wake wakes this Store's waiters of one slot.
-func (s *Store) wake(k waitKey) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	wakeAll(s.waiters[k])
-}
-
-// wakeSession wakes this Store's waiters of a session's slots.
-func (s *Store) wakeSession(id string) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	for k, set := range s.waiters {
-		if k.session == id {
-			wakeAll(set)
 		}
 	}
 }
