@@ -26,12 +26,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/weftmcp/weft/internal/slotwait"
+	"github.com/weftmcp/weft/internal/sqlitedb"
 	"github.com/weftmcp/weft/sessionstore"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -105,28 +105,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	params := url.Values{}
-	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
-	params.Add("_pragma", "journal_mode(WAL)")
-	params.Add("_pragma", "synchronous(NORMAL)")
-	params.Add("_pragma", "foreign_keys(1)")
-	params.Set("_txlock", "immediate")
-	write, err := sql.Open("sqlite", path+"?"+params.Encode())
+	write, read, err := sqlitedb.Open(path, sqlitedb.Config{BusyTimeout: opts.BusyTimeout, Synchronous: "NORMAL",
+		Pragmas: []string{"foreign_keys(1)"}, ReadConns: opts.ReadConns})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
-	params.Add("_pragma", "query_only(1)")
-	read, err := sql.Open("sqlite", path+"?"+params.Encode())
-	if err != nil {
-		_ = write.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s for reading: %w", path, err)
-	}
-	read.SetMaxOpenConns(opts.ReadConns)
-	read.SetMaxIdleConns(opts.ReadConns)
 	s := &Store{write: write, read: read, now: opts.Now, limits: opts.Limits.WithDefaults(), poll: opts.PollInterval,
 		purge: opts.PurgeBatch, sessions: opts.Prefix + "sessions", answers: opts.Prefix + "session_answers"}
 	if err := s.migrate(ctx, opts.Prefix); err != nil {

@@ -24,13 +24,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/weftmcp/weft/internal/sqlitedb"
 	"github.com/weftmcp/weft/task"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -107,27 +107,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 
-	params := url.Values{}
-	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
-	params.Add("_pragma", "journal_mode(WAL)")
-	params.Add("_pragma", "synchronous("+strings.ToUpper(opts.Synchronous)+")")
-	params.Set("_txlock", "immediate")
-	write, err := sql.Open("sqlite", path+"?"+params.Encode())
+	write, read, err := sqlitedb.Open(path, sqlitedb.Config{BusyTimeout: opts.BusyTimeout,
+		Synchronous: strings.ToUpper(opts.Synchronous), ReadConns: opts.ReadConns})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
-	params.Add("_pragma", "query_only(1)")
-	read, err := sql.Open("sqlite", path+"?"+params.Encode())
-	if err != nil {
-		_ = write.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s for reading: %w", path, err)
-	}
-	read.SetMaxOpenConns(opts.ReadConns)
-	read.SetMaxIdleConns(opts.ReadConns)
 
 	s := &Store{write: write, read: read, hub: task.NewHub(0), now: opts.Now, q: newQueries(opts.Table)}
 	s.RecordMethods = task.NewRecordMethods(s.update)
