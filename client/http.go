@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // HTTPTransport is the Streamable HTTP transport of MCP 2026-07-28: every
@@ -309,21 +310,12 @@ func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, id int64, n
 	}
 }
 
-// readLine reads one line (LF, CRLF or, leniently, CR-less) without its
-// terminator, bounded by max bytes.
+// readLine is [jsonrpc.ReadLine] with an over-long line reported as a
+// protocol error.
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > max+2 {
-			return nil, protocolErrorf("line exceeds %d bytes", max)
-		}
-		buf = append(buf, frag...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		return buf, err
+	line, err := jsonrpc.ReadLine(br, max)
+	if errors.Is(err, jsonrpc.ErrLineTooLong) {
+		return nil, protocolErrorf("line exceeds %d bytes", max)
 	}
+	return line, err
 }

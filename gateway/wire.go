@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
@@ -127,39 +126,15 @@ func rpcError(v exactjson.Value) *client.RPCError {
 	return e
 }
 
-// idKey is the routing key of a JSON-RPC id or progress token.
-func idKey(v exactjson.Value) string {
-	if n, ok := v.AsNumber(); ok {
-		if i, ok := n.Int64(); ok {
-			return strconv.FormatInt(i, 10)
-		}
+// withProgressToken sets params._meta.progressToken to id: it routes the
+// progress (and, for servers that echo it, the input requests) of a call
+// to its sink.
+func withProgressToken(params exactjson.Value, id int64) exactjson.Value {
+	meta, _ := params.Get("_meta")
+	if meta.Kind() != exactjson.KindObject {
+		meta = exactjson.Object()
 	}
-	b, err := exactjson.Encode(v, 0)
-	if err != nil {
-		return v.String()
-	}
-	return string(b)
-}
-
-func encodeRequest(id int64, method string, params exactjson.Value) ([]byte, error) {
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
-	}
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("id", exactjson.Int(id)),
-		exactjson.Field("method", exactjson.String(method)),
-		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
-}
-
-func encodeNotification(method string, params exactjson.Value) ([]byte, error) {
-	m := []exactjson.Member{
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("method", exactjson.String(method))}
-	if params.Kind() == exactjson.KindObject {
-		m = append(m, exactjson.Field("params", params))
-	}
-	return exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
+	return params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
 }
 
 // encodeResponse answers a server-to-client request.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // httpWire speaks the Streamable HTTP transport of the 2025 revisions: a
@@ -109,7 +110,7 @@ func (w *httpWire) expire() {
 }
 
 func (w *httpWire) notify(ctx context.Context, method string, params exactjson.Value) error {
-	b, err := encodeNotification(method, params)
+	b, err := jsonrpc.EncodeNotification(method, params)
 	if err != nil {
 		return err
 	}
@@ -133,22 +134,16 @@ func (w *httpWire) postNoReply(ctx context.Context, b []byte) error {
 func (w *httpWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
 	id := w.nextID.Add(1)
 	if s != nil {
-		meta, _ := params.Get("_meta")
-		if meta.Kind() != exactjson.KindObject {
-			meta = exactjson.Object()
-		}
-		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+		params = withProgressToken(params, id)
 	}
-	b, err := encodeRequest(id, method, params)
+	b, err := jsonrpc.EncodeRequest(id, method, params)
 	if err != nil {
 		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
 	}
 	res, err := w.roundTrip(ctx, id, method, b, s)
 	if err != nil && ctx.Err() != nil && method != "initialize" {
 		// Tell the upstream; the stream we closed does not cancel in 2025.
-		n, _ := encodeNotification("notifications/cancelled", exactjson.Object(
-			exactjson.Field("requestId", exactjson.Int(id)),
-			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error()))))
+		n, _ := jsonrpc.Cancelled(id, context.Cause(ctx).Error())
 		go func() { _ = w.postNoReply(context.WithoutCancel(ctx), n) }()
 		return exactjson.Value{}, ctx.Err()
 	}
@@ -219,7 +214,7 @@ func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
-		line, err := readLine(br, maxLine)
+		line, err := jsonrpc.ReadLine(br, maxLine)
 		if err != nil && len(line) == 0 {
 			if ctx.Err() != nil {
 				return exactjson.Value{}, ctx.Err()
