@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/jsonrpc"
+	"github.com/weftmcp/weft/internal/stdiocmd"
 )
 
 // StdioTransport speaks MCP's stdio framing (one JSON-RPC message per line)
@@ -94,56 +93,18 @@ func CommandTransport(cmd *exec.Cmd) (*StdioTransport, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("client: CommandTransport needs a command without Stdin and Stdout")
 	}
-	inR, inW, err := os.Pipe()
+	proc, err := stdiocmd.Start(cmd, false)
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
 		return nil, fmt.Errorf("client: starting %s: %w", cmd.Path, err)
 	}
-	inR.Close()
-	outW.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t := newStdio(outR, inW)
+	t := newStdio(proc.Stdout, proc.Stdin)
 	t.closer = func() error {
-		inW.Close()
-		wait := func() bool {
-			select {
-			case <-exited:
-				return true
-			case <-time.After(CommandShutdownTimeout):
-				return false
-			}
-		}
-		if !wait() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			if !wait() {
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		outR.Close()
+		proc.Shutdown(CommandShutdownTimeout)
 		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			return nil // the server's exit status is not the client's error
+		if err := proc.WaitErr(); err != nil && !errors.As(err, &ee) {
+			return err
 		}
-		return waitErr
+		return nil // the server's exit status is not the client's error
 	}
 	return t, nil
 }
@@ -359,4 +320,14 @@ func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) 
 		}
 	}
 	return nil, t.unrouted
+}
+
+// readLine is [jsonrpc.ReadLine] with an over-long line reported as a
+// protocol error.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	line, err := jsonrpc.ReadLine(br, max)
+	if errors.Is(err, jsonrpc.ErrLineTooLong) {
+		return nil, protocolErrorf("line exceeds %d bytes", max)
+	}
+	return line, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // The wire layer: JSON-RPC messages between the gateway and one upstream,
@@ -126,15 +127,22 @@ func rpcError(v exactjson.Value) *client.RPCError {
 	return e
 }
 
-// withProgressToken sets params._meta.progressToken to id: it routes the
-// progress (and, for servers that echo it, the input requests) of a call
-// to its sink.
-func withProgressToken(params exactjson.Value, id int64) exactjson.Value {
-	meta, _ := params.Get("_meta")
-	if meta.Kind() != exactjson.KindObject {
-		meta = exactjson.Object()
+// encodeCall encodes request id of a call. A call with a sink gets the id
+// as its progress token too: it routes the call's progress (and, for
+// servers that echo it, its input requests) to the sink.
+func encodeCall(id int64, method string, params exactjson.Value, s *sink) ([]byte, error) {
+	if s != nil {
+		meta, _ := params.Get("_meta")
+		if meta.Kind() != exactjson.KindObject {
+			meta = exactjson.Object()
+		}
+		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
 	}
-	return params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+	b, err := jsonrpc.EncodeRequest(id, method, params)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: encoding %s: %w", method, err)
+	}
+	return b, nil
 }
 
 // encodeResponse answers a server-to-client request.

@@ -12,23 +12,19 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/jsonrpc"
+	"github.com/weftmcp/weft/internal/stdiocmd"
 )
 
 // stdioWire speaks the stdio transport with a command it started: one
 // JSON-RPC message per line on the command's stdin and stdout.
 type stdioWire struct {
 	name     string
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	stdout   io.Closer
+	proc     *stdiocmd.Command
 	stderr   *tailBuffer
-	exited   chan struct{}
-	waitErr  error
 	shutdown time.Duration
 
 	wmu    sync.Mutex
@@ -54,38 +50,16 @@ const maxLine = exactjson.MaxInputBytesCeiling
 
 // startStdio starts the command and its reader.
 func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted func(string, exactjson.Value)) (*stdioWire, error) {
-	// Own pipes, not cmd.StdoutPipe: Wait closes those as soon as the
-	// command exits, losing what it wrote last.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
 	tail := &tailBuffer{max: 4096}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, tail
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the command's children too
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
+	cmd.Stderr = tail
+	// A process group of its own: signals reach the command's children too.
+	proc, err := stdiocmd.Start(cmd, true)
+	if err != nil {
 		return nil, fmt.Errorf("gateway: upstream %q: cannot start %s: %w", name, cmd.Path, err)
 	}
-	inR.Close()
-	outW.Close()
-	w := &stdioWire{name: name, cmd: cmd, stdin: inW, stdout: outR, stderr: tail, exited: make(chan struct{}), shutdown: shutdown,
-		inbound: map[string]context.CancelFunc{},
-		doneCh:  make(chan struct{}), unrouted: unrouted}
-	go func() {
-		w.waitErr = cmd.Wait()
-		close(w.exited)
-	}()
-	go w.readLoop(outR)
+	w := &stdioWire{name: name, proc: proc, stderr: tail, shutdown: shutdown,
+		inbound: map[string]context.CancelFunc{}, doneCh: make(chan struct{}), unrouted: unrouted}
+	go w.readLoop(proc.Stdout)
 	return w, nil
 }
 
@@ -119,15 +93,15 @@ func (w *stdioWire) fail(err error) {
 // exitError describes the command's end for an error message.
 func (w *stdioWire) exitError(what string) error {
 	select {
-	case <-w.exited:
+	case <-w.proc.Exited():
 	case <-time.After(200 * time.Millisecond):
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", what)
 	select {
-	case <-w.exited:
-		if w.waitErr != nil {
-			fmt.Fprintf(&b, " (%v)", w.waitErr)
+	case <-w.proc.Exited():
+		if err := w.proc.WaitErr(); err != nil {
+			fmt.Fprintf(&b, " (%v)", err)
 		} else {
 			b.WriteString(" (exit status 0)")
 		}
@@ -262,7 +236,7 @@ func (w *stdioWire) route(method string, params exactjson.Value) *stdioCall {
 func (w *stdioWire) write(b []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	_, err := w.stdin.Write(append(b, '\n'))
+	_, err := w.proc.Stdin.Write(append(b, '\n'))
 	return err
 }
 
@@ -276,12 +250,9 @@ func (w *stdioWire) notify(_ context.Context, method string, params exactjson.Va
 
 func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
 	id := w.nextID.Add(1)
-	if s != nil {
-		params = withProgressToken(params, id)
-	}
-	b, err := jsonrpc.EncodeRequest(id, method, params)
+	b, err := encodeCall(id, method, params, s)
 	if err != nil {
-		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
+		return exactjson.Value{}, err
 	}
 	key, token := jsonrpc.IDKey(exactjson.Int(id)), ""
 	if s != nil {
@@ -347,25 +318,7 @@ func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Va
 func (w *stdioWire) close() error {
 	w.closeOnce.Do(func() {
 		w.fail(fmt.Errorf("%w: upstream %q", errUpstreamClosed, w.name))
-		_ = w.stdin.Close()
-		wait := func() bool {
-			t := time.NewTimer(w.shutdown)
-			defer t.Stop()
-			select {
-			case <-w.exited:
-				return true
-			case <-t.C:
-				return false
-			}
-		}
-		if !wait() {
-			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
-			if !wait() {
-				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-				<-w.exited
-			}
-		}
-		_ = w.stdout.Close()
+		w.proc.Shutdown(w.shutdown)
 	})
 	return nil
 }
