@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // HTTPTransport is the Streamable HTTP transport of MCP 2026-07-28: every
@@ -225,105 +225,39 @@ func readBounded(r io.Reader, max int) ([]byte, error) {
 
 // readSSE reads an SSE response stream until the response to id arrives.
 // Comment lines (":") and the id/retry fields are ignored; events with a
-// type other than "message" are skipped; server requests are ignored.
+// type other than "message" are skipped; server requests are ignored. An
+// event not terminated by a blank line at the end is read (leniently).
 func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, id int64, notify func(Notification)) (*Response, error) {
-	br := bufio.NewReaderSize(body, 32<<10)
-	var (
-		data    []byte
-		hasData bool
-		event   string
-	)
-	dispatch := func() (*Response, error) {
-		defer func() { data, hasData, event = data[:0], false, "" }()
-		if !hasData || (event != "" && event != "message") {
-			return nil, nil
-		}
-		m, err := parseMessage(data)
-		if err != nil {
+	sr := jsonrpc.NewSSEReader(body, t.maxMessage)
+	for {
+		event, data, _, err := sr.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, protocolErrorf("the SSE stream ended before the response")
+		case errors.Is(err, jsonrpc.ErrLineTooLong) || errors.Is(err, jsonrpc.ErrEventTooLarge):
+			return nil, protocolErrorf("SSE event exceeds %d bytes", t.maxMessage)
+		case err != nil:
 			return nil, err
 		}
-		switch m.kind {
-		case msgNotification:
-			if notify != nil {
-				notify(Notification{Method: m.method, Params: m.params})
-			}
-		case msgResponse:
-			if err := checkID(m, id); err != nil {
+		if event == "" || event == "message" {
+			m, err := parseMessage(data)
+			if err != nil {
 				return nil, err
 			}
-			return m.resp, nil
-		}
-		return nil, nil
-	}
-	for {
-		line, err := readLine(br, t.maxMessage)
-		if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-			if errors.Is(err, io.EOF) {
-				// Lenient: an event not terminated by a blank line.
-				if r, derr := dispatch(); r != nil || derr != nil {
-					return r, derr
+			switch m.kind {
+			case msgNotification:
+				if notify != nil {
+					notify(Notification{Method: m.method, Params: m.params})
 				}
-				return nil, protocolErrorf("the SSE stream ended before the response")
-			}
-			return nil, err
-		}
-		switch {
-		case len(line) == 0:
-			r, derr := dispatch()
-			if r != nil || derr != nil {
-				return r, derr
-			}
-		case line[0] == ':':
-			// comment / keep-alive
-		default:
-			field, value := line, []byte(nil)
-			if i := bytes.IndexByte(line, ':'); i >= 0 {
-				field, value = line[:i], line[i+1:]
-				if len(value) > 0 && value[0] == ' ' {
-					value = value[1:]
+			case msgResponse:
+				if err := checkID(m, id); err != nil {
+					return nil, err
 				}
+				return m.resp, nil
 			}
-			switch string(field) {
-			case "data":
-				if hasData {
-					data = append(data, '\n')
-				}
-				if len(data)+len(value) > t.maxMessage {
-					return nil, protocolErrorf("SSE event exceeds %d bytes", t.maxMessage)
-				}
-				data = append(data, value...)
-				hasData = true
-			case "event":
-				event = string(value)
-			}
-		}
-		if err != nil { // EOF after a final unterminated line
-			if r, derr := dispatch(); r != nil || derr != nil {
-				return r, derr
-			}
-			return nil, protocolErrorf("the SSE stream ended before the response")
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-	}
-}
-
-// readLine reads one line (LF, CRLF or, leniently, CR-less) without its
-// terminator, bounded by max bytes.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > max+2 {
-			return nil, protocolErrorf("line exceeds %d bytes", max)
-		}
-		buf = append(buf, frag...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		return buf, err
 	}
 }

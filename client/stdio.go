@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
+	"github.com/weftmcp/weft/internal/stdiocmd"
 )
 
 // StdioTransport speaks MCP's stdio framing (one JSON-RPC message per line)
@@ -29,8 +29,7 @@ type StdioTransport struct {
 	wmu sync.Mutex // serializes writes
 
 	mu       sync.Mutex
-	pending  map[string]*stdioCall // by id key
-	tokens   map[string]*stdioCall // by progress token key
+	calls    jsonrpc.Calls[*stdioCall]
 	unrouted func(Notification)
 	closed   bool
 	err      error // why the transport is closed
@@ -74,8 +73,6 @@ func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
 func newStdio(r io.Reader, w io.Writer) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
-		pending: map[string]*stdioCall{},
-		tokens:  map[string]*stdioCall{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
 	}
@@ -96,56 +93,18 @@ func CommandTransport(cmd *exec.Cmd) (*StdioTransport, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("client: CommandTransport needs a command without Stdin and Stdout")
 	}
-	inR, inW, err := os.Pipe()
+	proc, err := stdiocmd.Start(cmd, false)
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
 		return nil, fmt.Errorf("client: starting %s: %w", cmd.Path, err)
 	}
-	inR.Close()
-	outW.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t := newStdio(outR, inW)
+	t := newStdio(proc.Stdout, proc.Stdin)
 	t.closer = func() error {
-		inW.Close()
-		wait := func() bool {
-			select {
-			case <-exited:
-				return true
-			case <-time.After(CommandShutdownTimeout):
-				return false
-			}
-		}
-		if !wait() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			if !wait() {
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		outR.Close()
+		proc.Shutdown(CommandShutdownTimeout)
 		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) {
-			return nil // the server's exit status is not the client's error
+		if err := proc.WaitErr(); err != nil && !errors.As(err, &ee) {
+			return err
 		}
-		return waitErr
+		return nil // the server's exit status is not the client's error
 	}
 	return t, nil
 }
@@ -178,11 +137,11 @@ func (t *StdioTransport) fail(err error) {
 		return
 	}
 	t.closed, t.err = true, err
-	calls := t.pending
-	t.pending, t.tokens = map[string]*stdioCall{}, map[string]*stdioCall{}
+	calls := t.calls
+	t.calls = jsonrpc.Calls[*stdioCall]{}
 	t.mu.Unlock()
 	close(t.done)
-	for _, c := range calls {
+	for c := range calls.All() {
 		c.signal()
 	}
 }
@@ -202,11 +161,11 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 	if err != nil {
 		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
 	}
-	key := idKey(exactjson.Int(req.ID))
+	key := jsonrpc.IDKey(exactjson.Int(req.ID))
 	call := &stdioCall{wake: make(chan struct{}, 1)}
 	var tokenKey string
 	if tok, ok := metaOf(req.Params).Get("progressToken"); ok {
-		tokenKey = idKey(tok)
+		tokenKey = jsonrpc.IDKey(tok)
 	}
 	t.mu.Lock()
 	if t.closed {
@@ -214,30 +173,18 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		t.mu.Unlock()
 		return nil, err
 	}
-	if _, dup := t.pending[key]; dup {
+	if !t.calls.Add(key, tokenKey, call) {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("client: request id %d is already in flight", req.ID)
-	}
-	t.pending[key] = call
-	if tokenKey != "" {
-		t.tokens[tokenKey] = call
 	}
 	t.mu.Unlock()
 	unregister := func() {
 		t.mu.Lock()
-		if t.pending[key] == call {
-			delete(t.pending, key)
-		}
-		if tokenKey != "" && t.tokens[tokenKey] == call {
-			delete(t.tokens, tokenKey)
-		}
+		t.calls.Remove(key, tokenKey, call)
 		t.mu.Unlock()
 	}
 	cancelMsg := func() []byte {
-		params := exactjson.Object(
-			exactjson.Field("requestId", exactjson.Int(req.ID)),
-			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error())))
-		b, _ := encodeNotification("notifications/cancelled", params)
+		b, _ := jsonrpc.Cancelled(req.ID, context.Cause(ctx).Error())
 		return b
 	}
 	// Write without letting a stalled peer hold the caller past ctx.
@@ -332,17 +279,10 @@ func (t *StdioTransport) handleLine(line []byte) {
 	}
 	switch m.kind {
 	case msgResponse:
-		key := idKey(m.id)
 		t.mu.Lock()
-		call := t.pending[key]
-		delete(t.pending, key)
-		for k, c := range t.tokens {
-			if c == call {
-				delete(t.tokens, k)
-			}
-		}
+		call, ok := t.calls.Take(jsonrpc.IDKey(m.id))
 		t.mu.Unlock()
-		if call != nil {
+		if ok {
 			call.mu.Lock()
 			call.resp = m.resp
 			call.mu.Unlock()
@@ -367,15 +307,27 @@ func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tok, ok := n.Params.Get("progressToken"); ok && n.Method == "notifications/progress" {
-		return t.tokens[idKey(tok)], t.unrouted
+		c, _ := t.calls.ByToken(jsonrpc.IDKey(tok))
+		return c, t.unrouted
 	}
 	if sid, ok := metaOf(n.Params).Get(metaSubscriptionID); ok {
-		return t.pending[idKey(sid)], t.unrouted
+		c, _ := t.calls.ByID(jsonrpc.IDKey(sid))
+		return c, t.unrouted
 	}
-	if len(t.pending) == 1 {
-		for _, c := range t.pending {
+	if t.calls.Len() == 1 {
+		for c := range t.calls.All() {
 			return c, nil
 		}
 	}
 	return nil, t.unrouted
+}
+
+// readLine is [jsonrpc.ReadLine] with an over-long line reported as a
+// protocol error.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	line, err := jsonrpc.ReadLine(br, max)
+	if errors.Is(err, jsonrpc.ErrLineTooLong) {
+		return nil, protocolErrorf("line exceeds %d bytes", max)
+	}
+	return line, err
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // Request is one outgoing JSON-RPC request as a [Transport] sees it.
@@ -89,22 +89,7 @@ var parseLimits = exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling
 
 // encodeRequest returns the compact JSON of req.
 func encodeRequest(req *Request) ([]byte, error) {
-	params := req.Params
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
-	}
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("id", exactjson.Int(req.ID)),
-		exactjson.Field("method", exactjson.String(req.Method)),
-		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
-}
-
-func encodeNotification(method string, params exactjson.Value) ([]byte, error) {
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("method", exactjson.String(method)),
-		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
+	return jsonrpc.EncodeRequest(req.ID, req.Method, req.Params)
 }
 
 // message is a classified incoming JSON-RPC message.
@@ -155,21 +140,6 @@ func parseMessage(data []byte) (message, error) {
 		return message{kind: msgResponse, id: id, resp: &Response{Result: rv}}, nil
 	}
 	return message{}, protocolErrorf("message is neither a response nor a notification")
-}
-
-// idKey is the routing key of a JSON-RPC id or progress token: its compact
-// JSON, so that 5 and "5" stay distinct.
-func idKey(v exactjson.Value) string {
-	if n, ok := v.AsNumber(); ok {
-		if i, ok := n.Int64(); ok {
-			return strconv.FormatInt(i, 10)
-		}
-	}
-	b, err := exactjson.Encode(v, 0)
-	if err != nil {
-		return v.String()
-	}
-	return string(b)
 }
 
 // metaOf returns params._meta.

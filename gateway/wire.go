@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // The wire layer: JSON-RPC messages between the gateway and one upstream,
@@ -127,39 +127,22 @@ func rpcError(v exactjson.Value) *client.RPCError {
 	return e
 }
 
-// idKey is the routing key of a JSON-RPC id or progress token.
-func idKey(v exactjson.Value) string {
-	if n, ok := v.AsNumber(); ok {
-		if i, ok := n.Int64(); ok {
-			return strconv.FormatInt(i, 10)
+// encodeCall encodes request id of a call. A call with a sink gets the id
+// as its progress token too: it routes the call's progress (and, for
+// servers that echo it, its input requests) to the sink.
+func encodeCall(id int64, method string, params exactjson.Value, s *sink) ([]byte, error) {
+	if s != nil {
+		meta, _ := params.Get("_meta")
+		if meta.Kind() != exactjson.KindObject {
+			meta = exactjson.Object()
 		}
+		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
 	}
-	b, err := exactjson.Encode(v, 0)
+	b, err := jsonrpc.EncodeRequest(id, method, params)
 	if err != nil {
-		return v.String()
+		return nil, fmt.Errorf("gateway: encoding %s: %w", method, err)
 	}
-	return string(b)
-}
-
-func encodeRequest(id int64, method string, params exactjson.Value) ([]byte, error) {
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
-	}
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("id", exactjson.Int(id)),
-		exactjson.Field("method", exactjson.String(method)),
-		exactjson.Field("params", params)), exactjson.MaxInputBytesCeiling)
-}
-
-func encodeNotification(method string, params exactjson.Value) ([]byte, error) {
-	m := []exactjson.Member{
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("method", exactjson.String(method))}
-	if params.Kind() == exactjson.KindObject {
-		m = append(m, exactjson.Field("params", params))
-	}
-	return exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
+	return b, nil
 }
 
 // encodeResponse answers a server-to-client request.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // httpWire speaks the Streamable HTTP transport of the 2025 revisions: a
@@ -109,7 +109,7 @@ func (w *httpWire) expire() {
 }
 
 func (w *httpWire) notify(ctx context.Context, method string, params exactjson.Value) error {
-	b, err := encodeNotification(method, params)
+	b, err := jsonrpc.EncodeNotification(method, params)
 	if err != nil {
 		return err
 	}
@@ -132,23 +132,14 @@ func (w *httpWire) postNoReply(ctx context.Context, b []byte) error {
 
 func (w *httpWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
 	id := w.nextID.Add(1)
-	if s != nil {
-		meta, _ := params.Get("_meta")
-		if meta.Kind() != exactjson.KindObject {
-			meta = exactjson.Object()
-		}
-		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
-	}
-	b, err := encodeRequest(id, method, params)
+	b, err := encodeCall(id, method, params, s)
 	if err != nil {
-		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
+		return exactjson.Value{}, err
 	}
 	res, err := w.roundTrip(ctx, id, method, b, s)
 	if err != nil && ctx.Err() != nil && method != "initialize" {
 		// Tell the upstream; the stream we closed does not cancel in 2025.
-		n, _ := encodeNotification("notifications/cancelled", exactjson.Object(
-			exactjson.Field("requestId", exactjson.Int(id)),
-			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error()))))
+		n, _ := jsonrpc.Cancelled(id, context.Cause(ctx).Error())
 		go func() { _ = w.postNoReply(context.WithoutCancel(ctx), n) }()
 		return exactjson.Value{}, ctx.Err()
 	}
@@ -212,65 +203,48 @@ func snippet(b []byte) string {
 // readSSE reads the call's event stream: server requests are answered
 // (their answers POSTed), notifications go to the sink, the response ends it.
 func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method string, s *sink) (exactjson.Value, error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data []byte
+	sr := jsonrpc.NewSSEReader(body, maxLine)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
-		line, err := readLine(br, maxLine)
-		if err != nil && len(line) == 0 {
-			if ctx.Err() != nil {
-				return exactjson.Value{}, ctx.Err()
-			}
-			if errors.Is(err, io.EOF) {
-				return exactjson.Value{}, fmt.Errorf("%w: upstream %q closed the stream of %s before its response", errUpstreamClosed, w.name, method)
-			}
+		_, data, terminated, err := sr.Next()
+		switch {
+		case err == nil && (!terminated || len(data) == 0):
+			continue // empty, or the stream ended inside it: the next read reports EOF
+		case err != nil && ctx.Err() != nil:
+			return exactjson.Value{}, ctx.Err()
+		case errors.Is(err, io.EOF):
+			return exactjson.Value{}, fmt.Errorf("%w: upstream %q closed the stream of %s before its response", errUpstreamClosed, w.name, method)
+		case errors.Is(err, jsonrpc.ErrEventTooLarge):
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: an event exceeds %d bytes", w.name, maxLine)
+		case err != nil:
 			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: reading the stream of %s: %w", w.name, method, err)
 		}
-		switch {
-		case len(line) == 0: // end of event
-			if len(data) == 0 {
-				continue
-			}
-			m, perr := parseMsg(data)
-			data = data[:0]
-			if perr != nil {
-				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q sent an event that is not a JSON-RPC message on the stream of %s: %v", w.name, method, perr)
-			}
-			switch {
-			case m.method == "":
-				if n, ok := m.id.AsNumber(); ok {
-					if i, ok := n.Int64(); ok && i == id {
-						return w.result(m, method)
-					}
-				}
-			case m.hasID:
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s))
-				}()
-			case strings.HasSuffix(m.method, "/list_changed") || s == nil || s.notify == nil:
-				if w.unrouted != nil {
-					w.unrouted(m.method, m.params)
-				}
-			default:
-				s.notify(m.method, m.params)
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, d...)
-			if len(data) > maxLine {
-				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: an event exceeds %d bytes", w.name, maxLine)
-			}
+		m, perr := parseMsg(data)
+		if perr != nil {
+			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q sent an event that is not a JSON-RPC message on the stream of %s: %v", w.name, method, perr)
 		}
-		if err != nil {
-			continue // the last line had no newline: the next read reports EOF
+		switch {
+		case m.method == "":
+			if n, ok := m.id.AsNumber(); ok {
+				if i, ok := n.Int64(); ok && i == id {
+					return w.result(m, method)
+				}
+			}
+		case m.hasID:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s))
+			}()
+		case strings.HasSuffix(m.method, "/list_changed") || s == nil || s.notify == nil:
+			if w.unrouted != nil {
+				w.unrouted(m.method, m.params)
+			}
+		default:
+			s.notify(m.method, m.params)
 		}
 	}
 }

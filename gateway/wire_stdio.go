@@ -12,30 +12,26 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
+	"github.com/weftmcp/weft/internal/stdiocmd"
 )
 
 // stdioWire speaks the stdio transport with a command it started: one
 // JSON-RPC message per line on the command's stdin and stdout.
 type stdioWire struct {
 	name     string
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	stdout   io.Closer
+	proc     *stdiocmd.Command
 	stderr   *tailBuffer
-	exited   chan struct{}
-	waitErr  error
 	shutdown time.Duration
 
 	wmu    sync.Mutex
 	nextID atomic.Int64
 
 	mu        sync.Mutex
-	pending   map[string]*stdioCall
-	tokens    map[string]*stdioCall         // by progress token
+	calls     jsonrpc.Calls[*stdioCall]
 	inbound   map[string]context.CancelFunc // server requests being answered
 	closed    bool
 	cause     error
@@ -54,38 +50,16 @@ const maxLine = exactjson.MaxInputBytesCeiling
 
 // startStdio starts the command and its reader.
 func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted func(string, exactjson.Value)) (*stdioWire, error) {
-	// Own pipes, not cmd.StdoutPipe: Wait closes those as soon as the
-	// command exits, losing what it wrote last.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
 	tail := &tailBuffer{max: 4096}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, tail
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the command's children too
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
+	cmd.Stderr = tail
+	// A process group of its own: signals reach the command's children too.
+	proc, err := stdiocmd.Start(cmd, true)
+	if err != nil {
 		return nil, fmt.Errorf("gateway: upstream %q: cannot start %s: %w", name, cmd.Path, err)
 	}
-	inR.Close()
-	outW.Close()
-	w := &stdioWire{name: name, cmd: cmd, stdin: inW, stdout: outR, stderr: tail, exited: make(chan struct{}), shutdown: shutdown,
-		pending: map[string]*stdioCall{}, tokens: map[string]*stdioCall{}, inbound: map[string]context.CancelFunc{},
-		doneCh: make(chan struct{}), unrouted: unrouted}
-	go func() {
-		w.waitErr = cmd.Wait()
-		close(w.exited)
-	}()
-	go w.readLoop(outR)
+	w := &stdioWire{name: name, proc: proc, stderr: tail, shutdown: shutdown,
+		inbound: map[string]context.CancelFunc{}, doneCh: make(chan struct{}), unrouted: unrouted}
+	go w.readLoop(proc.Stdout)
 	return w, nil
 }
 
@@ -108,7 +82,7 @@ func (w *stdioWire) fail(err error) {
 	}
 	w.closed, w.cause = true, err
 	inbound := w.inbound
-	w.pending, w.tokens, w.inbound = map[string]*stdioCall{}, map[string]*stdioCall{}, map[string]context.CancelFunc{}
+	w.calls, w.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]context.CancelFunc{}
 	w.mu.Unlock()
 	for _, cancel := range inbound {
 		cancel()
@@ -119,15 +93,15 @@ func (w *stdioWire) fail(err error) {
 // exitError describes the command's end for an error message.
 func (w *stdioWire) exitError(what string) error {
 	select {
-	case <-w.exited:
+	case <-w.proc.Exited():
 	case <-time.After(200 * time.Millisecond):
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", what)
 	select {
-	case <-w.exited:
-		if w.waitErr != nil {
-			fmt.Fprintf(&b, " (%v)", w.waitErr)
+	case <-w.proc.Exited():
+		if err := w.proc.WaitErr(); err != nil {
+			fmt.Fprintf(&b, " (%v)", err)
 		} else {
 			b.WriteString(" (exit status 0)")
 		}
@@ -142,7 +116,7 @@ func (w *stdioWire) exitError(what string) error {
 func (w *stdioWire) readLoop(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		line, err := readLine(br, maxLine)
+		line, err := jsonrpc.ReadLine(br, maxLine)
 		if len(bytes.TrimSpace(line)) > 0 {
 			if perr := w.handle(line); perr != nil {
 				// A server must write nothing but MCP messages on stdout:
@@ -174,23 +148,16 @@ func (w *stdioWire) handle(line []byte) error {
 	}
 	switch {
 	case m.method == "": // a response
-		key := idKey(m.id)
 		w.mu.Lock()
-		c := w.pending[key]
-		delete(w.pending, key)
-		for k, tc := range w.tokens {
-			if tc == c {
-				delete(w.tokens, k)
-			}
-		}
+		c, ok := w.calls.Take(jsonrpc.IDKey(m.id))
 		w.mu.Unlock()
-		if c != nil {
+		if ok {
 			c.resp <- m
 		}
 	case m.hasID: // a server-to-client request
 		c := w.route(m.method, m.params)
 		ctx, cancel := context.WithCancel(context.Background())
-		key := idKey(m.id)
+		key := jsonrpc.IDKey(m.id)
 		w.mu.Lock()
 		if w.closed {
 			w.mu.Unlock()
@@ -215,7 +182,7 @@ func (w *stdioWire) handle(line []byte) error {
 		if m.method == "notifications/cancelled" {
 			rid, _ := m.params.Get("requestId")
 			w.mu.Lock()
-			cancel := w.inbound[idKey(rid)]
+			cancel := w.inbound[jsonrpc.IDKey(rid)]
 			w.mu.Unlock()
 			if cancel != nil {
 				cancel()
@@ -242,18 +209,19 @@ func (w *stdioWire) route(method string, params exactjson.Value) *stdioCall {
 	defer w.mu.Unlock()
 	if method == "notifications/progress" {
 		if tok, ok := params.Get("progressToken"); ok {
-			return w.tokens[idKey(tok)]
+			c, _ := w.calls.ByToken(jsonrpc.IDKey(tok))
+			return c
 		}
 	}
 	if meta, ok := params.Get("_meta"); ok {
 		if tok, ok := meta.Get("progressToken"); ok {
-			if c := w.tokens[idKey(tok)]; c != nil {
+			if c, ok := w.calls.ByToken(jsonrpc.IDKey(tok)); ok {
 				return c
 			}
 		}
 	}
 	var only *stdioCall
-	for _, c := range w.pending {
+	for c := range w.calls.All() {
 		if c.sink == nil {
 			continue
 		}
@@ -268,12 +236,12 @@ func (w *stdioWire) route(method string, params exactjson.Value) *stdioCall {
 func (w *stdioWire) write(b []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	_, err := w.stdin.Write(append(b, '\n'))
+	_, err := w.proc.Stdin.Write(append(b, '\n'))
 	return err
 }
 
 func (w *stdioWire) notify(_ context.Context, method string, params exactjson.Value) error {
-	b, err := encodeNotification(method, params)
+	b, err := jsonrpc.EncodeNotification(method, params)
 	if err != nil {
 		return err
 	}
@@ -282,20 +250,14 @@ func (w *stdioWire) notify(_ context.Context, method string, params exactjson.Va
 
 func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
 	id := w.nextID.Add(1)
-	if s != nil {
-		// A progress token routes progress (and, for servers that echo
-		// it, input requests) to this call.
-		meta, _ := params.Get("_meta")
-		if meta.Kind() != exactjson.KindObject {
-			meta = exactjson.Object()
-		}
-		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
-	}
-	b, err := encodeRequest(id, method, params)
+	b, err := encodeCall(id, method, params, s)
 	if err != nil {
-		return exactjson.Value{}, fmt.Errorf("gateway: encoding %s: %w", method, err)
+		return exactjson.Value{}, err
 	}
-	key := idKey(exactjson.Int(id))
+	key, token := jsonrpc.IDKey(exactjson.Int(id)), ""
+	if s != nil {
+		token = key
+	}
 	c := &stdioCall{resp: make(chan msg, 1), sink: s}
 	w.mu.Lock()
 	if w.closed {
@@ -303,24 +265,18 @@ func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Va
 		w.mu.Unlock()
 		return exactjson.Value{}, err
 	}
-	w.pending[key] = c
-	if s != nil {
-		w.tokens[key] = c
-	}
+	w.calls.Add(key, token, c)
 	w.mu.Unlock()
 	unregister := func() {
 		w.mu.Lock()
-		delete(w.pending, key)
-		delete(w.tokens, key)
+		w.calls.Remove(key, token, c)
 		w.mu.Unlock()
 	}
 	written := make(chan error, 1)
 	go func() { written <- w.write(b) }()
 	cancelled := func() {
 		unregister()
-		n, _ := encodeNotification("notifications/cancelled", exactjson.Object(
-			exactjson.Field("requestId", exactjson.Int(id)),
-			exactjson.Field("reason", exactjson.String(context.Cause(ctx).Error()))))
+		n, _ := jsonrpc.Cancelled(id, context.Cause(ctx).Error())
 		go func() {
 			if <-written == nil {
 				_ = w.write(n)
@@ -362,45 +318,9 @@ func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Va
 func (w *stdioWire) close() error {
 	w.closeOnce.Do(func() {
 		w.fail(fmt.Errorf("%w: upstream %q", errUpstreamClosed, w.name))
-		_ = w.stdin.Close()
-		wait := func() bool {
-			t := time.NewTimer(w.shutdown)
-			defer t.Stop()
-			select {
-			case <-w.exited:
-				return true
-			case <-t.C:
-				return false
-			}
-		}
-		if !wait() {
-			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
-			if !wait() {
-				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-				<-w.exited
-			}
-		}
-		_ = w.stdout.Close()
+		w.proc.Shutdown(w.shutdown)
 	})
 	return nil
-}
-
-// readLine reads one line of at most max bytes (without its newline).
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var buf []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		if len(buf)+len(frag) > max+1 {
-			return nil, fmt.Errorf("a line exceeds %d bytes", max)
-		}
-		buf = append(buf, frag...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		return buf, err
-	}
 }
 
 // tailBuffer keeps the last max bytes written to it (a command's stderr,

@@ -1,0 +1,103 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+func TestReadLine(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		max     int
+		want    []string
+		wantErr error // of the read after the wanted lines
+	}{
+		{"LF and CRLF", "ab\ncd\r\nef", 10, []string{"ab", "cd", "ef"}, io.EOF},
+		{"exactly max with CRLF", "abcd\r\n", 4, []string{"abcd"}, io.EOF},
+		{"over max", "abcde\n", 4, nil, ErrLineTooLong},
+		{"over max by a CR-less byte", "abcde\r\n", 4, nil, ErrLineTooLong},
+		{"over max across buffer fills", strings.Repeat("x", 100) + "\n", 50, nil, ErrLineTooLong},
+		{"long line within max", strings.Repeat("x", 100) + "\n", 100, []string{strings.Repeat("x", 100)}, io.EOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(tt.in), 16)
+			var got []string
+			var err error
+			for {
+				var line []byte
+				line, err = ReadLine(br, tt.max)
+				if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+					break
+				}
+				got = append(got, string(line))
+				if err != nil {
+					break
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("lines = %q, want %q", got, tt.want)
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	tests := []struct {
+		v    exactjson.Value
+		want string
+	}{
+		{exactjson.Int(5), "5"},
+		{exactjson.String("5"), `"5"`},
+		{exactjson.Int(-1), "-1"},
+	}
+	for _, tt := range tests {
+		if got := IDKey(tt.v); got != tt.want {
+			t.Errorf("IDKey(%s) = %q, want %q", tt.v.String(), got, tt.want)
+		}
+	}
+}
+
+func TestCalls(t *testing.T) {
+	type call struct{ n int }
+	a, b := &call{1}, &call{2}
+	var cs Calls[*call]
+	if !cs.Add("1", "t1", a) || !cs.Add("2", "", b) {
+		t.Fatal("Add of new ids failed")
+	}
+	if cs.Add("1", "", b) {
+		t.Fatal("Add of an id in flight succeeded")
+	}
+	if c, _ := cs.ByToken("t1"); c != a {
+		t.Fatalf("ByToken(t1) = %v, want a", c)
+	}
+	if c, ok := cs.Take("1"); !ok || c != a {
+		t.Fatalf("Take(1) = %v, %v", c, ok)
+	}
+	if _, ok := cs.ByToken("t1"); ok {
+		t.Fatal("Take left the call's progress token")
+	}
+	if _, ok := cs.Take("1"); ok {
+		t.Fatal("a second Take of the same id found a call")
+	}
+	cs.Remove("2", "", a) // not b's owner: nothing happens
+	if c, _ := cs.ByID("2"); c != b || cs.Len() != 1 {
+		t.Fatalf("Remove by another call unregistered b (len %d)", cs.Len())
+	}
+	cs.Remove("2", "", b)
+	if cs.Len() != 0 {
+		t.Fatalf("len = %d after removing every call", cs.Len())
+	}
+	for range cs.All() {
+		t.Fatal("All yielded a call of an empty table")
+	}
+}
