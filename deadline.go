@@ -32,7 +32,8 @@ type requestCtx struct {
 	parent   context.Context
 	deadline time.Time
 	timer    *time.Timer
-	onExpire func() // the early reply at the deadline, or nil
+	onExpire func(*Request) // the early reply at the deadline, or nil
+	req      *Request       // onExpire's argument
 
 	mu sync.Mutex
 	// err is the first error seen before Done was called (the deadline, or
@@ -44,10 +45,11 @@ type requestCtx struct {
 }
 
 // newRequestCtx returns the context of a request bounded by timeout;
-// onExpire, when not nil, runs (on the timer's goroutine) once the deadline
-// passes before release.
-func newRequestCtx(parent context.Context, timeout time.Duration, onExpire func()) *requestCtx {
-	c := &requestCtx{parent: parent, deadline: time.Now().Add(timeout), onExpire: onExpire}
+// onExpire(req), when onExpire is not nil, runs (on the timer's goroutine)
+// once the deadline passes before release. (A function and its argument
+// rather than a closure: one allocation less per request.)
+func newRequestCtx(parent context.Context, timeout time.Duration, onExpire func(*Request), req *Request) *requestCtx {
+	c := &requestCtx{parent: parent, deadline: time.Now().Add(timeout), onExpire: onExpire, req: req}
 	if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
 	}
@@ -65,7 +67,7 @@ func (c *requestCtx) expire() {
 	}
 	c.mu.Unlock()
 	if c.onExpire != nil {
-		c.onExpire()
+		c.onExpire(c.req)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestRequestCtx(t *testing.T) {
 					defer cancelParent()
 					var expired atomic.Int32
 					start := time.Now()
-					rc := newRequestCtx(parent, timeout, func() { expired.Add(1) })
+					rc := newRequestCtx(parent, timeout, func(*Request) { expired.Add(1) }, nil)
 					if d, ok := rc.Deadline(); !ok || !d.Equal(start.Add(timeout)) {
 						t.Errorf("Deadline = %v %v, want %v", d, ok, start.Add(timeout))
 					}
@@ -138,7 +138,7 @@ func TestRequestCtxNoGoroutine(t *testing.T) {
 		parent, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		before := runtime.NumGoroutine()
-		rc := newRequestCtx(parent, time.Second, nil)
+		rc := newRequestCtx(parent, time.Second, nil, nil)
 		var cancels []context.CancelFunc
 		for range 10 {
 			_, c := context.WithCancel(rc)
@@ -163,7 +163,7 @@ func TestRequestCtxParentDeadline(t *testing.T) {
 		parent, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		pd, _ := parent.Deadline()
-		rc := newRequestCtx(parent, time.Second, nil)
+		rc := newRequestCtx(parent, time.Second, nil, nil)
 		defer rc.release()
 		if d, _ := rc.Deadline(); !d.Equal(pd) {
 			t.Errorf("Deadline = %v, want the parent's %v", d, pd)

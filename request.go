@@ -98,7 +98,7 @@ type Request struct {
 	progressToken exactjson.Value
 	logLevel      int // index into logLevels; -1 = no logging requested
 	out           stream
-	early         func(reply) // the transport's early reply (dispatch.go)
+	early         earlyReplier // the transport's early reply (dispatch.go)
 	remoteAddr    string
 	legacy        *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
 	// bridged marks the later rounds of a 2025-11-25 bridged call: the

@@ -89,7 +89,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)
 	}
-	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
+	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp,
 		remoteAddr: r.RemoteAddr, out: resp}
 	rep := s.serve(r.Context(), &x.in)
 	if p := resp.pending; p != nil {
