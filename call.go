@@ -38,16 +38,16 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 		if ir.Len() > s.limits.MaxInputResponses {
 			return InvalidParams("Too many input responses")
 		}
-		req.inputResponses = InputResponses{ir}
+		req.retried().inputResponses = InputResponses{ir}
 	}
 	if e := s.openStateObserved(ctx, req, op); e != nil { // state.go, in the mcp.state.open span
 		return e
 	}
-	for i, ir := 0, req.inputResponses.v; i < ir.Len(); i++ {
+	for i, ir := 0, req.InputResponses().v; i < ir.Len(); i++ {
 		m := ir.Member(i)
 		method := ""
-		if req.stateMeta != nil {
-			method = req.stateMeta.Method(m.Name)
+		if sm := req.stateMeta(); sm != nil {
+			method = sm.Method(m.Name)
 		}
 		if err := checkInputResponse(m.Value, method); err != nil {
 			return InvalidParams(fmt.Sprintf("Invalid input response %q: %v", m.Name, err))

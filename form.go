@@ -45,7 +45,7 @@ func (f FormInput) Ask(message string, schema exactjson.Value) InputRequest {
 // again). The content is not validated against the schema that was asked:
 // check every field before acting on it, or use [FormOf], which does.
 func (f FormInput) Answer(req *Request, key string) (content exactjson.Value, outcome elicit.Outcome, present bool, err error) {
-	v, ok := req.inputResponses.Get(key)
+	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return exactjson.Value{}, 0, false, nil
 	}
@@ -131,7 +131,7 @@ func (f TypedFormInput[T]) Ask(message string) InputRequest {
 // their outcome. Validation covers the schema only: apply your own business
 // rules and authorise again before any side effect.
 func (f TypedFormInput[T]) Answer(req *Request, key string) (answer T, outcome elicit.Outcome, present bool, err error) {
-	v, ok := req.inputResponses.Get(key)
+	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return answer, 0, false, nil
 	}
@@ -310,7 +310,7 @@ func (u URLInput) Ask(message, url string) InputRequest {
 // to open the page, not that the interaction there finished: check your
 // own record of it (the handle) before completing.
 func (u URLInput) Answer(req *Request, key string) (outcome elicit.Outcome, present bool, err error) {
-	v, ok := req.inputResponses.Get(key)
+	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return 0, false, nil
 	}

@@ -13,7 +13,7 @@ import (
 // answered is a request whose retry carries the given input responses.
 func answered(t testing.TB, responses string) *Request {
 	t.Helper()
-	return &Request{inputResponses: InputResponses{mustParse(t, responses)}}
+	return &Request{retry: &retryState{inputResponses: InputResponses{mustParse(t, responses)}}}
 }
 
 type orderForm struct {

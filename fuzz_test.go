@@ -91,7 +91,7 @@ func FuzzInputResponse(f *testing.F) {
 			}
 		}
 		if method == "elicitation/create" {
-			req := &Request{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}
+			req := &Request{retry: &retryState{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}}
 			if _, _, ok, err := Form(RequiredCapability).Answer(req, "k"); !ok || err != nil {
 				t.Fatalf("accepted %s, Form.Answer: %v %v", data, ok, err)
 			}

@@ -436,14 +436,15 @@ func (m StateMode) String() string {
 // state does not decode into T (say, after a deploy changed the type).
 func FrameworkState[T any](req *Request) (T, bool, error) {
 	var out T
-	if !req.hasFwState {
+	rs := req.retry
+	if rs == nil || !rs.hasFwState {
 		return out, false, nil
 	}
 	if p, ok := any(&out).(*exactjson.Value); ok {
-		*p = req.fwState
+		*p = rs.fwState
 		return out, true, nil
 	}
-	if err := exactjson.Unmarshal(plainIntegers(req.fwState), &out); err != nil {
+	if err := exactjson.Unmarshal(plainIntegers(rs.fwState), &out); err != nil {
 		return out, true, fmt.Errorf("weft: framework state: %w", err)
 	}
 	return out, true, nil

@@ -148,7 +148,7 @@ func TestInputResponsesPreserved(t *testing.T) {
 		t.Errorf("Missing = %v", m)
 	}
 	// The declaration reads the answers it asked for.
-	req, form := &Request{inputResponses: in}, Form(RequiredCapability)
+	req, form := &Request{retry: &retryState{inputResponses: in}}, Form(RequiredCapability)
 	content, outcome, ok, err := form.Answer(req, "approve")
 	if err != nil || !ok || outcome != elicit.Accepted || content.String() != `{"amount":3.50,"tags":["a","b"]}` {
 		t.Errorf("Answer = %s %v %v %v", content, outcome, ok, err)

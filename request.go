@@ -87,23 +87,18 @@ type Request struct {
 	// Endpoint is the normalized endpoint path ("/mcp"), or "stdio".
 	Endpoint string
 
-	srv            *Server
-	transport      string
-	b              boundFields
-	op             *operation
-	inputResponses InputResponses
-	appState       string
-	hasAppState    bool
-	fwState        exactjson.Value
-	hasFwState     bool
-	stateMeta      *stateMeta
-	uriParams      map[string]string
-	task           *TaskInfo
+	srv       *Server
+	transport string
+	b         boundFields
+	op        *operation
+	retry     *retryState // nil on a first call
+	uriParams map[string]string
+	task      *TaskInfo
 
 	progressToken exactjson.Value
 	logLevel      int // index into logLevels; -1 = no logging requested
 	out           stream
-	early         func(reply) // the transport's early reply (dispatch.go)
+	early         earlyReplier // the transport's early reply (dispatch.go)
 	remoteAddr    string
 	legacy        *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
 	// bridged marks the later rounds of a 2025-11-25 bridged call: the
@@ -130,6 +125,33 @@ type boundFields struct {
 	params                               exactjson.Value
 }
 
+// retryState is what a retry carries: its input responses and its request
+// state. Only retries have one, so a first call's Request is smaller.
+type retryState struct {
+	inputResponses InputResponses
+	appState       string
+	hasAppState    bool
+	fwState        exactjson.Value
+	hasFwState     bool
+	stateMeta      *stateMeta
+}
+
+// retried returns the request's retry state, making it on first use.
+func (r *Request) retried() *retryState {
+	if r.retry == nil {
+		r.retry = &retryState{}
+	}
+	return r.retry
+}
+
+// stateMeta returns the metadata of verified framework state, or nil.
+func (r *Request) stateMeta() *stateMeta {
+	if r.retry == nil {
+		return nil
+	}
+	return r.retry.stateMeta
+}
+
 // bound returns the bound fields, taking them from the exported fields the
 // first time (the dispatcher does so before any middleware runs).
 func (r *Request) bound() *boundFields {
@@ -145,7 +167,8 @@ func (r *Request) bound() *boundFields {
 // covers the arguments, and the state records the fingerprint of the schema
 // that validated them when it was emitted.
 func (r *Request) argsVerified(op *operation) bool {
-	return r.stateMeta != nil && r.stateMeta.Args != "" && op != nil && r.stateMeta.Args == op.argsFingerprint &&
+	m := r.stateMeta()
+	return m != nil && m.Args != "" && op != nil && m.Args == op.argsFingerprint &&
 		r.Params == r.bound().params // the handler sees the arguments the state was verified with
 }
 
@@ -157,11 +180,21 @@ func (r *Request) Transport() string { return r.transport }
 func (r *Request) Server() *Server { return r.srv }
 
 // InputResponses returns the keyed responses of a retry (empty on a first call).
-func (r *Request) InputResponses() InputResponses { return r.inputResponses }
+func (r *Request) InputResponses() InputResponses {
+	if r.retry == nil {
+		return InputResponses{}
+	}
+	return r.retry.inputResponses
+}
 
 // ApplicationState returns the application-protected state of a retry. It is
 // present only on a retry of an operation declared with [StateApplication].
-func (r *Request) ApplicationState() (string, bool) { return r.appState, r.hasAppState }
+func (r *Request) ApplicationState() (string, bool) {
+	if r.retry == nil {
+		return "", false
+	}
+	return r.retry.appState, r.retry.hasAppState
+}
 
 // The verified framework-protected state of a retry is read with the
 // generic [FrameworkState].
@@ -169,10 +202,11 @@ func (r *Request) ApplicationState() (string, bool) { return r.appState, r.hasAp
 // Round returns the round number of verified framework state (1 after the
 // first input_required), or 0 on a first call.
 func (r *Request) Round() int {
-	if r.stateMeta == nil {
+	m := r.stateMeta()
+	if m == nil {
 		return 0
 	}
-	return r.stateMeta.Round
+	return m.Round
 }
 
 // URIParams returns the variables matched from a resource template.

@@ -57,7 +57,7 @@ func (d SamplingInput) Ask(r SamplingRequest) InputRequest {
 // present and the message the client's model produced. A present response
 // that is not a sampling result is an error.
 func (d SamplingInput) Answer(req *Request, key string) (SamplingResult, bool, error) {
-	v, ok := req.inputResponses.Get(key)
+	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return SamplingResult{}, false, nil
 	}
@@ -277,7 +277,7 @@ func (d RootsInput) Ask() InputRequest {
 // present and the roots. Roots are advisory: they say where the user works,
 // not what the server may touch.
 func (d RootsInput) Answer(req *Request, key string) ([]Root, bool, error) {
-	v, ok := req.inputResponses.Get(key)
+	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return nil, false, nil
 	}

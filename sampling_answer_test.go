@@ -32,7 +32,7 @@ func TestSamplingAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, present, err := Sampling(RequiredCapability).Answer(&Request{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}, "k")
+			r, present, err := Sampling(RequiredCapability).Answer(&Request{retry: &retryState{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}}, "k")
 			if !present {
 				t.Fatal("the response is not present")
 			}
@@ -66,7 +66,7 @@ func TestRootsAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		roots, present, err := Roots(RequiredCapability).Answer(&Request{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}, "k")
+		roots, present, err := Roots(RequiredCapability).Answer(&Request{retry: &retryState{inputResponses: InputResponses{exactjson.Object(exactjson.Field("k", v))}}}, "k")
 		if !present {
 			t.Fatal("the response is not present")
 		}

@@ -168,7 +168,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 		if token == "" || len(token) > MaxApplicationStateBytes || !utf8.ValidString(token) {
 			return fail("application state empty or too large")
 		}
-		req.appState, req.hasAppState = token, true
+		req.retried().appState, req.retry.hasAppState = token, true
 		return nil
 	}
 	if len(token) > s.state.MaxEncodedBytes {
@@ -212,7 +212,8 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	case ID{m.RequestID}.Equal(req.bound().id):
 		return fail("retry reuses the emitting request id")
 	}
-	req.fwState, req.hasFwState, req.stateMeta = state, true, m
+	rs := req.retried()
+	rs.fwState, rs.hasFwState, rs.stateMeta = state, true, m
 	return nil
 }
 
@@ -225,7 +226,7 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 	}
 	now := s.now()
 	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.bound().id.v, Keys: make([]stateKey, 0, len(ir.keys))}
-	if prev := req.stateMeta; prev != nil {
+	if prev := req.stateMeta(); prev != nil {
 		m.ExpiresAt = prev.ExpiresAt
 		m.Round = prev.Round + 1
 		if m.IssuedAt >= m.ExpiresAt {

@@ -27,11 +27,11 @@ func TestRetrySkipsValidatedArguments(t *testing.T) {
 		must(t, f.s.AddTool(Tool{Name: "bounded", Description: "Bounded n.", InputSchema: schema(max), Inputs: []Input{form}, StateMode: StateFramework},
 			func(ctx context.Context, req *Request) (*CallToolResult, error) {
 				last = seenArgs{}
-				if req.stateMeta != nil {
+				if req.stateMeta() != nil {
 					f.s.mu.RLock()
 					e, _ := f.s.tools.get("bounded")
 					f.s.mu.RUnlock()
-					last = seenArgs{args: req.stateMeta.Args, verified: req.argsVerified(e.op)}
+					last = seenArgs{args: req.stateMeta().Args, verified: req.argsVerified(e.op)}
 				}
 				if _, ok, _ := FrameworkState[exactjson.Value](req); ok {
 					return textResult("done"), nil

@@ -419,20 +419,21 @@ func (s *Server) runTaskStep(ctx context.Context, job *task.Job) (task.Outcome, 
 		if err != nil {
 			return task.Outcome{}, fmt.Errorf("weft: task input: %w", err)
 		}
-		req.inputResponses = InputResponses{v}
+		req.retried().inputResponses = InputResponses{v}
 	}
 	if len(job.State()) > 0 {
 		var st taskState
 		if err := json.Unmarshal(job.State(), &st); err == nil && st.Mode != "" {
 			if st.Mode == "application" {
-				_ = json.Unmarshal(st.Value, &req.appState)
-				req.hasAppState = true
+				rs := req.retried()
+				_ = json.Unmarshal(st.Value, &rs.appState)
+				rs.hasAppState = true
 			} else if v, err := exactjson.Parse(st.Value, exactjson.Limits{}); err == nil {
-				req.fwState, req.hasFwState = v, true
+				req.retried().fwState, req.retry.hasFwState = v, true
 			}
 		} else if v, err := exactjson.Parse(job.State(), exactjson.Limits{}); err == nil {
 			// State given to RunAsTask.
-			req.fwState, req.hasFwState = v, true
+			req.retried().fwState, req.retry.hasFwState = v, true
 		}
 	}
 	rep := s.dispatch(ctx, req, s.taskStep, nil)

@@ -35,7 +35,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusForbidden, "Host not allowed")
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+	if origin := headerValue(r.Header, "Origin"); origin != "" && !s.originAllowed(origin) {
 		writePlainError(w, http.StatusForbidden, "Origin not allowed")
 		return
 	}
@@ -51,7 +51,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusRequestHeaderFieldsTooLarge, "Too many header fields")
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
+	if ct := headerValue(r.Header, "Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		writePlainError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
@@ -83,13 +83,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := &x.resp
 	*resp = httpResponder{w: w, rc: rc, srv: s, writeTimeout: s.opts.WriteTimeout, keepAlive: s.opts.KeepAlive,
-		sseOK:      acceptsSSE(r.Header.Values("Accept")),
+		sseOK:      acceptsSSE(r.Header["Accept"]),
 		detachable: r.ProtoMajor == 1 && r.ProtoMinor >= 1 && r.TLS == nil && isNetHTTPWriter(w)}
 	endpoint := r.URL.Path
 	if endpoint == "" || endpoint[0] != '/' || path.Clean(endpoint) != endpoint {
 		endpoint = path.Clean("/" + endpoint)
 	}
-	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp.finish,
+	x.in = inbound{body: body, owned: true, header: r.Header, endpoint: endpoint, transport: "http", early: resp,
 		remoteAddr: r.RemoteAddr, out: resp}
 	rep := s.serve(r.Context(), &x.in)
 	if p := resp.pending; p != nil {
@@ -107,6 +107,15 @@ type httpExchange struct {
 	in   inbound
 	resp httpResponder
 	rc   http.ResponseController
+}
+
+// headerValue is h.Get(key) for a key already in canonical form, without
+// canonicalizing it again.
+func headerValue(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 // isJSONMediaType reports whether a Content-Type is application/json

@@ -1235,3 +1235,18 @@ func TestPooledResponseBuffersNotShared(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestCheckHeadersNoAlloc: checking the metadata headers of a valid request
+// allocates nothing (each header is looked up under its canonical name).
+func TestCheckHeadersNoAlloc(t *testing.T) {
+	h := stdHeaders(body(t, 1, "tools/call", toolCall(nil, "echo", nil)))
+	if e := checkHeaders(h, ProtocolVersion, "tools/call"); e != nil {
+		t.Fatalf("checkHeaders: %v", e)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		_ = checkHeaders(h, ProtocolVersion, "tools/call")
+		_ = checkNameHeader(h, "echo")
+	}); n != 0 {
+		t.Errorf("checking the headers allocates %v times", n)
+	}
+}

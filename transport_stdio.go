@@ -96,11 +96,11 @@ loop:
 						}
 					})
 				}
-				early := func(rep reply) {
+				early := replyFunc(func(rep reply) {
 					if rctx.Err() == nil {
 						send(rep)
 					}
-				}
+				})
 				rep := s.serve(rctx, &inbound{body: line, endpoint: "stdio", transport: "stdio", out: rn, conn: out, early: early})
 				if key != "" {
 					mu.Lock()

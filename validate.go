@@ -51,7 +51,7 @@ func headerMismatch(msg string) *Error {
 }
 
 func checkHeaders(h http.Header, version, method string) *Error {
-	pv, ok, err := hdr.Value(h, "MCP-Protocol-Version")
+	pv, ok, err := hdr.Value(h, "Mcp-Protocol-Version") // canonical: no allocation
 	switch {
 	case err != nil:
 		return headerMismatch(err.Error())

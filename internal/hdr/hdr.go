@@ -270,9 +270,15 @@ func ParseBool(s string) (bool, error) {
 }
 
 // Value returns the decoded value of the metadata header name, whether it
-// is present, and an error for a repeated or undecodable one.
+// is present, and an error for a repeated or undecodable one. name is
+// matched case-insensitively; in its canonical form (Mcp-Protocol-Version)
+// a present header is found without canonicalizing (which allocates a new
+// key for any other spelling).
 func Value(h http.Header, name string) (string, bool, error) {
-	vs := h.Values(name)
+	vs, ok := h[name]
+	if !ok {
+		vs = h.Values(name)
+	}
 	if len(vs) == 0 {
 		return "", false, nil
 	}

@@ -3,6 +3,7 @@ package hdr
 import (
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -300,5 +301,39 @@ func TestNeedsEncodingAgreesWithDecode(t *testing.T) {
 				t.Errorf("NeedsEncoding(%q) = false but Decode = %q, %v", s, got, err)
 			}
 		}
+	}
+}
+
+// TestValue: a metadata header is found under any spelling of its name,
+// once; a repeated or undecodable one is an error; the canonical spelling
+// of a present header costs no allocation.
+func TestValue(t *testing.T) {
+	h := http.Header{}
+	h.Set("MCP-Protocol-Version", "2026-07-28")
+	h.Add("Mcp-Name", "a")
+	h.Add("Mcp-Name", "b")
+	h.Set("Mcp-Method", "=?base64?not base64?=")
+	for _, tc := range []struct {
+		name    string
+		want    string
+		present bool
+		wantErr bool
+	}{
+		{"Mcp-Protocol-Version", "2026-07-28", true, false},
+		{"MCP-Protocol-Version", "2026-07-28", true, false},
+		{"mcp-protocol-version", "2026-07-28", true, false},
+		{"Mcp-Param-Region", "", false, false},
+		{"MCP-PARAM-REGION", "", false, false},
+		{"Mcp-Name", "", true, true},
+		{"mcp-name", "", true, true},
+		{"Mcp-Method", "", true, true},
+	} {
+		got, present, err := Value(h, tc.name)
+		if got != tc.want || present != tc.present || (err != nil) != tc.wantErr {
+			t.Errorf("Value(%q) = %q, %v, %v; want %q, %v, error %v", tc.name, got, present, err, tc.want, tc.present, tc.wantErr)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = Value(h, "Mcp-Protocol-Version") }); n != 0 {
+		t.Errorf("the canonical name of a present header allocates %v times", n)
 	}
 }
