@@ -280,11 +280,15 @@ func (r *frameReader) text() (string, bool) {
 // texts of the frame (ids, fingerprints, keys, methods) in one pass
 // without utf8.ValidString's setup.
 func validText(s string) bool {
-	var or byte
-	for i := 0; i < len(s); i++ {
-		or |= s[i]
+	var or uint64
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		or |= binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
 	}
-	return or < utf8.RuneSelf || utf8.ValidString(s)
+	for ; i < len(s); i++ {
+		or |= uint64(s[i])
+	}
+	return or&0x8080808080808080 == 0 || utf8.ValidString(s)
 }
 
 // decodePlaintextJSON reads a format 1 plaintext: the canonical JSON object
