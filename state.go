@@ -190,12 +190,12 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if len(plain) > s.state.MaxDecodedBytes {
 		return fail("decoded too large")
 	}
-	ps, _ := s.parsers.Get().(*exactjson.Parser)
+	ps, _ := s.stParsers.Get().(*exactjson.Parser)
 	if ps == nil {
 		ps = new(exactjson.Parser)
 	}
 	m, state, err := stateplain.DecodeWith(ps, plain)
-	s.parsers.Put(ps)
+	s.stParsers.Put(ps)
 	if err != nil {
 		return fail(err.Error())
 	}

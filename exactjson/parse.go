@@ -73,7 +73,7 @@ func (ps *Parser) ParseString(s string, lim Limits) (Value, error) {
 	if len(s) > lim.MaxInputBytes {
 		return Value{}, &LimitError{Limit: "MaxInputBytes", Max: lim.MaxInputBytes, Offset: int64(lim.MaxInputBytes)}
 	}
-	p := parser{src: s, lim: lim, stack: ps.stack[:0]}
+	p := parser{src: s, lim: lim, stack: ps.stack[:0], kept: true}
 	v, err := p.document()
 	// Keep the scratch (grown, if it did, within bounds) with nothing of
 	// this document left in it: entries up to the deepest use (take
@@ -125,6 +125,9 @@ type parser struct {
 	members, taken int
 	// tiny: stack shares its allocation with the slab (see document).
 	tiny bool
+	// kept: the stack is a Parser's, kept for its next document, so a
+	// tiny document does not share it with the slab either.
+	kept bool
 	// high is the largest length the stack reached.
 	high int
 }
@@ -154,10 +157,12 @@ func (p *parser) take(base int) []Member {
 
 func (p *parser) document() (Value, error) {
 	p.members = strings.Count(p.src, ",") + strings.Count(p.src, "{") + strings.Count(p.src, "[")
-	if m := p.members; m > 0 && m <= 4 && cap(p.stack) < m {
+	if m := p.members; m > 0 && m <= 4 && cap(p.stack) < m && !p.kept {
 		// A tiny document without scratch gets one allocation: the
 		// scratch stack never holds more than all members, and the slab
-		// exactly all of them.
+		// exactly all of them. A Parser's scratch is allocated apart
+		// instead, once, and kept: its later tiny documents allocate
+		// only their members.
 		buf := make([]Member, 2*m)
 		p.stack, p.slab, p.tiny = buf[:0:m], buf[m:], true
 	}

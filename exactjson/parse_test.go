@@ -3,6 +3,7 @@ package exactjson
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -475,5 +476,36 @@ func TestValueLayout(t *testing.T) {
 	}
 	if v, m := unsafe.Sizeof(Value{}), unsafe.Sizeof(Member{}); v != 32 || m != 48 {
 		t.Fatalf("Value is %d bytes and Member %d, want 32 and 48", v, m)
+	}
+}
+
+// TestParserTinyDocumentsAllocateOnlyTheirMembers: a reused Parser keeps
+// its scratch stack, so each later tiny document (a sealed request state,
+// say) allocates only its members, not scratch shared with them.
+func TestParserTinyDocumentsAllocateOnlyTheirMembers(t *testing.T) {
+	for _, tc := range []struct {
+		doc     string
+		members int
+	}{
+		{`{"phase":"confirming"}`, 1},
+		{`{"a":1,"b":[true]}`, 3},
+	} {
+		ps := new(Parser)
+		if _, err := ps.ParseString(tc.doc, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		const runs = 100
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			if _, err := ps.ParseString(tc.doc, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		per := (after.TotalAlloc - before.TotalAlloc) / runs
+		if want := uint64(tc.members) * uint64(unsafe.Sizeof(Member{})); per > want {
+			t.Errorf("%s: %d bytes allocated per parse, want at most %d (its members)", tc.doc, per, want)
+		}
 	}
 }

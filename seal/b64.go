@@ -53,6 +53,30 @@ var b64Values = sync.OnceValue(func() *[256]uint8 {
 	return &t
 })
 
+// b64Quads maps each byte, at each of the four positions of a group of
+// four characters, to its value shifted into place within the group's 24
+// bits, or to badQuad if it is not in the alphabet: a group decodes to the
+// OR of four lookups, and fails when badQuad is set in it. Built once,
+// never written after.
+var b64Quads = sync.OnceValue(func() *[4][256]uint32 {
+	var t [4][256]uint32
+	v := b64Values()
+	for pos := range t {
+		for c := range t[pos] {
+			if x := v[c]; x < 64 {
+				t[pos][c] = uint32(x) << (18 - 6*pos)
+			} else {
+				t[pos][c] = badQuad
+			}
+		}
+	}
+	return &t
+})
+
+// badQuad marks a character outside the alphabet in b64Quads; no 24-bit
+// group value has it.
+const badQuad = 1 << 31
+
 // decodeB64 decodes canonical unpadded base64url s into dst, which must
 // hold b64.DecodedLen(len(s)) bytes, and returns the decoded length. It
 // accepts exactly the strings b64 (Strict) accepts, except that it refuses
@@ -66,15 +90,17 @@ func decodeB64(dst []byte, s string) (int, bool) {
 	}
 	si, di := 0, 0
 	// Eight characters to six bytes, storing eight (the last two are
-	// overwritten by the next group) while that fits.
+	// overwritten by the next group) while that fits: two groups of four
+	// characters, each the OR of four positional lookups.
+	qt := b64Quads()
 	for ; si+8 <= len(s) && di+8 <= len(dst); si, di = si+8, di+6 {
 		q := s[si : si+8] // one bounds check for the group
-		a, b, c, d := uint64(t[q[0]]), uint64(t[q[1]]), uint64(t[q[2]]), uint64(t[q[3]])
-		e, f, g, h := uint64(t[q[4]]), uint64(t[q[5]]), uint64(t[q[6]]), uint64(t[q[7]])
-		if a|b|c|d|e|f|g|h >= 64 {
+		hi := qt[0][q[0]] | qt[1][q[1]] | qt[2][q[2]] | qt[3][q[3]]
+		lo := qt[0][q[4]] | qt[1][q[5]] | qt[2][q[6]] | qt[3][q[7]]
+		if (hi|lo)&badQuad != 0 {
 			return 0, false
 		}
-		binary.BigEndian.PutUint64(dst[di:], a<<58|b<<52|c<<46|d<<40|e<<34|f<<28|g<<22|h<<16)
+		binary.BigEndian.PutUint64(dst[di:], uint64(hi)<<40|uint64(lo)<<16)
 	}
 	// The rest four characters at a time, then a final two or three.
 	for ; si < len(s); si += 4 {

@@ -83,17 +83,16 @@ type parsedToken struct {
 }
 
 // parseToken checks the prefix, the encoding and the layout of token. It
-// returns a reason on failure. The decoded envelope has spare capacity for
-// the AAD of a binding of bindingLen bytes (see openParsed).
-func parseToken(token string, maxTokenBytes, bindingLen int) (parsedToken, string) {
+// returns a reason on failure. The decoded envelope has no spare capacity:
+// it becomes the plaintext, and the AAD is built elsewhere (openParsed).
+func parseToken(token string, maxTokenBytes int) (parsedToken, string) {
 	if len(token) > maxTokenBytes {
 		return parsedToken{}, ReasonTooLarge
 	}
 	if len(token) < len(TokenPrefix) || token[:len(TokenPrefix)] != TokenPrefix {
 		return parsedToken{}, ReasonMalformed
 	}
-	body := token[len(TokenPrefix):]
-	raw, ok := decodeCanonical(body, aadLen(headerBase+peekKeyIDLen(body), bindingLen))
+	raw, ok := decodeCanonical(token[len(TokenPrefix):])
 	if !ok {
 		return parsedToken{}, ReasonMalformed
 	}
@@ -112,55 +111,31 @@ func parseToken(token string, maxTokenBytes, bindingLen int) (parsedToken, strin
 	return parsedToken{raw: raw, hdrLen: hdrLen, id: id}, ""
 }
 
-// peekKeyIDLen reads the key id length (the envelope's second byte) from
-// the first characters of a token body, so that the decoded envelope can
-// reserve exactly the AAD's room; MaxKeyIDLength when it cannot tell.
-func peekKeyIDLen(body string) int {
-	if len(body) < 3 {
-		return MaxKeyIDLength
-	}
-	t := b64Values()
-	b, c, d := t[body[0]], t[body[1]], t[body[2]]
-	if b|c|d >= 64 {
-		return MaxKeyIDLength
-	}
-	// Byte 1 of the envelope is the low 4 bits of the second character
-	// followed by the high 4 bits of the third.
-	return min(int(c&0x0f)<<4|int(d>>2), MaxKeyIDLength)
-}
-
 // openParsed authenticates and decrypts p under k. The plaintext is
-// decrypted in place and aliases p.raw; the AAD is built in p.raw's spare
-// capacity when it fits (it does for tokens from parseToken).
-func openParsed(k Key, p parsedToken, binding []byte) ([]byte, string) {
+// decrypted in place and aliases p.raw; the AAD is built in scratch, which
+// is returned (grown if it had to be) for reuse.
+func openParsed(k Key, p parsedToken, binding, scratch []byte) ([]byte, []byte, string) {
 	if uint64(len(binding)) > math.MaxUint32 {
-		return nil, ReasonMalformed
+		return nil, scratch, ReasonMalformed
 	}
 	hdr := p.raw[:p.hdrLen]
 	nonce := p.raw[p.hdrLen : p.hdrLen+nonceSize]
 	ct := p.raw[p.hdrLen+nonceSize:]
-	var aad []byte
-	if n := aadLen(p.hdrLen, len(binding)); cap(p.raw)-len(p.raw) >= n {
-		aad = appendAAD(p.raw[len(p.raw):len(p.raw)], hdr, binding)
-	} else {
-		aad = appendAAD(make([]byte, 0, n), hdr, binding)
-	}
+	aad := appendAAD(scratch[:0], hdr, binding)
 	pt, err := k.mat().aead.Open(ct[:0], nonce, ct, aad)
 	if err != nil {
-		return nil, ReasonAuthFailed
+		return nil, aad, ReasonAuthFailed
 	}
 	if pt == nil {
 		pt = []byte{}
 	}
-	return pt, ""
+	return pt, aad, ""
 }
 
 // decodeCanonical decodes canonical unpadded base64url: exactly the strings
-// that encoding their decoded bytes reproduces (see decodeB64). The result
-// has at least spare bytes of capacity beyond its length.
-func decodeCanonical(s string, spare int) ([]byte, bool) {
-	n := b64.DecodedLen(len(s))
-	raw := make([]byte, n, n+spare)
+// that encoding their decoded bytes reproduces (see decodeB64).
+func decodeCanonical(s string) ([]byte, bool) {
+	raw := make([]byte, b64.DecodedLen(len(s)))
 	n, ok := decodeB64(raw, s)
 	return raw[:n], ok
 }

@@ -195,7 +195,7 @@ func (p fileParser) keys() ([]Key, error) {
 }
 
 func decodeSecret(s string) ([]byte, error) {
-	b, ok := decodeCanonical(s, 0)
+	b, ok := decodeCanonical(s)
 	if !ok {
 		return nil, errors.New("not canonical unpadded base64url")
 	}

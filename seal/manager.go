@@ -63,7 +63,15 @@ type Manager struct {
 	maxTokenBytes int
 	ephemeral     bool
 	nonces        io.Reader // nonce source; crypto/rand unless a test replaces it
+
+	// aads holds *[]byte scratch for the AAD that Open authenticates, so
+	// that the plaintext is an Open's only allocation, of its own size.
+	aads sync.Pool
 }
+
+// maxPooledAAD bounds the AAD buffers a Manager keeps: a rare huge binding
+// does not pin its buffer.
+const maxPooledAAD = 4 << 10
 
 // NewManager returns a manager whose keys are those of r. It panics if r is
 // nil or a zero Keyring not made by NewKeyring.
@@ -142,7 +150,7 @@ func (m *Manager) Seal(ctx context.Context, binding, plaintext []byte) (string, 
 // plaintext. Every failure is an [*OpenError] matching [ErrInvalidState];
 // its Reason is for server-side metrics only. ctx is not used.
 func (m *Manager) Open(ctx context.Context, token string, binding []byte) ([]byte, error) {
-	p, reason := parseToken(token, m.maxTokenBytes, len(binding))
+	p, reason := parseToken(token, m.maxTokenBytes)
 	if reason != "" {
 		return nil, openError(reason)
 	}
@@ -150,7 +158,15 @@ func (m *Manager) Open(ctx context.Context, token string, binding []byte) ([]byt
 	if !ok {
 		return nil, openError(ReasonUnknownKey)
 	}
-	pt, reason := openParsed(k, p, binding)
+	bp, _ := m.aads.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	pt, aad, reason := openParsed(k, p, binding, *bp)
+	if cap(aad) <= maxPooledAAD {
+		*bp = aad[:0]
+		m.aads.Put(bp)
+	}
 	if reason != "" {
 		return nil, openError(reason)
 	}

@@ -25,7 +25,7 @@ type Meta struct {
 	// integer.
 	RequestID exactjson.Value
 	Keys      []Key  // issued input keys, sorted by name, distinct
-	keyBuf    [2]Key // backing for Keys when there are few
+	keyBuf    [1]Key // backing for Keys when there is one (Meta stays 128 bytes)
 	// Args is the fingerprint of the input schema that validated the
 	// emitting tools/call's arguments ("" if none did): a retry whose
 	// arguments the binding proves identical, under a schema with the same
@@ -273,7 +273,22 @@ func (r *frameReader) text() (string, bool) {
 	}
 	s := r.s[r.i : r.i+int(n)]
 	r.i += int(n)
-	return s, utf8.ValidString(s)
+	return s, validText(s)
+}
+
+// validText reports whether s is valid UTF-8, deciding the short ASCII
+// texts of the frame (ids, fingerprints, keys, methods) in one pass
+// without utf8.ValidString's setup.
+func validText(s string) bool {
+	var or uint64
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		or |= binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+	}
+	for ; i < len(s); i++ {
+		or |= uint64(s[i])
+	}
+	return or&0x8080808080808080 == 0 || utf8.ValidString(s)
 }
 
 // decodePlaintextJSON reads a format 1 plaintext: the canonical JSON object

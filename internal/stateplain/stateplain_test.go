@@ -3,7 +3,9 @@ package stateplain
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -175,4 +177,18 @@ func mustNumber(t testing.TB, s string) exactjson.Number {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestValidText: the frame's texts are checked as utf8.ValidString checks
+// them, on both sides of the eight-byte steps.
+func TestValidText(t *testing.T) {
+	for _, s := range []string{
+		"", "2", "confirm", "elicitation/create", "0123456789abcdef",
+		"héllo", "0123456é", "01234567é", "\xff", "0123456\xff", "01234567\xff",
+		"0123456789abcde\xc3", "\xe2\x82", "ok\xed\xa0\x80", strings.Repeat("a", 40) + "\xc0\xaf",
+	} {
+		if got, want := validText(s), utf8.ValidString(s); got != want {
+			t.Errorf("validText(%q) = %v, want %v", s, got, want)
+		}
+	}
 }
