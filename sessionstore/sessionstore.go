@@ -115,6 +115,33 @@ func (s *Session) Clone() *Session {
 	return &c
 }
 
+// ForCreate validates s and returns the copy a store keeps when it
+// creates it: CreatedAt and LastSeen default to now, and nil capabilities,
+// client info and subscriptions become empty (never NULL in a database).
+// Stores call it at the start of Create.
+func (s *Session) ForCreate(now time.Time) (*Session, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	c := s.Clone()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	if c.LastSeen.IsZero() {
+		c.LastSeen = now
+	}
+	if c.Subscriptions == nil {
+		c.Subscriptions = []string{}
+	}
+	if c.ClientCapabilities == nil {
+		c.ClientCapabilities = []byte{}
+	}
+	if c.ClientInfo == nil {
+		c.ClientInfo = []byte{}
+	}
+	return c, nil
+}
+
 // Validate checks the fields a store relies on.
 func (s *Session) Validate() error {
 	switch {

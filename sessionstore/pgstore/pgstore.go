@@ -270,25 +270,10 @@ func scanSession(row pgx.Row) (*sessionstore.Session, error) {
 
 // Create implements sessionstore.Store.
 func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
-	if err := in.Validate(); err != nil {
-		return err
-	}
 	now := s.now()
-	sess := in.Clone()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = now
-	}
-	if sess.LastSeen.IsZero() {
-		sess.LastSeen = now
-	}
-	if sess.Subscriptions == nil {
-		sess.Subscriptions = []string{}
-	}
-	if sess.ClientCapabilities == nil {
-		sess.ClientCapabilities = []byte{}
-	}
-	if sess.ClientInfo == nil {
-		sess.ClientInfo = []byte{}
+	sess, err := in.ForCreate(now)
+	if err != nil {
+		return err
 	}
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey); err != nil {

@@ -229,22 +229,10 @@ func subscriptionsJSON(subs []string) (string, error) {
 
 // Create implements sessionstore.Store.
 func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
-	if err := in.Validate(); err != nil {
-		return err
-	}
 	now := s.now()
-	sess := in.Clone()
-	if sess.CreatedAt.IsZero() {
-		sess.CreatedAt = now
-	}
-	if sess.LastSeen.IsZero() {
-		sess.LastSeen = now
-	}
-	if sess.ClientCapabilities == nil {
-		sess.ClientCapabilities = []byte{}
-	}
-	if sess.ClientInfo == nil {
-		sess.ClientInfo = []byte{}
+	sess, err := in.ForCreate(now)
+	if err != nil {
+		return err
 	}
 	subs, err := subscriptionsJSON(sess.Subscriptions)
 	if err != nil {
