@@ -303,6 +303,11 @@ func (b *bus) deliver(ev event) {
 func (s *subscriber) drain() []event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.drainLocked()
+}
+
+// drainLocked takes the pending events; the caller holds s.mu.
+func (s *subscriber) drainLocked() []event {
 	out := s.order
 	s.order = nil
 	clear(s.pending)

@@ -218,9 +218,7 @@ func (b *bus) writeStreams() {
 func (sub *subscriber) take() []event {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	out := sub.order
-	sub.order = nil
-	clear(sub.pending)
+	out := sub.drainLocked()
 	if len(out) == 0 {
 		sub.queued = false
 	}

@@ -777,16 +777,8 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 	}()
 	for _, it := range items {
 		upURI := str(it, "uri")
-		if upURI == "" {
-			continue
-		}
-		uri, ok := u.uris.out(upURI)
+		uri, ok := u.exposeURI(upURI, "resource", "uri")
 		if !ok {
-			u.g.log.Warn("gateway: an upstream resource URI cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uri", upURI)
-			continue
-		}
-		if !u.g.claim("resource:"+uri, u) {
-			u.g.log.Warn("gateway: resource URI taken by another upstream; not exposed", "upstream", u.cfg.Name, "uri", uri)
 			continue
 		}
 		keep[uri] = true
@@ -850,21 +842,33 @@ func isTrue(v exactjson.Value) bool {
 	return ok && b
 }
 
+// exposeURI maps an upstream resource URI or template (field names it in
+// logs) to the one the gateway exposes and claims it for u under kind
+// ("resource" or "template"); false, logged, when it is empty, cannot carry
+// the resource prefix or another upstream has it.
+func (u *upstream) exposeURI(up, kind, field string) (string, bool) {
+	if up == "" {
+		return "", false
+	}
+	exposed, ok := u.uris.out(up)
+	if !ok {
+		u.g.log.Warn("gateway: an upstream "+kind+" URI cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, field, up)
+		return "", false
+	}
+	if !u.g.claim(kind+":"+exposed, u) {
+		u.g.log.Warn("gateway: "+kind+" URI taken by another upstream; not exposed", "upstream", u.cfg.Name, field, exposed)
+		return "", false
+	}
+	return exposed, true
+}
+
 func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 	srv := u.g.srv
 	keep := map[string]bool{}
 	for _, it := range items {
 		upTpl := str(it, "uriTemplate")
-		if upTpl == "" {
-			continue
-		}
-		tpl, ok := u.uris.out(upTpl)
+		tpl, ok := u.exposeURI(upTpl, "template", "uriTemplate")
 		if !ok {
-			u.g.log.Warn("gateway: an upstream resource template cannot carry the resource prefix; not exposed", "upstream", u.cfg.Name, "uriTemplate", upTpl)
-			continue
-		}
-		if !u.g.claim("template:"+tpl, u) {
-			u.g.log.Warn("gateway: resource template taken by another upstream; not exposed", "upstream", u.cfg.Name, "uriTemplate", tpl)
 			continue
 		}
 		keep[tpl] = true
