@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/weftmcp/weft/internal/race"
 )
 
 func isInvalid(err error) bool { return errors.Is(err, ErrInvalidState) }
@@ -345,7 +347,10 @@ func FuzzDecodeB64(f *testing.F) {
 
 // TestOpenAllocatesOnlyThePlaintext: Open decodes and authenticates in one
 // allocation, the plaintext, with no spare capacity kept alive by it (the
-// AAD is built in pooled scratch), whatever the key id length.
+// AAD is built in pooled scratch), whatever the key id length. The race
+// detector makes sync.Pool drop a random share of what is put back, so the
+// allocation count is checked only without it (`make test` runs this test
+// once more without -race for that).
 func TestOpenAllocatesOnlyThePlaintext(t *testing.T) {
 	for _, id := range []string{"k", "2026-08", strings.Repeat("x", MaxKeyIDLength)} {
 		k := mustKey(t, id, testSecret(3, 32))
@@ -359,6 +364,9 @@ func TestOpenAllocatesOnlyThePlaintext(t *testing.T) {
 		// The plaintext is decrypted in place: only the tag follows it.
 		if spare := cap(pt) - len(pt); spare != tagSize {
 			t.Errorf("id %q: plaintext has %d bytes of capacity past it, want the tag's %d", id, spare, tagSize)
+		}
+		if race.Enabled {
+			continue
 		}
 		allocs := testing.AllocsPerRun(50, func() {
 			if _, err := m.Open(context.Background(), tok, binding); err != nil {
