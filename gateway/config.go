@@ -119,6 +119,14 @@ type InputConfig struct {
 	// whose client has not retried by then is cancelled upstream
 	// (default 10m, at most 24h).
 	Lifetime Duration `json:"lifetime,omitzero"`
+	// Lease is how long the record of a parked call outlives the instance
+	// holding the call when that instance stops without removing it (a
+	// crash, a kill): the instance renews the records of its parked calls
+	// every Lease/3, and a retry finds a record that was not renewed for
+	// Lease gone, at once or, already waiting, within Lease, and gets a
+	// clear error instead of waiting for an answer that cannot come
+	// (default 15s, 1s..5m, at most Lifetime).
+	Lease Duration `json:"lease,omitzero"`
 }
 
 // InputKinds returns the names UpstreamConfig.Inputs may hold.
@@ -135,6 +143,9 @@ const (
 	DefaultMaxParkedPerPartition = 100
 	DefaultLifetime              = 10 * time.Minute
 	MaxLifetime                  = 24 * time.Hour
+	DefaultLease                 = 15 * time.Second
+	MinLease                     = time.Second
+	MaxLease                     = 5 * time.Minute
 )
 
 func (u *UpstreamConfig) callTimeout() time.Duration {
@@ -166,8 +177,16 @@ func (c InputConfig) withDefaults() InputConfig {
 	if c.Lifetime <= 0 {
 		c.Lifetime = Duration(DefaultLifetime)
 	}
+	if c.Lease <= 0 {
+		c.Lease = Duration(min(DefaultLease, c.Lifetime.D()))
+	}
 	return c
 }
+
+// heartbeat is how often an instance renews the records of its parked
+// calls: three times per lease, so that a renewal late by up to two
+// periods (a slow store) loses nothing.
+func (c InputConfig) heartbeat() time.Duration { return max(c.Lease.D()/3, time.Millisecond) }
 
 func or(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -295,6 +314,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..1000000", in.MaxParkedPerPartition)
 	case in.Lifetime.D() > MaxLifetime:
 		return fmt.Errorf("input.lifetime = %s exceeds %s", in.Lifetime.D(), MaxLifetime)
+	case in.Lease != 0 && (in.Lease.D() < MinLease || in.Lease.D() > MaxLease):
+		return fmt.Errorf("input.lease = %s is outside %s..%s", in.Lease.D(), MinLease, MaxLease)
+	case in.Lease.D() > in.withDefaults().Lifetime.D():
+		return fmt.Errorf("input.lease = %s exceeds input.lifetime (%s)", in.Lease.D(), in.withDefaults().Lifetime.D())
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x"}]} {}`, "json", "trailing data"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "exceeds"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"500ms"}}`, "json", "input.lease = 500ms is outside 1s..5m0s"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"6m"}}`, "json", "input.lease = 6m0s is outside"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"2m","lifetime":"1m"}}`, "json", "exceeds input.lifetime (1m0s)"},
 		{`{"upstreams":[{"name":"a","command":"x","inputs":["form","mind"]}]}`, "json", `inputs: "mind"`},
 		{`{"upstreams":[{"name":"a","url":"http://h/","maxProcesses":2}]}`, "json", "command upstreams only"},
 		{`{"upstreams":[{"name":"a","command":"x","maxProcesses":-1}]}`, "json", "maxProcesses"},
@@ -66,6 +69,25 @@ func TestParseConfigErrors(t *testing.T) {
 		_, err := ParseConfig([]byte(tc.doc), tc.format)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseConfig(%s) = %v, want an error with %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+func TestInputLease(t *testing.T) {
+	for _, tc := range []struct {
+		in               InputConfig
+		lease, heartbeat time.Duration
+	}{
+		{InputConfig{}, DefaultLease, DefaultLease / 3},
+		{InputConfig{Lease: Duration(3 * time.Second)}, 3 * time.Second, time.Second},
+		{InputConfig{Lifetime: Duration(6 * time.Second)}, 6 * time.Second, 2 * time.Second}, // never beyond the lifetime
+	} {
+		if err := (&Config{Upstreams: []UpstreamConfig{{Name: "a", Command: "x"}}, Input: tc.in}).Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v", tc.in, err)
+		}
+		d := tc.in.withDefaults()
+		if d.Lease.D() != tc.lease || d.heartbeat() != tc.heartbeat {
+			t.Errorf("%+v: lease %s, heartbeat %s; want %s, %s", tc.in, d.Lease.D(), d.heartbeat(), tc.lease, tc.heartbeat)
 		}
 	}
 }

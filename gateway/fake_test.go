@@ -63,6 +63,7 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"garbage","description":"Writes garbage.","inputSchema":{"type":"object"}},` +
 		`{"name":"hang","description":"Never answers.","inputSchema":{"type":"object"}},` +
 		`{"name":"ask","description":"Asks twice.","inputSchema":{"type":"object"}},` +
+		`{"name":"askwork","description":"Asks once, then works until cancelled.","inputSchema":{"type":"object"}},` +
 		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
 		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
 		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}}]}`
@@ -157,6 +158,13 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 					progress(3)
 					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, "linked "+a.String()))
 				}(idJSON)
+			case "askwork":
+				seq++
+				base := strconv.Itoa(seq)
+				go func() {
+					ask("w"+base, "elicitation/create", `{"mode":"form","message":"go?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`)
+					logf("askwork answered")
+				}()
 			case "ask", "sample":
 				seq++
 				base := strconv.Itoa(seq)

@@ -35,6 +35,16 @@ import (
 // parked call, "out-N" slots carry its outcome after round N, and "note-N-K"
 // slots its notifications after round N-1's answers to a retry served by
 // another instance.
+//
+// The parked call lives in the memory of its instance, its record in the
+// store. So that a record does not outlive its call when the instance stops
+// without removing it (a crash, a kill), the record is a lease: it idles out
+// after InputConfig.Lease, and the instance renews the records of all its
+// parked calls every Lease/3 (one ticker per instance, renew). A retry then
+// finds the record of a call whose instance is gone missing, or, already
+// waiting on the mailbox, sees it vanish within Lease; either way the
+// client gets errParkedGone instead of waiting for an answer that cannot
+// come.
 
 // parker owns the parked calls of one gateway instance.
 type parker struct {
@@ -52,7 +62,70 @@ type parker struct {
 
 func newParker(store sessionstore.Store, lim InputConfig, log *slog.Logger) *parker {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &parker{store: store, lim: lim.withDefaults(), log: log, now: time.Now, ctx: ctx, cancel: cancel}
+	p := &parker{store: store, lim: lim.withDefaults(), log: log, now: time.Now, ctx: ctx, cancel: cancel}
+	p.wg.Add(1)
+	go p.heartbeat()
+	return p
+}
+
+// heartbeat renews the records of the parked calls running here every
+// InputConfig.heartbeat until the gateway closes.
+func (p *parker) heartbeat() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.lim.heartbeat())
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			p.renew()
+		}
+	}
+}
+
+// renewConcurrency bounds the renewals of one heartbeat in flight at once.
+const renewConcurrency = 8
+
+// renew renews the record of every parked call running here (Get refreshes
+// a record's idle expiry), within one heartbeat period. A record found gone
+// (this instance failed to renew it in time, and a retry may have been told
+// the call is gone) ends its call.
+func (p *parker) renew() {
+	ctx, cancel := context.WithTimeout(p.ctx, p.lim.heartbeat())
+	defer cancel()
+	sem := make(chan struct{}, renewConcurrency)
+	var wg sync.WaitGroup
+	p.local.Range(func(_, v any) bool {
+		pc := v.(*parkedCall)
+		if !pc.held.Load() {
+			return true
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, err := p.store.Get(ctx, pc.id)
+			switch {
+			case err == nil || !pc.held.Load():
+			case errors.Is(err, sessionstore.ErrNotFound):
+				p.log.Warn("gateway: a parked call's record lapsed before this instance renewed it; cancelling the call", "id", pc.id)
+				pc.cancel()
+			case ctx.Err() == nil:
+				p.log.Warn("gateway: cannot renew a parked call's record", "id", pc.id, "err", err)
+			}
+		}()
+		return true
+	})
+	wg.Wait()
+	if ctx.Err() != nil && p.ctx.Err() == nil {
+		p.log.Warn("gateway: renewing the records of the parked calls took longer than the heartbeat period", "period", p.lim.heartbeat())
+	}
 }
 
 func (p *parker) close() {
@@ -183,6 +256,9 @@ type parkedCall struct {
 	waiting map[string]chan exactjson.Value // by input key
 	seq     int
 	created bool
+	// held is set while the call's record is this instance's to renew:
+	// from its creation to the call's final outcome.
+	held atomic.Bool
 }
 
 type queued struct {
@@ -371,7 +447,10 @@ func (pc *parkedCall) run() {
 		}
 	}()
 	round := 0
-	final := func(o outcome) { handedOff = pc.emit(round, o) && round > 0 }
+	final := func(o outcome) {
+		pc.held.Store(false) // a retry may delete the record once it has the outcome
+		handedOff = pc.emit(round, o) && round > 0
+	}
 	for {
 		select {
 		case o := <-pc.done:
@@ -402,7 +481,7 @@ func (pc *parkedCall) run() {
 		}
 		if !pc.created {
 			s := &sessionstore.Session{ID: pc.id, ProtocolVersion: "gateway", IdentityDigest: pc.digest,
-				IdleTimeout: p.lim.Lifetime.D(), ExpiresAt: p.now().Add(p.lim.Lifetime.D())}
+				IdleTimeout: p.lim.Lease.D(), ExpiresAt: p.now().Add(p.lim.Lifetime.D())}
 			switch err := p.store.Create(pc.ctx, s); {
 			case errors.Is(err, sessionstore.ErrLimit):
 				final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
@@ -413,6 +492,7 @@ func (pc *parkedCall) run() {
 				return
 			}
 			pc.created = true
+			pc.held.Store(true)
 		}
 		in := "in-" + strconv.Itoa(round)
 		if err := p.store.Expect(pc.ctx, pc.id, in, p.now().Add(p.lim.Lifetime.D())); err != nil {
@@ -624,4 +704,5 @@ func (p *parker) relayNotes(ctx context.Context, id string, r int, notify func(s
 }
 
 // errParkedGone reports a retry whose parked call no longer waits.
-var errParkedGone = errors.New("the upstream call this retry continues is no longer waiting (it finished, failed, was answered already, or expired)")
+var errParkedGone = errors.New("the upstream call this retry continues is no longer waiting: it finished, failed or expired, " +
+	"was answered already, or the gateway instance running it stopped; start the call over without requestState")

@@ -263,25 +263,41 @@ func (m *Memory) Await(ctx context.Context, sessionID, requestID string) ([]byte
 		m.dropSlotLocked(k, sl)
 		m.mu.Unlock()
 	}()
-	var expiry <-chan time.Time
-	if d := sl.expires.Sub(m.now()); d > 0 {
+	// Wait until the slot is filled or removed, rechecking at its expiry,
+	// at the session's idle or absolute expiry (which moves when the
+	// session is used) and at least every memoryRecheck (the clock may not
+	// be the wall clock).
+	for {
+		m.mu.Lock()
+		now := m.now()
+		switch {
+		case sl.filled:
+			msg := sl.msg
+			m.mu.Unlock()
+			return msg, nil
+		case sl.gone || !now.Before(sl.expires):
+			m.mu.Unlock()
+			return nil, ErrNotFound
+		}
+		s := m.live(sessionID, now) // purges an expired session, which removes the slot
+		if s == nil {
+			m.mu.Unlock()
+			return nil, ErrNotFound
+		}
+		d := min(sl.expires.Sub(now), s.LastSeen.Add(s.IdleTimeout).Sub(now), s.ExpiresAt.Sub(now), memoryRecheck)
+		m.mu.Unlock()
 		t := time.NewTimer(d)
-		defer t.Stop()
-		expiry = t.C
-	} else {
-		return nil, ErrNotFound
+		select {
+		case <-sl.wake:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	select {
-	case <-sl.wake:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-expiry:
-		return nil, ErrNotFound
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !sl.filled {
-		return nil, ErrNotFound
-	}
-	return sl.msg, nil
 }
+
+// memoryRecheck bounds how long a [Memory.Await] waits before it checks
+// again whether its session expired.
+const memoryRecheck = time.Second

@@ -238,7 +238,10 @@ type Store interface {
 	Deliver(ctx context.Context, sessionID, requestID string, msg []byte) (bool, error)
 	// Await waits until the answer for the slot is delivered and returns it.
 	// It always removes the slot before returning: on success, on ctx's end
-	// (returning ctx's error) and when the slot or its session disappears
-	// (ErrNotFound).
+	// (returning ctx's error) and when the slot expires or its session is
+	// deleted or expires, idle expiry included (ErrNotFound): the store
+	// notices an expiry by itself, without another call on the session
+	// (polling stores within their poll interval). An answer delivered
+	// before the expiry is still returned.
 	Await(ctx context.Context, sessionID, requestID string) ([]byte, error)
 }

@@ -458,11 +458,15 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 	defer t.Stop()
 	for {
 		var body []byte
-		var filled, present bool
+		var filled, live, present bool
+		// A delivered answer is taken even if its session expired since; an
+		// empty slot ends with its session's expiry (idle included: nobody
+		// else may ever notice it).
 		err := s.withConn(ctx, func(c *pgx.Conn) error {
-			err := c.QueryRow(ctx, `SELECT body, body IS NOT NULL, true FROM `+s.q.answers+`
-				WHERE session_id = $1 AND request_id = $2 AND expires_at > $3`, sessionID, requestID, s.now()).
-				Scan(&body, &filled, &present)
+			err := c.QueryRow(ctx, `SELECT body, body IS NOT NULL,
+					EXISTS (SELECT 1 FROM `+s.q.sessions+` WHERE id = $1 AND deadline > $3), true
+				FROM `+s.q.answers+` WHERE session_id = $1 AND request_id = $2 AND expires_at > $3`,
+				sessionID, requestID, s.now()).Scan(&body, &filled, &live, &present)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -477,6 +481,8 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 			return nil, sessionstore.ErrNotFound
 		case filled:
 			return body, nil
+		case !live:
+			return nil, sessionstore.ErrNotFound
 		}
 		select {
 		case <-ctx.Done():

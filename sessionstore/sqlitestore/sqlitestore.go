@@ -419,10 +419,16 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 	t := time.NewTimer(s.poll)
 	defer t.Stop()
 	for {
+		// A delivered answer is taken even if its session expired since; an
+		// empty slot ends with its session's expiry (idle included: nobody
+		// else may ever notice it).
 		var body []byte
-		var filled bool
-		err := s.read.QueryRowContext(ctx, `SELECT body, body IS NOT NULL FROM `+s.answers+`
-			WHERE session_id = ? AND request_id = ? AND expires_at > ?`, sessionID, requestID, us(s.now())).Scan(&body, &filled)
+		var filled, live bool
+		now := us(s.now())
+		err := s.read.QueryRowContext(ctx, `SELECT body, body IS NOT NULL,
+				EXISTS (SELECT 1 FROM `+s.sessions+` WHERE id = ?1 AND deadline > ?3)
+			FROM `+s.answers+` WHERE session_id = ?1 AND request_id = ?2 AND expires_at > ?3`,
+			sessionID, requestID, now).Scan(&body, &filled, &live)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -435,6 +441,8 @@ func (s *Store) Await(ctx context.Context, sessionID, requestID string) ([]byte,
 				body = []byte{}
 			}
 			return body, nil
+		case !live:
+			return nil, sessionstore.ErrNotFound
 		}
 		select {
 		case <-ctx.Done():

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStores Factory) {
 	t.Run("Limits", func(t *testing.T) { testLimits(t, newStores) })
 	t.Run("Mailbox", func(t *testing.T) { testMailbox(t, newStores) })
 	t.Run("MailboxCancel", func(t *testing.T) { testMailboxCancel(t, newStores) })
+	t.Run("MailboxSessionExpiry", func(t *testing.T) { testMailboxSessionExpiry(t, newStores) })
 }
 
 // NewSession returns a valid session created at clock's now.
@@ -332,5 +333,64 @@ func testMailboxCancel(t *testing.T, newStores Factory) {
 	}
 	if ok, _ := b.Deliver(context.Background(), "c", "late", []byte(`{}`)); ok {
 		t.Fatal("an expired slot took an answer")
+	}
+}
+
+// A waiter whose session expires while it waits ends with ErrNotFound,
+// whether the session idled out (nobody else touches it: the store itself
+// must notice) or reached its absolute expiry; a session kept in use keeps
+// its waiter; an answer delivered before the expiry is still taken.
+func testMailboxSessionExpiry(t *testing.T, newStores Factory) {
+	for _, tc := range []struct {
+		name string
+		// use: the session is used every 6 minutes until its absolute
+		// expiry (an hour), past its idle timeout (10 minutes).
+		use     bool
+		advance time.Duration
+		deliver bool // the answer arrives before the expiry
+		want    error
+	}{
+		{name: "idle", advance: 11 * time.Minute, want: sessionstore.ErrNotFound},
+		{name: "absolute", use: true, advance: 61 * time.Minute, want: sessionstore.ErrNotFound},
+		{name: "answered before the expiry", advance: 11 * time.Minute, deliver: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := NewClock()
+			a, b := newStores(t, clock, sessionstore.Limits{})
+			ctx := context.Background()
+			mustCreate(t, a, NewSession(clock, "x", "i"))
+			if err := a.Expect(ctx, "x", "r", clock.Now().Add(2*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.deliver {
+				if ok, err := b.Deliver(ctx, "x", "r", []byte(`"late"`)); !ok || err != nil {
+					t.Fatalf("Deliver = %v, %v", ok, err)
+				}
+			}
+			type result struct {
+				msg []byte
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { msg, err := a.Await(ctx, "x", "r"); done <- result{msg, err} }()
+			for elapsed := time.Duration(0); elapsed < tc.advance; {
+				step := min(6*time.Minute, tc.advance-elapsed)
+				clock.Advance(step)
+				elapsed += step
+				if tc.use && elapsed < time.Hour {
+					if _, err := b.Get(ctx, "x"); err != nil {
+						t.Fatalf("Get after %s: %v", elapsed, err)
+					}
+				}
+			}
+			select {
+			case r := <-done:
+				if !errors.Is(r.err, tc.want) || (tc.want == nil && string(r.msg) != `"late"`) {
+					t.Fatalf("Await = %s, %v; want %v", r.msg, r.err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter did not notice its session's expiry")
+			}
+		})
 	}
 }
