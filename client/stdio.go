@@ -2,11 +2,13 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +18,32 @@ import (
 )
 
 // StdioTransport speaks MCP's stdio framing (one JSON-RPC message per line)
-// over a byte stream pair. Concurrent requests are multiplexed by id;
-// progress notifications are routed to their request by progressToken,
-// subscription notifications by their subscriptionId, and a notification
-// no request claims goes to the request if only one is in flight, otherwise
-// to the unrouted handler. A request whose context ends is cancelled with
-// notifications/cancelled.
+// over a byte stream pair. Concurrent requests are multiplexed by id; a
+// request whose context ends is cancelled with notifications/cancelled.
+//
+// The server must write nothing but MCP messages on its stdout, so the
+// framing is strict: a line that is not a JSON-RPC message (blank lines
+// aside) breaks the transport, failing every request in flight with an
+// error wrapping [ErrClosed] and [ErrProtocol] that quotes the line. What
+// follows such a line cannot be trusted, and a response lost in it would
+// otherwise leave its request waiting until its deadline.
+//
+// A notification goes to the request it belongs to, else to the unrouted
+// handler ([StdioTransport.SetUnroutedHandler]):
+//   - notifications/progress: the request of its progressToken;
+//   - one carrying _meta subscriptionId: the subscriptions/listen request
+//     of that id;
+//   - list changes and notifications/resources/updated without one: no
+//     request;
+//   - one whose _meta echoes a request's progressToken: that request;
+//   - any other: the only request in flight that receives notifications
+//     (a non-nil notify in Do), if there is exactly one.
+//
+// notifications/cancelled cancels the server request it names. A server
+// request (2025-era servers ask for input that way) goes to the request
+// whose progressToken its _meta echoes, else to the only request in flight
+// with [Request.OnServerRequest]; ping is answered at once, and a request
+// no OnServerRequest claims is answered with an error.
 type StdioTransport struct {
 	w      io.Writer
 	closer func() error
@@ -30,6 +52,7 @@ type StdioTransport struct {
 
 	mu       sync.Mutex
 	calls    jsonrpc.Calls[*stdioCall]
+	inbound  map[string]context.CancelFunc // server requests being answered
 	unrouted func(Notification)
 	closed   bool
 	err      error // why the transport is closed
@@ -40,6 +63,12 @@ type StdioTransport struct {
 }
 
 type stdioCall struct {
+	listens bool // the caller receives its notifications
+	// answer is the request's OnServerRequest, run with ctx (which ends
+	// when the request does).
+	answer func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
+	ctx    context.Context
+
 	mu    sync.Mutex
 	notes []Notification
 	resp  *Response
@@ -73,6 +102,7 @@ func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
 func newStdio(r io.Reader, w io.Writer) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
+		inbound: map[string]context.CancelFunc{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
 	}
@@ -129,7 +159,21 @@ func (t *StdioTransport) Close() error {
 	return t.closeErr
 }
 
-// fail marks the transport closed and wakes every pending call.
+// Done is closed when the transport has closed or broken; Err says why.
+func (t *StdioTransport) Done() <-chan struct{} { return t.done }
+
+// Err reports why the transport ended: nil while it runs, ErrClosed after
+// Close, otherwise an error wrapping ErrClosed that says what broke it (the
+// server closed its output, a read or write failed, or the server broke
+// the framing: then it wraps ErrProtocol too).
+func (t *StdioTransport) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// fail marks the transport closed, wakes every pending call and cancels
+// the server requests being answered.
 func (t *StdioTransport) fail(err error) {
 	t.mu.Lock()
 	if t.closed {
@@ -137,12 +181,15 @@ func (t *StdioTransport) fail(err error) {
 		return
 	}
 	t.closed, t.err = true, err
-	calls := t.calls
-	t.calls = jsonrpc.Calls[*stdioCall]{}
+	calls, inbound := t.calls, t.inbound
+	t.calls, t.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]context.CancelFunc{}
 	t.mu.Unlock()
 	close(t.done)
 	for c := range calls.All() {
 		c.signal()
+	}
+	for _, cancel := range inbound {
+		cancel()
 	}
 }
 
@@ -162,7 +209,12 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
 	}
 	key := jsonrpc.IDKey(exactjson.Int(req.ID))
-	call := &stdioCall{wake: make(chan struct{}, 1)}
+	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil}
+	if req.OnServerRequest != nil {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel() // ends the server requests still being answered
+		call.ctx, call.answer = actx, req.OnServerRequest
+	}
 	var tokenKey string
 	if tok, ok := metaOf(req.Params).Get("progressToken"); ok {
 		tokenKey = jsonrpc.IDKey(tok)
@@ -258,24 +310,33 @@ func (t *StdioTransport) readLoop(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br, t.maxLine)
-		if len(line) > 0 {
-			t.handleLine(line)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := t.handleLine(line); perr != nil {
+				snippet := string(line)
+				if len(snippet) > 120 {
+					snippet = snippet[:120] + "..."
+				}
+				t.fail(fmt.Errorf("%w: the server wrote a line that is not a JSON-RPC message (%w): %q", ErrClosed, perr, snippet))
+				return
+			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				t.fail(fmt.Errorf("%w: the server closed its output", ErrClosed))
 			} else {
-				t.fail(fmt.Errorf("%w: read: %v", ErrClosed, err))
+				t.fail(fmt.Errorf("%w: read: %w", ErrClosed, err))
 			}
 			return
 		}
 	}
 }
 
-func (t *StdioTransport) handleLine(line []byte) {
+// handleLine dispatches one message; it returns the error of a line that
+// is not a JSON-RPC message.
+func (t *StdioTransport) handleLine(line []byte) error {
 	m, err := parseMessage(line)
 	if err != nil {
-		return // not a protocol message: ignore it
+		return err
 	}
 	switch m.kind {
 	case msgResponse:
@@ -288,8 +349,20 @@ func (t *StdioTransport) handleLine(line []byte) {
 			call.mu.Unlock()
 			call.signal()
 		}
+	case msgRequest:
+		t.serve(m)
 	case msgNotification:
 		n := Notification{Method: m.method, Params: m.params}
+		if n.Method == "notifications/cancelled" {
+			rid, _ := n.Params.Get("requestId")
+			t.mu.Lock()
+			cancel := t.inbound[jsonrpc.IDKey(rid)]
+			t.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+			return nil
+		}
 		call, unrouted := t.route(n)
 		if call != nil {
 			call.mu.Lock()
@@ -300,9 +373,11 @@ func (t *StdioTransport) handleLine(line []byte) {
 			unrouted(n)
 		}
 	}
+	return nil
 }
 
-// route finds the call a notification belongs to.
+// route finds the call a notification belongs to (nil: none) and returns
+// the unrouted handler.
 func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -310,16 +385,103 @@ func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) 
 		c, _ := t.calls.ByToken(jsonrpc.IDKey(tok))
 		return c, t.unrouted
 	}
-	if sid, ok := metaOf(n.Params).Get(metaSubscriptionID); ok {
+	meta := metaOf(n.Params)
+	if sid, ok := meta.Get(metaSubscriptionID); ok {
 		c, _ := t.calls.ByID(jsonrpc.IDKey(sid))
 		return c, t.unrouted
 	}
-	if t.calls.Len() == 1 {
-		for c := range t.calls.All() {
-			return c, nil
+	if strings.HasSuffix(n.Method, "/list_changed") || n.Method == "notifications/resources/updated" {
+		return nil, t.unrouted
+	}
+	return t.claimLocked(meta, func(c *stdioCall) bool { return c.listens }), t.unrouted
+}
+
+// claimLocked returns the call whose progress token meta echoes, else the
+// only call in flight that wants the message, else nil.
+func (t *StdioTransport) claimLocked(meta exactjson.Value, wants func(*stdioCall) bool) *stdioCall {
+	if tok, ok := meta.Get("progressToken"); ok {
+		if c, ok := t.calls.ByToken(jsonrpc.IDKey(tok)); ok {
+			return c
 		}
 	}
-	return nil, t.unrouted
+	var only *stdioCall
+	for c := range t.calls.All() {
+		if !wants(c) {
+			continue
+		}
+		if only != nil {
+			return nil // ambiguous
+		}
+		only = c
+	}
+	return only
+}
+
+// serve answers a server-to-client request on a goroutine of its own.
+func (t *StdioTransport) serve(m message) {
+	key := jsonrpc.IDKey(m.id)
+	params := m.params
+	if params.Kind() != exactjson.KindObject {
+		params = exactjson.Object()
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	var (
+		call   *stdioCall
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if m.method != "ping" {
+		call = t.claimLocked(metaOf(params), func(c *stdioCall) bool { return c.answer != nil })
+		if call != nil && call.answer != nil {
+			ctx, cancel = context.WithCancel(call.ctx)
+			t.inbound[key] = cancel
+		}
+	}
+	t.mu.Unlock()
+	go func() {
+		var (
+			res exactjson.Value
+			err error
+		)
+		switch {
+		case m.method == "ping":
+			res = exactjson.Object()
+		case cancel == nil:
+			err = &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method}
+		default:
+			res, err = call.answer(ctx, m.method, params)
+			cancel()
+			t.mu.Lock()
+			delete(t.inbound, key)
+			t.mu.Unlock()
+		}
+		_ = t.write(encodeAnswer(m.id, res, err))
+	}()
+}
+
+// encodeAnswer encodes the response to a server request.
+func encodeAnswer(id, res exactjson.Value, err error) []byte {
+	var (
+		b    []byte
+		eerr error
+	)
+	var re *RPCError
+	switch {
+	case err == nil:
+		b, eerr = jsonrpc.EncodeResult(id, res)
+	case errors.As(err, &re):
+		b, eerr = jsonrpc.EncodeError(id, re.Code, re.Message, re.Data)
+	default:
+		b, eerr = jsonrpc.EncodeError(id, CodeInternalError, err.Error(), exactjson.Value{})
+	}
+	if eerr != nil {
+		b, _ = jsonrpc.EncodeError(id, CodeInternalError, "client: cannot encode the answer: "+eerr.Error(), exactjson.Value{})
+	}
+	return b
 }
 
 // readLine is [jsonrpc.ReadLine] with an over-long line reported as a
