@@ -42,8 +42,9 @@ import (
 // notifications/cancelled cancels the server request it names. A server
 // request (2025-era servers ask for input that way) goes to the request
 // whose progressToken its _meta echoes, else to the only request in flight
-// with [Request.OnServerRequest]; ping is answered at once, and a request
-// no OnServerRequest claims is answered with an error.
+// with [Request.OnServerRequest], which runs once the notifications the
+// server sent the request before it are delivered. ping is answered at
+// once, and a request no OnServerRequest claims with an error.
 type StdioTransport struct {
 	w      io.Writer
 	closer func() error
@@ -52,7 +53,7 @@ type StdioTransport struct {
 
 	mu       sync.Mutex
 	calls    jsonrpc.Calls[*stdioCall]
-	inbound  map[string]context.CancelFunc // server requests being answered
+	inbound  map[string]*serverRequest // server requests being answered, by id key
 	unrouted func(Notification)
 	closed   bool
 	err      error // why the transport is closed
@@ -69,10 +70,28 @@ type stdioCall struct {
 	answer func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
 	ctx    context.Context
 
-	mu    sync.Mutex
-	notes []Notification
-	resp  *Response
-	wake  chan struct{}
+	mu       sync.Mutex
+	items    []callItem // what the server sent for the call, in order
+	resp     *Response
+	finished bool // Do returned: server requests are answered at once
+	wake     chan struct{}
+}
+
+// callItem is a notification of a call, or a server request (req != nil)
+// to answer once the notifications before it are delivered.
+type callItem struct {
+	n   Notification
+	req *serverRequest
+}
+
+// serverRequest is a server request being answered.
+type serverRequest struct {
+	id     exactjson.Value
+	key    string
+	method string
+	params exactjson.Value
+	ctx    context.Context
+	cancel context.CancelFunc // nil: answered without a hook
 }
 
 func (c *stdioCall) signal() {
@@ -102,7 +121,7 @@ func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
 func newStdio(r io.Reader, w io.Writer) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
-		inbound: map[string]context.CancelFunc{},
+		inbound: map[string]*serverRequest{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
 	}
@@ -182,14 +201,14 @@ func (t *StdioTransport) fail(err error) {
 	}
 	t.closed, t.err = true, err
 	calls, inbound := t.calls, t.inbound
-	t.calls, t.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]context.CancelFunc{}
+	t.calls, t.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]*serverRequest{}
 	t.mu.Unlock()
 	close(t.done)
 	for c := range calls.All() {
 		c.signal()
 	}
-	for _, cancel := range inbound {
-		cancel()
+	for _, r := range inbound {
+		r.cancel()
 	}
 }
 
@@ -199,6 +218,35 @@ func (t *StdioTransport) write(line []byte) error {
 	line = append(line, '\n')
 	_, err := t.w.Write(line)
 	return err
+}
+
+// Notify sends a notification to the server (a 2025-era session's
+// notifications/initialized, say); params that are not an object are left
+// out. It returns when the line is written or ctx ends.
+func (t *StdioTransport) Notify(ctx context.Context, method string, params exactjson.Value) error {
+	line, err := jsonrpc.EncodeNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("client: encoding %s: %w", method, err)
+	}
+	t.mu.Lock()
+	closed, cause := t.closed, t.err
+	t.mu.Unlock()
+	if closed {
+		return cause
+	}
+	written := make(chan error, 1)
+	go func() { written <- t.write(line) }()
+	select {
+	case err := <-written:
+		if err != nil {
+			err = fmt.Errorf("%w: write: %w", ErrClosed, err)
+			t.fail(err)
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Do sends req and waits for its response, delivering routed notifications
@@ -230,6 +278,7 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		return nil, fmt.Errorf("client: request id %d is already in flight", req.ID)
 	}
 	t.mu.Unlock()
+	defer t.finish(call)
 	unregister := func() {
 		t.mu.Lock()
 		t.calls.Remove(key, tokenKey, call)
@@ -260,20 +309,24 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		}()
 		return nil, ctx.Err()
 	}
-	// drain delivers queued notifications and reports the response if it
-	// has arrived (after every notification that preceded it).
+	// drain delivers queued notifications, starts answering the server
+	// requests queued after them, and reports the response if it has
+	// arrived (after everything that preceded it).
 	drain := func() *Response {
 		for {
 			call.mu.Lock()
-			notes, resp := call.notes, call.resp
-			call.notes = nil
+			items, resp := call.items, call.resp
+			call.items = nil
 			call.mu.Unlock()
-			for _, n := range notes {
-				if notify != nil {
-					notify(n)
+			for _, it := range items {
+				switch {
+				case it.req != nil:
+					go t.answer(call.answer, it.req)
+				case notify != nil:
+					notify(it.n)
 				}
 			}
-			if len(notes) == 0 {
+			if len(items) == 0 {
 				return resp
 			}
 		}
@@ -356,17 +409,17 @@ func (t *StdioTransport) handleLine(line []byte) error {
 		if n.Method == "notifications/cancelled" {
 			rid, _ := n.Params.Get("requestId")
 			t.mu.Lock()
-			cancel := t.inbound[jsonrpc.IDKey(rid)]
+			r := t.inbound[jsonrpc.IDKey(rid)]
 			t.mu.Unlock()
-			if cancel != nil {
-				cancel()
+			if r != nil {
+				r.cancel()
 			}
 			return nil
 		}
 		call, unrouted := t.route(n)
 		if call != nil {
 			call.mu.Lock()
-			call.notes = append(call.notes, n)
+			call.items = append(call.items, callItem{n: n})
 			call.mu.Unlock()
 			call.signal()
 		} else if unrouted != nil {
@@ -417,50 +470,75 @@ func (t *StdioTransport) claimLocked(meta exactjson.Value, wants func(*stdioCall
 	return only
 }
 
-// serve answers a server-to-client request on a goroutine of its own.
+// serve queues a server-to-client request to the call it belongs to (its
+// hook runs once the call's earlier notifications are delivered), or
+// answers it at once: ping, and a request no hook claims.
 func (t *StdioTransport) serve(m message) {
-	key := jsonrpc.IDKey(m.id)
-	params := m.params
-	if params.Kind() != exactjson.KindObject {
-		params = exactjson.Object()
+	r := &serverRequest{id: m.id, key: jsonrpc.IDKey(m.id), method: m.method, params: m.params}
+	if r.params.Kind() != exactjson.KindObject {
+		r.params = exactjson.Object()
+	}
+	if m.method == "ping" {
+		go t.reply(r, exactjson.Object(), nil)
+		return
 	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return
 	}
-	var (
-		call   *stdioCall
-		ctx    context.Context
-		cancel context.CancelFunc
-	)
-	if m.method != "ping" {
-		call = t.claimLocked(metaOf(params), func(c *stdioCall) bool { return c.answer != nil })
-		if call != nil && call.answer != nil {
-			ctx, cancel = context.WithCancel(call.ctx)
-			t.inbound[key] = cancel
+	call := t.claimLocked(metaOf(r.params), func(c *stdioCall) bool { return c.answer != nil })
+	if call == nil || call.answer == nil {
+		t.mu.Unlock()
+		go t.reply(r, exactjson.Value{}, &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method})
+		return
+	}
+	r.ctx, r.cancel = context.WithCancel(call.ctx)
+	t.inbound[r.key] = r
+	t.mu.Unlock()
+	call.mu.Lock()
+	if call.finished {
+		call.mu.Unlock()
+		go t.reply(r, exactjson.Value{}, context.Canceled)
+		return
+	}
+	call.items = append(call.items, callItem{req: r})
+	call.mu.Unlock()
+	call.signal()
+}
+
+// finish ends a call's Do: server requests still queued for it are
+// answered with an error, as are those that arrive later.
+func (t *StdioTransport) finish(call *stdioCall) {
+	call.mu.Lock()
+	call.finished = true
+	items := call.items
+	call.items = nil
+	call.mu.Unlock()
+	for _, it := range items {
+		if it.req != nil {
+			go t.reply(it.req, exactjson.Value{}, context.Canceled)
 		}
 	}
-	t.mu.Unlock()
-	go func() {
-		var (
-			res exactjson.Value
-			err error
-		)
-		switch {
-		case m.method == "ping":
-			res = exactjson.Object()
-		case cancel == nil:
-			err = &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method}
-		default:
-			res, err = call.answer(ctx, m.method, params)
-			cancel()
-			t.mu.Lock()
-			delete(t.inbound, key)
-			t.mu.Unlock()
+}
+
+// answer runs hook for server request r and sends its answer.
+func (t *StdioTransport) answer(hook func(context.Context, string, exactjson.Value) (exactjson.Value, error), r *serverRequest) {
+	res, err := hook(r.ctx, r.method, r.params)
+	t.reply(r, res, err)
+}
+
+// reply sends the answer to server request r.
+func (t *StdioTransport) reply(r *serverRequest, res exactjson.Value, err error) {
+	if r.cancel != nil {
+		r.cancel()
+		t.mu.Lock()
+		if t.inbound[r.key] == r {
+			delete(t.inbound, r.key)
 		}
-		_ = t.write(encodeAnswer(m.id, res, err))
-	}()
+		t.mu.Unlock()
+	}
+	_ = t.write(encodeAnswer(r.id, res, err))
 }
 
 // encodeAnswer encodes the response to a server request.

@@ -409,3 +409,46 @@ func TestStdioLenientWithinFraming(t *testing.T) {
 		t.Fatalf("transport broke: %v", p.tr.Err())
 	}
 }
+
+// TestStdioServerRequestAfterNotifications checks that a server request
+// reaches its hook after the notifications the server sent before it.
+func TestStdioServerRequestAfterNotifications(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	var mu sync.Mutex
+	var events []string
+	req := &Request{ID: 1, Method: "tools/call", Params: exactjson.Object(),
+		OnServerRequest: func(_ context.Context, method string, _ exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			events = append(events, method)
+			mu.Unlock()
+			return exactjson.Object(), nil
+		}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.tr.Do(ctx, req, func(n Notification) {
+			mu.Lock()
+			events = append(events, n.Method)
+			mu.Unlock()
+		})
+		done <- err
+	}()
+	p.next()
+	for i := range 20 {
+		p.sendSync(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + fmt.Sprint(i) + `}}`)
+	}
+	p.sendSync(`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`)
+	if got, want := p.next(), `{"jsonrpc":"2.0","id":"s","result":{}}`; got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 21 || events[20] != "elicitation/create" {
+		t.Errorf("events %q: the request is not last", events)
+	}
+}
