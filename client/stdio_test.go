@@ -452,3 +452,29 @@ func TestStdioServerRequestAfterNotifications(t *testing.T) {
 		t.Errorf("events %q: the request is not last", events)
 	}
 }
+
+func TestStdioNotify(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	tests := []struct {
+		method string
+		params exactjson.Value
+		want   string
+	}{
+		{"notifications/initialized", exactjson.Object(), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
+		{"notifications/roots/list_changed", exactjson.Value{}, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`},
+	}
+	for _, tt := range tests {
+		if err := p.tr.Notify(ctx, tt.method, tt.params); err != nil {
+			t.Fatalf("Notify(%s): %v", tt.method, err)
+		}
+		if got := p.next(); got != tt.want {
+			t.Errorf("line %s, want %s", got, tt.want)
+		}
+	}
+	_ = p.tr.Close()
+	if err := p.tr.Notify(ctx, "notifications/initialized", exactjson.Object()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Notify after Close: %v, want ErrClosed", err)
+	}
+}
