@@ -2,11 +2,13 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +18,33 @@ import (
 )
 
 // StdioTransport speaks MCP's stdio framing (one JSON-RPC message per line)
-// over a byte stream pair. Concurrent requests are multiplexed by id;
-// progress notifications are routed to their request by progressToken,
-// subscription notifications by their subscriptionId, and a notification
-// no request claims goes to the request if only one is in flight, otherwise
-// to the unrouted handler. A request whose context ends is cancelled with
-// notifications/cancelled.
+// over a byte stream pair. Concurrent requests are multiplexed by id; a
+// request whose context ends is cancelled with notifications/cancelled.
+//
+// The server must write nothing but MCP messages on its stdout, so the
+// framing is strict: a line that is not a JSON-RPC message (blank lines
+// aside) breaks the transport, failing every request in flight with an
+// error wrapping [ErrClosed] and [ErrProtocol] that quotes the line. What
+// follows such a line cannot be trusted, and a response lost in it would
+// otherwise leave its request waiting until its deadline.
+//
+// A notification goes to the request it belongs to, else to the unrouted
+// handler ([StdioTransport.SetUnroutedHandler]):
+//   - notifications/progress: the request of its progressToken;
+//   - one carrying _meta subscriptionId: the subscriptions/listen request
+//     of that id;
+//   - list changes and notifications/resources/updated without one: no
+//     request;
+//   - one whose _meta echoes a request's progressToken: that request;
+//   - any other: the only request in flight that receives notifications
+//     (a non-nil notify in Do), if there is exactly one.
+//
+// notifications/cancelled cancels the server request it names. A server
+// request (2025-era servers ask for input that way) goes to the request
+// whose progressToken its _meta echoes, else to the only request in flight
+// with [Request.OnServerRequest], which runs once the notifications the
+// server sent the request before it are delivered. ping is answered at
+// once, and a request no OnServerRequest claims with an error.
 type StdioTransport struct {
 	w      io.Writer
 	closer func() error
@@ -30,6 +53,7 @@ type StdioTransport struct {
 
 	mu       sync.Mutex
 	calls    jsonrpc.Calls[*stdioCall]
+	inbound  map[string]*serverRequest // server requests being answered, by id key
 	unrouted func(Notification)
 	closed   bool
 	err      error // why the transport is closed
@@ -40,10 +64,34 @@ type StdioTransport struct {
 }
 
 type stdioCall struct {
-	mu    sync.Mutex
-	notes []Notification
-	resp  *Response
-	wake  chan struct{}
+	listens bool // the caller receives its notifications
+	// answer is the request's OnServerRequest, run with ctx (which ends
+	// when the request does).
+	answer func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
+	ctx    context.Context
+
+	mu       sync.Mutex
+	items    []callItem // what the server sent for the call, in order
+	resp     *Response
+	finished bool // Do returned: server requests are answered at once
+	wake     chan struct{}
+}
+
+// callItem is a notification of a call, or a server request (req != nil)
+// to answer once the notifications before it are delivered.
+type callItem struct {
+	n   Notification
+	req *serverRequest
+}
+
+// serverRequest is a server request being answered.
+type serverRequest struct {
+	id     exactjson.Value
+	key    string
+	method string
+	params exactjson.Value
+	ctx    context.Context
+	cancel context.CancelFunc // nil: answered without a hook
 }
 
 func (c *stdioCall) signal() {
@@ -73,6 +121,7 @@ func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
 func newStdio(r io.Reader, w io.Writer) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
+		inbound: map[string]*serverRequest{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
 	}
@@ -129,7 +178,21 @@ func (t *StdioTransport) Close() error {
 	return t.closeErr
 }
 
-// fail marks the transport closed and wakes every pending call.
+// Done is closed when the transport has closed or broken; Err says why.
+func (t *StdioTransport) Done() <-chan struct{} { return t.done }
+
+// Err reports why the transport ended: nil while it runs, ErrClosed after
+// Close, otherwise an error wrapping ErrClosed that says what broke it (the
+// server closed its output, a read or write failed, or the server broke
+// the framing: then it wraps ErrProtocol too).
+func (t *StdioTransport) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// fail marks the transport closed, wakes every pending call and cancels
+// the server requests being answered.
 func (t *StdioTransport) fail(err error) {
 	t.mu.Lock()
 	if t.closed {
@@ -137,12 +200,15 @@ func (t *StdioTransport) fail(err error) {
 		return
 	}
 	t.closed, t.err = true, err
-	calls := t.calls
-	t.calls = jsonrpc.Calls[*stdioCall]{}
+	calls, inbound := t.calls, t.inbound
+	t.calls, t.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]*serverRequest{}
 	t.mu.Unlock()
 	close(t.done)
 	for c := range calls.All() {
 		c.signal()
+	}
+	for _, r := range inbound {
+		r.cancel()
 	}
 }
 
@@ -154,6 +220,35 @@ func (t *StdioTransport) write(line []byte) error {
 	return err
 }
 
+// Notify sends a notification to the server (a 2025-era session's
+// notifications/initialized, say); params that are not an object are left
+// out. It returns when the line is written or ctx ends.
+func (t *StdioTransport) Notify(ctx context.Context, method string, params exactjson.Value) error {
+	line, err := jsonrpc.EncodeNotification(method, params)
+	if err != nil {
+		return fmt.Errorf("client: encoding %s: %w", method, err)
+	}
+	t.mu.Lock()
+	closed, cause := t.closed, t.err
+	t.mu.Unlock()
+	if closed {
+		return cause
+	}
+	written := make(chan error, 1)
+	go func() { written <- t.write(line) }()
+	select {
+	case err := <-written:
+		if err != nil {
+			err = fmt.Errorf("%w: write: %w", ErrClosed, err)
+			t.fail(err)
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Do sends req and waits for its response, delivering routed notifications
 // on the calling goroutine.
 func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notification)) (*Response, error) {
@@ -162,7 +257,12 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
 	}
 	key := jsonrpc.IDKey(exactjson.Int(req.ID))
-	call := &stdioCall{wake: make(chan struct{}, 1)}
+	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil}
+	if req.OnServerRequest != nil {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel() // ends the server requests still being answered
+		call.ctx, call.answer = actx, req.OnServerRequest
+	}
 	var tokenKey string
 	if tok, ok := metaOf(req.Params).Get("progressToken"); ok {
 		tokenKey = jsonrpc.IDKey(tok)
@@ -178,6 +278,7 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		return nil, fmt.Errorf("client: request id %d is already in flight", req.ID)
 	}
 	t.mu.Unlock()
+	defer t.finish(call)
 	unregister := func() {
 		t.mu.Lock()
 		t.calls.Remove(key, tokenKey, call)
@@ -208,20 +309,24 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		}()
 		return nil, ctx.Err()
 	}
-	// drain delivers queued notifications and reports the response if it
-	// has arrived (after every notification that preceded it).
+	// drain delivers queued notifications, starts answering the server
+	// requests queued after them, and reports the response if it has
+	// arrived (after everything that preceded it).
 	drain := func() *Response {
 		for {
 			call.mu.Lock()
-			notes, resp := call.notes, call.resp
-			call.notes = nil
+			items, resp := call.items, call.resp
+			call.items = nil
 			call.mu.Unlock()
-			for _, n := range notes {
-				if notify != nil {
-					notify(n)
+			for _, it := range items {
+				switch {
+				case it.req != nil:
+					go t.answer(call.answer, it.req)
+				case notify != nil:
+					notify(it.n)
 				}
 			}
-			if len(notes) == 0 {
+			if len(items) == 0 {
 				return resp
 			}
 		}
@@ -258,24 +363,33 @@ func (t *StdioTransport) readLoop(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br, t.maxLine)
-		if len(line) > 0 {
-			t.handleLine(line)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if perr := t.handleLine(line); perr != nil {
+				snippet := string(line)
+				if len(snippet) > 120 {
+					snippet = snippet[:120] + "..."
+				}
+				t.fail(fmt.Errorf("%w: the server wrote a line that is not a JSON-RPC message (%w): %q", ErrClosed, perr, snippet))
+				return
+			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				t.fail(fmt.Errorf("%w: the server closed its output", ErrClosed))
 			} else {
-				t.fail(fmt.Errorf("%w: read: %v", ErrClosed, err))
+				t.fail(fmt.Errorf("%w: read: %w", ErrClosed, err))
 			}
 			return
 		}
 	}
 }
 
-func (t *StdioTransport) handleLine(line []byte) {
+// handleLine dispatches one message; it returns the error of a line that
+// is not a JSON-RPC message.
+func (t *StdioTransport) handleLine(line []byte) error {
 	m, err := parseMessage(line)
 	if err != nil {
-		return // not a protocol message: ignore it
+		return err
 	}
 	switch m.kind {
 	case msgResponse:
@@ -288,21 +402,35 @@ func (t *StdioTransport) handleLine(line []byte) {
 			call.mu.Unlock()
 			call.signal()
 		}
+	case msgRequest:
+		t.serve(m)
 	case msgNotification:
 		n := Notification{Method: m.method, Params: m.params}
+		if n.Method == "notifications/cancelled" {
+			rid, _ := n.Params.Get("requestId")
+			t.mu.Lock()
+			r := t.inbound[jsonrpc.IDKey(rid)]
+			t.mu.Unlock()
+			if r != nil {
+				r.cancel()
+			}
+			return nil
+		}
 		call, unrouted := t.route(n)
 		if call != nil {
 			call.mu.Lock()
-			call.notes = append(call.notes, n)
+			call.items = append(call.items, callItem{n: n})
 			call.mu.Unlock()
 			call.signal()
 		} else if unrouted != nil {
 			unrouted(n)
 		}
 	}
+	return nil
 }
 
-// route finds the call a notification belongs to.
+// route finds the call a notification belongs to (nil: none) and returns
+// the unrouted handler.
 func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -310,16 +438,128 @@ func (t *StdioTransport) route(n Notification) (*stdioCall, func(Notification)) 
 		c, _ := t.calls.ByToken(jsonrpc.IDKey(tok))
 		return c, t.unrouted
 	}
-	if sid, ok := metaOf(n.Params).Get(metaSubscriptionID); ok {
+	meta := metaOf(n.Params)
+	if sid, ok := meta.Get(metaSubscriptionID); ok {
 		c, _ := t.calls.ByID(jsonrpc.IDKey(sid))
 		return c, t.unrouted
 	}
-	if t.calls.Len() == 1 {
-		for c := range t.calls.All() {
-			return c, nil
+	if strings.HasSuffix(n.Method, "/list_changed") || n.Method == "notifications/resources/updated" {
+		return nil, t.unrouted
+	}
+	return t.claimLocked(meta, func(c *stdioCall) bool { return c.listens }), t.unrouted
+}
+
+// claimLocked returns the call whose progress token meta echoes, else the
+// only call in flight that wants the message, else nil.
+func (t *StdioTransport) claimLocked(meta exactjson.Value, wants func(*stdioCall) bool) *stdioCall {
+	if tok, ok := meta.Get("progressToken"); ok {
+		if c, ok := t.calls.ByToken(jsonrpc.IDKey(tok)); ok {
+			return c
 		}
 	}
-	return nil, t.unrouted
+	var only *stdioCall
+	for c := range t.calls.All() {
+		if !wants(c) {
+			continue
+		}
+		if only != nil {
+			return nil // ambiguous
+		}
+		only = c
+	}
+	return only
+}
+
+// serve queues a server-to-client request to the call it belongs to (its
+// hook runs once the call's earlier notifications are delivered), or
+// answers it at once: ping, and a request no hook claims.
+func (t *StdioTransport) serve(m message) {
+	r := &serverRequest{id: m.id, key: jsonrpc.IDKey(m.id), method: m.method, params: m.params}
+	if r.params.Kind() != exactjson.KindObject {
+		r.params = exactjson.Object()
+	}
+	if m.method == "ping" {
+		go t.reply(r, exactjson.Object(), nil)
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	call := t.claimLocked(metaOf(r.params), func(c *stdioCall) bool { return c.answer != nil })
+	if call == nil || call.answer == nil {
+		t.mu.Unlock()
+		go t.reply(r, exactjson.Value{}, &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method})
+		return
+	}
+	r.ctx, r.cancel = context.WithCancel(call.ctx)
+	t.inbound[r.key] = r
+	t.mu.Unlock()
+	call.mu.Lock()
+	if call.finished {
+		call.mu.Unlock()
+		go t.reply(r, exactjson.Value{}, context.Canceled)
+		return
+	}
+	call.items = append(call.items, callItem{req: r})
+	call.mu.Unlock()
+	call.signal()
+}
+
+// finish ends a call's Do: server requests still queued for it are
+// answered with an error, as are those that arrive later.
+func (t *StdioTransport) finish(call *stdioCall) {
+	call.mu.Lock()
+	call.finished = true
+	items := call.items
+	call.items = nil
+	call.mu.Unlock()
+	for _, it := range items {
+		if it.req != nil {
+			go t.reply(it.req, exactjson.Value{}, context.Canceled)
+		}
+	}
+}
+
+// answer runs hook for server request r and sends its answer.
+func (t *StdioTransport) answer(hook func(context.Context, string, exactjson.Value) (exactjson.Value, error), r *serverRequest) {
+	res, err := hook(r.ctx, r.method, r.params)
+	t.reply(r, res, err)
+}
+
+// reply sends the answer to server request r.
+func (t *StdioTransport) reply(r *serverRequest, res exactjson.Value, err error) {
+	if r.cancel != nil {
+		r.cancel()
+		t.mu.Lock()
+		if t.inbound[r.key] == r {
+			delete(t.inbound, r.key)
+		}
+		t.mu.Unlock()
+	}
+	_ = t.write(encodeAnswer(r.id, res, err))
+}
+
+// encodeAnswer encodes the response to a server request.
+func encodeAnswer(id, res exactjson.Value, err error) []byte {
+	var (
+		b    []byte
+		eerr error
+	)
+	var re *RPCError
+	switch {
+	case err == nil:
+		b, eerr = jsonrpc.EncodeResult(id, res)
+	case errors.As(err, &re):
+		b, eerr = jsonrpc.EncodeError(id, re.Code, re.Message, re.Data)
+	default:
+		b, eerr = jsonrpc.EncodeError(id, CodeInternalError, err.Error(), exactjson.Value{})
+	}
+	if eerr != nil {
+		b, _ = jsonrpc.EncodeError(id, CodeInternalError, "client: cannot encode the answer: "+eerr.Error(), exactjson.Value{})
+	}
+	return b
 }
 
 // readLine is [jsonrpc.ReadLine] with an over-long line reported as a

@@ -25,6 +25,17 @@ type Request struct {
 	// (MCP-Protocol-Version, Mcp-Method, Mcp-Name) are derived from the
 	// body by the HTTP transport itself.
 	Header http.Header
+	// OnServerRequest answers the JSON-RPC requests the server sends while
+	// this request is in flight: a 2025-era server asks for input that way
+	// (elicitation/create, sampling/createMessage, roots/list) instead of
+	// returning input_required. It runs on a goroutine of its own and may
+	// block; ctx ends when the server cancels its request
+	// (notifications/cancelled), when this request ends, or when the
+	// transport closes. A returned *RPCError is sent as it is, any other
+	// error as an internal error. Which request a server request belongs
+	// to is up to the transport (see [StdioTransport]); transports that
+	// receive no server requests (Streamable HTTP) ignore it.
+	OnServerRequest func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
 }
 
 // Response is a JSON-RPC response: exactly one of Result and Error is set.
@@ -106,7 +117,7 @@ type msgKind uint8
 const (
 	msgResponse msgKind = iota + 1
 	msgNotification
-	msgRequest // the server must not send these; they are ignored
+	msgRequest // a server-to-client request (2025-era servers)
 )
 
 // parseMessage classifies one incoming message.
@@ -118,11 +129,14 @@ func parseMessage(data []byte) (message, error) {
 	if v.Kind() != exactjson.KindObject {
 		return message{}, protocolErrorf("server message is not an object")
 	}
+	if str(v, "jsonrpc") != "2.0" {
+		return message{}, protocolErrorf(`jsonrpc is not "2.0"`)
+	}
 	id, hasID := v.Get("id")
 	if mv, ok := v.Get("method"); ok {
 		method, isStr := mv.AsString()
-		if !isStr {
-			return message{}, protocolErrorf("method is not a string")
+		if !isStr || method == "" {
+			return message{}, protocolErrorf("method is not a non-empty string")
 		}
 		params, _ := v.Get("params")
 		if hasID {
@@ -130,13 +144,15 @@ func parseMessage(data []byte) (message, error) {
 		}
 		return message{kind: msgNotification, method: method, params: params}, nil
 	}
+	if !hasID {
+		return message{}, protocolErrorf("a response without id")
+	}
 	if ev, ok := v.Get("error"); ok {
 		return message{kind: msgResponse, id: id, resp: &Response{Error: parseRPCError(ev)}}, nil
 	}
 	if rv, ok := v.Get("result"); ok {
-		if rv.Kind() != exactjson.KindObject {
-			return message{}, protocolErrorf("result is not an object")
-		}
+		// A result that is not an object fails its request, not the
+		// connection: the client checks it (roundTrip).
 		return message{kind: msgResponse, id: id, resp: &Response{Result: rv}}, nil
 	}
 	return message{}, protocolErrorf("message is neither a response nor a notification")

@@ -26,6 +26,15 @@ type sink struct {
 	notify func(method string, params exactjson.Value)
 }
 
+// answer is s.request as a [client.Request.OnServerRequest].
+func (s *sink) answer(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+	res, rerr := s.request(ctx, method, params)
+	if rerr != nil {
+		return exactjson.Value{}, rerr
+	}
+	return res, nil
+}
+
 // wire carries JSON-RPC between the gateway and an upstream.
 type wire interface {
 	// call sends a request and waits for its response; s receives what the
@@ -56,6 +65,9 @@ type msg struct {
 	errorObj exactjson.Value
 	isError  bool
 }
+
+// maxLine bounds one message of an upstream (an SSE event on HTTP).
+const maxLine = exactjson.MaxInputBytesCeiling
 
 // parseLimits bound what an upstream may send in one message.
 var parseLimits = exactjson.Limits{MaxInputBytes: exactjson.MaxInputBytesCeiling, MaxStringBytes: exactjson.MaxStringBytesCeiling}
@@ -127,18 +139,23 @@ func rpcError(v exactjson.Value) *client.RPCError {
 	return e
 }
 
-// encodeCall encodes request id of a call. A call with a sink gets the id
-// as its progress token too: it routes the call's progress (and, for
+// withProgressToken returns the params of call id. A call with a sink gets
+// the id as its progress token: it routes the call's progress (and, for
 // servers that echo it, its input requests) to the sink.
-func encodeCall(id int64, method string, params exactjson.Value, s *sink) ([]byte, error) {
-	if s != nil {
-		meta, _ := params.Get("_meta")
-		if meta.Kind() != exactjson.KindObject {
-			meta = exactjson.Object()
-		}
-		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+func withProgressToken(params exactjson.Value, id int64, s *sink) exactjson.Value {
+	if s == nil {
+		return params
 	}
-	b, err := jsonrpc.EncodeRequest(id, method, params)
+	meta, _ := params.Get("_meta")
+	if meta.Kind() != exactjson.KindObject {
+		meta = exactjson.Object()
+	}
+	return params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
+}
+
+// encodeCall encodes request id of a call (see withProgressToken).
+func encodeCall(id int64, method string, params exactjson.Value, s *sink) ([]byte, error) {
+	b, err := jsonrpc.EncodeRequest(id, method, withProgressToken(params, id, s))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: encoding %s: %w", method, err)
 	}
@@ -147,20 +164,10 @@ func encodeCall(id int64, method string, params exactjson.Value, s *sink) ([]byt
 
 // encodeResponse answers a server-to-client request.
 func encodeResponse(id exactjson.Value, result exactjson.Value, e *client.RPCError) ([]byte, error) {
-	m := []exactjson.Member{exactjson.Field("jsonrpc", exactjson.String("2.0")), exactjson.Field("id", id)}
 	if e != nil {
-		em := []exactjson.Member{exactjson.Field("code", exactjson.Int(int64(e.Code))), exactjson.Field("message", exactjson.String(e.Message))}
-		if !e.Data.IsNull() {
-			em = append(em, exactjson.Field("data", e.Data))
-		}
-		m = append(m, exactjson.Field("error", exactjson.Object(em...)))
-	} else {
-		if result.Kind() != exactjson.KindObject {
-			result = exactjson.Object()
-		}
-		m = append(m, exactjson.Field("result", result))
+		return jsonrpc.EncodeError(id, e.Code, e.Message, e.Data)
 	}
-	return exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
+	return jsonrpc.EncodeResult(id, result)
 }
 
 // answerServerRequest runs a server-to-client request through s (or the

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,41 +12,32 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
-	"github.com/weftmcp/weft/internal/jsonrpc"
 	"github.com/weftmcp/weft/internal/stdiocmd"
 )
 
-// stdioWire speaks the stdio transport with a command it started: one
-// JSON-RPC message per line on the command's stdin and stdout.
+// stdioWire is a stdio upstream: a command the gateway started in a process
+// group of its own, spoken to through a [client.StdioTransport] (framing,
+// calls in flight, routing of notifications and server requests,
+// cancellation). The wire adds what is the gateway's: the process, its
+// stderr quoted in errors, its shutdown, and sinks as per-call hooks.
 type stdioWire struct {
 	name     string
 	proc     *stdiocmd.Command
 	stderr   *tailBuffer
 	shutdown time.Duration
+	t        *client.StdioTransport
+	nextID   atomic.Int64
 
-	wmu    sync.Mutex
-	nextID atomic.Int64
-
-	mu        sync.Mutex
-	calls     jsonrpc.Calls[*stdioCall]
-	inbound   map[string]context.CancelFunc // server requests being answered
-	closed    bool
-	cause     error
-	doneCh    chan struct{}
 	closeOnce sync.Once
-	unrouted  func(method string, params exactjson.Value)
+	causeMu   sync.Mutex
+	cause     error // why the wire ended, once it has
 }
 
-type stdioCall struct {
-	resp chan msg
-	sink *sink
-}
-
-// maxLine bounds one message line of an upstream.
-const maxLine = exactjson.MaxInputBytesCeiling
-
-// startStdio starts the command and its reader.
+// startStdio starts the command and its transport. A transport that
+// breaks (the command closed its output, wrote garbage) shuts the command
+// down.
 func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted func(string, exactjson.Value)) (*stdioWire, error) {
 	tail := &tailBuffer{max: 4096}
 	cmd.Stderr = tail
@@ -57,47 +46,50 @@ func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted fun
 	if err != nil {
 		return nil, fmt.Errorf("gateway: upstream %q: cannot start %s: %w", name, cmd.Path, err)
 	}
-	w := &stdioWire{name: name, proc: proc, stderr: tail, shutdown: shutdown,
-		inbound: map[string]context.CancelFunc{}, doneCh: make(chan struct{}), unrouted: unrouted}
-	go w.readLoop(proc.Stdout)
+	// The transport does not own the pipes (they are no io.Closers to it):
+	// close shuts the command down the way the spec asks.
+	t := client.NewStdioTransport(struct{ io.Reader }{proc.Stdout}, struct{ io.Writer }{proc.Stdin})
+	if unrouted != nil {
+		t.SetUnroutedHandler(func(n client.Notification) { unrouted(n.Method, n.Params) })
+	}
+	w := &stdioWire{name: name, proc: proc, stderr: tail, shutdown: shutdown, t: t}
+	go func() {
+		<-t.Done()
+		_ = w.close()
+	}()
 	return w, nil
 }
 
-func (w *stdioWire) done() <-chan struct{} { return w.doneCh }
+func (w *stdioWire) done() <-chan struct{} { return w.t.Done() }
 
+// err says why the wire ended (nil while it runs): closed by the gateway,
+// or what broke it, with the command's exit status and stderr.
 func (w *stdioWire) err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	terr := w.t.Err()
+	if terr == nil {
+		return nil
+	}
+	w.causeMu.Lock()
+	defer w.causeMu.Unlock()
+	if w.cause == nil {
+		if terr == client.ErrClosed { // Close's own error, not one wrapping it
+			w.cause = fmt.Errorf("%w: upstream %q", errUpstreamClosed, w.name)
+		} else {
+			w.cause = w.exitError(terr)
+		}
+	}
 	return w.cause
 }
 
 func (w *stdioWire) setSession(string, string) {}
 
-// fail marks the wire broken and wakes every call.
-func (w *stdioWire) fail(err error) {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
-	}
-	w.closed, w.cause = true, err
-	inbound := w.inbound
-	w.calls, w.inbound = jsonrpc.Calls[*stdioCall]{}, map[string]context.CancelFunc{}
-	w.mu.Unlock()
-	for _, cancel := range inbound {
-		cancel()
-	}
-	close(w.doneCh)
-}
-
-// exitError describes the command's end for an error message.
-func (w *stdioWire) exitError(what string) error {
+// exitError describes a broken transport with the command's end.
+func (w *stdioWire) exitError(cause error) error {
 	select {
 	case <-w.proc.Exited():
 	case <-time.After(200 * time.Millisecond):
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s", what)
 	select {
 	case <-w.proc.Exited():
 		if err := w.proc.WaitErr(); err != nil {
@@ -110,214 +102,62 @@ func (w *stdioWire) exitError(what string) error {
 	if t := strings.TrimSpace(w.stderr.String()); t != "" {
 		fmt.Fprintf(&b, "; stderr: %s", t)
 	}
-	return fmt.Errorf("%w: upstream %q: %s", errUpstreamClosed, w.name, b.String())
+	return fmt.Errorf("%w: upstream %q: %w%s", errUpstreamClosed, w.name, cause, b.String())
 }
 
-func (w *stdioWire) readLoop(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := jsonrpc.ReadLine(br, maxLine)
-		if len(bytes.TrimSpace(line)) > 0 {
-			if perr := w.handle(line); perr != nil {
-				// A server must write nothing but MCP messages on stdout:
-				// what follows garbage cannot be trusted.
-				snippet := string(line)
-				if len(snippet) > 120 {
-					snippet = snippet[:120] + "..."
-				}
-				w.fail(fmt.Errorf("%w: upstream %q wrote a line that is not a JSON-RPC message (%v): %q", errUpstreamClosed, w.name, perr, snippet))
-				go w.close()
-				return
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				w.fail(w.exitError("the server closed its output"))
-			} else {
-				w.fail(w.exitError(fmt.Sprintf("reading its output: %v", err)))
-			}
-			return
-		}
-	}
-}
-
-func (w *stdioWire) handle(line []byte) error {
-	m, err := parseMsg(line)
-	if err != nil {
-		return err
-	}
-	switch {
-	case m.method == "": // a response
-		w.mu.Lock()
-		c, ok := w.calls.Take(jsonrpc.IDKey(m.id))
-		w.mu.Unlock()
-		if ok {
-			c.resp <- m
-		}
-	case m.hasID: // a server-to-client request
-		c := w.route(m.method, m.params)
-		ctx, cancel := context.WithCancel(context.Background())
-		key := jsonrpc.IDKey(m.id)
-		w.mu.Lock()
-		if w.closed {
-			w.mu.Unlock()
-			cancel()
-			return nil
-		}
-		w.inbound[key] = cancel
-		w.mu.Unlock()
-		var s *sink
-		if c != nil {
-			s = c.sink
-		}
-		go func() {
-			defer cancel()
-			out := answerServerRequest(ctx, m, s)
-			w.mu.Lock()
-			delete(w.inbound, key)
-			w.mu.Unlock()
-			_ = w.write(out)
-		}()
-	default: // a notification
-		if m.method == "notifications/cancelled" {
-			rid, _ := m.params.Get("requestId")
-			w.mu.Lock()
-			cancel := w.inbound[jsonrpc.IDKey(rid)]
-			w.mu.Unlock()
-			if cancel != nil {
-				cancel()
-			}
-			return nil
-		}
-		c := w.route(m.method, m.params)
-		if c != nil && c.sink != nil && c.sink.notify != nil {
-			c.sink.notify(m.method, m.params)
-		} else if c == nil && w.unrouted != nil {
-			w.unrouted(m.method, m.params)
-		}
+func (w *stdioWire) notify(ctx context.Context, method string, params exactjson.Value) error {
+	if err := w.t.Notify(ctx, method, params); err != nil {
+		return w.failure(err)
 	}
 	return nil
 }
 
-// route finds the call a message of the upstream belongs to: by progress
-// token, else the only call in flight. List changes belong to no call.
-func (w *stdioWire) route(method string, params exactjson.Value) *stdioCall {
-	if strings.HasSuffix(method, "/list_changed") || method == "notifications/resources/updated" {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if method == "notifications/progress" {
-		if tok, ok := params.Get("progressToken"); ok {
-			c, _ := w.calls.ByToken(jsonrpc.IDKey(tok))
-			return c
+// failure maps an error of the transport: a broken transport is the
+// wire's err.
+func (w *stdioWire) failure(err error) error {
+	if errors.Is(err, client.ErrClosed) {
+		if werr := w.err(); werr != nil {
+			return werr
 		}
 	}
-	if meta, ok := params.Get("_meta"); ok {
-		if tok, ok := meta.Get("progressToken"); ok {
-			if c, ok := w.calls.ByToken(jsonrpc.IDKey(tok)); ok {
-				return c
-			}
-		}
-	}
-	var only *stdioCall
-	for c := range w.calls.All() {
-		if c.sink == nil {
-			continue
-		}
-		if only != nil {
-			return nil // ambiguous
-		}
-		only = c
-	}
-	return only
-}
-
-func (w *stdioWire) write(b []byte) error {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	_, err := w.proc.Stdin.Write(append(b, '\n'))
 	return err
-}
-
-func (w *stdioWire) notify(_ context.Context, method string, params exactjson.Value) error {
-	b, err := jsonrpc.EncodeNotification(method, params)
-	if err != nil {
-		return err
-	}
-	return w.write(b)
 }
 
 func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Value, s *sink) (exactjson.Value, error) {
 	id := w.nextID.Add(1)
-	b, err := encodeCall(id, method, params, s)
-	if err != nil {
+	req := &client.Request{ID: id, Method: method, Params: withProgressToken(params, id, s)}
+	var notify func(client.Notification)
+	if s != nil && s.notify != nil {
+		notify = func(n client.Notification) { s.notify(n.Method, n.Params) }
+	}
+	if s != nil && s.request != nil {
+		req.OnServerRequest = s.answer
+	}
+	resp, err := w.t.Do(ctx, req, notify)
+	switch {
+	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return exactjson.Value{}, err
-	}
-	key, token := jsonrpc.IDKey(exactjson.Int(id)), ""
-	if s != nil {
-		token = key
-	}
-	c := &stdioCall{resp: make(chan msg, 1), sink: s}
-	w.mu.Lock()
-	if w.closed {
-		err := w.cause
-		w.mu.Unlock()
-		return exactjson.Value{}, err
-	}
-	w.calls.Add(key, token, c)
-	w.mu.Unlock()
-	unregister := func() {
-		w.mu.Lock()
-		w.calls.Remove(key, token, c)
-		w.mu.Unlock()
-	}
-	written := make(chan error, 1)
-	go func() { written <- w.write(b) }()
-	cancelled := func() {
-		unregister()
-		n, _ := jsonrpc.Cancelled(id, context.Cause(ctx).Error())
-		go func() {
-			if <-written == nil {
-				_ = w.write(n)
-			}
-		}()
-	}
-	select {
-	case err := <-written:
-		written <- err // for cancelled
-		if err != nil {
-			unregister()
-			return exactjson.Value{}, w.exitError(fmt.Sprintf("cannot write %s: %v", method, err))
+	case err != nil:
+		return exactjson.Value{}, w.failure(err)
+	case resp.Error != nil:
+		if resp.Error.Code == 0 {
+			resp.Error.Code = client.CodeInternalError
 		}
-	case <-ctx.Done():
-		cancelled()
-		return exactjson.Value{}, ctx.Err()
-	case <-w.doneCh:
-		return exactjson.Value{}, w.err()
-	}
-	select {
-	case m := <-c.resp:
-		if m.isError {
-			return exactjson.Value{}, rpcError(m.errorObj)
+		if resp.Error.Message == "" {
+			resp.Error.Message = "error without a message"
 		}
-		if m.result.Kind() != exactjson.KindObject {
-			return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: the result of %s is not an object", w.name, method)
-		}
-		return m.result, nil
-	case <-w.doneCh:
-		return exactjson.Value{}, w.err()
-	case <-ctx.Done():
-		cancelled()
-		return exactjson.Value{}, ctx.Err()
+		return exactjson.Value{}, resp.Error
+	case resp.Result.Kind() != exactjson.KindObject:
+		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: the result of %s is not an object", w.name, method)
 	}
+	return resp.Result, nil
 }
 
 // close shuts the command down as the spec asks: close its stdin, wait,
 // SIGTERM (its process group), wait, SIGKILL.
 func (w *stdioWire) close() error {
 	w.closeOnce.Do(func() {
-		w.fail(fmt.Errorf("%w: upstream %q", errUpstreamClosed, w.name))
+		_ = w.t.Close() // fails the calls in flight; the pipes stay open
 		w.proc.Shutdown(w.shutdown)
 	})
 	return nil

@@ -58,6 +58,33 @@ func EncodeNotification(method string, params exactjson.Value) ([]byte, error) {
 	return exactjson.Encode(exactjson.Object(m...), exactjson.MaxInputBytesCeiling)
 }
 
+// EncodeResult returns the compact JSON of a success response to request
+// id; a result that is not an object is sent as {}.
+func EncodeResult(id, result exactjson.Value) ([]byte, error) {
+	if result.Kind() != exactjson.KindObject {
+		result = exactjson.Object()
+	}
+	return exactjson.Encode(exactjson.Object(
+		exactjson.Field("jsonrpc", exactjson.String("2.0")),
+		exactjson.Field("id", id),
+		exactjson.Field("result", result)), exactjson.MaxInputBytesCeiling)
+}
+
+// EncodeError returns the compact JSON of an error response to request id;
+// data is left out when it is JSON null (the zero Value).
+func EncodeError(id exactjson.Value, code int, message string, data exactjson.Value) ([]byte, error) {
+	e := []exactjson.Member{
+		exactjson.Field("code", exactjson.Int(int64(code))),
+		exactjson.Field("message", exactjson.String(message))}
+	if !data.IsNull() {
+		e = append(e, exactjson.Field("data", data))
+	}
+	return exactjson.Encode(exactjson.Object(
+		exactjson.Field("jsonrpc", exactjson.String("2.0")),
+		exactjson.Field("id", id),
+		exactjson.Field("error", exactjson.Object(e...))), exactjson.MaxInputBytesCeiling)
+}
+
 // Cancelled returns notifications/cancelled for request id.
 func Cancelled(id int64, reason string) ([]byte, error) {
 	return EncodeNotification("notifications/cancelled", exactjson.Object(

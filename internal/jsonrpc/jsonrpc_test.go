@@ -101,3 +101,30 @@ func TestCalls(t *testing.T) {
 		t.Fatal("All yielded a call of an empty table")
 	}
 }
+
+func TestEncodeResponses(t *testing.T) {
+	data := exactjson.Object(exactjson.Field("why", exactjson.String("x")))
+	tests := []struct {
+		name string
+		enc  func() ([]byte, error)
+		want string
+	}{
+		{"result", func() ([]byte, error) {
+			return EncodeResult(exactjson.String("a"), exactjson.Object(exactjson.Field("ok", exactjson.Bool(true))))
+		}, `{"jsonrpc":"2.0","id":"a","result":{"ok":true}}`},
+		{"result not an object", func() ([]byte, error) { return EncodeResult(exactjson.Int(3), exactjson.Value{}) },
+			`{"jsonrpc":"2.0","id":3,"result":{}}`},
+		{"error", func() ([]byte, error) { return EncodeError(exactjson.Int(7), -32601, "no", exactjson.Value{}) },
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}`},
+		{"error with data", func() ([]byte, error) { return EncodeError(exactjson.Int(7), -32603, "bad", data) },
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"bad","data":{"why":"x"}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := tt.enc()
+			if err != nil || string(b) != tt.want {
+				t.Errorf("got %s, %v; want %s", b, err, tt.want)
+			}
+		})
+	}
+}

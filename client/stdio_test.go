@@ -1,0 +1,480 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/exactjson"
+)
+
+// pipeServer plays the server side of a StdioTransport over in-process
+// pipes: the test writes its lines and reads what the client sends.
+type pipeServer struct {
+	t     *testing.T
+	tr    *StdioTransport
+	sw    io.WriteCloser
+	lines chan string
+}
+
+func newPipeServer(t *testing.T) *pipeServer {
+	t.Helper()
+	cr, sw := io.Pipe() // server → client
+	sr, cw := io.Pipe() // client → server
+	p := &pipeServer{t: t, tr: NewStdioTransport(cr, cw), sw: sw, lines: make(chan string, 64)}
+	go func() {
+		defer close(p.lines)
+		br := bufio.NewReader(sr)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			p.lines <- strings.TrimSuffix(l, "\n")
+		}
+	}()
+	t.Cleanup(func() {
+		_ = p.tr.Close()
+		_ = sw.Close()
+		_ = sr.Close()
+	})
+	return p
+}
+
+// send writes one line to the client. The reader blocks while the
+// transport is broken, so a failed write does not fail the test.
+func (p *pipeServer) send(line string) {
+	go func() { _, _ = fmt.Fprintln(p.sw, line) }()
+}
+
+// sendSync writes one line and waits until the transport has read it.
+func (p *pipeServer) sendSync(line string) {
+	p.t.Helper()
+	if _, err := fmt.Fprintln(p.sw, line); err != nil {
+		p.t.Fatalf("writing %s: %v", line, err)
+	}
+}
+
+// next returns the next line the client wrote.
+func (p *pipeServer) next() string {
+	p.t.Helper()
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("the client's output ended")
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		p.t.Fatal("no line from the client")
+	}
+	return ""
+}
+
+// pipeCall is one request in flight of a test.
+type pipeCall struct {
+	token  bool // carries _meta progressToken = its id
+	listen bool // has a notify function
+	hook   bool // has OnServerRequest
+}
+
+type callResult struct {
+	resp  *Response
+	err   error
+	notes []string
+}
+
+// startCalls starts the calls (ids 1..n) and waits until the server has
+// read each of them.
+func (p *pipeServer) startCalls(ctx context.Context, calls []pipeCall, hook func(id int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error)) []chan callResult {
+	p.t.Helper()
+	out := make([]chan callResult, len(calls))
+	for i, c := range calls {
+		id := int64(i + 1)
+		req := &Request{ID: id, Method: "tools/call", Params: exactjson.Object()}
+		if c.token {
+			req.Params = exactjson.Object(exactjson.Field("_meta", exactjson.Object(exactjson.Field("progressToken", exactjson.Int(id)))))
+		}
+		if c.hook {
+			req.OnServerRequest = hook(id)
+		}
+		ch := make(chan callResult, 1)
+		out[i] = ch
+		go func() {
+			var r callResult
+			var notify func(Notification)
+			if c.listen {
+				notify = func(n Notification) { r.notes = append(r.notes, n.Method) }
+			}
+			r.resp, r.err = p.tr.Do(ctx, req, notify)
+			ch <- r
+		}()
+		if l := p.next(); !strings.Contains(l, fmt.Sprintf(`"id":%d,"method":"tools/call"`, id)) {
+			p.t.Fatalf("request line %s", l)
+		}
+	}
+	return out
+}
+
+// finish answers calls 1..n and returns their results.
+func (p *pipeServer) finish(calls []chan callResult) []callResult {
+	p.t.Helper()
+	out := make([]callResult, len(calls))
+	for i, ch := range calls {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, i+1))
+		select {
+		case out[i] = <-ch:
+		case <-time.After(10 * time.Second):
+			p.t.Fatalf("call %d did not end", i+1)
+		}
+		if out[i].err != nil {
+			p.t.Fatalf("call %d: %v", i+1, out[i].err)
+		}
+	}
+	return out
+}
+
+func TestStdioServerRequests(t *testing.T) {
+	hook := func(id int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+		return func(_ context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+			switch method {
+			case "roots/list":
+				return exactjson.Value{}, &RPCError{Code: CodeMethodNotFound, Message: "no roots", Data: exactjson.String("d")}
+			case "sampling/createMessage":
+				return exactjson.Value{}, errors.New("no model")
+			}
+			q, _ := params.Get("q")
+			return exactjson.Object(exactjson.Field("by", exactjson.Int(id)), exactjson.Field("q", q)), nil
+		}
+	}
+	tests := []struct {
+		name  string
+		calls []pipeCall
+		req   string // the server request, id "s"
+		want  string // the client's answer
+	}{
+		{"the echoed token picks its call", []pipeCall{{token: true, hook: true}, {token: true, hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"q":1,"_meta":{"progressToken":2}}}`,
+			`{"jsonrpc":"2.0","id":"s","result":{"by":2,"q":1}}`},
+		{"the only call with a hook", []pipeCall{{token: true, listen: true}, {hook: true}, {listen: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"q":"x"}}`,
+			`{"jsonrpc":"2.0","id":"s","result":{"by":2,"q":"x"}}`},
+		{"an unknown echoed token falls back to the only hook", []pipeCall{{hook: true}},
+			`{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"q":2,"_meta":{"progressToken":99}}}`,
+			`{"jsonrpc":"2.0","id":7,"result":{"by":1,"q":2}}`},
+		{"two hooks and no token", []pipeCall{{hook: true}, {hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers elicitation/create"}}`},
+		{"the echoed call has no hook", []pipeCall{{token: true, listen: true}, {token: true, hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"_meta":{"progressToken":1}}}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers elicitation/create"}}`},
+		{"no call in flight", nil,
+			`{"jsonrpc":"2.0","id":"s","method":"roots/list"}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers roots/list"}}`},
+		{"ping needs no hook", []pipeCall{{listen: true}},
+			`{"jsonrpc":"2.0","id":"p","method":"ping"}`,
+			`{"jsonrpc":"2.0","id":"p","result":{}}`},
+		{"the hook's RPCError is sent as it is", []pipeCall{{hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"roots/list","params":{}}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32601,"message":"no roots","data":"d"}}`},
+		{"another error of the hook is an internal error", []pipeCall{{hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{}}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"no model"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newPipeServer(t)
+			calls := p.startCalls(ctx, tt.calls, hook)
+			p.send(tt.req)
+			if got := p.next(); got != tt.want {
+				t.Errorf("answer\n got %s\nwant %s", got, tt.want)
+			}
+			p.finish(calls)
+		})
+	}
+}
+
+// TestStdioServerRequestContext checks that a hook's context ends when the
+// server cancels the request, when the call ends, and when the transport
+// closes.
+func TestStdioServerRequestContext(t *testing.T) {
+	tests := []struct {
+		name   string
+		end    func(p *pipeServer)
+		answer string // the client's answer ("" when the transport is gone)
+	}{
+		{"the server cancels", func(p *pipeServer) {
+			p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s","reason":"enough"}}`)
+		}, `{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"context canceled"}}`},
+		{"the call ends", func(p *pipeServer) {
+			p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		}, `{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"context canceled"}}`},
+		{"the transport closes", func(p *pipeServer) { _ = p.tr.Close() }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newPipeServer(t)
+			started, ended := make(chan struct{}), make(chan error, 1)
+			hook := func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+				return func(ctx context.Context, _ string, _ exactjson.Value) (exactjson.Value, error) {
+					close(started)
+					<-ctx.Done()
+					ended <- ctx.Err()
+					return exactjson.Value{}, ctx.Err()
+				}
+			}
+			calls := p.startCalls(ctx, []pipeCall{{hook: true}}, hook)
+			p.send(`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`)
+			select {
+			case <-started:
+			case <-ctx.Done():
+				t.Fatal("the hook did not run")
+			}
+			tt.end(p)
+			select {
+			case err := <-ended:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("hook context ended with %v", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("the hook's context did not end")
+			}
+			if tt.answer != "" {
+				if got := p.next(); got != tt.answer {
+					t.Errorf("answer\n got %s\nwant %s", got, tt.answer)
+				}
+				p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`) // the call may still wait
+			}
+			select {
+			case <-calls[0]:
+			case <-ctx.Done():
+				t.Fatal("the call did not end")
+			}
+		})
+	}
+}
+
+func TestStdioNotificationRouting(t *testing.T) {
+	const unrouted = 0
+	tests := []struct {
+		name  string
+		calls []pipeCall
+		note  string
+		want  int // the call (1-based) that receives it, or unrouted
+	}{
+		{"progress by its token", []pipeCall{{token: true, listen: true}, {token: true, listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1}}`, 2},
+		{"progress of an unknown token", []pipeCall{{token: true, listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":9,"progress":1}}`, unrouted},
+		{"by subscriptionId", []pipeCall{{listen: true}, {listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`, 1},
+		{"an unknown subscriptionId", []pipeCall{{listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":5}}}`, unrouted},
+		{"a list change without subscription", []pipeCall{{listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`, unrouted},
+		{"a resource update without subscription", []pipeCall{{listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"x:/a"}}`, unrouted},
+		{"an echoed token", []pipeCall{{token: true, listen: true}, {token: true, listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","_meta":{"progressToken":1}}}`, 1},
+		{"the only listening call", []pipeCall{{}, {listen: true}, {hook: true}},
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, 2},
+		{"two listening calls", []pipeCall{{listen: true}, {listen: true}},
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, unrouted},
+		{"no listening call", []pipeCall{{}},
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`, unrouted},
+	}
+	noHook := func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+		return func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Object(), nil
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newPipeServer(t)
+			var mu sync.Mutex
+			var lost []string
+			p.tr.SetUnroutedHandler(func(n Notification) {
+				mu.Lock()
+				lost = append(lost, n.Method)
+				mu.Unlock()
+			})
+			calls := p.startCalls(ctx, tt.calls, noHook)
+			p.sendSync(tt.note)
+			// The responses follow the notification on the same stream:
+			// when the calls have ended it has been routed.
+			res := p.finish(calls)
+			_, want, _ := strings.Cut(tt.note, `"method":"`)
+			want, _, _ = strings.Cut(want, `"`)
+			for i, r := range res {
+				got := strings.Join(r.notes, ",")
+				if i+1 == tt.want && got != want || i+1 != tt.want && got != "" {
+					t.Errorf("call %d received %q", i+1, got)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := strings.Join(lost, ","); tt.want == unrouted && got != want || tt.want != unrouted && got != "" {
+				t.Errorf("unrouted handler received %q", got)
+			}
+		})
+	}
+}
+
+func TestStdioStrictFraming(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+	}{
+		{"not JSON", "hello from a print statement"},
+		{"not an object", `[1,2]`},
+		{"no jsonrpc member", `{"id":1,"result":{}}`},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"result":{}}`},
+		{"an empty method", `{"jsonrpc":"2.0","method":""}`},
+		{"a response without id", `{"jsonrpc":"2.0","result":{}}`},
+		{"neither result nor error", `{"jsonrpc":"2.0","id":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p := newPipeServer(t)
+			calls := p.startCalls(ctx, []pipeCall{{listen: true}}, nil)
+			p.send(tt.line)
+			var r callResult
+			select {
+			case r = <-calls[0]:
+			case <-ctx.Done():
+				t.Fatal("the call still waits after a broken line")
+			}
+			if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) || !strings.Contains(r.err.Error(), "not a JSON-RPC message") {
+				t.Fatalf("err = %v, want ErrClosed and ErrProtocol", r.err)
+			}
+			if q := fmt.Sprintf("%q", tt.line); !strings.Contains(r.err.Error(), q) {
+				t.Errorf("err = %v does not quote the line %s", r.err, q)
+			}
+			select {
+			case <-p.tr.Done():
+			default:
+				t.Error("Done is not closed")
+			}
+			if err := p.tr.Err(); err == nil || err.Error() != r.err.Error() {
+				t.Errorf("Err() = %v, want %v", err, r.err)
+			}
+			if _, err := p.tr.Do(ctx, &Request{ID: 2, Method: "ping"}, nil); err == nil || err.Error() != r.err.Error() {
+				t.Errorf("a later request: %v", err)
+			}
+		})
+	}
+}
+
+// TestStdioLenientWithinFraming checks what does not break the transport:
+// blank lines, and a result that is not an object (it fails its request at
+// the Client, not the connection).
+func TestStdioLenientWithinFraming(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	calls := p.startCalls(ctx, []pipeCall{{}}, nil)
+	p.sendSync("")
+	p.sendSync("  \r")
+	p.sendSync(`{"jsonrpc":"2.0","id":1,"result":[]}`)
+	r := <-calls[0]
+	if r.err != nil || r.resp.Result.Kind() != exactjson.KindArray {
+		t.Fatalf("call: %+v", r)
+	}
+	if p.tr.Err() != nil {
+		t.Fatalf("transport broke: %v", p.tr.Err())
+	}
+	c := New(p.tr, Options{})
+	done := make(chan error, 1)
+	go func() { _, err := c.Call(ctx, "ping", nil); done <- err }()
+	l := p.next()
+	id := l[strings.Index(l, `"id":`)+5 : strings.Index(l, `,"method"`)]
+	p.send(`{"jsonrpc":"2.0","id":` + id + `,"result":"x"}`)
+	if err := <-done; !errors.Is(err, ErrProtocol) {
+		t.Errorf("Call with a string result: %v, want ErrProtocol", err)
+	}
+	if p.tr.Err() != nil {
+		t.Fatalf("transport broke: %v", p.tr.Err())
+	}
+}
+
+// TestStdioServerRequestAfterNotifications checks that a server request
+// reaches its hook after the notifications the server sent before it.
+func TestStdioServerRequestAfterNotifications(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	var mu sync.Mutex
+	var events []string
+	req := &Request{ID: 1, Method: "tools/call", Params: exactjson.Object(),
+		OnServerRequest: func(_ context.Context, method string, _ exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			events = append(events, method)
+			mu.Unlock()
+			return exactjson.Object(), nil
+		}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.tr.Do(ctx, req, func(n Notification) {
+			mu.Lock()
+			events = append(events, n.Method)
+			mu.Unlock()
+		})
+		done <- err
+	}()
+	p.next()
+	for i := range 20 {
+		p.sendSync(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + fmt.Sprint(i) + `}}`)
+	}
+	p.sendSync(`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`)
+	if got, want := p.next(), `{"jsonrpc":"2.0","id":"s","result":{}}`; got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	p.send(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 21 || events[20] != "elicitation/create" {
+		t.Errorf("events %q: the request is not last", events)
+	}
+}
+
+func TestStdioNotify(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	tests := []struct {
+		method string
+		params exactjson.Value
+		want   string
+	}{
+		{"notifications/initialized", exactjson.Object(), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`},
+		{"notifications/roots/list_changed", exactjson.Value{}, `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`},
+	}
+	for _, tt := range tests {
+		if err := p.tr.Notify(ctx, tt.method, tt.params); err != nil {
+			t.Fatalf("Notify(%s): %v", tt.method, err)
+		}
+		if got := p.next(); got != tt.want {
+			t.Errorf("line %s, want %s", got, tt.want)
+		}
+	}
+	_ = p.tr.Close()
+	if err := p.tr.Notify(ctx, "notifications/initialized", exactjson.Object()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Notify after Close: %v, want ErrClosed", err)
+	}
+}
