@@ -913,7 +913,9 @@ func (s *soak) injectFaults(ctx context.Context) {
 		rows.Close()
 	}
 	f = &fault{name: "SIGKILL B", start: time.Now()}
-	inc = b.signal(t, syscall.SIGKILL, "SIGKILL", 10*time.Second)
+	if inc = b.signal(t, syscall.SIGKILL, "SIGKILL", 10*time.Second); inc.exitCode != -1 {
+		t.Errorf("B exited with code %d after SIGKILL, want the signal's end (-1)", inc.exitCode)
+	}
 	b.start(t)
 	f.end = time.Now().Add(taskLease + 3*time.Second)
 	f.detail = fmt.Sprintf("killed with %d task steps running in the fleet; restarted, ready %s after the signal (task lease %s)",
