@@ -38,6 +38,14 @@ type Request struct {
 	OnServerRequest func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
 }
 
+// MaxServerRequests bounds the server requests a connection has
+// unanswered at once (those being answered by OnServerRequest and pings
+// whose answer is not yet written). A server past it is not speaking the
+// protocol in good faith (one round of input asks for a handful); the
+// connection breaks with an error wrapping [ErrProtocol] rather than
+// holding a goroutine and a queue entry for each.
+const MaxServerRequests = 64
+
 // Response is a JSON-RPC response: exactly one of Result and Error is set.
 type Response struct {
 	Result exactjson.Value

@@ -1223,6 +1223,8 @@ func (g *Gateway) unavailable(u *upstream, err error) error {
 		reason = "it did not answer in time"
 	case errors.Is(err, errUpstreamClosed):
 		reason = "the connection to it broke"
+	case errors.Is(err, client.ErrProtocol):
+		reason = "it broke the protocol (see the gateway log)"
 	}
 	return weft.NewError(CodeUpstreamUnavailable, fmt.Sprintf("Upstream %q is unavailable: %s", u.cfg.Name, reason),
 		exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))

@@ -140,7 +140,7 @@ type outcome struct {
 	result   exactjson.Value
 	err      *client.RPCError
 	// fail is a local failure (the upstream broke, timed out...), of
-	// kind failClosed, failTimeout or "".
+	// kind failClosed, failTimeout, failProtocol or "".
 	fail, kind string
 	// notes counts the notifications of the stretch delivered through the
 	// mailbox before this outcome (the retry relays them all first).
@@ -149,8 +149,9 @@ type outcome struct {
 
 // Kinds of local failures.
 const (
-	failClosed  = "closed"
-	failTimeout = "timeout"
+	failClosed   = "closed"
+	failTimeout  = "timeout"
+	failProtocol = "protocol"
 )
 
 func failOf(err error) outcome {
@@ -160,6 +161,8 @@ func failOf(err error) outcome {
 		o.kind = failClosed
 	case errors.Is(err, context.DeadlineExceeded):
 		o.kind = failTimeout
+	case errors.Is(err, client.ErrProtocol):
+		o.kind = failProtocol
 	}
 	return o
 }
@@ -171,6 +174,8 @@ func (o outcome) error() error {
 		return fmt.Errorf("%w: %s", errUpstreamClosed, o.fail)
 	case failTimeout:
 		return fmt.Errorf("%w: %s", context.DeadlineExceeded, o.fail)
+	case failProtocol:
+		return fmt.Errorf("%w: %s", client.ErrProtocol, o.fail)
 	}
 	return errors.New(o.fail)
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/jsonrpc"
 )
@@ -206,6 +207,7 @@ func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method
 	sr := jsonrpc.NewSSEReader(body, maxLine)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	unanswered := make(chan struct{}, client.MaxServerRequests) // server requests being answered
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for {
@@ -234,9 +236,16 @@ func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method
 				}
 			}
 		case m.hasID:
+			select {
+			case unanswered <- struct{}{}:
+			default:
+				return exactjson.Value{}, fmt.Errorf("gateway: upstream %q has more than %d requests of its own unanswered during %s: %w",
+					w.name, client.MaxServerRequests, method, client.ErrProtocol)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer func() { <-unanswered }()
 				_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s))
 			}()
 		case strings.HasSuffix(m.method, "/list_changed") || s == nil || s.notify == nil:
