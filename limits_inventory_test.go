@@ -1337,7 +1337,8 @@ func checkGate(t *testing.T) {
 }
 
 func checkQueueTimeout(t *testing.T) {
-	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: 150 * time.Millisecond})
+	const queueTimeout = 500 * time.Millisecond // the margin of the queued request served within it
+	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: queueTimeout})
 	b := newInvBlocker(t, s)
 	url := invServe(t, s)
 	done := make(chan invResp, 1)
@@ -1349,13 +1350,21 @@ func checkQueueTimeout(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
 	}
-	if waited := time.Since(start); waited < 150*time.Millisecond {
+	if waited := time.Since(start); waited < queueTimeout {
 		t.Errorf("refused after %s, before QueueTimeout", waited)
 	}
 	// Within the timeout a queued request is served.
-	go func() { time.Sleep(20 * time.Millisecond); close(b.release) }()
-	r = invCall(t, url, "tools/call", toolCall(nil, "block", nil))
-	invOK(t, "a request queued within QueueTimeout", r)
+	queued := make(chan invResp, 1)
+	go func() { queued <- invCall(t, url, "tools/call", toolCall(nil, "block", nil)) }()
+	deadline := time.Now().Add(hangGuard)
+	for len(s.gate.waiting) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request within QueueTimeout never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(b.release)
+	invOK(t, "a request queued within QueueTimeout", waitFor(t, queued, "the queued request"))
 	invOK(t, "the blocking request", waitFor(t, done, "the blocking request"))
 }
 

@@ -433,6 +433,19 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		case res := <-results:
 			inFlight = false
 			returned := time.Now()
+			// Count first the workers freed before the claim returned but
+			// not yet received here (select picks among ready cases at
+			// random): they were freed during the claim, and they take
+			// its steps now rather than after a wait in the queue.
+			for counted := false; !counted; {
+				select {
+				case <-freed:
+					free++
+					freedDuring++
+				default:
+					counted = true
+				}
+			}
 			ahead = min(2*freedDuring, 2*workers)
 			if returned.Sub(res.at) >= lease/3 {
 				ahead = 0 // claims this slow leave no time to wait for a worker
