@@ -124,7 +124,7 @@ type InputConfig struct {
 // InputKinds returns the names UpstreamConfig.Inputs may hold.
 func InputKinds() []string { return []string{"form", "url", "sampling", "roots"} }
 
-// Defaults of the configuration.
+// Defaults and ceilings of the configuration.
 const (
 	DefaultCallTimeout           = 60 * time.Second
 	DefaultConnectTimeout        = 20 * time.Second
@@ -135,6 +135,10 @@ const (
 	DefaultMaxParkedPerPartition = 100
 	DefaultLifetime              = 10 * time.Minute
 	MaxLifetime                  = 24 * time.Hour
+	// Ceilings: larger values are configuration errors.
+	MaxProcessesCeiling = 1000
+	MaxRoundsCeiling    = 1000
+	MaxParkedCeiling    = 1_000_000 // of MaxParked and MaxParkedPerPartition
 )
 
 func (u *UpstreamConfig) callTimeout() time.Duration {
@@ -287,14 +291,14 @@ func (c *Config) Validate() error {
 	}
 	in := c.Input
 	switch {
-	case in.MaxRounds < 0 || in.MaxRounds > 1000:
-		return fmt.Errorf("input.maxRounds = %d is outside 0..1000", in.MaxRounds)
-	case in.MaxParked < 0 || in.MaxParked > 1_000_000:
-		return fmt.Errorf("input.maxParked = %d is outside 0..1000000", in.MaxParked)
-	case in.MaxParkedPerPartition < 0 || in.MaxParkedPerPartition > 1_000_000:
-		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..1000000", in.MaxParkedPerPartition)
-	case in.Lifetime.D() > MaxLifetime:
-		return fmt.Errorf("input.lifetime = %s exceeds %s", in.Lifetime.D(), MaxLifetime)
+	case in.MaxRounds < 0 || in.MaxRounds > MaxRoundsCeiling:
+		return fmt.Errorf("input.maxRounds = %d is outside 0..%d", in.MaxRounds, MaxRoundsCeiling)
+	case in.MaxParked < 0 || in.MaxParked > MaxParkedCeiling:
+		return fmt.Errorf("input.maxParked = %d is outside 0..%d", in.MaxParked, MaxParkedCeiling)
+	case in.MaxParkedPerPartition < 0 || in.MaxParkedPerPartition > MaxParkedCeiling:
+		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..%d", in.MaxParkedPerPartition, MaxParkedCeiling)
+	case in.Lifetime < 0 || in.Lifetime.D() > MaxLifetime:
+		return fmt.Errorf("input.lifetime = %s is outside 0..%s", in.Lifetime.D(), MaxLifetime)
 	}
 	return nil
 }
@@ -360,8 +364,8 @@ func (u *UpstreamConfig) validate() error {
 			return fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
-	if u.MaxProcesses < 0 || u.MaxProcesses > 1000 {
-		return fmt.Errorf("maxProcesses = %d is outside 0..1000", u.MaxProcesses)
+	if u.MaxProcesses < 0 || u.MaxProcesses > MaxProcessesCeiling {
+		return fmt.Errorf("maxProcesses = %d is outside 0..%d", u.MaxProcesses, MaxProcessesCeiling)
 	}
 	if u.MaxProcesses > 0 && u.Command == "" {
 		return errors.New("maxProcesses applies to command upstreams only")
