@@ -2,6 +2,7 @@ package weft
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,3 +123,50 @@ func (nopRelay) UpdateTask(context.Context, *Request, string, exactjson.Value) e
 	return task.ErrNotFound
 }
 func (nopRelay) CancelTask(context.Context, *Request, string) error { return task.ErrNotFound }
+
+// HandleMethod's removal makes the method unknown again ("Method not
+// found", as before it was registered), counts once, and leaves a later
+// registration of the method in place.
+func TestHandleMethodRemove(t *testing.T) {
+	s, _ := newServer(t, &Options{QuietRequests: true})
+	handler := func(v int64) MethodHandler {
+		return func(ctx context.Context, req *Request) (*MethodResult, error) {
+			return &MethodResult{Body: exactjson.Object(exactjson.Field("v", exactjson.Int(v)))}, nil
+		}
+	}
+	register := func(v int64) func() {
+		remove, err := s.HandleMethod("x/m", MethodOptions{}, handler(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return remove
+	}
+	var r1, r2 func()
+	steps := []struct {
+		name string
+		do   func()
+		want int64 // the handler answering; 0: Method not found
+	}{
+		{"before registration", func() {}, 0},
+		{"registered", func() { r1 = register(1) }, 1},
+		{"removed", func() { r1() }, 0},
+		{"registered anew", func() { r1 = register(1) }, 1},
+		{"registered again, replacing", func() { r2 = register(2) }, 2},
+		{"the replaced one's removal", func() { r1() }, 2},
+		{"removed", func() { r2() }, 0},
+		{"removed again (counts once)", func() { r2(); register(3); r2() }, 3},
+	}
+	for i, st := range steps {
+		st.do()
+		r := rpcRec(t, s, "/mcp", i, "x/m", params(nil))
+		if st.want == 0 {
+			if r.Msg.Error == nil || r.Msg.Error.Code != CodeMethodNotFound {
+				t.Fatalf("%s: %v, want Method not found", st.name, r)
+			}
+			continue
+		}
+		if got := fmt.Sprint(r.result(t)["v"]); got != fmt.Sprint(st.want) {
+			t.Fatalf("%s: v = %v, want %d", st.name, got, st.want)
+		}
+	}
+}

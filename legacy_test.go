@@ -485,7 +485,19 @@ func TestLegacyDelete(t *testing.T) {
 	done := make(chan resp, 1)
 	go func() { done <- c.call(1, "tools/call", M{"name": "ask"}) }()
 	waitFor(t, started, "the handler's first round")
-	time.Sleep(50 * time.Millisecond)
+	deadline := time.Now().Add(hangGuard)
+	for { // the client has the server's request: the call waits for its answer
+		c.mu.Lock()
+		asked := len(c.requests)
+		c.mu.Unlock()
+		if asked > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client never got the server's request")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if r := c.raw(http.MethodDelete, nil); r.Status != 204 {
 		t.Fatalf("DELETE: %v", r)
 	}

@@ -16,6 +16,8 @@ package weft
 //     and code, over real HTTP (httptest.NewServer) where the bound is
 //     HTTP-visible, with small configured limits where the default is too
 //     big to exercise quickly (and at the default where it is cheap).
+//   - TestLimitsInventoryConstants fails when a constant of the package named
+//     like a limit (limitsdoc.LimitName) is in no row, nor in invNotLimits.
 //   - TestLimitsInventoryGaps lists what the issue asks for and the code does
 //     not have yet (a bound without a named constant, a documented value the
 //     code does not enforce exactly); it fails while the list is not empty.
@@ -33,57 +35,45 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
+	"github.com/weftmcp/weft/internal/limitsdoc"
 	"github.com/weftmcp/weft/internal/uritemplate"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/task"
 )
 
-// invVal is a default or ceiling: none, a number, or a duration.
-type invVal struct {
-	kind byte // 0 none, 'n' number, 'd' duration, 'r' reference to another limit
-	n    int64
-	ref  string
-}
+// invVal is a default or ceiling: none, a number, a duration, or a
+// reference to another limit.
+type invVal = limitsdoc.Value
 
-func invNone() invVal                     { return invVal{} }
-func invNum(n int64) invVal               { return invVal{kind: 'n', n: n} }
-func invDur(d time.Duration) invVal       { return invVal{kind: 'd', n: int64(d)} }
-func invRef(name string) invVal           { return invVal{kind: 'r', ref: name} }
-func (v invVal) equal(o invVal) bool      { return v == o }
-func (v invVal) isNone() bool             { return v.kind == 0 }
+func invNone() invVal                     { return limitsdoc.None() }
+func invNum(n int64) invVal               { return limitsdoc.Num(n) }
+func invDur(d time.Duration) invVal       { return limitsdoc.Dur(d) }
+func invRef(name string) invVal           { return limitsdoc.Ref(name) }
 func invNumI[T ~int | ~int64](n T) invVal { return invNum(int64(n)) }
-
-func (v invVal) String() string {
-	switch v.kind {
-	case 'n':
-		return strconv.FormatInt(v.n, 10)
-	case 'd':
-		return time.Duration(v.n).String()
-	case 'r':
-		return "= " + v.ref
-	}
-	return "none"
-}
 
 // invLimit is one row of the inventory.
 type invLimit struct {
 	doc   string   // the "limit" column of docs/limits.md, verbatim
 	names []string // every backticked identifier of the row's field/default/ceiling/value columns
-	def   invVal   // the default in effect (from the code's constants or a default server)
-	ceil  invVal   // the hard ceiling (none when there is none)
-	past  []string // substrings the doc's "past it" column must contain
+	// consts are the package's further constants the row documents (its
+	// default and ceiling when the doc names only the field, unexported
+	// bounds): with names, they cover every constant named like a limit.
+	consts []string
+	def    invVal   // the default in effect (from the code's constants or a default server)
+	ceil   invVal   // the hard ceiling (none when there is none)
+	past   []string // substrings the doc's "past it" column must contain
 	// gap says what the issue asks for and the code lacks; empty when none.
 	gap string
 	// check exercises the bound; nil only where documented as not testable.
@@ -101,20 +91,22 @@ var invLimits = []invLimit{
 	// Transport and pipeline.
 	{doc: "HTTP request body / stdio line", names: []string{"Limits.MaxBodyBytes", "DefaultMaxBodyBytes", "MaxBodyBytesCeiling"},
 		def: invNumI(DefaultMaxBodyBytes), ceil: invNumI(MaxBodyBytesCeiling), past: []string{"413", "-32700"}, check: checkBodyBytes},
-	{doc: "response size", names: []string{"Limits.MaxOutputBytes"},
+	{doc: "response size", names: []string{"Limits.MaxOutputBytes"}, consts: []string{"DefaultMaxOutputBytes", "MaxOutputBytesCeiling"},
 		def: invNumI(DefaultMaxOutputBytes), ceil: invNumI(MaxOutputBytesCeiling), past: []string{"-32603"}, check: checkOutputBytes},
-	{doc: "header fields", names: []string{"Limits.MaxHeaderCount"},
+	{doc: "header fields", names: []string{"Limits.MaxHeaderCount"}, consts: []string{"DefaultMaxHeaderCount", "MaxHeaderCountCeiling"},
 		def: invNumI(DefaultMaxHeaderCount), ceil: invNumI(MaxHeaderCountCeiling), past: []string{"431"}, check: checkHeaderCount},
 	{doc: "header bytes", names: []string{"NewHTTPServer", "MaxHeaderBytes", "DefaultMaxHeaderBytes"},
 		def: invNumI(DefaultMaxHeaderBytes), past: []string{"431"}, check: checkHeaderBytes},
-	{doc: "pagination cursor", names: []string{"Limits.MaxCursorBytes"},
+	{doc: "pagination cursor", names: []string{"Limits.MaxCursorBytes"}, consts: []string{"DefaultMaxCursorBytes", "MaxCursorBytesCeiling"},
 		def: invNumI(DefaultMaxCursorBytes), ceil: invNumI(MaxCursorBytesCeiling), past: []string{"-32602"}, check: checkCursorBytes},
-	{doc: "resource URI", names: []string{"Limits.MaxURIBytes", "hdr.MaxDecodedValueBytes"},
+	{doc: "resource URI", names: []string{"Limits.MaxURIBytes", "hdr.MaxDecodedValueBytes"}, consts: []string{"DefaultMaxURIBytes", "MaxURIBytesCeiling"},
 		def: invNumI(DefaultMaxURIBytes), ceil: invNumI(MaxURIBytesCeiling), past: []string{"-32602"}, check: checkURIBytes},
 	{doc: "input responses per retry / input requests per result", names: []string{"Limits.MaxInputResponses"},
-		def: invNumI(DefaultMaxInputResponses), ceil: invNumI(MaxInputResponsesCeiling), past: []string{"-32602", "-32603"}, check: checkInputResponses},
+		consts: []string{"DefaultMaxInputResponses", "MaxInputResponsesCeiling"},
+		def:    invNumI(DefaultMaxInputResponses), ceil: invNumI(MaxInputResponsesCeiling), past: []string{"-32602", "-32603"}, check: checkInputResponses},
 	{doc: "URIs per `subscriptions/listen`", names: []string{"Limits.MaxResourceSubscriptions"},
-		def: invNumI(DefaultMaxResourceSubscriptions), ceil: invNumI(MaxResourceSubscriptionsCeiling), past: []string{"-32602"}, check: checkResourceSubscriptions},
+		consts: []string{"DefaultMaxResourceSubscriptions", "MaxResourceSubscriptionsCeiling"},
+		def:    invNumI(DefaultMaxResourceSubscriptions), ceil: invNumI(MaxResourceSubscriptionsCeiling), past: []string{"-32602"}, check: checkResourceSubscriptions},
 	{doc: "body read time", names: []string{"Options.BodyTimeout", "DefaultBodyTimeout", "MaxTimeoutCeiling"},
 		def: invDur(DefaultBodyTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"400"}, check: checkBodyTimeout},
 	{doc: "header read time", names: []string{"NewHTTPServer", "ReadHeaderTimeout", "DefaultReadHeaderTimeout"},
@@ -129,7 +121,8 @@ var invLimits = []invLimit{
 		ceil: invNumI(MaxPartitionBytes), past: []string{"-32603"}, check: checkPartition},
 	{doc: "completion values", names: []string{"MaxCompletionValues"}, def: invNumI(MaxCompletionValues), past: []string{"hasMore"}, check: checkCompletionValues},
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
-		def: invNumI(DefaultMaxSubscriptionsPerPartition), ceil: invNumI(MaxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
+		consts: []string{"DefaultMaxSubscriptionsPerPartition", "MaxSubscriptionsPerPartitionCeiling"},
+		def:    invNumI(DefaultMaxSubscriptionsPerPartition), ceil: invNumI(MaxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
 	{doc: "task ids per listen stream", names: []string{"MaxTaskSubscriptions"},
 		def: invNumI(MaxTaskSubscriptions), past: []string{"-32602"}, check: checkTaskSubscriptions},
 	{doc: "concurrent handlers", names: []string{"Options.MaxConcurrent", "DefaultMaxConcurrent", "MaxConcurrentCeiling"},
@@ -144,6 +137,18 @@ var invLimits = []invLimit{
 		past: []string{"429", "-31999", "Retry-After"}, check: checkRateLimit},
 	{doc: "rate-limit buckets", names: []string{"DefaultTokenBucketMaxKeys", "TokenBucket.MaxKeys"},
 		def: invNumI(DefaultTokenBucketMaxKeys), past: []string{"dropped"}, why: "eviction is internal; the constant is checked against the doc"},
+	{doc: "readiness check", names: []string{"ReadinessTimeout", "ReadinessHandler", "Options.ReadinessCheck"},
+		def: invDur(ReadinessTimeout), past: []string{"503", "unavailable"}, check: checkReadinessTimeout},
+	{doc: "`traceparent` in `_meta`", def: invNum(maxTraceparentBytes), past: []string{"ignored"}, consts: []string{"maxTraceparentBytes"},
+		why: "a longer value is ignored (a new trace): TestTracingBoundsAndTransportLink (telemetry_trace_test.go)"},
+	{doc: "`tracestate` in `_meta`", def: invNum(maxTracestateBytes), past: []string{"ignored"}, consts: []string{"maxTracestateBytes"},
+		why: "read like traceparent, by the same loop of telemetry.extract; not boundary-tested"},
+	{doc: "`baggage` in `_meta`", def: invNum(maxBaggageBytes), past: []string{"ignored"}, consts: []string{"maxBaggageBytes"},
+		why: "read like traceparent, by the same loop of telemetry.extract; TestTracingBoundsAndTransportLink sends 12,000 bytes"},
+	{doc: "bytes a client sends on a detached listen stream", def: invNum(maxIgnoredListenBytes), past: []string{"closed"}, consts: []string{"maxIgnoredListenBytes"},
+		why: "pipelined bytes on an HTTP/1.1 connection whose stream is detached; not boundary-tested"},
+	{doc: "integer exponent spelled out in input answers", def: invNum(maxPlainExponent), past: []string{"exponent form"}, consts: []string{"maxPlainExponent"},
+		why: "bounds the digits 1E+N becomes for an integer field; not boundary-tested"},
 
 	// JSON.
 	{doc: "input bytes", names: []string{"MaxInputBytes", "Limits.MaxBodyBytes"},
@@ -162,13 +167,13 @@ var invLimits = []invLimit{
 		def: invNumI(exactjson.DefaultMaxOutputBytes), past: []string{"encoding error"}, check: checkJSONOutput},
 
 	// Request state.
-	{doc: "encoded `requestState`", names: []string{"StateLimits.MaxEncodedBytes", "StateMaxEncodedBytesCeiling"},
+	{doc: "encoded `requestState`", names: []string{"StateLimits.MaxEncodedBytes", "StateMaxEncodedBytesCeiling"}, consts: []string{"DefaultStateMaxEncodedBytes"},
 		def: invNumI(DefaultStateMaxEncodedBytes), ceil: invNumI(StateMaxEncodedBytesCeiling), past: []string{"-32602", "-32603"}, check: checkStateEncoded},
-	{doc: "sealed plaintext", names: []string{"StateLimits.MaxDecodedBytes"},
+	{doc: "sealed plaintext", names: []string{"StateLimits.MaxDecodedBytes"}, consts: []string{"DefaultStateMaxDecodedBytes"},
 		def: invNumI(DefaultStateMaxDecodedBytes), past: []string{"same"}, check: checkStateDecoded},
-	{doc: "lifetime from first emission", names: []string{"StateLimits.Lifetime", "StateLifetimeCeiling"},
+	{doc: "lifetime from first emission", names: []string{"StateLimits.Lifetime", "StateLifetimeCeiling"}, consts: []string{"DefaultStateLifetime"},
 		def: invDur(DefaultStateLifetime), ceil: invDur(StateLifetimeCeiling), past: []string{"same"}, check: checkStateLifetime},
-	{doc: "emitted rounds", names: []string{"StateLimits.Rounds", "StateRoundsCeiling"},
+	{doc: "emitted rounds", names: []string{"StateLimits.Rounds", "StateRoundsCeiling"}, consts: []string{"DefaultStateRounds"},
 		def: invNumI(DefaultStateRounds), ceil: invNumI(StateRoundsCeiling), past: []string{"same"}, check: checkStateRounds},
 	{doc: "application-protected state", names: []string{"MaxApplicationStateBytes"},
 		def: invNumI(MaxApplicationStateBytes), past: []string{"-32602", "-32603"}, check: checkApplicationState},
@@ -198,14 +203,14 @@ var invLimits = []invLimit{
 		def: invNumI(sessionstore.DefaultMaxPendingAnswers), ceil: invNumI(sessionstore.MaxPendingAnswersCeiling), past: []string{"-32603"}, check: checkLegacyPendingAnswers},
 	{doc: "session id length", names: []string{"sessionstore.MaxIDBytes"},
 		def: invNumI(sessionstore.MaxIDBytes), past: []string{"404"}, check: checkLegacySessionID},
-	{doc: "idle lifetime", names: []string{"LegacyOptions.IdleTimeout", "MaxLifetime"},
+	{doc: "idle lifetime", names: []string{"LegacyOptions.IdleTimeout", "MaxLifetime"}, consts: []string{"DefaultLegacyIdleTimeout"},
 		def: invDur(DefaultLegacyIdleTimeout), ceil: invRef("MaxLifetime"), past: []string{"404"}, check: checkLegacyLifetimes},
-	{doc: "absolute lifetime", names: []string{"LegacyOptions.MaxLifetime"},
+	{doc: "absolute lifetime", names: []string{"LegacyOptions.MaxLifetime"}, consts: []string{"DefaultLegacyMaxLifetime", "LegacyMaxLifetimeCeiling"},
 		def: invDur(DefaultLegacyMaxLifetime), ceil: invDur(LegacyMaxLifetimeCeiling), past: []string{"404"}, check: checkLegacyLifetimes},
-	{doc: "input rounds per call", names: []string{"LegacyOptions.MaxRounds"},
+	{doc: "input rounds per call", names: []string{"LegacyOptions.MaxRounds"}, consts: []string{"DefaultLegacyMaxRounds", "LegacyMaxRoundsCeiling"},
 		def: invNumI(DefaultLegacyMaxRounds), ceil: invNumI(LegacyMaxRoundsCeiling), past: []string{"-32603"},
 		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
-	{doc: "wait for one round of answers", names: []string{"LegacyOptions.InputTimeout"},
+	{doc: "wait for one round of answers", names: []string{"LegacyOptions.InputTimeout"}, consts: []string{"DefaultLegacyInputTimeout", "LegacyInputTimeoutCeiling"},
 		def: invDur(DefaultLegacyInputTimeout), ceil: invDur(LegacyInputTimeoutCeiling), past: []string{"-32603"},
 		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
 }
@@ -213,174 +218,54 @@ var invLimits = []invLimit{
 // ---------------------------------------------------------------------------
 // docs/limits.md
 
-// invDocRow is one row of a table of docs/limits.md.
-type invDocRow struct {
-	section string
-	label   string
-	names   []string
-	def     string // raw default (or "value") cell; "" when the table has none
-	ceil    string // raw ceiling cell; "" when the table has none
-	hasCeil bool
-	past    string
-}
+// invOtherSections are the sections of docs/limits.md whose limits other
+// packages hold to it (TestLimitsDoc in middleware and gateway).
+var invOtherSections = []string{"Response cache", "Gateway"}
 
-var invBackticks = regexp.MustCompile("`([^`]+)`")
-
-// invIdent matches the backticked names that are Go identifiers (possibly
-// qualified, possibly a call), not protocol names such as `Mcp-Name`.
-var invIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\([^)]*\))?$`)
-
-func invParseDoc(t *testing.T) []invDocRow {
-	t.Helper()
-	b, err := os.ReadFile("docs/limits.md")
+func TestLimitsInventoryMatchesDoc(t *testing.T) {
+	all, err := limitsdoc.Parse("docs/limits.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []invDocRow
-	var section string
-	var cols []string
-	cells := func(line string) []string {
-		line = strings.TrimSpace(line)
-		line = strings.TrimPrefix(line, "|")
-		line = strings.TrimSuffix(line, "|")
-		parts := strings.Split(line, "|")
-		for i := range parts {
-			parts[i] = strings.TrimSpace(parts[i])
-		}
-		return parts
+	other, doc := limitsdoc.InSections(all, invOtherSections...)
+	if len(doc) < 30 || len(other) == 0 {
+		t.Fatalf("docs/limits.md: only %d table rows found here and %d elsewhere; the parser is out of date", len(doc), len(other))
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "## "):
-			section, cols = strings.TrimPrefix(line, "## "), nil
-		case strings.HasPrefix(line, "|"):
-			c := cells(line)
-			if cols == nil {
-				cols = c
-				continue
-			}
-			if strings.Trim(strings.Join(c, ""), "-: ") == "" {
-				continue // the separator row
-			}
-			r := invDocRow{section: section, label: c[0]}
-			for i := 1; i < len(c) && i < len(cols); i++ {
-				switch cols[i] {
-				case "default", "value":
-					r.def = c[i]
-				case "ceiling":
-					r.ceil, r.hasCeil = c[i], true
-				case "past it":
-					r.past = c[i]
-					continue
-				}
-				for _, m := range invBackticks.FindAllStringSubmatch(c[i], -1) {
-					if invIdent.MatchString(m[1]) {
-						r.names = append(r.names, m[1])
-					}
-				}
-			}
-			rows = append(rows, r)
-		default:
-			if strings.TrimSpace(line) == "" {
-				cols = nil
-			}
-		}
+	limits := make([]limitsdoc.Limit, len(invLimits))
+	for i, l := range invLimits {
+		limits[i] = limitsdoc.Limit{Doc: l.doc, Names: l.names, Default: l.def, Ceiling: l.ceil, Past: l.past}
 	}
-	return rows
+	for _, e := range limitsdoc.Check(doc, limits) {
+		t.Error(e)
+	}
 }
 
-var invValueRe = regexp.MustCompile(`^(?:[≥=]\s*)?(?:\d+–)?([0-9][0-9,]*)(?:\^([0-9]+))?\s*(MiB|KiB|min|ms|s|h|days)?\b`)
+// invNotLimits are the package's constants named like limits that bound
+// nothing a client makes large.
+var invNotLimits = map[string]string{
+	"maxPooledScratch": "the largest buffer kept for reuse; larger ones are allocated and dropped",
+	"maxPooledWire":    "the largest response buffer kept for reuse; larger ones are allocated and dropped",
+}
 
-// invParseValue reads a documented default or ceiling cell.
-func invParseValue(cell string) (invVal, error) {
-	cell = strings.TrimSpace(cell)
-	switch {
-	case cell == "" || cell == "—" || cell == "off" || strings.HasPrefix(cell, "unlimited"):
-		return invNone(), nil
-	case strings.HasPrefix(cell, "= `"), strings.HasPrefix(cell, "`"):
-		return invRef(invBackticks.FindStringSubmatch(cell)[1]), nil
-	}
-	m := invValueRe.FindStringSubmatch(cell)
-	if m == nil {
-		return invVal{}, fmt.Errorf("cannot read %q", cell)
-	}
-	n, err := strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+func TestLimitsInventoryConstants(t *testing.T) {
+	consts, err := limitsdoc.Constants(".", limitsdoc.LimitName)
 	if err != nil {
-		return invVal{}, err
+		t.Fatal(err)
 	}
-	if m[2] != "" {
-		e, _ := strconv.Atoi(m[2])
-		b := n
-		for n = 1; e > 0; e-- {
-			n *= b
-		}
-	}
-	switch m[3] {
-	case "MiB":
-		return invNum(n << 20), nil
-	case "KiB":
-		return invNum(n << 10), nil
-	case "days":
-		return invDur(time.Duration(n) * 24 * time.Hour), nil
-	case "h":
-		return invDur(time.Duration(n) * time.Hour), nil
-	case "min":
-		return invDur(time.Duration(n) * time.Minute), nil
-	case "s":
-		return invDur(time.Duration(n) * time.Second), nil
-	case "ms":
-		return invDur(time.Duration(n) * time.Millisecond), nil
-	}
-	return invNum(n), nil
-}
-
-func TestLimitsInventoryMatchesDoc(t *testing.T) {
-	doc := invParseDoc(t)
-	if len(doc) < 30 {
-		t.Fatalf("docs/limits.md: only %d table rows found; the parser is out of date", len(doc))
-	}
-	inv := map[string]*invLimit{}
-	for i := range invLimits {
-		l := &invLimits[i]
-		if inv[l.doc] != nil {
-			t.Errorf("inventory: %q appears twice", l.doc)
-		}
-		inv[l.doc] = l
-	}
-	documented := map[string]bool{}
-	for _, d := range doc {
-		documented[d.label] = true
-		l := inv[d.label]
-		if l == nil {
-			t.Errorf("docs/limits.md (%s) documents %q, which the inventory lacks", d.section, d.label)
-			continue
-		}
-		if got, want := strings.Join(d.names, ", "), strings.Join(l.names, ", "); got != want {
-			t.Errorf("%q: docs/limits.md names [%s], the inventory [%s]", d.label, got, want)
-		}
-		if v, err := invParseValue(d.def); err != nil {
-			t.Errorf("%q default: %v", d.label, err)
-		} else if !v.equal(l.def) {
-			t.Errorf("%q: docs/limits.md default %s (%q), the code %s", d.label, v, d.def, l.def)
-		}
-		if d.hasCeil {
-			if v, err := invParseValue(d.ceil); err != nil {
-				t.Errorf("%q ceiling: %v", d.label, err)
-			} else if !v.equal(l.ceil) {
-				t.Errorf("%q: docs/limits.md ceiling %s (%q), the code %s", d.label, v, d.ceil, l.ceil)
-			}
-		} else if !l.ceil.isNone() {
-			t.Errorf("%q: the code has ceiling %s, docs/limits.md has no ceiling column for it", d.label, l.ceil)
-		}
-		for _, p := range l.past {
-			if !strings.Contains(d.past, p) {
-				t.Errorf("%q: docs/limits.md \"past it\" is %q, missing %q", d.label, d.past, p)
-			}
-		}
-	}
+	covered := map[string]bool{}
 	for _, l := range invLimits {
-		if !documented[l.doc] {
-			t.Errorf("inventory limit %q (%s) is not documented in docs/limits.md", l.doc, strings.Join(l.names, ", "))
+		for _, n := range append(slices.Clone(l.names), l.consts...) {
+			covered[n] = true
+		}
+	}
+	for _, c := range consts {
+		if !covered[c] && invNotLimits[c] == "" {
+			t.Errorf("constant %s names a limit that the inventory and docs/limits.md lack (or add it to invNotLimits, saying why)", c)
+		}
+	}
+	for c := range invNotLimits {
+		if !slices.Contains(consts, c) {
+			t.Errorf("invNotLimits names %s, which the package does not declare", c)
 		}
 	}
 }
@@ -1337,7 +1222,8 @@ func checkGate(t *testing.T) {
 }
 
 func checkQueueTimeout(t *testing.T) {
-	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: 150 * time.Millisecond})
+	const queueTimeout = 500 * time.Millisecond // the margin of the queued request served within it
+	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: queueTimeout})
 	b := newInvBlocker(t, s)
 	url := invServe(t, s)
 	done := make(chan invResp, 1)
@@ -1349,14 +1235,56 @@ func checkQueueTimeout(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("503 without Retry-After")
 	}
-	if waited := time.Since(start); waited < 150*time.Millisecond {
+	if waited := time.Since(start); waited < queueTimeout {
 		t.Errorf("refused after %s, before QueueTimeout", waited)
 	}
 	// Within the timeout a queued request is served.
-	go func() { time.Sleep(20 * time.Millisecond); close(b.release) }()
-	r = invCall(t, url, "tools/call", toolCall(nil, "block", nil))
-	invOK(t, "a request queued within QueueTimeout", r)
+	queued := make(chan invResp, 1)
+	go func() { queued <- invCall(t, url, "tools/call", toolCall(nil, "block", nil)) }()
+	deadline := time.Now().Add(hangGuard)
+	for len(s.gate.waiting) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request within QueueTimeout never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(b.release)
+	invOK(t, "a request queued within QueueTimeout", waitFor(t, queued, "the queued request"))
 	invOK(t, "the blocking request", waitFor(t, done, "the blocking request"))
+}
+
+// checkReadinessTimeout: a readiness check answering just within
+// ReadinessTimeout is ready; one still waiting then is cut off, unavailable.
+func checkReadinessTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		takes time.Duration
+		code  int
+	}{{ReadinessTimeout - time.Millisecond, http.StatusOK}, {ReadinessTimeout + time.Millisecond, http.StatusServiceUnavailable}} {
+		t.Run(tc.takes.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, _ := newServer(t, &Options{ReadinessCheck: func(ctx context.Context) error {
+					select {
+					case <-time.After(tc.takes):
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}})
+				rec := httptest.NewRecorder()
+				start := time.Now()
+				s.ReadinessHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ready", nil))
+				if rec.Code != tc.code {
+					t.Errorf("a check taking %v: HTTP %d %s, want %d", tc.takes, rec.Code, rec.Body, tc.code)
+				}
+				if took := time.Since(start); took > ReadinessTimeout {
+					t.Errorf("answered after %v, past ReadinessTimeout", took)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				_ = s.Shutdown(ctx)
+			})
+		})
+	}
 }
 
 func checkRequestTimeout(t *testing.T) {

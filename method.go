@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -40,35 +41,52 @@ type MethodOptions struct {
 // an extension's (for example "skills/list"). The request passes the same
 // validation, admission and observer as built-in methods. Built-in and
 // reserved methods (notifications/*, tasks/*) cannot be registered.
-func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler) error {
+// Registering a method again replaces its handler. The returned function
+// removes the method, so that requests for it are answered with "Method not
+// found" as before it was registered; it does nothing once the method was
+// registered again (the later registration stays).
+func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler) (remove func(), err error) {
 	if h == nil {
-		return fmt.Errorf("weft: method %q: nil handler", method)
+		return nil, fmt.Errorf("weft: method %q: nil handler", method)
 	}
 	if method == "" || strings.HasPrefix(method, "notifications/") || strings.HasPrefix(method, "tasks/") {
-		return fmt.Errorf("weft: method %q cannot be registered", method)
+		return nil, fmt.Errorf("weft: method %q cannot be registered", method)
 	}
 	if legacyOnly(method) {
-		return fmt.Errorf("weft: method %q is reserved", method)
+		return nil, fmt.Errorf("weft: method %q is reserved", method)
 	}
 	switch method {
 	case "server/discover", "subscriptions/listen", "tools/list", "tools/call", "prompts/list", "prompts/get",
 		"resources/list", "resources/templates/list", "resources/read", "completion/complete":
-		return fmt.Errorf("weft: method %q is built in", method)
+		return nil, fmt.Errorf("weft: method %q is built in", method)
 	}
+	m := &customMethod{handler: s.wrap(func(ctx context.Context, req *Request) (Result, error) {
+		return operationResult(h(ctx, req))
+	}), opts: opts}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.custom == nil {
-		s.custom = map[string]customMethod{}
+		s.custom = map[string]*customMethod{}
 	}
-	s.custom[method] = customMethod{handler: s.wrap(func(ctx context.Context, req *Request) (Result, error) {
-		return operationResult(h(ctx, req))
-	}), opts: opts}
-	return nil
+	s.custom[method] = m
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.custom[method] == m {
+				delete(s.custom, method)
+			}
+		})
+	}, nil
 }
 
 func (s *Server) customMethod(method string) (customMethod, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	m, ok := s.custom[method]
-	return m, ok
+	if !ok {
+		return customMethod{}, false
+	}
+	return *m, true
 }

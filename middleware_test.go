@@ -92,9 +92,11 @@ func TestMiddlewareSeesEveryMethod(t *testing.T) {
 		func(ctx context.Context, req *Request) (*ReadResourceResult, error) {
 			return &ReadResourceResult{Contents: []ResourceContents{{URI: req.Name, Text: "t"}}}, nil
 		}))
-	must(t, s.HandleMethod("x/echo", MethodOptions{}, func(ctx context.Context, req *Request) (*MethodResult, error) {
+	if _, err := s.HandleMethod("x/echo", MethodOptions{}, func(ctx context.Context, req *Request) (*MethodResult, error) {
 		return &MethodResult{Body: exactjson.Object(exactjson.Field("ok", exactjson.Bool(true)))}, nil
-	}))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	ts := startHTTP(t, s)
 
 	// 2026-07-28 over HTTP.
@@ -269,9 +271,11 @@ func TestReservedCodeLiteralRefused(t *testing.T) {
 			return nil, fmt.Errorf("wrapped: %w", &Error{Code: code, Message: "forged", Data: exactjson.String("x")})
 		}))
 	}
-	must(t, s.HandleMethod("x/forge", MethodOptions{}, func(ctx context.Context, req *Request) (*MethodResult, error) {
+	if _, err := s.HandleMethod("x/forge", MethodOptions{}, func(ctx context.Context, req *Request) (*MethodResult, error) {
 		return nil, &Error{Code: CodeInvalidRequest, Message: "forged"}
-	}))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for i, code := range []int{CodeInvalidParams, CodeMethodNotFound, CodeRateLimited, -32000, CodeInternalError} {
 		r := rpcRec(t, s, "/mcp", i, "tools/call", toolCall(nil, fmt.Sprintf("c%d", -code), nil))
 		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Internal error"}}`, i)

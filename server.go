@@ -234,7 +234,7 @@ type Server struct {
 	protector  seal.Protector
 	ephemeral  bool
 	tasks      *taskEngine
-	custom     map[string]customMethod
+	custom     map[string]*customMethod
 	builtin    map[string]Handler // the built-in methods, wrapped in the middleware (dispatch.go)
 	taskStep   Handler            // a task step, wrapped in the middleware (tasks.go)
 	gate       *gate

@@ -3,6 +3,7 @@ package weft
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -40,17 +41,24 @@ func TestTaskRunnerDoesNotFailTasksOfUnregisteredTools(t *testing.T) {
 	}
 
 	// A starting instance: tasks first, tools a moment later (the demo's order).
-	worker, _ := newServer(t, nil)
+	worker, logs := newServer(t, nil)
 	must(t, worker.EnableTasks(TaskOptions{Store: store, Lease: 500 * time.Millisecond}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = worker.Shutdown(ctx)
 	})
-	time.Sleep(300 * time.Millisecond) // the runner polls at once
+	// The runner polls at once: it claims the task and hands it back.
+	deadline := time.Now().Add(hangGuard)
+	for logs.count(slog.LevelWarn, "step cannot run here now") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the runner never claimed the task before its tool was registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	must(t, worker.AddTool(Tool{Name: "job", Description: "A task.", Task: TaskOptional}, handler))
 
-	deadline := time.Now().Add(hangGuard)
+	deadline = time.Now().Add(hangGuard)
 	for {
 		rec, err := store.Get(context.Background(), created.TaskID)
 		must(t, err)

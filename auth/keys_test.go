@@ -1,16 +1,20 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -79,48 +83,58 @@ func TestRemoteJWKSCacheAndRefresh(t *testing.T) {
 	}
 }
 
+// roundTripFunc is an http.RoundTripper in memory (usable in a synctest
+// bubble, unlike a loopback server).
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestRemoteJWKSConcurrentFetchesShareOne(t *testing.T) {
-	k := newECKey(t, "k")
-	release := make(chan struct{})
-	var fetches int
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		fetches++
-		mu.Unlock()
-		<-release
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k.pub}})
-	}))
-	defer srv.Close()
-	src, err := JWKSURL(srv.URL, srv.Client(), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys, err := src.Keys(context.Background())
-			if err == nil && len(keys) != 1 {
-				err = errors.New("wrong key count")
-			}
-			errs <- err
-		}()
-	}
-	time.Sleep(50 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	synctest.Test(t, func(t *testing.T) {
+		k := newECKey(t, "k")
+		set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k.pub}})
 		if err != nil {
-			t.Error(err)
+			t.Fatal(err)
 		}
-	}
-	if fetches != 1 {
-		t.Errorf("%d fetches for 16 concurrent callers, want 1", fetches)
-	}
+		release := make(chan struct{})
+		var fetches atomic.Int32
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			fetches.Add(1)
+			<-release
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(bytes.NewReader(set)), Request: r}, nil
+		})}
+		src, err := JWKSURL("https://auth.example.com/jwks", hc, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for range 16 {
+			wg.Go(func() {
+				keys, err := src.Keys(context.Background())
+				if err == nil && len(keys) != 1 {
+					err = errors.New("wrong key count")
+				}
+				errs <- err
+			})
+		}
+		synctest.Wait() // every caller waits: one in the fetch, the others for it
+		if n := fetches.Load(); n != 1 {
+			t.Errorf("%d fetches in flight for 16 concurrent callers, want 1", n)
+		}
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		if n := fetches.Load(); n != 1 {
+			t.Errorf("%d fetches for 16 concurrent callers, want 1", n)
+		}
+	})
 }
 
 func TestRemoteJWKSFailures(t *testing.T) {

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -464,8 +465,8 @@ func TestMountSkillsPerCaller(t *testing.T) {
 }
 
 // Closing the last mount that brought the UI and skills extensions
-// withdraws them from the parent's server/discover; the parent's own
-// extensions stay.
+// withdraws them from the parent's server/discover, and the skills methods
+// with them (Method not found); the parent's own extensions stay.
 func TestCloseWithdrawsExtensions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -481,10 +482,10 @@ func TestCloseWithdrawsExtensions(t *testing.T) {
 		gws = append(gws, gw)
 	}
 	url := serveHTTP(t, parent)
+	c := client.New(client.NewHTTPTransport(url, nil), client.Options{Capabilities: uiCaps})
+	defer c.Close()
 	exts := func() exactjson.Value {
 		t.Helper()
-		c := client.New(client.NewHTTPTransport(url, nil), client.Options{Capabilities: uiCaps})
-		defer c.Close()
 		d, err := c.Discover(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -497,6 +498,11 @@ func TestCloseWithdrawsExtensions(t *testing.T) {
 		ext := exts()
 		if ext.Has(apps.ExtensionID) != want || ext.Has(skills.ExtensionID) != want {
 			t.Fatalf("after closing %d of 2 mounts: extensions %s; want ui and skills %v", i+1, ext, want)
+		}
+		_, err := c.Call(ctx, skills.MethodList, exactjson.Object())
+		var re *client.RPCError
+		if unknown := errors.As(err, &re) && re.Code == weft.CodeMethodNotFound; unknown == want {
+			t.Fatalf("after closing %d of 2 mounts: skills/list: %v; want served %v", i+1, err, want)
 		}
 		if !ext.Has(own) {
 			t.Fatalf("the parent's own extension went with the mounts: %s", ext)

@@ -132,7 +132,7 @@ type InputConfig struct {
 // InputKinds returns the names UpstreamConfig.Inputs may hold.
 func InputKinds() []string { return []string{"form", "url", "sampling", "roots"} }
 
-// Defaults of the configuration.
+// Defaults and ceilings of the configuration.
 const (
 	DefaultCallTimeout           = 60 * time.Second
 	DefaultConnectTimeout        = 20 * time.Second
@@ -146,6 +146,10 @@ const (
 	DefaultLease                 = 15 * time.Second
 	MinLease                     = time.Second
 	MaxLease                     = 5 * time.Minute
+	// Ceilings: larger values are configuration errors.
+	MaxProcessesCeiling = 1000
+	MaxRoundsCeiling    = 1000
+	MaxParkedCeiling    = 1_000_000 // of MaxParked and MaxParkedPerPartition
 )
 
 func (u *UpstreamConfig) callTimeout() time.Duration {
@@ -306,15 +310,15 @@ func (c *Config) Validate() error {
 	}
 	in := c.Input
 	switch {
-	case in.MaxRounds < 0 || in.MaxRounds > 1000:
-		return fmt.Errorf("input.maxRounds = %d is outside 0..1000", in.MaxRounds)
-	case in.MaxParked < 0 || in.MaxParked > 1_000_000:
-		return fmt.Errorf("input.maxParked = %d is outside 0..1000000", in.MaxParked)
-	case in.MaxParkedPerPartition < 0 || in.MaxParkedPerPartition > 1_000_000:
-		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..1000000", in.MaxParkedPerPartition)
-	case in.Lifetime.D() > MaxLifetime:
-		return fmt.Errorf("input.lifetime = %s exceeds %s", in.Lifetime.D(), MaxLifetime)
-	case in.Lease != 0 && (in.Lease.D() < MinLease || in.Lease.D() > MaxLease):
+	case in.MaxRounds < 0 || in.MaxRounds > MaxRoundsCeiling:
+		return fmt.Errorf("input.maxRounds = %d is outside 0..%d", in.MaxRounds, MaxRoundsCeiling)
+	case in.MaxParked < 0 || in.MaxParked > MaxParkedCeiling:
+		return fmt.Errorf("input.maxParked = %d is outside 0..%d", in.MaxParked, MaxParkedCeiling)
+	case in.MaxParkedPerPartition < 0 || in.MaxParkedPerPartition > MaxParkedCeiling:
+		return fmt.Errorf("input.maxParkedPerPartition = %d is outside 0..%d", in.MaxParkedPerPartition, MaxParkedCeiling)
+	case in.Lifetime < 0 || in.Lifetime.D() > MaxLifetime:
+		return fmt.Errorf("input.lifetime = %s is outside 0..%s", in.Lifetime.D(), MaxLifetime)
+	case in.Lease < 0 || in.Lease != 0 && (in.Lease.D() < MinLease || in.Lease.D() > MaxLease):
 		return fmt.Errorf("input.lease = %s is outside %s..%s", in.Lease.D(), MinLease, MaxLease)
 	case in.Lease.D() > in.withDefaults().Lifetime.D():
 		return fmt.Errorf("input.lease = %s exceeds input.lifetime (%s)", in.Lease.D(), in.withDefaults().Lifetime.D())
@@ -383,8 +387,8 @@ func (u *UpstreamConfig) validate() error {
 			return fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
-	if u.MaxProcesses < 0 || u.MaxProcesses > 1000 {
-		return fmt.Errorf("maxProcesses = %d is outside 0..1000", u.MaxProcesses)
+	if u.MaxProcesses < 0 || u.MaxProcesses > MaxProcessesCeiling {
+		return fmt.Errorf("maxProcesses = %d is outside 0..%d", u.MaxProcesses, MaxProcessesCeiling)
 	}
 	if u.MaxProcesses > 0 && u.Command == "" {
 		return errors.New("maxProcesses applies to command upstreams only")

@@ -54,7 +54,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x","callTimeout":"-1s"}]}`, "json", "negative"},
 		{`{"upstreams":[{"name":"a","command":"x","comand":"y"}]}`, "json", "unknown field"},
 		{`{"upstreams":[{"name":"a","command":"x"}]} {}`, "json", "trailing data"},
-		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "exceeds"},
+		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "outside 0..24h"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"500ms"}}`, "json", "input.lease = 500ms is outside 1s..5m0s"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"6m"}}`, "json", "input.lease = 6m0s is outside"},

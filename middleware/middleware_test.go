@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -391,21 +392,39 @@ func TestCacheInvalidatedByCatalogChanges(t *testing.T) {
 	}
 }
 
+// TestCacheBounded: past MaxEntries (DefaultCacheEntries when 0) the least
+// recently used results go.
 func TestCacheBounded(t *testing.T) {
-	cache := middleware.NewCache(middleware.CacheOptions{MaxEntries: 3})
-	s := weft.NewServer(weft.Implementation{Name: "bounded"}, &weft.Options{Middleware: []weft.Middleware{cache.Middleware()}})
-	must(t, s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "file:///n/{n}", Name: "n", Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
-		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
-			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: req.URIParams()["n"]}}}, nil
-		}))
-	c := wefttest.NewClient(s)
-	for i := range 10 {
-		if _, err := c.ReadResource(context.Background(), "file:///n/"+string(rune('a'+i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st := cache.Stats(); st.Entries != 3 {
-		t.Fatalf("entries %d, want 3", st.Entries)
+	for _, tc := range []struct {
+		max, want int
+	}{{3, 3}, {0, middleware.DefaultCacheEntries}} {
+		t.Run(strconv.Itoa(tc.max), func(t *testing.T) {
+			cache := middleware.NewCache(middleware.CacheOptions{MaxEntries: tc.max})
+			s := weft.NewServer(weft.Implementation{Name: "bounded"}, &weft.Options{Middleware: []weft.Middleware{cache.Middleware()}})
+			must(t, s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "file:///n/{n}", Name: "n", Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
+				func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+					return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: req.URIParams()["n"]}}}, nil
+				}))
+			c := wefttest.NewClient(s)
+			read := func(i int) {
+				t.Helper()
+				if _, err := c.ReadResource(context.Background(), "file:///n/"+strconv.Itoa(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range tc.want + 7 {
+				read(i)
+			}
+			if st := cache.Stats(); st.Entries != tc.want {
+				t.Fatalf("entries %d, want %d", st.Entries, tc.want)
+			}
+			hits := cache.Stats().Hits
+			read(tc.want + 6) // the most recent stays
+			read(0)           // the least recent went
+			if st := cache.Stats(); st.Hits != hits+1 {
+				t.Errorf("hits %d after reading the newest and the oldest result, want %d", st.Hits, hits+1)
+			}
+		})
 	}
 }
 

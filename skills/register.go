@@ -111,7 +111,7 @@ func (c Config) Register(s *weft.Server, bundles ...Bundle) error {
 	cat := catalogFor(s, cfg)
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
-	if cat.cfg != cfg {
+	if !cat.adopt(cfg) {
 		return errors.New("skills: Register: the server's skills were registered with a different Config")
 	}
 	plan, err := cat.plan(bundles)
@@ -142,19 +142,18 @@ func catalogFor(s *weft.Server, cfg resolvedConfig) *catalog {
 
 // catalog is what one server serves.
 type catalog struct {
-	srv       *weft.Server // for Visible; set by install
-	mu        sync.RWMutex
-	cfg       resolvedConfig
-	installed bool
-	// disable withdraws the extension from server/discover (nil while it is
-	// not advertised: a server whose last source went and that has no
-	// skills of its own).
-	disable func()
-	skills  []*bundle          // registration order
-	byURI   map[string]*bundle // by SKILL.md URI
-	files   map[string]*served // by file URI
-	dirs    map[string]*dir    // by directory URI
-	sources []*Source          // AddSource order (source.go)
+	srv *weft.Server // for Visible; set by ensure
+	mu  sync.RWMutex
+	cfg resolvedConfig
+	// withdraw removes the methods and the extension from the server: nil
+	// while they are not served (before the first Register or AddSource,
+	// and once the last source of a server without skills of its own went).
+	withdraw []func()
+	skills   []*bundle          // registration order
+	byURI    map[string]*bundle // by SKILL.md URI
+	files    map[string]*served // by file URI
+	dirs     map[string]*dir    // by directory URI
+	sources  []*Source          // AddSource order (source.go)
 }
 
 // served is one file resource.
@@ -310,40 +309,63 @@ func (c *catalog) commit(p *plan) {
 	}
 }
 
-// ensure registers the methods (once) and advertises the extension (again,
-// after the last source of a server without skills of its own went).
-// Caller holds c.mu.
+// ensure serves the methods and declares the extension on s, unless they
+// are served (catalog locked). On failure it leaves nothing registered.
 func (c *catalog) ensure(s *weft.Server) error {
-	if !c.installed {
-		if err := c.install(s); err != nil {
+	if c.withdraw != nil {
+		return nil
+	}
+	var undo []func()
+	handle := func(method string, h weft.MethodHandler) error {
+		remove, err := s.HandleMethod(method, weft.MethodOptions{}, h)
+		if err != nil {
+			for _, f := range undo {
+				f()
+			}
+			return fmt.Errorf("skills: %w", err)
+		}
+		undo = append(undo, remove)
+		return nil
+	}
+	c.srv = s
+	if err := handle(MethodList, c.list); err != nil {
+		return err
+	}
+	if err := handle(MethodGet, c.get); err != nil {
+		return err
+	}
+	settings := exactjson.Object()
+	if c.cfg.dirRead {
+		if err := handle(MethodDirectoryRead, c.readDir); err != nil {
 			return err
 		}
+		settings = exactjson.Object(exactjson.Field("directoryRead", exactjson.Bool(true)))
 	}
-	if c.disable == nil {
-		settings := exactjson.Object()
-		if c.cfg.dirRead {
-			settings = exactjson.Object(exactjson.Field("directoryRead", exactjson.Bool(true)))
-		}
-		c.disable = s.EnableExtension(ExtensionID, settings)
-	}
+	c.withdraw = append(undo, s.EnableExtension(ExtensionID, settings))
 	return nil
 }
 
-// install registers the methods.
-func (c *catalog) install(s *weft.Server) error {
-	if err := s.HandleMethod(MethodList, weft.MethodOptions{}, c.list); err != nil {
-		return fmt.Errorf("skills: %w", err)
+// withdrawAll removes the methods and the extension from the server
+// (catalog locked): a client gets "Method not found" as before any
+// Register or AddSource, and a later one may use another Config.
+func (c *catalog) withdrawAll() {
+	for _, f := range c.withdraw {
+		f()
 	}
-	if err := s.HandleMethod(MethodGet, weft.MethodOptions{}, c.get); err != nil {
-		return fmt.Errorf("skills: %w", err)
+	c.withdraw = nil
+}
+
+// adopt makes cfg the catalog's Config (catalog locked), which it can only
+// be while nothing is served.
+func (c *catalog) adopt(cfg resolvedConfig) bool {
+	if c.cfg == cfg {
+		return true
 	}
-	if c.cfg.dirRead {
-		if err := s.HandleMethod(MethodDirectoryRead, weft.MethodOptions{}, c.readDir); err != nil {
-			return fmt.Errorf("skills: %w", err)
-		}
+	if c.withdraw != nil {
+		return false
 	}
-	c.srv, c.installed = s, true
-	return nil
+	c.cfg = cfg
+	return true
 }
 
 // cache returns the caching hint for req.

@@ -43,7 +43,10 @@ func AddSource(s *weft.Server, src Source) (remove func(), err error) {
 // server's visibility filters) apply to what sources return as to the
 // server's own skills; skills/list and skills/get are cached privately
 // while a source is set (relayed skills may be listed per caller). The
-// returned function removes the source.
+// returned function removes the source; removing the last source of a
+// server without skills of its own (no Register) withdraws the extension
+// and its methods, which clients then find unknown ("Method not found") as
+// before any source, and a later AddSource may use another Config.
 func (c Config) AddSource(s *weft.Server, src Source) (remove func(), err error) {
 	if s == nil || src == nil {
 		return nil, errors.New("skills: AddSource: nil server or source")
@@ -55,7 +58,7 @@ func (c Config) AddSource(s *weft.Server, src Source) (remove func(), err error)
 	cat := catalogFor(s, cfg)
 	cat.mu.Lock()
 	defer cat.mu.Unlock()
-	if cat.cfg != cfg {
+	if !cat.adopt(cfg) {
 		return nil, errors.New("skills: AddSource: the server's skills were registered with a different Config")
 	}
 	if err := cat.ensure(s); err != nil {
@@ -67,9 +70,8 @@ func (c Config) AddSource(s *weft.Server, src Source) (remove func(), err error)
 		cat.mu.Lock()
 		defer cat.mu.Unlock()
 		cat.sources = slices.DeleteFunc(cat.sources, func(x *Source) bool { return x == h })
-		if len(cat.sources) == 0 && len(cat.skills) == 0 && cat.disable != nil {
-			cat.disable() // nothing left to list: withdrawn from server/discover
-			cat.disable = nil
+		if len(cat.sources) == 0 && len(cat.skills) == 0 {
+			cat.withdrawAll() // nothing left to serve: as before any source
 		}
 	}, nil
 }

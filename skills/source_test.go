@@ -2,6 +2,8 @@ package skills_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -134,5 +136,90 @@ func TestAddSource(t *testing.T) {
 	}
 	if got := skillURIs(t, call(t, bc, skills.MethodList, exactjson.Object())); !slices.Equal(got, []string{"skill://far/one/SKILL.md"}) {
 		t.Errorf("a source only: %v", got)
+	}
+}
+
+// Removing the last source of a server without skills of its own withdraws
+// the extension and its methods: clients get "Method not found" as before
+// any source, and a later source may bring another Config. A server with
+// skills of its own keeps serving them.
+func TestRemoveLastSource(t *testing.T) {
+	methods := []struct {
+		name   string
+		params exactjson.Value
+	}{
+		{skills.MethodList, exactjson.Object()},
+		{skills.MethodGet, uriParams("skill://far/one/SKILL.md")},
+		{skills.MethodDirectoryRead, uriParams("skill://far")},
+	}
+	tests := []struct {
+		name    string
+		own     bool // the server registers skills of its own
+		sources int
+	}{
+		{"one source", false, 1},
+		{"two sources", false, 2},
+		{"own skills", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := weft.NewServer(weft.Implementation{Name: "skills-test"}, &weft.Options{Logger: slog.New(slog.DiscardHandler)})
+			if tt.own {
+				if err := skills.Register(s, testSkills(t)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := wefttest.NewClient(s)
+			served := func(what string, want bool) {
+				t.Helper()
+				d, err := c.Discover(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := get(d.Capabilities, "extensions").Has(skills.ExtensionID); got != want {
+					t.Errorf("%s: extension advertised %v, want %v", what, got, want)
+				}
+				for _, m := range methods {
+					resp, err := c.Call(context.Background(), m.name, m.params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if unknown := resp.Error != nil && resp.Error.Code == weft.CodeMethodNotFound; unknown == want {
+						t.Errorf("%s: %s answered %v %s; want served %v", what, m.name, resp.Error, resp.Result, want)
+					}
+				}
+			}
+			served("before any source", tt.own)
+			var removes []func()
+			for range tt.sources {
+				remove, err := skills.AddSource(s, relayed{entries: []exactjson.Value{farEntry("one")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				removes = append(removes, remove)
+			}
+			served("with sources", true)
+			for i, remove := range removes {
+				remove()
+				served(fmt.Sprintf("after removing %d of %d sources", i+1, tt.sources), tt.own || i+1 < tt.sources)
+			}
+			removes[0]() // again: nothing changes
+			served("after a removal again", tt.own)
+			if tt.own {
+				return
+			}
+			// Nothing served: a new source may bring another Config.
+			remove, err := skills.Config{PageSize: 3, NoDirectoryRead: true}.AddSource(s, relayed{entries: []exactjson.Value{farEntry("one")}})
+			if err != nil {
+				t.Fatalf("AddSource with another Config once nothing is served: %v", err)
+			}
+			if got := skillURIs(t, call(t, c, skills.MethodList, exactjson.Object())); !slices.Equal(got, []string{"skill://far/one/SKILL.md"}) {
+				t.Errorf("the new source: %v", got)
+			}
+			if e := callErr(t, c, skills.MethodDirectoryRead, uriParams("skill://far")); e.Code != weft.CodeMethodNotFound {
+				t.Errorf("directory read without it in the new Config: %v", e)
+			}
+			remove()
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -155,15 +156,29 @@ type run struct {
 
 	mu        sync.Mutex
 	steps     map[string]*stepRun // by task ID: the steps claimed and not yet ended or released
+	claiming  bool                // a Store.Claim call has not returned
 	cutOff    bool
 	abandoned bool
 }
+
+// stepPhase is where a claimed step is; a stopping Run reports the steps it
+// still waits for by phase.
+type stepPhase int
+
+const (
+	stepAhead     stepPhase = iota // claimed ahead, waiting for a worker
+	stepHandingIn                  // claimed ahead, its lease being given back unrun
+	stepRunning                    // its handler runs
+	stepEnding                     // its handler returned: its outcome being stored, or its lease released
+	stepPhases
+)
 
 // stepRun is a claimed step: waiting for a worker (cancel nil) or running.
 type stepRun struct {
 	rec    *Record
 	cancel context.CancelCauseFunc // set under run.mu when the step starts
 	poke   chan struct{}           // a cancellation event came: renew (and learn of it) at once
+	phase  stepPhase               // under run.mu
 }
 
 func (r *Runner) config() (Runner, error) {
@@ -210,9 +225,11 @@ func (r *Runner) config() (Runner, error) {
 // for running steps, cancels the ones still running (their leases are
 // released, so another instance takes them over at once) and waits up to
 // ShutdownTimeout more for their handlers to return. It returns nil after a
-// clean stop, an error if the configuration is invalid, the store cannot be
-// subscribed to, or handlers ignored cancellation (their late outcomes are
-// discarded).
+// clean stop, an error if the configuration is invalid or the store cannot
+// be subscribed to, and an error naming what it gave up waiting for after
+// the second ShutdownTimeout: handlers that ignored cancellation (their late
+// outcomes are discarded), step outcomes still being stored, steps claimed
+// ahead still being handed back, or a claim the store has not answered.
 func (r *Runner) Run(ctx context.Context) error {
 	cfg, err := r.config()
 	if err != nil {
@@ -269,9 +286,58 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	rn.mu.Lock()
 	rn.abandoned = true
-	n = len(rn.steps)
 	rn.mu.Unlock()
-	return fmt.Errorf("task: runner stopped with %d handlers ignoring cancellation", n)
+	select {
+	case <-done: // ended as the timer fired
+		return nil
+	default:
+	}
+	return fmt.Errorf("task: runner stopped after %v waiting for %s", 2*cfg.ShutdownTimeout, rn.pending())
+}
+
+// pending describes what a stopping run still waits for: the steps by
+// phase and a claim in flight.
+func (rn *run) pending() string {
+	rn.mu.Lock()
+	var n [stepPhases]int
+	for _, st := range rn.steps {
+		n[st.phase]++
+	}
+	claiming := rn.claiming
+	rn.mu.Unlock()
+	var parts []string
+	add := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", n, many))
+		}
+	}
+	add(n[stepRunning], "handler ignoring cancellation", "handlers ignoring cancellation")
+	add(n[stepEnding], "step outcome being stored", "step outcomes being stored")
+	add(n[stepAhead]+n[stepHandingIn], "step claimed ahead being handed back", "steps claimed ahead being handed back")
+	if claiming {
+		parts = append(parts, "a claim the store has not answered")
+	}
+	if len(parts) == 0 {
+		return "the claim loop"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// setPhase moves st to phase p.
+func (rn *run) setPhase(st *stepRun, p stepPhase) {
+	rn.mu.Lock()
+	st.phase = p
+	rn.mu.Unlock()
+}
+
+// setClaiming records whether a Store.Claim call is in flight.
+func (rn *run) setClaiming(on bool) {
+	rn.mu.Lock()
+	rn.claiming = on
+	rn.mu.Unlock()
 }
 
 // dispatch turns bus events into worker wake-ups and cancellation pokes.
@@ -413,7 +479,9 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 					// short is unknown, so its steps would stay leased.
 					cctx, cancel := context.WithTimeout(rn.base, min(lease, rn.cfg.ShutdownTimeout))
 					defer cancel()
+					rn.setClaiming(true)
 					recs, err := rn.cfg.Store.Claim(cctx, rn.cfg.WorkerID, lease, want)
+					rn.setClaiming(false)
 					results <- claimResult{recs: recs, err: err, asked: want, at: at, wakes: seen}
 				}()
 			}
@@ -433,6 +501,19 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		case res := <-results:
 			inFlight = false
 			returned := time.Now()
+			// Count first the workers freed before the claim returned but
+			// not yet received here (select picks among ready cases at
+			// random): they were freed during the claim, and they take
+			// its steps now rather than after a wait in the queue.
+			for counted := false; !counted; {
+				select {
+				case <-freed:
+					free++
+					freedDuring++
+				default:
+					counted = true
+				}
+			}
 			ahead = min(2*freedDuring, 2*workers)
 			if returned.Sub(res.at) >= lease/3 {
 				ahead = 0 // claims this slow leave no time to wait for a worker
@@ -504,6 +585,7 @@ func (rn *run) untrack(st *stepRun) {
 // taken back, so MaxAttempts counts only the runs.
 func (rn *run) releaseAhead(st *stepRun, why string) {
 	defer rn.untrack(st)
+	rn.setPhase(st, stepHandingIn)
 	ctx, cancel := context.WithTimeout(rn.base, 5*time.Second)
 	defer cancel()
 	log := rn.log.With("task", st.rec.ID, "step", st.rec.Step, "attempt", st.rec.Attempts)
@@ -532,6 +614,7 @@ func (rn *run) runStep(st *stepRun, claimed time.Time, release func()) {
 	defer free()
 	log := rn.log.With("task", rec.ID, "operation", rec.Operation, "step", rec.Step, "attempt", rec.Attempts)
 	if rn.cfg.MaxAttempts > 0 && rec.Attempts > rn.cfg.MaxAttempts {
+		rn.setPhase(st, stepEnding)
 		log.Error("task runner: step exceeded max attempts; failing task", "max_attempts", rn.cfg.MaxAttempts)
 		rn.finish(log, rec, Fail(json.RawMessage(InternalErrorJSON)))
 		return
@@ -540,6 +623,7 @@ func (rn *run) runStep(st *stepRun, claimed time.Time, release func()) {
 	defer cancel(nil)
 	rn.mu.Lock()
 	st.cancel = cancel
+	st.phase = stepRunning
 	if rn.cutOff {
 		cancel(ErrShutdown)
 	}
@@ -549,6 +633,7 @@ func (rn *run) runStep(st *stepRun, claimed time.Time, release func()) {
 	var hb sync.WaitGroup
 	hb.Go(func() { rn.heartbeat(hbCtx, log, st, claimed) })
 	out, panicked, err := rn.call(stepCtx, log, &Job{rec: rec, store: rn.cfg.Store})
+	rn.setPhase(st, stepEnding)
 	stopHB()
 	hb.Wait()
 	rn.storing <- struct{}{}

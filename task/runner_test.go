@@ -22,6 +22,9 @@ type faultyStore struct {
 	renewFails  atomic.Int64 // remaining Renew failures; negative = forever
 	finishFails atomic.Int64
 	deaf        bool // Subscribe never delivers (like another process's store)
+	// claimHang and finishHang make Claim and Finish hang that long, deaf
+	// to their contexts (like a database that stopped answering), then fail.
+	claimHang, finishHang time.Duration
 }
 
 var errInjected = errors.New("injected transient failure")
@@ -45,7 +48,19 @@ func (f *faultyStore) Renew(ctx context.Context, id string, fence int64, lease t
 	return f.Store.Renew(ctx, id, fence, lease)
 }
 
+func (f *faultyStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+	if f.claimHang > 0 {
+		time.Sleep(f.claimHang)
+		return nil, errInjected
+	}
+	return f.Store.Claim(ctx, worker, lease, max)
+}
+
 func (f *faultyStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
+	if f.finishHang > 0 {
+		time.Sleep(f.finishHang)
+		return nil, errInjected
+	}
 	if take(&f.finishFails) {
 		return nil, errInjected
 	}
@@ -322,43 +337,60 @@ func TestRunnerFinishRetries(t *testing.T) {
 	})
 }
 
+// TestRunnerShutdown: Run drains running steps, cuts off overrunning ones,
+// and, when something still runs after the second ShutdownTimeout, returns
+// an error naming it: handlers, outcomes the store does not take, or a
+// claim it does not answer.
 func TestRunnerShutdown(t *testing.T) {
+	complete := func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		return task.Complete(json.RawMessage(`{}`)), nil
+	}
 	tests := []struct {
 		name    string
 		handler task.Handler
-		wantErr bool
+		store   func(*faultyStore)
+		wantErr string // "": Run returns nil
 		status  task.Status
 		leased  bool
 	}{
 		{"drains running steps", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			time.Sleep(5 * time.Second)
 			return task.Complete(json.RawMessage(`{}`)), nil
-		}, false, task.Completed, false},
+		}, nil, "", task.Completed, false},
 		{"cuts off overrunning steps", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			<-ctx.Done()
 			if !errors.Is(context.Cause(ctx), task.ErrShutdown) {
 				return task.Outcome{}, fmt.Errorf("cause %v", context.Cause(ctx))
 			}
 			return task.Outcome{}, ctx.Err()
-		}, false, task.Working, false}, // released for another runner at once
+		}, nil, "", task.Working, false}, // released for another runner at once
 		{"gives up on handlers ignoring cancellation", func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			time.Sleep(time.Hour)
 			return task.Complete(json.RawMessage(`{}`)), nil
-		}, true, task.Working, true},
+		}, nil, "task: runner stopped after 20s waiting for 1 handler ignoring cancellation", task.Working, true},
+		{"gives up on an outcome the store does not take", complete,
+			func(f *faultyStore) { f.finishHang = time.Hour },
+			"task: runner stopped after 20s waiting for 1 step outcome being stored", task.Working, true},
+		{"gives up on a claim the store does not answer", complete,
+			func(f *faultyStore) { f.claimHang = time.Hour },
+			"task: runner stopped after 20s waiting for a claim the store has not answered", task.Working, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t)
+				if tc.store != nil {
+					tc.store(h.store)
+				}
 				h.start(task.Runner{Handler: tc.handler, ShutdownTimeout: 10 * time.Second})
 				id := h.create(task.NewTask{})
 				time.Sleep(time.Second)
 				h.stop()
 				err := <-h.done
-				if (err != nil) != tc.wantErr {
-					t.Fatalf("Run = %v, want error %v", err, tc.wantErr)
+				if got := fmt.Sprint(err); tc.wantErr == "" && err != nil || tc.wantErr != "" && got != tc.wantErr {
+					t.Errorf("Run = %v, want %q", err, tc.wantErr)
 				}
-				time.Sleep(2 * time.Hour) // let ignored handlers return; their outcome is dropped
+				time.Sleep(2 * time.Hour) // let ignored handlers and hung stores return; their outcome is dropped
 				r := h.get(id)
 				if r.Status != tc.status || (r.LeaseOwner != "") != tc.leased {
 					t.Fatalf("after shutdown: %s lease %q; want %s, leased %v", r.Status, r.LeaseOwner, tc.status, tc.leased)

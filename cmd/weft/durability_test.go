@@ -110,6 +110,26 @@ func waitStatus(t *testing.T, c func() *client.Client, id, want string, within t
 	}
 }
 
+// waitCollecting waits until the first step of report task id runs: its
+// status message says it is collecting data.
+func waitCollecting(t *testing.T, c *client.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v := taskGet(t, c, id)
+		if msg, _ := v.Get("statusMessage"); strings.Contains(msg.String(), "collecting data") {
+			if st := status(v); st != "working" {
+				t.Fatalf("task %s collecting data: status %s, want working", id, st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: the step never ran: %s", id, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func answerCharts(t *testing.T, c *client.Client, id string) {
 	t.Helper()
 	_, err := c.Call(context.Background(), "tasks/update", exactjson.Object(
@@ -140,10 +160,7 @@ func TestTaskSurvivesSIGKILL(t *testing.T) {
 	p := spawnServe(t, addr, args...)
 	c := taskClient(t, addr)
 	id := startReport(t, c, "crashes")
-	time.Sleep(300 * time.Millisecond) // the first step is collecting data now
-	if st := status(taskGet(t, c, id)); st != "working" {
-		t.Fatalf("before the crash: %s", st)
-	}
+	waitCollecting(t, c, id) // the first step is running: killed in its middle
 	p.kill()
 
 	spawnServe(t, addr, args...)
@@ -179,17 +196,7 @@ func TestFleetOnPostgres(t *testing.T) {
 
 	// A worker killed on A is taken over by B within its lease.
 	id := startReport(t, ca, "takeover")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v := taskGet(t, ca, id)
-		if msg, _ := v.Get("statusMessage"); strings.Contains(msg.String(), "collecting data") {
-			break // A's worker holds the step
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("A never ran the step: %s", v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCollecting(t, ca, id) // A's worker holds the step
 	a.kill()
 	spawnServe(t, addrB, append([]string{"--data", filepath.Join(dir, "b")}, common...)...)
 	cb := taskClient(t, addrB)

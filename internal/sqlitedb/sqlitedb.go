@@ -7,30 +7,66 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// Config says how to open a database.
+// Defaults of Config.
+const (
+	DefaultBusyTimeout = 10 * time.Second
+	DefaultSynchronous = "FULL"
+	DefaultReadConns   = 4
+)
+
+// Config says how to open a database. Its zero value is the defaults.
 type Config struct {
 	// BusyTimeout is how long a connection waits for another process's
-	// lock.
+	// lock (DefaultBusyTimeout if not positive).
 	BusyTimeout time.Duration
-	// Synchronous is SQLite's synchronous setting: "FULL" or "NORMAL".
+	// Synchronous is SQLite's synchronous setting: "FULL" or "NORMAL", in
+	// any case (DefaultSynchronous if empty).
 	Synchronous string
 	// Pragmas are further pragmas for every connection, such as
 	// "foreign_keys(1)".
 	Pragmas []string
-	// ReadConns bounds the read-only connections (at least 1).
+	// ReadConns bounds the read-only connections (DefaultReadConns if not
+	// positive).
 	ReadConns int
+	// Invalid is the error that the errors of a path or setting Open
+	// refuses wrap: the calling store's ErrInvalid.
+	Invalid error
 }
 
-// Open opens the writer and the readers of the database at path (a plain
-// file path). The caller closes both.
+// Open opens the writer and the readers of the database at path, a plain
+// file path (not ":memory:", a "file:" URI or one with a query). The caller
+// closes both.
 func Open(path string, c Config) (write, read *sql.DB, err error) {
+	invalid := c.Invalid
+	if invalid == nil {
+		invalid = errors.New("invalid")
+	}
+	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, nil, fmt.Errorf("open %q: need a plain file path: %w", path, invalid)
+	}
+	if c.BusyTimeout <= 0 {
+		c.BusyTimeout = DefaultBusyTimeout
+	}
+	switch mode := strings.ToUpper(c.Synchronous); mode {
+	case "":
+		c.Synchronous = DefaultSynchronous
+	case "FULL", "NORMAL":
+		c.Synchronous = mode
+	default:
+		return nil, nil, fmt.Errorf("open %s: synchronous %q (want FULL or NORMAL): %w", path, c.Synchronous, invalid)
+	}
+	if c.ReadConns <= 0 {
+		c.ReadConns = DefaultReadConns
+	}
 	params := url.Values{}
 	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.BusyTimeout.Milliseconds()))
 	params.Add("_pragma", "journal_mode(WAL)")
@@ -53,8 +89,7 @@ func Open(path string, c Config) (write, read *sql.DB, err error) {
 		_ = write.Close()
 		return nil, nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
-	n := max(c.ReadConns, 1)
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
+	read.SetMaxOpenConns(c.ReadConns)
+	read.SetMaxIdleConns(c.ReadConns)
 	return write, read, nil
 }

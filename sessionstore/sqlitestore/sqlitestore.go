@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/weftmcp/weft/internal/slotwait"
@@ -78,9 +77,6 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 // Open opens (creating if missing) the database file at path and its
 // tables.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path: %w", path, sessionstore.ErrInvalid)
-	}
 	if opts.Prefix == "" {
 		opts.Prefix = "weft_"
 	}
@@ -90,14 +86,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := opts.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 100 * time.Millisecond
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
 	}
 	if opts.PurgeBatch <= 0 {
 		opts.PurgeBatch = 200
@@ -106,7 +96,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	write, read, err := sqlitedb.Open(path, sqlitedb.Config{BusyTimeout: opts.BusyTimeout, Synchronous: "NORMAL",
-		Pragmas: []string{"foreign_keys(1)"}, ReadConns: opts.ReadConns})
+		Pragmas: []string{"foreign_keys(1)"}, ReadConns: opts.ReadConns, Invalid: sessionstore.ErrInvalid})
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}

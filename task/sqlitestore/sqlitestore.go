@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,34 +80,18 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // schema if missing, and returns the store. path is a file path (not a
 // ":memory:" database or a URI) and must not contain '?'.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" || strings.ContainsRune(path, '?') || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlitestore: open %q: need a plain file path: %w", path, task.ErrInvalid)
-	}
 	if opts.Table == "" {
 		opts.Table = "weft_tasks"
 	}
 	if !identRE.MatchString(opts.Table) {
 		return nil, fmt.Errorf("sqlitestore: open: table name %q: %w", opts.Table, task.ErrInvalid)
 	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	switch strings.ToUpper(opts.Synchronous) {
-	case "":
-		opts.Synchronous = "FULL"
-	case "FULL", "NORMAL":
-	default:
-		return nil, fmt.Errorf("sqlitestore: open: synchronous %q (want FULL or NORMAL): %w", opts.Synchronous, task.ErrInvalid)
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 
 	write, read, err := sqlitedb.Open(path, sqlitedb.Config{BusyTimeout: opts.BusyTimeout,
-		Synchronous: strings.ToUpper(opts.Synchronous), ReadConns: opts.ReadConns})
+		Synchronous: opts.Synchronous, ReadConns: opts.ReadConns, Invalid: task.ErrInvalid})
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}

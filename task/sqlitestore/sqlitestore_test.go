@@ -108,23 +108,28 @@ func TestReopenKeepsTasks(t *testing.T) {
 func TestOpenInvalid(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
-		name string
-		path string
-		opts sqlitestore.Options
+		name    string
+		path    string
+		opts    sqlitestore.Options
+		invalid bool // the error is task.ErrInvalid
 	}{
-		{"empty path", "", sqlitestore.Options{}},
-		{"memory", ":memory:", sqlitestore.Options{}},
-		{"uri", "file:x.db", sqlitestore.Options{}},
-		{"query", filepath.Join(dir, "x.db?mode=ro"), sqlitestore.Options{}},
-		{"bad table", filepath.Join(dir, "x.db"), sqlitestore.Options{Table: "drop table;"}},
-		{"bad synchronous", filepath.Join(dir, "x.db"), sqlitestore.Options{Synchronous: "OFF"}},
-		{"missing dir", filepath.Join(dir, "no", "such", "dir", "x.db"), sqlitestore.Options{}},
+		{"empty path", "", sqlitestore.Options{}, true},
+		{"memory", ":memory:", sqlitestore.Options{}, true},
+		{"uri", "file:x.db", sqlitestore.Options{}, true},
+		{"query", filepath.Join(dir, "x.db?mode=ro"), sqlitestore.Options{}, true},
+		{"bad table", filepath.Join(dir, "x.db"), sqlitestore.Options{Table: "drop table;"}, true},
+		{"bad synchronous", filepath.Join(dir, "x.db"), sqlitestore.Options{Synchronous: "OFF"}, true},
+		{"missing dir", filepath.Join(dir, "no", "such", "dir", "x.db"), sqlitestore.Options{}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if s, err := sqlitestore.Open(t.Context(), tc.path, tc.opts); err == nil {
+			s, err := sqlitestore.Open(t.Context(), tc.path, tc.opts)
+			if err == nil {
 				_ = s.Close()
 				t.Fatalf("Open succeeded, want error")
+			}
+			if errors.Is(err, task.ErrInvalid) != tc.invalid {
+				t.Errorf("Open = %v; want ErrInvalid %v", err, tc.invalid)
 			}
 		})
 	}

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/internal/limitsdoc"
+)
+
+// gatewayLimits are the gateway's limits, in the order of its section of
+// docs/limits.md. consts names the package's unexported constants a row
+// documents (the doc names exported identifiers only).
+var gatewayLimits = []struct {
+	limitsdoc.Limit
+	consts []string
+}{
+	{Limit: limitsdoc.Limit{Doc: "processes of a 2025-era command upstream", Names: []string{"UpstreamConfig.MaxProcesses", "DefaultMaxProcesses", "MaxProcessesCeiling"},
+		Default: limitsdoc.Num(DefaultMaxProcesses), Ceiling: limitsdoc.Num(MaxProcessesCeiling), Past: []string{"-31050"}}},
+	{Limit: limitsdoc.Limit{Doc: "upstream call time", Names: []string{"UpstreamConfig.CallTimeout", "DefaultCallTimeout"},
+		Default: limitsdoc.Dur(DefaultCallTimeout), Past: []string{"-31050"}}},
+	{Limit: limitsdoc.Limit{Doc: "upstream connect time", Names: []string{"UpstreamConfig.ConnectTimeout", "DefaultConnectTimeout"},
+		Default: limitsdoc.Dur(DefaultConnectTimeout), Past: []string{"-31050"}}},
+	{Limit: limitsdoc.Limit{Doc: "command stop, per stage", Names: []string{"UpstreamConfig.ShutdownTimeout", "DefaultShutdownTimeout"},
+		Default: limitsdoc.Dur(DefaultShutdownTimeout), Past: []string{"SIGKILL"}}},
+	{Limit: limitsdoc.Limit{Doc: "input rounds per parked call", Names: []string{"InputConfig.MaxRounds", "DefaultMaxRounds", "MaxRoundsCeiling"},
+		Default: limitsdoc.Num(DefaultMaxRounds), Ceiling: limitsdoc.Num(MaxRoundsCeiling), Past: []string{"-32603"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked calls", Names: []string{"InputConfig.MaxParked", "DefaultMaxParked", "MaxParkedCeiling"},
+		Default: limitsdoc.Num(DefaultMaxParked), Ceiling: limitsdoc.Num(MaxParkedCeiling), Past: []string{"-32603", "retry later"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked calls per partition", Names: []string{"InputConfig.MaxParkedPerPartition", "DefaultMaxParkedPerPartition", "MaxParkedCeiling"},
+		Default: limitsdoc.Num(DefaultMaxParkedPerPartition), Ceiling: limitsdoc.Num(MaxParkedCeiling), Past: []string{"-32603", "retry later"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked call lifetime", Names: []string{"InputConfig.Lifetime", "DefaultLifetime", "MaxLifetime"},
+		Default: limitsdoc.Dur(DefaultLifetime), Ceiling: limitsdoc.Dur(MaxLifetime), Past: []string{"cancelled upstream", "-32602"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked call lease", Names: []string{"InputConfig.Lease", "DefaultLease", "MaxLease"},
+		Default: limitsdoc.Dur(DefaultLease), Ceiling: limitsdoc.Dur(MaxLease), Past: []string{"-32602"}}},
+	{Limit: limitsdoc.Limit{Doc: "an upstream's requests unanswered during one call", Names: []string{"client.MaxServerRequests"},
+		Default: limitsdoc.Num(client.MaxServerRequests), Past: []string{"-31050", "broke the protocol"}}},
+	{Limit: limitsdoc.Limit{Doc: "configuration document", Default: limitsdoc.Num(maxConfigBytes), Past: []string{"configuration error"}},
+		consts: []string{"maxConfigBytes"}},
+	{Limit: limitsdoc.Limit{Doc: "upstream message (stdio line, HTTP body or SSE event)", Names: []string{"exactjson.MaxInputBytesCeiling"},
+		Default: limitsdoc.Num(maxLine), Past: []string{"-31050"}}, consts: []string{"maxLine"}},
+	{Limit: limitsdoc.Limit{Doc: "auto-detection probe", Default: limitsdoc.Dur(autoDetectTimeout), Past: []string{"initialize"}},
+		consts: []string{"autoDetectTimeout"}},
+	{Limit: limitsdoc.Limit{Doc: "closing a 2025 HTTP session", Default: limitsdoc.Dur(closeTimeout), Past: []string{"abandoned"}},
+		consts: []string{"closeTimeout"}},
+	{Limit: limitsdoc.Limit{Doc: "resource subscriptions per upstream", Default: limitsdoc.Num(maxResourceSubscriptions), Past: []string{"not relayed"}},
+		consts: []string{"maxResourceSubscriptions"}},
+	{Limit: limitsdoc.Limit{Doc: "pages of a relayed directory read", Default: limitsdoc.Num(maxDirectoryPages), Past: []string{"-31050"}},
+		consts: []string{"maxDirectoryPages"}},
+	{Limit: limitsdoc.Limit{Doc: "URL interactions of a relayed -32042", Default: limitsdoc.Num(maxURLElicitations), Past: []string{"untranslated"}},
+		consts: []string{"maxURLElicitations"}},
+	{Limit: limitsdoc.Limit{Doc: "callers' cached views of a mount", Default: limitsdoc.Num(maxCallerViews), Past: []string{"dropped"}},
+		consts: []string{"maxCallerViews"}},
+}
+
+// notLimits are the package's constants named like limits that bound
+// nothing a client or an upstream makes large.
+var notLimits = map[string]string{
+	"maxIdleConnsPerUpstream": "the idle connections kept for reuse; more are opened and closed as needed",
+	"callerListTTL":           "how long a caller's view of a mount is reused, a freshness window",
+	"failTimeout":             "a kind of failure, not a bound",
+}
+
+// TestLimitsDoc holds the gateway's limits to its section of
+// docs/limits.md, both ways, and fails when a constant of the package named
+// like a limit is in no row (nor in notLimits).
+func TestLimitsDoc(t *testing.T) {
+	all, err := limitsdoc.Parse("../docs/limits.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := limitsdoc.InSections(all, "Gateway")
+	if len(rows) == 0 {
+		t.Fatal("docs/limits.md has no Gateway section")
+	}
+	var limits []limitsdoc.Limit
+	covered := map[string]bool{}
+	for _, l := range gatewayLimits {
+		limits = append(limits, l.Limit)
+		for _, n := range append(slices.Clone(l.Names), l.consts...) {
+			covered[n] = true
+		}
+	}
+	for _, e := range limitsdoc.Check(rows, limits) {
+		t.Error(e)
+	}
+	consts, err := limitsdoc.Constants(".", limitsdoc.LimitName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range consts {
+		if !covered[c] && notLimits[c] == "" {
+			t.Errorf("constant %s names a limit that docs/limits.md (Gateway) and gatewayLimits lack", c)
+		}
+	}
+	for c := range notLimits {
+		if !slices.Contains(consts, c) {
+			t.Errorf("notLimits names %s, which the package does not declare", c)
+		}
+	}
+}
+
+// TestConfigCeilings: each configured bound is accepted at its ceiling and
+// refused one past it (and below zero).
+func TestConfigCeilings(t *testing.T) {
+	base := func() Config {
+		return Config{Upstreams: []UpstreamConfig{{Name: "up", Command: "true"}}}
+	}
+	tests := []struct {
+		name    string
+		set     func(c *Config, v int)
+		ceiling int
+	}{
+		{"maxProcesses", func(c *Config, v int) { c.Upstreams[0].MaxProcesses = v }, MaxProcessesCeiling},
+		{"input.maxRounds", func(c *Config, v int) { c.Input.MaxRounds = v }, MaxRoundsCeiling},
+		{"input.maxParked", func(c *Config, v int) { c.Input.MaxParked = v }, MaxParkedCeiling},
+		{"input.maxParkedPerPartition", func(c *Config, v int) { c.Input.MaxParkedPerPartition = v }, MaxParkedCeiling},
+		{"input.lifetime (minutes)", func(c *Config, v int) { c.Input.Lifetime = Duration(time.Duration(v) * time.Minute) }, int(MaxLifetime / time.Minute)},
+	}
+	for _, tc := range tests {
+		for _, v := range []int{tc.ceiling, tc.ceiling + 1, -1} {
+			t.Run(fmt.Sprintf("%s=%d", tc.name, v), func(t *testing.T) {
+				c := base()
+				tc.set(&c, v)
+				err := c.Validate()
+				if want := v >= 0 && v <= tc.ceiling; (err == nil) != want {
+					t.Errorf("Validate = %v, want accepted %v", err, want)
+				}
+			})
+		}
+	}
+}
