@@ -24,6 +24,11 @@ import (
 // descriptor per stream.
 var listenSizes = []int{1000, 10000}
 
+// readersPark is how long the fan-out waits, after starting one reader
+// goroutine per stream, for them all to block on their sockets before it
+// starts the clock (ample for 10,000 on two CPUs).
+const readersPark = 200 * time.Millisecond
+
 // listenRow is one size of the subscriptions/listen scale rows.
 type listenRow struct {
 	streams int
@@ -111,16 +116,22 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 		if ctx.Err() != nil {
 			return listenRow{}, ctx.Err()
 		}
-		var wg sync.WaitGroup
+		var wg, ready sync.WaitGroup
 		errs := make(chan error, n)
+		ready.Add(n)
 		for _, st := range streams {
 			wg.Go(func() {
 				_ = st.c.SetReadDeadline(time.Now().Add(time.Minute))
+				ready.Done()
 				if err := readUntil(st.br, "notifications/tools/list_changed"); err != nil {
 					errs <- err
 				}
 			})
 		}
+		// The clock starts once every reader waits on its socket: starting
+		// 10,000 goroutines here is this process's cost, not the fan-out's.
+		ready.Wait()
+		time.Sleep(readersPark)
 		cpu0, err := srv.cpu()
 		if err != nil {
 			return listenRow{}, err

@@ -372,7 +372,8 @@ func (r *report) markdown() string {
 			"the last one is acknowledged, each time after two garbage collections: live heap (`HeapInuse`), goroutine stacks (`StackInuse`), " +
 			"goroutines and resident set (`VmRSS`, after returning free memory to the OS); the columns are the differences divided by the streams. " +
 			"The target is judged on heap + stacks (socket buffers are the kernel's and counted nowhere here). " +
-			"Each round adds or removes a tool through a control endpoint of the server and waits until every stream has read its " +
+			"Each round starts one reader goroutine per stream, lets them all block on their sockets (200 ms, outside the clock: starting 10,000 " +
+			"goroutines is the client's cost, not the fan-out's), then adds or removes a tool through a control endpoint of the server and waits until every stream has read its " +
 			"`notifications/tools/list_changed`; the fan-out is the median round, from the control request to the last stream's read " +
 			"(client and server share the machine's CPUs), and its server CPU the median of the server process's user + system CPU time " +
 			"(`/proc/<pid>/stat`, 10 ms ticks) over the same rounds, which other load on the machine disturbs less. The peers have no `subscriptions/listen` (a 2026-07-28 method).\n\n" +
