@@ -44,7 +44,9 @@ import (
 // whose progressToken its _meta echoes, else to the only request in flight
 // with [Request.OnServerRequest], which runs once the notifications the
 // server sent the request before it are delivered. ping is answered at
-// once, and a request no OnServerRequest claims with an error.
+// once, and a request no OnServerRequest claims with an error. When a
+// request's context ends, notifications/cancelled is written before any
+// answer to its server requests, whose hooks see their contexts end too.
 type StdioTransport struct {
 	w      io.Writer
 	closer func() error
@@ -70,6 +72,14 @@ type stdioCall struct {
 	answer func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
 	ctx    context.Context
 
+	// settled is closed once the server has been told the request's fate:
+	// when Do returns, or, when the request is cancelled, once
+	// notifications/cancelled is written. Answers to the request's server
+	// requests that end with its cancellation wait for it, so the server
+	// learns of the cancellation before it can finish the request on an
+	// error answer.
+	settled chan struct{}
+
 	mu       sync.Mutex
 	items    []callItem // what the server sent for the call, in order
 	resp     *Response
@@ -92,6 +102,7 @@ type serverRequest struct {
 	params exactjson.Value
 	ctx    context.Context
 	cancel context.CancelFunc // nil: answered without a hook
+	call   *stdioCall         // the request it belongs to (nil: none)
 }
 
 func (c *stdioCall) signal() {
@@ -257,7 +268,14 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
 	}
 	key := jsonrpc.IDKey(exactjson.Int(req.ID))
-	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil}
+	cancelling := false // the cancellation's write settles the call
+	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil, settled: make(chan struct{})}
+	settle := sync.OnceFunc(func() { close(call.settled) })
+	defer func() {
+		if !cancelling {
+			settle()
+		}
+	}()
 	if req.OnServerRequest != nil {
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel() // ends the server requests still being answered
@@ -302,10 +320,12 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 	case <-ctx.Done():
 		unregister()
 		msg := cancelMsg()
+		cancelling = true
 		go func() {
 			if <-written == nil && msg != nil {
 				_ = t.write(msg)
 			}
+			settle()
 		}()
 		return nil, ctx.Err()
 	}
@@ -350,10 +370,16 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 			if resp := drain(); resp != nil {
 				return resp, nil
 			}
-			// Tell the server; do not wait for the write.
-			if msg := cancelMsg(); msg != nil {
-				go func() { _ = t.write(msg) }()
-			}
+			// Tell the server, before any answer that ends with the
+			// cancellation (settled); do not wait for the write.
+			msg := cancelMsg()
+			cancelling = true
+			go func() {
+				if msg != nil {
+					_ = t.write(msg)
+				}
+				settle()
+			}()
 			return nil, ctx.Err()
 		}
 	}
@@ -494,6 +520,7 @@ func (t *StdioTransport) serve(m message) {
 		return
 	}
 	r.ctx, r.cancel = context.WithCancel(call.ctx)
+	r.call = call
 	t.inbound[r.key] = r
 	t.mu.Unlock()
 	call.mu.Lock()
@@ -528,8 +555,15 @@ func (t *StdioTransport) answer(hook func(context.Context, string, exactjson.Val
 	t.reply(r, res, err)
 }
 
-// reply sends the answer to server request r.
+// reply sends the answer to server request r. An answer to a request of a
+// cancelled call waits until the server is told of the cancellation.
 func (t *StdioTransport) reply(r *serverRequest, res exactjson.Value, err error) {
+	if r.call != nil && r.call.ctx.Err() != nil {
+		select {
+		case <-r.call.settled:
+		case <-t.done:
+		}
+	}
 	if r.cancel != nil {
 		r.cancel()
 		t.mu.Lock()

@@ -478,3 +478,39 @@ func TestStdioNotify(t *testing.T) {
 		t.Errorf("Notify after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The caller cancels a request whose server request is being answered: the
+// server reads notifications/cancelled before the answer that ends with
+// the cancellation, so it cannot mistake the error answer for the user's
+// and finish the request on it first.
+func TestStdioCancelBeforeServerRequestAnswer(t *testing.T) {
+	for i := range 20 { // the order used to depend on scheduling
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			p := newPipeServer(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{})
+			hook := func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+				return func(ctx context.Context, _ string, _ exactjson.Value) (exactjson.Value, error) {
+					close(started)
+					<-ctx.Done()
+					return exactjson.Value{}, ctx.Err()
+				}
+			}
+			calls := p.startCalls(ctx, []pipeCall{{hook: true}}, hook)
+			p.send(`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`)
+			<-started
+			cancel()
+			first, second := p.next(), p.next()
+			if !strings.Contains(first, `"method":"notifications/cancelled"`) || !strings.Contains(first, `"requestId":1`) {
+				t.Fatalf("first line after the cancellation: %s, want notifications/cancelled of request 1 (then %s)", first, second)
+			}
+			if !strings.HasPrefix(second, `{"jsonrpc":"2.0","id":"s","error":`) {
+				t.Fatalf("second line %s, want the server request's error answer", second)
+			}
+			if r := <-calls[0]; !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("call: %+v", r)
+			}
+		})
+	}
+}
