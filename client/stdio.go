@@ -57,6 +57,9 @@ type StdioTransport struct {
 	calls    jsonrpc.Calls[*stdioCall]
 	inbound  map[string]*serverRequest // server requests being answered, by id key
 	unrouted func(Notification)
+	// unanswered counts the server requests whose answer is not written
+	// yet (at most MaxServerRequests).
+	unanswered int
 	closed   bool
 	err      error // why the transport is closed
 	done     chan struct{}
@@ -504,13 +507,21 @@ func (t *StdioTransport) serve(m message) {
 	if r.params.Kind() != exactjson.KindObject {
 		r.params = exactjson.Object()
 	}
-	if m.method == "ping" {
-		go t.reply(r, exactjson.Object(), nil)
-		return
-	}
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
+		return
+	}
+	if t.unanswered >= MaxServerRequests {
+		t.mu.Unlock()
+		t.fail(fmt.Errorf("%w: %w: the server sent more than %d requests of its own without waiting for their answers",
+			ErrClosed, ErrProtocol, MaxServerRequests))
+		return
+	}
+	t.unanswered++
+	if m.method == "ping" {
+		t.mu.Unlock()
+		go t.reply(r, exactjson.Object(), nil)
 		return
 	}
 	call := t.claimLocked(metaOf(r.params), func(c *stdioCall) bool { return c.answer != nil })
@@ -573,6 +584,9 @@ func (t *StdioTransport) reply(r *serverRequest, res exactjson.Value, err error)
 		t.mu.Unlock()
 	}
 	_ = t.write(encodeAnswer(r.id, res, err))
+	t.mu.Lock()
+	t.unanswered--
+	t.mu.Unlock()
 }
 
 // encodeAnswer encodes the response to a server request.

@@ -514,3 +514,40 @@ func TestStdioCancelBeforeServerRequestAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A server that keeps sending requests of its own without waiting for
+// their answers breaks the transport at MaxServerRequests unanswered ones,
+// instead of holding a goroutine and a hook for each.
+func TestStdioServerRequestsBounded(t *testing.T) {
+	p := newPipeServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	running := 0
+	hook := func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+		return func(ctx context.Context, _ string, _ exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			running++
+			mu.Unlock()
+			<-ctx.Done() // the user never answers
+			return exactjson.Value{}, ctx.Err()
+		}
+	}
+	calls := p.startCalls(ctx, []pipeCall{{hook: true}}, hook)
+	for i := range MaxServerRequests {
+		p.sendSync(fmt.Sprintf(`{"jsonrpc":"2.0","id":"s%d","method":"elicitation/create","params":{}}`, i))
+	}
+	if err := p.tr.Err(); err != nil {
+		t.Fatalf("the transport broke at %d server requests: %v", MaxServerRequests, err)
+	}
+	p.send(`{"jsonrpc":"2.0","id":"over","method":"ping"}`)
+	r := <-calls[0]
+	if !errors.Is(r.err, ErrProtocol) || !errors.Is(r.err, ErrClosed) || !strings.Contains(r.err.Error(), "requests of its own") {
+		t.Fatalf("call: %v, want the transport broken by the server's requests", r.err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if running > MaxServerRequests {
+		t.Fatalf("%d hooks ran, more than %d", running, MaxServerRequests)
+	}
+}
