@@ -60,12 +60,12 @@ type StdioTransport struct {
 	// unanswered counts the server requests whose answer is not written
 	// yet (at most MaxServerRequests).
 	unanswered int
-	closed   bool
-	err      error // why the transport is closed
-	done     chan struct{}
-	closeMu  sync.Once
-	maxLine  int
-	closeErr error
+	closed     bool
+	err        error // why the transport is closed
+	done       chan struct{}
+	closeMu    sync.Once
+	maxLine    int
+	closeErr   error
 }
 
 type stdioCall struct {
