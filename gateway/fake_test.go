@@ -71,10 +71,11 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"askwork","description":"Asks once, then works until cancelled.","inputSchema":{"type":"object"}},` +
 		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
 		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
-		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}},` +
-		`{"name":"chatter","description":"Answers after 100 lines of noise (with fakeNoiseEnv).","inputSchema":{"type":"object"}}]}`
+		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}}]}`
 	noisy := os.Getenv(fakeNoiseEnv) != ""
 	if noisy {
+		tools = strings.TrimSuffix(tools, "]}") +
+			`,{"name":"chatter","description":"Answers after 100 lines of noise.","inputSchema":{"type":"object"}}]}`
 		write("Fake MCP server 1.0 starting (stdio)")
 		write(`{"level":"info","msg":"ready"}`)
 	}
