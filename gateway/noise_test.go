@@ -53,8 +53,11 @@ const (
 // logged quotes the garbage; without the option the upstream cannot even
 // start.
 func TestUpstreamStdoutNoise(t *testing.T) {
+	var fakeLog string
 	noisy := func(t *testing.T, mode string) gateway.UpstreamConfig {
-		up, _ := fakeUpstream(t, "noisy")
+		up, log := fakeUpstream(t, "noisy")
+		fakeLog = log
+		up.MaxProcesses = 1 // one process, whose lines the test counts
 		up.Env[fakeNoiseEnv] = "1"
 		up.StdoutNoise = mode
 		up.CallTimeout = gateway.Duration(500 * time.Millisecond)
@@ -100,6 +103,7 @@ func TestUpstreamStdoutNoise(t *testing.T) {
 		if rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "did not answer in time") {
 			t.Fatalf("garbage: %v, want -31050 did not answer in time", err)
 		}
+		waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, fakeLog), "cancelled") })
 		failed := strings.Join(logs.records("upstream call failed"), "")
 		if !strings.Contains(failed, "deadline exceeded") || !strings.Contains(failed, `wrote 2 lines that are no MCP messages on stdout`) ||
 			!strings.Contains(failed, `handling garbage`) || !strings.Contains(failed, `this is not JSON`) {
