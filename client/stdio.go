@@ -22,11 +22,17 @@ import (
 // request whose context ends is cancelled with notifications/cancelled.
 //
 // The server must write nothing but MCP messages on its stdout, so the
-// framing is strict: a line that is not a JSON-RPC message (blank lines
-// aside) breaks the transport, failing every request in flight with an
-// error wrapping [ErrClosed] and [ErrProtocol] that quotes the line. What
-// follows such a line cannot be trusted, and a response lost in it would
-// otherwise leave its request waiting until its deadline.
+// framing is strict by default: a line that is not a JSON-RPC message
+// (blank lines aside) breaks the transport, failing every request in flight
+// with an error wrapping [ErrClosed] and [ErrProtocol] that quotes the
+// line. What follows such a line cannot be trusted, and a response lost in
+// it would otherwise leave its request waiting until its deadline.
+//
+// Many servers in the field print a banner, a warning or a log line on
+// stdout all the same. [WithNoiseHandler] accepts them: a line that is no
+// attempt at a JSON-RPC message goes to the handler and is skipped. What
+// counts as noise is narrow (see [WithNoiseHandler]); a server that speaks
+// JSON-RPC wrongly still breaks the transport.
 //
 // A notification goes to the request it belongs to, else to the unrouted
 // handler ([StdioTransport.SetUnroutedHandler]):
@@ -57,6 +63,7 @@ type StdioTransport struct {
 	calls    jsonrpc.Calls[*stdioCall]
 	inbound  map[string]*serverRequest // server requests being answered, by id key
 	unrouted func(Notification)
+	noise    func(line []byte) // set at construction only: read without mu
 	// unanswered counts the server requests whose answer is not written
 	// yet (at most MaxServerRequests).
 	unanswered int
@@ -115,10 +122,46 @@ func (c *stdioCall) signal() {
 	}
 }
 
+// StdioOption configures a [StdioTransport] at construction, before it
+// reads its first line.
+type StdioOption func(*StdioTransport)
+
+// WithNoiseHandler makes the transport tolerate a server that writes lines
+// other than MCP messages on its stdout (the spec forbids it; many servers
+// print a banner or a log line there all the same): such a line is handed
+// to f, without its line terminator, and skipped, instead of breaking the
+// transport. f runs on the transport's reader goroutine, one line at a
+// time and in the order the server wrote them; it must not block, since
+// every message after the line waits for it. line is a copy that f may
+// keep. A nil f leaves the framing strict.
+//
+// A line is noise when it is no attempt at a JSON-RPC message:
+//   - it is not JSON and does not contain "jsonrpc" in quotes (a message
+//     cut short or holding invalid UTF-8 does);
+//   - it is a JSON object without a "jsonrpc" member (a structured log
+//     line; a server that leaves jsonrpc out of its messages loses them
+//     to the handler too);
+//   - it is a JSON array none of whose elements has a "jsonrpc" member (a
+//     batch is not noise), a string, a number, true, false or null.
+//
+// Everything else stays strict: a JSON-RPC message that is malformed (a
+// jsonrpc other than "2.0", a response without id, ...) is the server
+// speaking the protocol wrongly, and a line longer than the transport's
+// bound, or JSON too deep, too large or with too long a string to parse,
+// may be an answer the transport cannot take; skipping either would leave
+// a request waiting until its deadline, so both still break the transport.
+//
+// It is an option rather than a setter so that it is in force before the
+// transport reads the first line: a server often prints its banner the
+// moment it starts.
+func WithNoiseHandler(f func(line []byte)) StdioOption {
+	return func(t *StdioTransport) { t.noise = f }
+}
+
 // NewStdioTransport runs the stdio framing over r (server to client) and w
 // (client to server). Close closes w and r when they are io.Closers.
-func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
-	t := newStdio(r, w)
+func NewStdioTransport(r io.Reader, w io.Writer, opts ...StdioOption) *StdioTransport {
+	t := newStdio(r, w, opts)
 	t.closer = func() error {
 		var errs []error
 		if c, ok := w.(io.Closer); ok {
@@ -132,12 +175,15 @@ func NewStdioTransport(r io.Reader, w io.Writer) *StdioTransport {
 	return t
 }
 
-func newStdio(r io.Reader, w io.Writer) *StdioTransport {
+func newStdio(r io.Reader, w io.Writer, opts []StdioOption) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
 		inbound: map[string]*serverRequest{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
+	}
+	for _, o := range opts {
+		o(t)
 	}
 	go t.readLoop(r)
 	return t
@@ -152,7 +198,7 @@ const CommandShutdownTimeout = 5 * time.Second
 // its transport. cmd's Stdin and Stdout must be unset; Stderr is left as
 // configured (nil discards it). Close shuts the server down the way the
 // spec asks: close its stdin, wait, then SIGTERM, then SIGKILL.
-func CommandTransport(cmd *exec.Cmd) (*StdioTransport, error) {
+func CommandTransport(cmd *exec.Cmd, opts ...StdioOption) (*StdioTransport, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("client: CommandTransport needs a command without Stdin and Stdout")
 	}
@@ -160,7 +206,7 @@ func CommandTransport(cmd *exec.Cmd) (*StdioTransport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: starting %s: %w", cmd.Path, err)
 	}
-	t := newStdio(proc.Stdout, proc.Stdin)
+	t := newStdio(proc.Stdout, proc.Stdin, opts)
 	t.closer = func() error {
 		proc.Shutdown(CommandShutdownTimeout)
 		var ee *exec.ExitError
@@ -393,7 +439,9 @@ func (t *StdioTransport) readLoop(r io.Reader) {
 	for {
 		line, err := readLine(br, t.maxLine)
 		if len(bytes.TrimSpace(line)) > 0 {
-			if perr := t.handleLine(line); perr != nil {
+			if perr := t.handleLine(line); perr != nil && t.noise != nil && isNoise(line) {
+				t.noise(bytes.Clone(line))
+			} else if perr != nil {
 				snippet := string(line)
 				if len(snippet) > 120 {
 					snippet = snippet[:120] + "..."

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,11 +24,11 @@ type pipeServer struct {
 	lines chan string
 }
 
-func newPipeServer(t *testing.T) *pipeServer {
+func newPipeServer(t *testing.T, opts ...StdioOption) *pipeServer {
 	t.Helper()
 	cr, sw := io.Pipe() // server → client
 	sr, cw := io.Pipe() // client → server
-	p := &pipeServer{t: t, tr: NewStdioTransport(cr, cw), sw: sw, lines: make(chan string, 64)}
+	p := &pipeServer{t: t, tr: NewStdioTransport(cr, cw, opts...), sw: sw, lines: make(chan string, 64)}
 	go func() {
 		defer close(p.lines)
 		br := bufio.NewReader(sr)
@@ -53,11 +54,22 @@ func (p *pipeServer) send(line string) {
 	go func() { _, _ = fmt.Fprintln(p.sw, line) }()
 }
 
-// sendSync writes one line and waits until the transport has read it.
+// sendSync writes one line and waits until the transport has read it. A
+// transport that stops reading (it broke) fails the test.
 func (p *pipeServer) sendSync(line string) {
 	p.t.Helper()
-	if _, err := fmt.Fprintln(p.sw, line); err != nil {
-		p.t.Fatalf("writing %s: %v", line, err)
+	written := make(chan error, 1)
+	go func() {
+		_, err := fmt.Fprintln(p.sw, line)
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			p.t.Fatalf("writing %q: %v", line, err)
+		}
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("the transport does not read %q (its error: %v)", line, p.tr.Err())
 	}
 }
 
@@ -331,50 +343,77 @@ func TestStdioNotificationRouting(t *testing.T) {
 	}
 }
 
+// TestStdioStrictFraming checks the lines that break the transport: every
+// one of them by default, and those that are no noise (the server speaking
+// JSON-RPC wrongly) with a noise handler too, which then sees none of them.
 func TestStdioStrictFraming(t *testing.T) {
 	tests := []struct {
-		name string
-		line string
+		name  string
+		line  string
+		noise bool // skipped with a noise handler
 	}{
-		{"not JSON", "hello from a print statement"},
-		{"not an object", `[1,2]`},
-		{"no jsonrpc member", `{"id":1,"result":{}}`},
-		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"result":{}}`},
-		{"an empty method", `{"jsonrpc":"2.0","method":""}`},
-		{"a response without id", `{"jsonrpc":"2.0","result":{}}`},
-		{"neither result nor error", `{"jsonrpc":"2.0","id":1}`},
+		{"not JSON", "hello from a print statement", true},
+		{"not an object", `[1,2]`, true},
+		{"no jsonrpc member", `{"id":1,"result":{}}`, true},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":1,"result":{}}`, false},
+		{"jsonrpc a number", `{"jsonrpc":2,"id":1,"result":{}}`, false},
+		{"an empty method", `{"jsonrpc":"2.0","method":""}`, false},
+		{"a response without id", `{"jsonrpc":"2.0","result":{}}`, false},
+		{"neither result nor error", `{"jsonrpc":"2.0","id":1}`, false},
+		{"a message cut short", `{"jsonrpc":"2.0","id":1,"result":{"content":[`, false},
+		{"a message with invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}", false},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			p := newPipeServer(t)
-			calls := p.startCalls(ctx, []pipeCall{{listen: true}}, nil)
-			p.send(tt.line)
-			var r callResult
-			select {
-			case r = <-calls[0]:
-			case <-ctx.Done():
-				t.Fatal("the call still waits after a broken line")
+		for _, handler := range []bool{false, true} {
+			if handler && tt.noise {
+				continue
 			}
-			if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) || !strings.Contains(r.err.Error(), "not a JSON-RPC message") {
-				t.Fatalf("err = %v, want ErrClosed and ErrProtocol", r.err)
+			name := tt.name
+			if handler {
+				name += "/with a noise handler"
 			}
-			if q := fmt.Sprintf("%q", tt.line); !strings.Contains(r.err.Error(), q) {
-				t.Errorf("err = %v does not quote the line %s", r.err, q)
-			}
-			select {
-			case <-p.tr.Done():
-			default:
-				t.Error("Done is not closed")
-			}
-			if err := p.tr.Err(); err == nil || err.Error() != r.err.Error() {
-				t.Errorf("Err() = %v, want %v", err, r.err)
-			}
-			if _, err := p.tr.Do(ctx, &Request{ID: 2, Method: "ping"}, nil); err == nil || err.Error() != r.err.Error() {
-				t.Errorf("a later request: %v", err)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				var opts []StdioOption
+				if handler {
+					opts = append(opts, WithNoiseHandler(func(line []byte) { t.Errorf("noise handler called with %q", line) }))
+				}
+				strictLine(t, newPipeServer(t, opts...), tt.line)
+			})
+		}
+	}
+}
+
+// strictLine checks that line breaks p's transport: its call in flight
+// fails with an error quoting the line, and so does every later one.
+func strictLine(t *testing.T, p *pipeServer, line string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	calls := p.startCalls(ctx, []pipeCall{{listen: true}}, nil)
+	p.send(line)
+	var r callResult
+	select {
+	case r = <-calls[0]:
+	case <-ctx.Done():
+		t.Fatal("the call still waits after a broken line")
+	}
+	if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) || !strings.Contains(r.err.Error(), "not a JSON-RPC message") {
+		t.Fatalf("err = %v, want ErrClosed and ErrProtocol", r.err)
+	}
+	if q := fmt.Sprintf("%q", strings.TrimSuffix(line, "\r")); len(line) <= 120 && !strings.Contains(r.err.Error(), q) {
+		t.Errorf("err = %v does not quote the line %s", r.err, q)
+	}
+	select {
+	case <-p.tr.Done():
+	default:
+		t.Error("Done is not closed")
+	}
+	if err := p.tr.Err(); err == nil || err.Error() != r.err.Error() {
+		t.Errorf("Err() = %v, want %v", err, r.err)
+	}
+	if _, err := p.tr.Do(ctx, &Request{ID: 2, Method: "ping"}, nil); err == nil || err.Error() != r.err.Error() {
+		t.Errorf("a later request: %v", err)
 	}
 }
 
@@ -478,6 +517,192 @@ func TestStdioNotify(t *testing.T) {
 		t.Errorf("Notify after Close: %v, want ErrClosed", err)
 	}
 }
+
+// noiseLines are lines servers print on stdout besides their messages, as
+// written and as the noise handler gets them (without the line terminator).
+var noiseLines = []struct{ written, got string }{
+	{"Weather server v1.2 running on stdio", "Weather server v1.2 running on stdio"},
+	{`{"level":30,"time":1764900000000,"pid":7,"msg":"listening"}`, `{"level":30,"time":1764900000000,"pid":7,"msg":"listening"}`},
+	{`{"level":"error","error":"cache miss","id":"req-3"}`, `{"level":"error","error":"cache miss","id":"req-3"}`},
+	{"WARNING: config file not found\r", "WARNING: config file not found"},
+	{"42", "42"},
+	{`"done"`, `"done"`},
+	{"null", "null"},
+	{"[1, 2, 3]", "[1, 2, 3]"},
+	{`[{"level":1}]`, `[{"level":1}]`},
+	{"caf\xe9 (Latin-1)", "caf\xe9 (Latin-1)"},
+	{"  {unbalanced", "  {unbalanced"},
+}
+
+// noiseRecorder is a noise handler that records the lines it gets.
+type noiseRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *noiseRecorder) handle(line []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, string(line))
+}
+
+func (r *noiseRecorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines)
+}
+
+// TestStdioNoise checks that a noise handler gets the lines that are no
+// JSON-RPC messages, in order, wherever the server writes them, and that
+// the calls around them succeed; without one each of them breaks the
+// transport.
+func TestStdioNoise(t *testing.T) {
+	var want []string
+	for _, n := range noiseLines {
+		want = append(want, n.got)
+	}
+	noise := func(p *pipeServer) {
+		for _, n := range noiseLines {
+			p.sendSync(n.written)
+		}
+	}
+	answer := func(p *pipeServer, id int) {
+		p.sendSync(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}`, id, id))
+	}
+	tests := []struct {
+		name  string
+		calls []pipeCall
+		// script writes the server's lines once the calls are in flight;
+		// before writes the server's lines before any call.
+		before func(p *pipeServer)
+		script func(p *pipeServer)
+		notes  [][]string // the notifications each call gets
+	}{
+		{
+			name:   "a banner before the first answer",
+			calls:  []pipeCall{{}},
+			before: noise,
+			script: func(p *pipeServer) { answer(p, 1) },
+		},
+		{
+			name:  "noise before an answer",
+			calls: []pipeCall{{}},
+			script: func(p *pipeServer) {
+				noise(p)
+				answer(p, 1)
+			},
+		},
+		{
+			name:  "noise between answers",
+			calls: []pipeCall{{}, {}},
+			script: func(p *pipeServer) {
+				answer(p, 2)
+				noise(p)
+				answer(p, 1)
+			},
+		},
+		{
+			name:  "noise among notifications with calls in flight",
+			calls: []pipeCall{{token: true, listen: true}, {token: true, listen: true}, {}},
+			script: func(p *pipeServer) {
+				p.sendSync(noiseLines[0].written)
+				p.sendSync(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1}}`)
+				for _, n := range noiseLines[1:5] {
+					p.sendSync(n.written)
+				}
+				answer(p, 3)
+				p.sendSync(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
+				for _, n := range noiseLines[5:] {
+					p.sendSync(n.written)
+				}
+				answer(p, 1)
+				answer(p, 2)
+			},
+			notes: [][]string{{"notifications/progress"}, {"notifications/progress"}, nil},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var rec noiseRecorder
+			p := newPipeServer(t, WithNoiseHandler(rec.handle))
+			if tt.before != nil {
+				tt.before(p)
+			}
+			calls := p.startCalls(ctx, tt.calls, nil)
+			tt.script(p)
+			for i, ch := range calls {
+				var r callResult
+				select {
+				case r = <-ch:
+				case <-ctx.Done():
+					t.Fatalf("call %d did not end", i+1)
+				}
+				if r.err != nil {
+					t.Fatalf("call %d: %v", i+1, r.err)
+				}
+				if n, _ := r.resp.Result.Get("n"); n.String() != fmt.Sprint(i+1) {
+					t.Errorf("call %d got the result %s", i+1, r.resp.Result.String())
+				}
+				if tt.notes != nil && !slices.Equal(r.notes, tt.notes[i]) {
+					t.Errorf("call %d got the notifications %q, want %q", i+1, r.notes, tt.notes[i])
+				}
+			}
+			// Every line before the last answer was handled before it.
+			if got := rec.got(); !slices.Equal(got, want) {
+				t.Errorf("noise handler got %q\nwant %q", got, want)
+			}
+			if err := p.tr.Err(); err != nil {
+				t.Fatalf("the transport broke: %v", err)
+			}
+		})
+	}
+	for _, n := range noiseLines {
+		t.Run("without a handler/"+n.got, func(t *testing.T) {
+			strictLine(t, newPipeServer(t), n.written)
+		})
+	}
+}
+
+// TestStdioNoiseBounds checks that a noise handler does not make the
+// transport take what it cannot read safely: a line over its bound, or
+// JSON over the parse limits (an answer too big to take, maybe).
+func TestStdioNoiseBounds(t *testing.T) {
+	tests := []struct {
+		name string
+		line string
+		want string
+	}{
+		{"a line over the bound", strings.Repeat("x", 1001), "line exceeds 1000 bytes"},
+		{"JSON too deep", strings.Repeat("[", 200) + strings.Repeat("]", 200), "exceeds MaxDepth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var rec noiseRecorder
+			p := newPipeServer(t, WithNoiseHandler(rec.handle), withMaxLine(1000))
+			calls := p.startCalls(ctx, []pipeCall{{}}, nil)
+			p.send(tt.line)
+			var r callResult
+			select {
+			case r = <-calls[0]:
+			case <-ctx.Done():
+				t.Fatal("the call still waits")
+			}
+			if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) || !strings.Contains(r.err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrClosed, ErrProtocol and %q", r.err, tt.want)
+			}
+			if got := rec.got(); len(got) > 0 {
+				t.Errorf("noise handler got %q", got)
+			}
+		})
+	}
+}
+
+// withMaxLine bounds the lines the transport reads.
+func withMaxLine(n int) StdioOption { return func(t *StdioTransport) { t.maxLine = n } }
 
 // The caller cancels a request whose server request is being answered: the
 // server reads notifications/cancelled before the answer that ends with

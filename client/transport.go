@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -164,6 +165,34 @@ func parseMessage(data []byte) (message, error) {
 		return message{kind: msgResponse, id: id, resp: &Response{Result: rv}}, nil
 	}
 	return message{}, protocolErrorf("message is neither a response nor a notification")
+}
+
+// isNoise reports whether a line that is not a valid JSON-RPC message is
+// no attempt at one either (see [WithNoiseHandler]).
+func isNoise(line []byte) bool {
+	v, err := exactjson.Parse(line, parseLimits)
+	switch {
+	case errors.Is(err, exactjson.ErrLimit):
+		return false // JSON, maybe an answer too big to take
+	case err != nil:
+		return !bytes.Contains(line, []byte(`"jsonrpc"`))
+	case v.Kind() == exactjson.KindObject:
+		return !hasJSONRPC(v)
+	case v.Kind() == exactjson.KindArray:
+		for _, e := range v.Elements() {
+			if hasJSONRPC(e) {
+				return false // a batch
+			}
+		}
+	}
+	return true
+}
+
+// hasJSONRPC reports an object with a jsonrpc member: an attempt at a
+// JSON-RPC message.
+func hasJSONRPC(v exactjson.Value) bool {
+	_, ok := v.Get("jsonrpc")
+	return ok
 }
 
 // metaOf returns params._meta.

@@ -47,6 +47,14 @@ type UpstreamConfig struct {
 	CleanEnv bool `json:"cleanEnv,omitempty"`
 	// Dir is its working directory (default: the gateway's).
 	Dir string `json:"dir,omitempty"`
+	// StdoutNoise says what a line the command writes on its stdout that
+	// is no MCP message (a banner, a warning, a log line) does: "fail" (or
+	// "", the default) breaks the connection, as the spec allows nothing
+	// else there; "log" skips the line and logs it at Warn (the first 10 of
+	// a process, then a count), and errors about the upstream quote the
+	// last few. A malformed JSON-RPC message breaks the connection either
+	// way (see client.WithNoiseHandler for what counts as noise).
+	StdoutNoise string `json:"stdoutNoise,omitempty"`
 
 	// URL is the MCP endpoint (http or https).
 	URL string `json:"url,omitempty"`
@@ -128,6 +136,12 @@ type InputConfig struct {
 	// (default 15s, 1s..5m, at most Lifetime).
 	Lease Duration `json:"lease,omitzero"`
 }
+
+// Values of UpstreamConfig.StdoutNoise.
+const (
+	StdoutNoiseFail = "fail"
+	StdoutNoiseLog  = "log"
+)
 
 // InputKinds returns the names UpstreamConfig.Inputs may hold.
 func InputKinds() []string { return []string{"form", "url", "sampling", "roots"} }
@@ -353,13 +367,18 @@ func (u *UpstreamConfig) validate() error {
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("url %q is not an http or https URL", u.URL)
 		}
-		if len(u.Args) > 0 || len(u.Env) > 0 || u.Dir != "" || u.CleanEnv {
-			return errors.New("args, env, dir and cleanEnv apply to command upstreams only")
+		if len(u.Args) > 0 || len(u.Env) > 0 || u.Dir != "" || u.CleanEnv || u.StdoutNoise != "" {
+			return errors.New("args, env, dir, cleanEnv and stdoutNoise apply to command upstreams only")
 		}
 	case u.Command != "":
 		if len(u.Headers) > 0 || u.Authorization != "" {
 			return errors.New("headers and authorization apply to url upstreams only")
 		}
+	}
+	switch u.StdoutNoise {
+	case "", StdoutNoiseFail, StdoutNoiseLog:
+	default:
+		return fmt.Errorf("stdoutNoise %q: want %q or %q", u.StdoutNoise, StdoutNoiseFail, StdoutNoiseLog)
 	}
 	switch u.Authorization {
 	case "":

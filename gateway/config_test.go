@@ -62,6 +62,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x","inputs":["form","mind"]}]}`, "json", `inputs: "mind"`},
 		{`{"upstreams":[{"name":"a","url":"http://h/","maxProcesses":2}]}`, "json", "command upstreams only"},
 		{`{"upstreams":[{"name":"a","command":"x","maxProcesses":-1}]}`, "json", "maxProcesses"},
+		{`{"upstreams":[{"name":"a","url":"http://h/","stdoutNoise":"log"}]}`, "json", "stdoutNoise apply to command upstreams only"},
+		{`{"upstreams":[{"name":"a","url":"http://h/","stdoutNoise":"fail"}]}`, "json", "command upstreams only"},
+		{`{"upstreams":[{"name":"a","command":"x","stdoutNoise":"ignore"}]}`, "json", `stdoutNoise "ignore": want "fail" or "log"`},
+		{"upstreams:\n  - name: a\n    command: x\n    stdoutNoise: true\n", "yaml", "stdoutNoise"},
 		{"upstreams: [", "yaml", "YAML"},
 		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", "unknown field"},
 		{`{}`, "toml", "unknown configuration format"},
@@ -69,6 +73,22 @@ func TestParseConfigErrors(t *testing.T) {
 		_, err := ParseConfig([]byte(tc.doc), tc.format)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseConfig(%s) = %v, want an error with %q", tc.doc, err, tc.want)
+		}
+	}
+}
+
+func TestStdoutNoiseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		doc, format, want string
+	}{
+		{`{"upstreams":[{"name":"a","command":"x"}]}`, "json", ""},
+		{`{"upstreams":[{"name":"a","command":"x","stdoutNoise":"fail"}]}`, "json", StdoutNoiseFail},
+		{`{"upstreams":[{"name":"a","command":"x","stdoutNoise":"log"}]}`, "json", StdoutNoiseLog},
+		{"upstreams:\n  - name: a\n    command: x\n    stdoutNoise: log\n", "yaml", StdoutNoiseLog},
+	} {
+		c, err := ParseConfig([]byte(tc.doc), tc.format)
+		if err != nil || c.Upstreams[0].StdoutNoise != tc.want {
+			t.Errorf("ParseConfig(%s) = %+v, %v; want stdoutNoise %q", tc.doc, c, err, tc.want)
 		}
 	}
 }
@@ -123,6 +143,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"upstreams":[{"name":"a","command":"x","prefix":"p_","rename":{"t":"u"}}],"input":{"lifetime":"1m"}}`), false)
 	f.Add([]byte(`{"upstreams":[{"name":"a","url":"http://h/","prefix":"p_","resourcePrefix":""},{"name":"b","command":"y","resourcePrefix":"b"}]}`), false)
 	f.Add([]byte("upstreams:\n  - name: a\n    url: http://h/mcp\n"), true)
+	f.Add([]byte(`{"upstreams":[{"name":"a","command":"x","stdoutNoise":"log"},{"name":"b","url":"http://h/","stdoutNoise":"fail"}]}`), false)
+	f.Add([]byte("upstreams:\n  - name: a\n    command: x\n    stdoutNoise: log\n"), true)
 	f.Fuzz(func(t *testing.T, doc []byte, yaml bool) {
 		format := "json"
 		if yaml {

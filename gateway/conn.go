@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -139,12 +141,16 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 }
 
 // dial connects to an upstream and negotiates its revision.
-func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value)) (*conn, error) {
+func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), log *slog.Logger) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 	defer cancel()
 	c := &conn{name: u.Name}
 	if u.Command != "" {
-		w, err := startStdio(u.Name, commandFor(u), u.shutdownTimeout(), unrouted)
+		var noiseLog *slog.Logger // strict framing
+		if u.StdoutNoise == StdoutNoiseLog {
+			noiseLog = cmp.Or(log, slog.New(slog.DiscardHandler))
+		}
+		w, err := startStdio(u.Name, commandFor(u), u.shutdownTimeout(), unrouted, noiseLog)
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ type LegacyClient struct{ c *conn }
 // answers the server's requests.
 func DialLegacy(ctx context.Context, url string, answer func(method string, params exactjson.Value) exactjson.Value) (*LegacyClient, error) {
 	u := &UpstreamConfig{Name: "legacy-client", URL: url, Protocol: Version20251125}
-	c, err := dial(ctx, u, nil, nil, nil)
+	c, err := dial(ctx, u, nil, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -19,9 +19,14 @@ import (
 // The fake upstream: this test binary, started with fakeEnv set, is a
 // 2025-11-25 stdio server whose tools misbehave on purpose. It appends what
 // it sees (its pid, cancellations) to the file named by fakeLogEnv.
+//
+// With fakeNoiseEnv set it also prints what the spec forbids on its stdout:
+// a banner and a log line when it starts, and a line before handling each
+// tool call ("chatter" prints 100 more).
 const (
-	fakeEnv    = "WEFT_GATEWAY_FAKE"
-	fakeLogEnv = "WEFT_GATEWAY_FAKE_LOG"
+	fakeEnv      = "WEFT_GATEWAY_FAKE"
+	fakeLogEnv   = "WEFT_GATEWAY_FAKE_LOG"
+	fakeNoiseEnv = "WEFT_GATEWAY_FAKE_NOISE"
 )
 
 func fakeUpstream(t *testing.T, name string) (gateway.UpstreamConfig, string) {
@@ -67,6 +72,13 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
 		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
 		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}}]}`
+	noisy := os.Getenv(fakeNoiseEnv) != ""
+	if noisy {
+		tools = strings.TrimSuffix(tools, "]}") +
+			`,{"name":"chatter","description":"Answers after 100 lines of noise.","inputSchema":{"type":"object"}}]}`
+		write("Fake MCP server 1.0 starting (stdio)")
+		write(`{"level":"info","msg":"ready"}`)
+	}
 	br := bufio.NewReader(stdin)
 	seq := 0
 	urlCalls := 0
@@ -123,7 +135,18 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			name, _ := nv.AsString()
 			args, _ := params.Get("arguments")
 			logf("call %s %s", name, idJSON)
+			if noisy {
+				write("handling " + name)
+			}
 			switch name {
+			case "chatter":
+				for i := range 100 {
+					if !noisy {
+						break
+					}
+					write(fmt.Sprintf("chatter %d", i))
+				}
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"chattered"}]}}`, idJSON))
 			case "echo":
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, args.String()))
 			case "crash":

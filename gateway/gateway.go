@@ -355,7 +355,7 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			return u.c, nil
 		}
 	}
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted, u.g.log)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func (u *upstream) pick(ctx context.Context, primary *conn) (*conn, func(), erro
 	placeholder := &conn{}
 	u.extras[placeholder] = true // holds the place while dialing
 	u.poolMu.Unlock()
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted, u.g.log)
 	u.poolMu.Lock()
 	defer u.poolMu.Unlock()
 	delete(u.extras, placeholder)
@@ -1097,6 +1097,9 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	supports := func(m string, p exactjson.Value) bool {
 		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
 	}
+	// What a stdio upstream prints on stdout instead of answering.
+	noise := c.stdoutNoise()
+	before := noise.count()
 	pc, err := g.park.start(partitionDigest(req), supports, notify, func(pctx context.Context, s *sink) (exactjson.Value, error) {
 		defer release()
 		return u.do(pctx, c, method, params, callOpts{sink: s})
@@ -1114,7 +1117,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		if ctx.Err() != nil {
 			return exactjson.Value{}, ctx.Err()
 		}
-		return exactjson.Value{}, g.unavailable(u, fmt.Errorf("no answer within %s: %w", u.cfg.callTimeout(), err))
+		return exactjson.Value{}, g.unavailable(u, noise.explain(fmt.Errorf("no answer within %s: %w", u.cfg.callTimeout(), err), before))
 	}
 	return g.fromOutcome(u, req, pc.id, 0, o)
 }

@@ -110,9 +110,18 @@ func startGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store 
 // startGatewayAdmitting is startGateway with the server's admission.
 func startGatewayAdmitting(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store, adm weft.Admission) *instance {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return startGatewayLogging(t, cfg, prot, store, adm, nil)
+}
+
+// startGatewayLogging is startGatewayAdmitting logging to log (nil: to
+// stderr with -v, else nowhere).
+func startGatewayLogging(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store, adm weft.Admission, log *slog.Logger) *instance {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		if testing.Verbose() {
+			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
 		Legacy: &weft.LegacyOptions{}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +23,13 @@ import (
 func TestGatewayCommand(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gateway.yaml")
+	// The upstream prints a banner on stdout first, as many servers do:
+	// stdoutNoise log accepts it (without it the gateway would not start).
 	doc := "upstreams:\n" +
 		"  - name: demo\n" +
-		"    command: " + weftBin + "\n" +
-		"    args: [serve, --stdio, --data, ./upstream-data]\n" +
+		"    command: sh\n" +
+		"    args: [-c, 'echo \"demo starting\"; exec \"$0\" serve --stdio --data ./upstream-data', " + strconv.Quote(weftBin) + "]\n" +
+		"    stdoutNoise: log\n" +
 		"    dir: .\n" +
 		"    protocol: \"2025-11-25\"\n" +
 		"    prefix: demo.\n" +
@@ -90,6 +94,10 @@ func TestGatewayCommandErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"upstreams":[{"name":"x","command":"/nonexistent/upstream"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noise := filepath.Join(dir, "noise.json")
+	if err := os.WriteFile(noise, []byte(`{"upstreams":[{"name":"x","url":"http://127.0.0.1:1/mcp","stdoutNoise":"log"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	typo := filepath.Join(dir, "typo.json")
 	if err := os.WriteFile(typo, []byte(`{"upstreams":[{"name":"x","comand":"weft"}]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -101,6 +109,7 @@ func TestGatewayCommandErrors(t *testing.T) {
 		{[]string{"gateway"}, "--config is required"},
 		{[]string{"gateway", "--config", filepath.Join(dir, "missing.yaml")}, "no such file"},
 		{[]string{"gateway", "--config", typo}, `unknown field "comand"`},
+		{[]string{"gateway", "--config", noise}, "stdoutNoise apply to command upstreams only"},
 		{[]string{"gateway", "--config", bad, "--data", dir}, `upstream "x": cannot start`},
 		{[]string{"gateway", "extra"}, "takes no arguments"},
 	} {
