@@ -167,18 +167,32 @@ func failOf(err error) outcome {
 	return o
 }
 
-// error returns the local failure as an error that keeps its kind.
+// error returns the local failure as an error that keeps its kind and
+// reads as the failure did (its message already names the kind).
 func (o outcome) error() error {
+	var kind error
 	switch o.kind {
 	case failClosed:
-		return fmt.Errorf("%w: %s", errUpstreamClosed, o.fail)
+		kind = errUpstreamClosed
 	case failTimeout:
-		return fmt.Errorf("%w: %s", context.DeadlineExceeded, o.fail)
+		kind = context.DeadlineExceeded
 	case failProtocol:
-		return fmt.Errorf("%w: %s", client.ErrProtocol, o.fail)
+		kind = client.ErrProtocol
+	default:
+		return errors.New(o.fail)
 	}
-	return errors.New(o.fail)
+	return &keptKind{msg: o.fail, kind: kind}
 }
+
+// keptKind is a failure carried through the mailbox: its message as
+// written, and the sentinel errors.Is finds.
+type keptKind struct {
+	msg  string
+	kind error
+}
+
+func (e *keptKind) Error() string { return e.msg }
+func (e *keptKind) Unwrap() error { return e.kind }
 
 func (o outcome) encode() []byte {
 	var m []exactjson.Member

@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/sessionstore"
 )
@@ -206,4 +208,33 @@ func TestParkedCallRecordLapsed(t *testing.T) {
 			t.Fatalf("the call runs on (cancelled %v, %d active)", cancelled.Load(), owner.active.Load())
 		}
 	})
+}
+
+// A local failure crosses the mailbox (encode, decode) with its message as
+// written and its kind, without the kind's text twice.
+func TestOutcomeFailureRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		kind error
+	}{
+		{"closed", fmt.Errorf("%w: upstream %q: the server closed its output", errUpstreamClosed, "up"), errUpstreamClosed},
+		{"timeout", fmt.Errorf("no answer within 1m0s: %w", context.DeadlineExceeded), context.DeadlineExceeded},
+		{"protocol", fmt.Errorf("upstream %q sent too much: %w", "up", client.ErrProtocol), client.ErrProtocol},
+		{"other", errors.New("cannot park the call: disk full"), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := decodeOutcome(failOf(tc.err).encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := o.error()
+			if got.Error() != tc.err.Error() {
+				t.Errorf("message %q, want %q", got, tc.err)
+			}
+			if tc.kind != nil && !errors.Is(got, tc.kind) {
+				t.Errorf("%v is not %v", got, tc.kind)
+			}
+		})
+	}
 }
