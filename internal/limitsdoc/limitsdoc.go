@@ -11,6 +11,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -289,6 +290,39 @@ func Constants(dir string, match func(name string) bool) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Uncovered checks that the package in dir documents every limit it
+// declares: it lists each constant named like a limit ([LimitName]) that
+// no limit names (nor also, constants a documented row stands for without
+// naming them), unless notLimits says why it bounds nothing a client makes
+// large, and each notLimits entry the package does not declare.
+func Uncovered(dir string, limits []Limit, also []string, notLimits map[string]string) ([]string, error) {
+	consts, err := Constants(dir, LimitName)
+	if err != nil {
+		return nil, err
+	}
+	covered := map[string]bool{}
+	for _, l := range limits {
+		for _, n := range l.Names {
+			covered[n] = true
+		}
+	}
+	for _, n := range also {
+		covered[n] = true
+	}
+	var errs []string
+	for _, c := range consts {
+		if !covered[c] && notLimits[c] == "" {
+			errs = append(errs, fmt.Sprintf("constant %s names a limit that docs/limits.md lacks (document it, or say why it is no limit)", c))
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(notLimits)) {
+		if !slices.Contains(consts, c) {
+			errs = append(errs, fmt.Sprintf("the constants said to be no limits include %s, which the package does not declare", c))
+		}
+	}
+	return errs, nil
 }
 
 // LimitName reports whether a constant's name reads as a limit's: it starts

@@ -89,3 +89,37 @@ func TestLimitName(t *testing.T) {
 		}
 	}
 }
+
+func TestUncovered(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\n\nconst (\n\tDefaultWidth = 8\n\tmaxDepth = 4\n\tpoolTTL = 1\n\tname = \"x\"\n)\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		limits    []Limit
+		also      []string
+		notLimits map[string]string
+		want      []string // constants reported, in order
+	}{
+		{"all covered", []Limit{{Names: []string{"DefaultWidth"}}}, []string{"maxDepth"}, map[string]string{"poolTTL": "a freshness window"}, nil},
+		{"one undocumented", []Limit{{Names: []string{"DefaultWidth"}}}, nil, map[string]string{"poolTTL": "a freshness window"}, []string{"maxDepth"}},
+		{"a stale exemption", []Limit{{Names: []string{"DefaultWidth", "maxDepth", "poolTTL"}}}, nil, map[string]string{"gone": "x"}, []string{"gone"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs, err := Uncovered(dir, tc.limits, tc.also, tc.notLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %q, want reports of %q", errs, tc.want)
+			}
+			for i, e := range errs {
+				if !slices.Contains(strings.FieldsFunc(e, func(r rune) bool { return r == ' ' || r == ',' }), tc.want[i]) {
+					t.Errorf("report %q does not name %s", e, tc.want[i])
+				}
+			}
+		})
+	}
+}
