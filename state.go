@@ -194,7 +194,9 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	if ps == nil {
 		ps = new(exactjson.Parser)
 	}
-	m, state, err := stateplain.DecodeWith(ps, plain)
+	rs := req.retried()
+	m := &rs.meta
+	state, err := stateplain.DecodeInto(ps, plain, m)
 	s.stParsers.Put(ps)
 	if err != nil {
 		return fail(err.Error())
@@ -212,7 +214,6 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	case ID{m.RequestID}.Equal(req.bound().id):
 		return fail("retry reuses the emitting request id")
 	}
-	rs := req.retried()
 	rs.fwState, rs.hasFwState, rs.stateMeta = state, true, m
 	return nil
 }

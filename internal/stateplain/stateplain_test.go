@@ -192,3 +192,47 @@ func TestValidText(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeInto: decoding into a Meta that held another plaintext's
+// metadata leaves nothing of it (every field written, one key held in the
+// Meta itself), for both formats.
+func TestDecodeInto(t *testing.T) {
+	stale := func() *Meta {
+		return &Meta{IssuedAt: 9, ExpiresAt: 99, Round: 7, RequestID: exactjson.String("stale"), Args: "stale", Keys: []Key{{"z", "stale"}}}
+	}
+	type want struct {
+		m     *Meta
+		state exactjson.Value
+		in    []byte
+	}
+	var cases []want
+	for _, tc := range plaintextCases(t) {
+		pt, err := Encode(tc.m, tc.state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, want{tc.m, tc.state, pt})
+	}
+	cases = append(cases, want{&Meta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: exactjson.Int(7), Keys: []Key{{"approval", "elicitation/create"}}},
+		exactjson.Object(exactjson.Field("amount", exactjson.NumberValue(mustNumber(t, "1.5")))), []byte(`{"exp":2,"iat":1,"keys":{"approval":"elicitation/create"},"rid":7,"round":1,"state":{"amount":1.5},"v":1}`)})
+	for _, tc := range cases {
+		m := stale()
+		st, err := DecodeInto(new(exactjson.Parser), tc.in, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.IssuedAt != tc.m.IssuedAt || m.ExpiresAt != tc.m.ExpiresAt || m.Round != tc.m.Round || m.Args != tc.m.Args ||
+			!exactjson.Equal(m.RequestID, tc.m.RequestID) || !slices.Equal(m.Keys, tc.m.Keys) {
+			t.Errorf("decoded %+v, want %+v", m, tc.m)
+		}
+		if len(m.Keys) == 1 && &m.Keys[0] != &m.keyBuf[0] && tc.in[0] != '{' {
+			t.Errorf("one key of %x not held in the Meta", tc.in)
+		}
+		if !exactjson.Equal(st, tc.state) {
+			t.Errorf("state %s, want %s", st, tc.state)
+		}
+	}
+	if _, err := DecodeInto(new(exactjson.Parser), []byte{plaintextFormat, 1}, stale()); err == nil {
+		t.Error("a truncated frame decoded")
+	}
+}
