@@ -149,25 +149,41 @@ func (e *encoder) objectWithout(v Value, depth int, parent string, level, maxLev
 // whose raw span is compact: every member's text in the span is already
 // its compact encoding (no whitespace, no escape sequence, so every name
 // and string verbatim), so a kept member is copied from the span instead
-// of encoded again. The span's layout is recomputed from the members and
-// checked as it goes; if it does not match (no parsed value fails it), the
-// output is rolled back and done is false, for the general path. The
+// of encoded again, and an object that keeps every member below the
+// filtered levels is copied whole. The span's layout is recomputed from
+// the members and checked as it goes; if it does not match (no parsed
+// value fails it), the output is rolled back and done is false, for the
+// general path, as it is for an object of more than 64 members. The
 // caller checked that no depth ceiling can be reached below v.
 func (e *encoder) compactWithout(v Value, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) (done bool, err error) {
+	kids := v.members()
+	if len(kids) > 64 {
+		return false, nil
+	}
+	var drop uint64 // bit i: kids[i] is left out
+	for i := range kids {
+		if omit(level, parent, kids[i].Name) {
+			drop |= 1 << i
+		}
+	}
+	if drop == 0 && level == maxLevel {
+		e.buf = append(e.buf, v.s...)
+		return true, nil
+	}
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
 	off := 1 // offset in v.s of the current member's text
 	first := true
-	for _, m := range v.members() {
+	for i := range kids {
+		m := &kids[i]
 		n := rawLen(m.Value)
 		nameEnd := off + len(m.Name) + 3 // past `"name":`
 		end := nameEnd + n
-		if n < 0 || end >= len(v.s) || v.s[off] != '"' || v.s[nameEnd-2] != '"' || v.s[nameEnd-1] != ':' ||
-			v.s[off+1:nameEnd-2] != m.Name || (v.s[end] != ',' && v.s[end] != '}') {
+		if n < 0 || end >= len(v.s) || v.s[off] != '"' || v.s[nameEnd-1] != ':' || (v.s[end] != ',' && v.s[end] != '}') {
 			e.buf = e.buf[:start]
 			return false, nil
 		}
-		if !omit(level, parent, m.Name) {
+		if drop&(1<<i) == 0 {
 			if !first {
 				e.buf = append(e.buf, ',')
 			}

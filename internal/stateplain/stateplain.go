@@ -225,8 +225,19 @@ func canonicalIntegerID(s string) (exactjson.Value, bool) {
 	for i := 0; plain && i < len(digits); i++ {
 		plain = digits[i] >= '0' && digits[i] <= '9'
 	}
+	if plain && len(digits) <= 18 {
+		// The common id: at most 18 digits, an int64 without overflow,
+		// spelled as strconv spells it.
+		var v int64
+		for i := 0; i < len(digits); i++ {
+			v = v*10 + int64(digits[i]-'0')
+		}
+		if len(digits) < len(s) {
+			v = -v
+		}
+		return exactjson.Int(v), true
+	}
 	if plain {
-		// The common id: an int64 spelled as strconv spells it.
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return exactjson.Int(v), true
 		}
@@ -284,8 +295,18 @@ func (r *frameReader) uvarint() (uint64, bool) {
 
 // text reads a length-prefixed UTF-8 text.
 func (r *frameReader) text() (string, bool) {
-	n, ok := r.uvarint()
-	if !ok || n > uint64(len(r.s)-r.i) {
+	var n uint64
+	if r.i < len(r.s) && r.s[r.i] < 0x80 {
+		// A length below 128: one byte, minimal whatever its value.
+		n = uint64(r.s[r.i])
+		r.i++
+	} else {
+		var ok bool
+		if n, ok = r.uvarint(); !ok {
+			return "", false
+		}
+	}
+	if n > uint64(len(r.s)-r.i) {
 		return "", false
 	}
 	s := r.s[r.i : r.i+int(n)]

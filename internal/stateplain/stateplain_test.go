@@ -236,3 +236,52 @@ func TestDecodeInto(t *testing.T) {
 		t.Error("a truncated frame decoded")
 	}
 }
+
+// TestCanonicalIntegerID: the ids Encode writes decode to the same number,
+// whichever path reads them; every other spelling is refused.
+func TestCanonicalIntegerID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // the id's JSON, "" if refused
+	}{
+		{"0", "0"},
+		{"7", "7"},
+		{"-100", ""}, // canonical JSON writes -1E+2
+		{"-1E+2", "-1E+2"},
+		{"999999999999999999", "999999999999999999"},
+		{"-999999999999999999", "-999999999999999999"},
+		{"9223372036854775807", "9223372036854775807"},
+		{"-9223372036854775808", "-9223372036854775808"},
+		{"9223372036854775809", "9223372036854775809"},
+		{"123456789012345678901234567891", "123456789012345678901234567891"},
+		{"1.23456789012345678901234567891E+29", ""}, // canonical JSON writes its digits
+		{"007", ""},
+		{"-0", ""},
+		{"10", ""},
+		{"", ""},
+		{"-", ""},
+		{"1x", ""},
+		{"1.5", ""},
+	} {
+		v, ok := canonicalIntegerID(tc.in)
+		if ok != (tc.want != "") {
+			t.Errorf("canonicalIntegerID(%q) = %v, %v", tc.in, v, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if got, _ := exactjson.AppendCanonical(nil, v); string(got) != tc.want {
+			t.Errorf("canonicalIntegerID(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+		// It round-trips through Encode and Decode.
+		pt, err := Encode(&Meta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: v}, exactjson.Null())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := Decode(pt)
+		if err != nil || !exactjson.Equal(m.RequestID, v) {
+			t.Errorf("id %s round trip: %v, %v", tc.in, m, err)
+		}
+	}
+}
