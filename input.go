@@ -435,16 +435,24 @@ func (m StateMode) String() string {
 // 1E+2); integers still decode into integer fields. An error means the
 // state does not decode into T (say, after a deploy changed the type).
 func FrameworkState[T any](req *Request) (T, bool, error) {
-	var out T
 	rs := req.retry
 	if rs == nil || !rs.hasFwState {
-		return out, false, nil
+		var zero T
+		return zero, false, nil
 	}
-	if p, ok := any(&out).(*exactjson.Value); ok {
-		*p = rs.fwState
-		return out, true, nil
+	// T exactly exactjson.Value (not an interface it satisfies) is the
+	// state itself, handed over without a copy on the heap: the variable
+	// Unmarshal decodes into escapes, so it lives in decodeFrameworkState.
+	if _, ok := any((*T)(nil)).(*exactjson.Value); ok {
+		return any(rs.fwState).(T), true, nil
 	}
-	if err := exactjson.Unmarshal(plainIntegers(rs.fwState), &out); err != nil {
+	return decodeFrameworkState[T](rs.fwState)
+}
+
+// decodeFrameworkState decodes framework state into a T.
+func decodeFrameworkState[T any](state exactjson.Value) (T, bool, error) {
+	var out T
+	if err := exactjson.Unmarshal(plainIntegers(state), &out); err != nil {
 		return out, true, fmt.Errorf("weft: framework state: %w", err)
 	}
 	return out, true, nil

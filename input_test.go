@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/race"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -467,5 +468,47 @@ func TestInputRequiredForPromptsAndResources(t *testing.T) {
 	r.wantError(t, 500, CodeInternalError)
 	if strings.Contains(string(r.Body), "inputRequests") {
 		t.Errorf("leaked: %s", r.Body)
+	}
+}
+
+// TestFrameworkStateTypes: T exactly exactjson.Value is the verified state
+// itself, handed over without an allocation; any other T, an interface
+// included, is decoded.
+func TestFrameworkStateTypes(t *testing.T) {
+	st, err := exactjson.ParseString(`{"phase":"confirming","n":1E+2}`, exactjson.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &Request{retry: &retryState{fwState: st, hasFwState: true}}
+	for _, tc := range []struct {
+		name string
+		get  func() (any, bool, error)
+		want string // %v of the value
+	}{
+		{"value", func() (any, bool, error) { return FrameworkState[exactjson.Value](req) }, `{"phase":"confirming","n":1E+2}`},
+		{"interface", func() (any, bool, error) { return FrameworkState[any](req) }, `map[n:100 phase:confirming]`},
+		{"struct", func() (any, bool, error) {
+			return FrameworkState[struct {
+				Phase string `json:"phase"`
+				N     int    `json:"n"`
+			}](req)
+		}, `{confirming 100}`},
+		{"absent", func() (any, bool, error) { return FrameworkState[exactjson.Value](&Request{}) }, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, ok, err := tc.get()
+			if err != nil || ok != (tc.want != "") {
+				t.Fatalf("FrameworkState = %v, %v, %v", v, ok, err)
+			}
+			if got := fmt.Sprint(v); ok && got != tc.want {
+				t.Errorf("FrameworkState = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if race.Enabled {
+		return
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = FrameworkState[exactjson.Value](req) }); n != 0 {
+		t.Errorf("FrameworkState[exactjson.Value] made %v allocations, want 0", n)
 	}
 }

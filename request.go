@@ -133,7 +133,8 @@ type retryState struct {
 	hasAppState    bool
 	fwState        exactjson.Value
 	hasFwState     bool
-	stateMeta      *stateMeta
+	stateMeta      *stateMeta // &meta once the state is verified
+	meta           stateMeta  // decoded in place: no allocation of its own
 }
 
 // retried returns the request's retry state, making it on first use.

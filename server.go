@@ -241,9 +241,8 @@ type Server struct {
 	extensions map[string]*extension               // EnableExtension
 	extState   map[any]any                         // ExtensionState, created on first use
 	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (gateway_api.go)
-	scratch    sync.Pool                           // *[]byte: hash input of request-state bindings (state.go)
+	scratch    sync.Pool                           // *stateScratch: request-state bindings and plaintexts (state.go)
 	parsers    sync.Pool                           // *exactjson.Parser: request bodies (dispatch.go)
-	stParsers  sync.Pool                           // *exactjson.Parser: state plaintexts (state.go); apart, so no pool's limits keep changing
 	wires      sync.Pool                           // *[]byte: response buffers back from the HTTP transport (result.go)
 	digests    *digestcache.Cache                  // params digests of sealed state
 

@@ -99,21 +99,28 @@ func appendBinding(b []byte, endpoint, version, method, partition string, d [32]
 // params object does not pin its buffer.
 const maxPooledScratch = 64 << 10
 
-// binding builds the associated data for req in a pooled buffer, which the
-// caller hands back with putScratch once the protector has returned (a
-// Protector does not retain it). The params digest comes from the digest
-// cache or is computed in the same buffer; remember (sealing) adds it to
-// the cache for the retry.
-func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
+// stateScratch is the pooled scratch space of opening and sealing request
+// state: one pool round trip for both.
+type stateScratch struct {
+	buf []byte           // the binding's hash input, then the binding
+	ps  exactjson.Parser // state plaintexts only, so its limits never change
+}
+
+// binding builds the associated data for req in pooled scratch, which the
+// caller hands back with putScratch once it is done with the binding (a
+// Protector does not retain it) and with the scratch's parser. The params
+// digest comes from the digest cache or is computed in the same buffer;
+// remember (sealing) adds it to the cache for the retry.
+func (s *Server) binding(req *Request, remember bool) ([]byte, *stateScratch, error) {
 	b0 := req.bound()
-	bp, _ := s.scratch.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+	sc, _ := s.scratch.Get().(*stateScratch)
+	if sc == nil {
+		sc = new(stateScratch)
 	}
-	key, err := exactjson.AppendJSONWithout((*bp)[:0], b0.params, 1, unstableMember)
+	key, err := exactjson.AppendJSONWithout(sc.buf[:0], b0.params, 1, unstableMember)
 	if err != nil {
-		*bp = key
-		s.putScratch(bp)
+		sc.buf = key
+		s.putScratch(sc)
 		return nil, nil, fmt.Errorf("encode params: %w", err)
 	}
 	d, hit := s.digests.Lookup(key)
@@ -125,8 +132,8 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 		}
 		d, buf, err = paramsDigestBuf(key, b0.params)
 		if err != nil {
-			*bp = buf
-			s.putScratch(bp)
+			sc.buf = buf
+			s.putScratch(sc)
 			return nil, nil, err
 		}
 		if keep != "" {
@@ -134,16 +141,21 @@ func (s *Server) binding(req *Request, remember bool) ([]byte, *[]byte, error) {
 		}
 	}
 	b := appendBinding(buf[:0], b0.endpoint, b0.version, b0.method, b0.partition, d)
-	*bp = b
-	return b, bp, nil
+	sc.buf = b
+	return b, sc, nil
 }
 
-// putScratch returns a buffer from binding to the pool.
-func (s *Server) putScratch(bp *[]byte) {
-	if bp != nil && cap(*bp) <= maxPooledScratch {
-		*bp = (*bp)[:0]
-		s.scratch.Put(bp)
+// putScratch returns scratch from binding to the pool, without a buffer
+// grown past maxPooledScratch.
+func (s *Server) putScratch(sc *stateScratch) {
+	if sc == nil {
+		return
 	}
+	if cap(sc.buf) > maxPooledScratch {
+		sc.buf = nil
+	}
+	sc.buf = sc.buf[:0]
+	s.scratch.Put(sc)
 }
 
 // openState verifies and exposes the retry state of req for op's mode. Every
@@ -179,8 +191,8 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 		return fail("binding: " + err.Error())
 	}
 	plain, err := s.stateProtector().Open(ctx, token, binding)
-	s.putScratch(scratch)
 	if err != nil {
+		s.putScratch(scratch)
 		reason := seal.Reason(err)
 		if reason == "" {
 			reason = err.Error()
@@ -188,14 +200,13 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 		return fail("open: " + reason)
 	}
 	if len(plain) > s.state.MaxDecodedBytes {
+		s.putScratch(scratch)
 		return fail("decoded too large")
 	}
-	ps, _ := s.stParsers.Get().(*exactjson.Parser)
-	if ps == nil {
-		ps = new(exactjson.Parser)
-	}
-	m, state, err := stateplain.DecodeWith(ps, plain)
-	s.stParsers.Put(ps)
+	rs := req.retried()
+	m := &rs.meta
+	state, err := stateplain.DecodeInto(&scratch.ps, plain, m)
+	s.putScratch(scratch)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -212,7 +223,6 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	case ID{m.RequestID}.Equal(req.bound().id):
 		return fail("retry reuses the emitting request id")
 	}
-	rs := req.retried()
 	rs.fwState, rs.hasFwState, rs.stateMeta = state, true, m
 	return nil
 }

@@ -87,6 +87,11 @@ func appendWithout(dst []byte, v Value, depth int, omit func(int, string, string
 // canonical and in document order otherwise; level counts the filtered
 // levels above it.
 func (e *encoder) objectWithout(v Value, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) error {
+	if !e.canonical && !e.noCopy && e.max == 0 && !e.lenient && v.b && v.s != "" && depth-1+int(v.h) <= MaxDepthCeiling {
+		if done, err := e.compactWithout(v, depth, parent, level, maxLevel, omit); done {
+			return err
+		}
+	}
 	kids := v.members()
 	var small [32]int32
 	idx := small[:0]
@@ -140,6 +145,90 @@ func (e *encoder) objectWithout(v Value, depth int, parent string, level, maxLev
 	return e.checkMax()
 }
 
+// compactWithout is objectWithout in document order for a parsed object
+// whose raw span is compact: every member's text in the span is already
+// its compact encoding (no whitespace, no escape sequence, so every name
+// and string verbatim), so a kept member is copied from the span instead
+// of encoded again, and an object that keeps every member below the
+// filtered levels is copied whole. The span's layout is recomputed from
+// the members and checked as it goes; if it does not match (no parsed
+// value fails it), the output is rolled back and done is false, for the
+// general path, as it is for an object of more than 64 members. The
+// caller checked that no depth ceiling can be reached below v.
+func (e *encoder) compactWithout(v Value, depth int, parent string, level, maxLevel int, omit func(int, string, string) bool) (done bool, err error) {
+	kids := v.members()
+	if len(kids) > 64 {
+		return false, nil
+	}
+	var drop uint64 // bit i: kids[i] is left out
+	for i := range kids {
+		if omit(level, parent, kids[i].Name) {
+			drop |= 1 << i
+		}
+	}
+	if drop == 0 && level == maxLevel {
+		e.buf = append(e.buf, v.s...)
+		return true, nil
+	}
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	off := 1 // offset in v.s of the current member's text
+	first := true
+	for i := range kids {
+		m := &kids[i]
+		n := rawLen(m.Value)
+		nameEnd := off + len(m.Name) + 3 // past `"name":`
+		end := nameEnd + n
+		if n < 0 || end >= len(v.s) || v.s[off] != '"' || v.s[nameEnd-1] != ':' || (v.s[end] != ',' && v.s[end] != '}') {
+			e.buf = e.buf[:start]
+			return false, nil
+		}
+		if drop&(1<<i) == 0 {
+			if !first {
+				e.buf = append(e.buf, ',')
+			}
+			first = false
+			if m.Value.kind == KindObject && level < maxLevel {
+				e.buf = append(e.buf, v.s[off:nameEnd]...)
+				if err := e.objectWithout(m.Value, depth+1, m.Name, level+1, maxLevel, omit); err != nil {
+					return true, err
+				}
+			} else {
+				e.buf = append(e.buf, v.s[off:end]...)
+			}
+		}
+		off = end + 1
+	}
+	if off != len(v.s) {
+		e.buf = e.buf[:start]
+		return false, nil
+	}
+	e.buf = append(e.buf, '}')
+	return true, nil
+}
+
+// rawLen returns the length of v's compact text inside a compact parsed
+// span, or -1 for a value no parsed span holds.
+func rawLen(v Value) int {
+	switch v.kind {
+	case KindString:
+		return len(v.s) + 2
+	case KindNumber, KindArray, KindObject:
+		if v.s == "" {
+			return -1
+		}
+		return len(v.s)
+	case KindBool:
+		if v.b {
+			return 4
+		}
+		return 5
+	case KindNull:
+		return 4
+	}
+	return -1
+}
+
 // duplicateAmong returns a name that occurs more than once among
 // kids[idx[...]].
 func duplicateAmong(idx []int32, kids []Member) (string, bool) {
@@ -169,7 +258,7 @@ func Canonical(v Value) ([]byte, error) {
 }
 
 type encoder struct {
-	noCopy    bool // never copy a canonical raw span (tests compare both paths)
+	noCopy    bool // never copy a canonical raw span, nor filter a compact one by copying (tests compare both paths)
 	buf       []byte
 	base      int // len(buf) before encoding started
 	max       int // output limit in bytes; 0 = none

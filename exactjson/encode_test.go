@@ -437,6 +437,16 @@ func TestAppendJSONWithout(t *testing.T) {
 		{`{"meta":{"z":2,"y":1},"other":{"y":3}}`, 1, `{"meta":{"z":2},"other":{"y":3}}`},
 		{`{"n":1.50, "s":"\u00e9\n"}`, 0, `{"n":1.50,"s":"é\n"}`},
 		{`[{"x":1}]`, 1, `[{"x":1}]`},
+		// Compact spans, filtered by copying the kept members' text.
+		{`{"x":0,"s":"é ,}","n":-1.5E+3,"t":true,"f":false,"z":null,"a":[1,{"x":2}],"e":{},"x2":""}`, 0,
+			`{"s":"é ,}","n":-1.5E+3,"t":true,"f":false,"z":null,"a":[1,{"x":2}],"e":{},"x2":""}`},
+		{`{"meta":{"y":1},"x":{"y":2},"m":{"x":1,"meta":{"y":3}}}`, 1, `{"meta":{},"m":{"meta":{"y":3}}}`},
+		{`{"meta":{"a":{"y":1},"y":[2],"b":"y"},"k":"v"}`, 2, `{"meta":{"a":{"y":1},"b":"y"},"k":"v"}`},
+		{`{"x":1}`, 1, `{}`},
+		{`{}`, 1, `{}`},
+		// A compact object inside a spaced one, and the other way round.
+		{`{"meta": {"y":1,"z":"\"q\""},"x":2}`, 1, `{"meta":{"z":"\"q\""}}`},
+		{`{"meta":{"y":1,"z":[1, 2]},"x":2}`, 1, `{"meta":{"z":[1,2]}}`},
 	} {
 		v, err := ParseString(tc.in, Limits{})
 		if err != nil {
@@ -446,6 +456,21 @@ func TestAppendJSONWithout(t *testing.T) {
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%s: got %s, %v; want %s", tc.in, got, err, tc.want)
 		}
+		if v.Kind() != KindObject {
+			continue
+		}
+		slow := encoder{noCopy: true}
+		if err := slow.objectWithout(v, 1, "", 0, tc.depth, omit); err != nil || string(slow.buf) != tc.want {
+			t.Errorf("%s: general path got %s, %v; want %s", tc.in, slow.buf, err, tc.want)
+		}
+	}
+	// A compact span that does not match its members (no parsed value
+	// has one) is not copied: the members are encoded.
+	kids := []Member{Field("a", Int(12)), Field("x", Int(0))}
+	odd := containerOf(KindObject, kids)
+	odd.s, odd.b, odd.h = `{"a":1,"x":0}`, true, 1
+	if got, err := AppendJSONWithout(nil, odd, 0, omit); err != nil || string(got) != `{"a":12}` {
+		t.Errorf("mismatched span: %s %v", got, err)
 	}
 	// Duplicates among the kept members fail (dst unchanged); an omitted
 	// one does not count.

@@ -55,6 +55,13 @@ type Limits struct {
 	MaxStringBytes int
 }
 
+// same is l == o, field by field: inlined, where == on the struct calls
+// memequal (TestLimitsSame keeps it covering every field).
+func (l Limits) same(o Limits) bool {
+	return l.MaxInputBytes == o.MaxInputBytes && l.MaxDepth == o.MaxDepth && l.MaxNodes == o.MaxNodes &&
+		l.MaxNumberLength == o.MaxNumberLength && l.MaxExponent == o.MaxExponent && l.MaxStringBytes == o.MaxStringBytes
+}
+
 // DefaultLimits returns the default limits with every field filled in.
 func DefaultLimits() Limits {
 	return Limits{

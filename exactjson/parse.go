@@ -55,7 +55,7 @@ const maxParserStack = 64
 
 // limits validates and resolves lim, remembering the last limits.
 func (ps *Parser) limits(lim Limits) (Limits, error) {
-	if !ps.valid || lim != ps.lim {
+	if !ps.valid || !lim.same(ps.lim) {
 		if err := lim.Validate(); err != nil {
 			return Limits{}, err
 		}

@@ -279,19 +279,27 @@ func TestPlainASCII(t *testing.T) {
 		return i
 	}
 	// Every special byte at every position of a 20-byte plain run, with
-	// neighbours that stress the borrow tricks.
-	for _, c := range []byte{0, 0x1f, '"', '\\', 0x80, 0xff, 0xa0, 0x21, 0x5b, 0x5d, 0x7f, 0x20} {
+	// neighbours that stress the borrow tricks, alone and followed by a
+	// second byte of each kind in the same eight-byte window or a later
+	// one (a mark above the first hit must not move the result).
+	bytesTried := []byte{0, 0x1f, '"', '\\', 0x80, 0xff, 0xa0, 0x21, 0x5b, 0x5d, 0x7f, 0x20}
+	for _, c := range bytesTried {
 		for pos := range 20 {
 			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f} {
-				b := make([]byte, 20)
-				for k := range b {
-					b[k] = fill
-				}
-				b[pos] = c
-				s := string(b)
-				for start := range 3 {
-					if got, w := plainASCII(s, start), want(s, start); got != w {
-						t.Fatalf("plainASCII(%q, %d) = %d, want %d", s, start, got, w)
+				for _, c2 := range append([]byte{fill}, bytesTried...) {
+					for pos2 := pos; pos2 < min(pos+10, 20); pos2++ {
+						b := make([]byte, 20)
+						for k := range b {
+							b[k] = fill
+						}
+						b[pos2] = c2 // pos2 == pos: c alone
+						b[pos] = c
+						s := string(b)
+						for start := range 3 {
+							if got, w := plainASCII(s, start), want(s, start); got != w {
+								t.Fatalf("plainASCII(%q, %d) = %d, want %d", s, start, got, w)
+							}
+						}
 					}
 				}
 			}

@@ -144,12 +144,29 @@ func Decode(b []byte) (*Meta, exactjson.Value, error) {
 
 // DecodeWith is Decode parsing the state with ps.
 func DecodeWith(ps *exactjson.Parser, b []byte) (*Meta, exactjson.Value, error) {
+	m := new(Meta)
+	state, err := DecodeInto(ps, b, m)
+	if err != nil {
+		return nil, exactjson.Value{}, err
+	}
+	return m, state, nil
+}
+
+// DecodeInto is DecodeWith writing the metadata into m, which the caller
+// may hold inside a larger value (one allocation less). On error m holds
+// nothing the caller may use.
+func DecodeInto(ps *exactjson.Parser, b []byte, m *Meta) (exactjson.Value, error) {
 	if len(b) > 0 && b[0] == '{' {
-		return decodePlaintextJSON(b)
+		jm, state, err := decodePlaintextJSON(b)
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		*m = *jm // its Keys are its own slice, not jm.keyBuf
+		return state, nil
 	}
 	r := frameReader{s: unsafe.String(unsafe.SliceData(b), len(b))}
 	if f, ok := r.byte(); !ok || f != plaintextFormat {
-		return nil, exactjson.Value{}, errors.New("unknown state plaintext format")
+		return exactjson.Value{}, errors.New("unknown state plaintext format")
 	}
 	iat, ok1 := r.int64()
 	exp, ok2 := r.int64()
@@ -159,20 +176,20 @@ func DecodeWith(ps *exactjson.Parser, b []byte) (*Meta, exactjson.Value, error) 
 	args, ok6 := r.text()
 	nkeys, ok7 := r.uvarint()
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || round > uint64(maxInt) || nkeys > uint64(len(r.s)-r.i)/2 {
-		return nil, exactjson.Value{}, ErrMalformed
+		return exactjson.Value{}, ErrMalformed
 	}
-	m := &Meta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), Args: args}
+	*m = Meta{IssuedAt: iat, ExpiresAt: exp, Round: int(round), Args: args}
 	switch kind {
 	case ridString:
 		m.RequestID = exactjson.String(ridText)
 	case ridInteger:
 		id, ok := canonicalIntegerID(ridText)
 		if !ok {
-			return nil, exactjson.Value{}, errors.New("malformed state request id")
+			return exactjson.Value{}, errors.New("malformed state request id")
 		}
 		m.RequestID = id
 	default:
-		return nil, exactjson.Value{}, errors.New("malformed state request id")
+		return exactjson.Value{}, errors.New("malformed state request id")
 	}
 	m.Keys = m.keyBuf[:0]
 	if nkeys > uint64(len(m.keyBuf)) {
@@ -182,15 +199,15 @@ func DecodeWith(ps *exactjson.Parser, b []byte) (*Meta, exactjson.Value, error) 
 		k, ok1 := r.text()
 		method, ok2 := r.text()
 		if !ok1 || !ok2 || (len(m.Keys) > 0 && m.Keys[len(m.Keys)-1].Name >= k) {
-			return nil, exactjson.Value{}, errors.New("malformed state keys")
+			return exactjson.Value{}, errors.New("malformed state keys")
 		}
 		m.Keys = append(m.Keys, Key{k, method})
 	}
 	state, err := ps.ParseString(r.s[r.i:], exactjson.Limits{})
 	if err != nil {
-		return nil, exactjson.Value{}, fmt.Errorf("state: %w", err)
+		return exactjson.Value{}, fmt.Errorf("state: %w", err)
 	}
-	return m, state, nil
+	return state, nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -208,8 +225,19 @@ func canonicalIntegerID(s string) (exactjson.Value, bool) {
 	for i := 0; plain && i < len(digits); i++ {
 		plain = digits[i] >= '0' && digits[i] <= '9'
 	}
+	if plain && len(digits) <= 18 {
+		// The common id: at most 18 digits, an int64 without overflow,
+		// spelled as strconv spells it.
+		var v int64
+		for i := 0; i < len(digits); i++ {
+			v = v*10 + int64(digits[i]-'0')
+		}
+		if len(digits) < len(s) {
+			v = -v
+		}
+		return exactjson.Int(v), true
+	}
 	if plain {
-		// The common id: an int64 spelled as strconv spells it.
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return exactjson.Int(v), true
 		}
@@ -267,8 +295,18 @@ func (r *frameReader) uvarint() (uint64, bool) {
 
 // text reads a length-prefixed UTF-8 text.
 func (r *frameReader) text() (string, bool) {
-	n, ok := r.uvarint()
-	if !ok || n > uint64(len(r.s)-r.i) {
+	var n uint64
+	if r.i < len(r.s) && r.s[r.i] < 0x80 {
+		// A length below 128: one byte, minimal whatever its value.
+		n = uint64(r.s[r.i])
+		r.i++
+	} else {
+		var ok bool
+		if n, ok = r.uvarint(); !ok {
+			return "", false
+		}
+	}
+	if n > uint64(len(r.s)-r.i) {
 		return "", false
 	}
 	s := r.s[r.i : r.i+int(n)]

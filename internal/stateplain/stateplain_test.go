@@ -192,3 +192,96 @@ func TestValidText(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeInto: decoding into a Meta that held another plaintext's
+// metadata leaves nothing of it (every field written, one key held in the
+// Meta itself), for both formats.
+func TestDecodeInto(t *testing.T) {
+	stale := func() *Meta {
+		return &Meta{IssuedAt: 9, ExpiresAt: 99, Round: 7, RequestID: exactjson.String("stale"), Args: "stale", Keys: []Key{{"z", "stale"}}}
+	}
+	type want struct {
+		m     *Meta
+		state exactjson.Value
+		in    []byte
+	}
+	var cases []want
+	for _, tc := range plaintextCases(t) {
+		pt, err := Encode(tc.m, tc.state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, want{tc.m, tc.state, pt})
+	}
+	cases = append(cases, want{&Meta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: exactjson.Int(7), Keys: []Key{{"approval", "elicitation/create"}}},
+		exactjson.Object(exactjson.Field("amount", exactjson.NumberValue(mustNumber(t, "1.5")))), []byte(`{"exp":2,"iat":1,"keys":{"approval":"elicitation/create"},"rid":7,"round":1,"state":{"amount":1.5},"v":1}`)})
+	for _, tc := range cases {
+		m := stale()
+		st, err := DecodeInto(new(exactjson.Parser), tc.in, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.IssuedAt != tc.m.IssuedAt || m.ExpiresAt != tc.m.ExpiresAt || m.Round != tc.m.Round || m.Args != tc.m.Args ||
+			!exactjson.Equal(m.RequestID, tc.m.RequestID) || !slices.Equal(m.Keys, tc.m.Keys) {
+			t.Errorf("decoded %+v, want %+v", m, tc.m)
+		}
+		if len(m.Keys) == 1 && &m.Keys[0] != &m.keyBuf[0] && tc.in[0] != '{' {
+			t.Errorf("one key of %x not held in the Meta", tc.in)
+		}
+		if !exactjson.Equal(st, tc.state) {
+			t.Errorf("state %s, want %s", st, tc.state)
+		}
+	}
+	if _, err := DecodeInto(new(exactjson.Parser), []byte{plaintextFormat, 1}, stale()); err == nil {
+		t.Error("a truncated frame decoded")
+	}
+}
+
+// TestCanonicalIntegerID: the ids Encode writes decode to the same number,
+// whichever path reads them; every other spelling is refused.
+func TestCanonicalIntegerID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // the id's JSON, "" if refused
+	}{
+		{"0", "0"},
+		{"7", "7"},
+		{"-100", ""}, // canonical JSON writes -1E+2
+		{"-1E+2", "-1E+2"},
+		{"999999999999999999", "999999999999999999"},
+		{"-999999999999999999", "-999999999999999999"},
+		{"9223372036854775807", "9223372036854775807"},
+		{"-9223372036854775808", "-9223372036854775808"},
+		{"9223372036854775809", "9223372036854775809"},
+		{"123456789012345678901234567891", "123456789012345678901234567891"},
+		{"1.23456789012345678901234567891E+29", ""}, // canonical JSON writes its digits
+		{"007", ""},
+		{"-0", ""},
+		{"10", ""},
+		{"", ""},
+		{"-", ""},
+		{"1x", ""},
+		{"1.5", ""},
+	} {
+		v, ok := canonicalIntegerID(tc.in)
+		if ok != (tc.want != "") {
+			t.Errorf("canonicalIntegerID(%q) = %v, %v", tc.in, v, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if got, _ := exactjson.AppendCanonical(nil, v); string(got) != tc.want {
+			t.Errorf("canonicalIntegerID(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+		// It round-trips through Encode and Decode.
+		pt, err := Encode(&Meta{IssuedAt: 1, ExpiresAt: 2, Round: 1, RequestID: v}, exactjson.Null())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := Decode(pt)
+		if err != nil || !exactjson.Equal(m.RequestID, v) {
+			t.Errorf("id %s round trip: %v, %v", tc.in, m, err)
+		}
+	}
+}
