@@ -37,6 +37,7 @@ type listenRow struct {
 	heapPerStream, stackPerStream, rssPerStream, goroutinesPerStream float64
 	fanout                                                           time.Duration // median time until every stream has one list_changed
 	fanoutCPU                                                        time.Duration // median server CPU (user + system) of one fan-out
+	fanoutClientCPU                                                  time.Duration // median CPU of this process (the readers) over the same rounds
 	rounds                                                           int
 }
 
@@ -111,7 +112,7 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 		rssPerStream: per(after.RSS, before.RSS), goroutinesPerStream: float64(after.Goroutines-before.Goroutines) / float64(n)}
 
 	hc := &http.Client{Timeout: time.Minute}
-	var times, cpus []time.Duration
+	var times, cpus, clientCPUs []time.Duration
 	for range rounds {
 		if ctx.Err() != nil {
 			return listenRow{}, ctx.Err()
@@ -136,10 +137,12 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 		if err != nil {
 			return listenRow{}, err
 		}
+		own0 := selfCPU()
 		start := time.Now()
 		err = toggle(hc, addr)
 		wg.Wait()
 		times = append(times, time.Since(start))
+		clientCPUs = append(clientCPUs, selfCPU()-own0)
 		cpu1, cerr := srv.cpu()
 		if cerr != nil {
 			return listenRow{}, cerr
@@ -157,7 +160,18 @@ func listenScale(ctx context.Context, bin string, n, rounds int) (listenRow, err
 	row.fanout = times[len(times)/2]
 	slices.Sort(cpus)
 	row.fanoutCPU = cpus[len(cpus)/2]
+	slices.Sort(clientCPUs)
+	row.fanoutClientCPU = clientCPUs[len(clientCPUs)/2]
 	return row, nil
+}
+
+// selfCPU is this process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverMem reads a scale server's memory (servers.MemPath).

@@ -293,8 +293,8 @@ func scaleRows(ctx context.Context, cfg config, rep *report) error {
 			if err != nil {
 				return err
 			}
-			logf("  server: %.0f B heap + %.0f B stack per stream (%.2f goroutines, %.0f B RSS), fan-out %s (server CPU %s)",
-				row.heapPerStream, row.stackPerStream, row.goroutinesPerStream, row.rssPerStream, row.fanout, row.fanoutCPU)
+			logf("  server: %.0f B heap + %.0f B stack per stream (%.2f goroutines, %.0f B RSS), fan-out %s (server CPU %s, client CPU %s)",
+				row.heapPerStream, row.stackPerStream, row.goroutinesPerStream, row.rssPerStream, row.fanout, row.fanoutCPU, row.fanoutClientCPU)
 			rep.listen = append(rep.listen, row)
 		}
 	}

@@ -388,11 +388,13 @@ func (r *report) markdown() string {
 			"(a socket that cannot take it is finished by a goroutine of its own, so a stalled client holds no writer). " +
 			"Per CPU profiles of benchserver (`WEFT_BENCHSERVER_CPUPROFILE`), that write system call is nearly all of the fan-out's server CPU, " +
 			"about 8 µs per stream on loopback, where the kernel also delivers the bytes to the reading client; the fan-out's time is " +
-			"that CPU shared with the client reading all the streams on the same machine.\n\n")
-		p("| streams | heap per stream | stacks per stream | heap + stacks | goroutines per stream | RSS per stream | fan-out of one list_changed | its server CPU | rounds |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			"that CPU shared with the client reading all the streams on the same machine: \"its client CPU\" is benchload's own CPU time " +
+			"(`getrusage`) over the same rounds, the readers' share of the two CPUs while the clock runs.\n\n")
+		p("| streams | heap per stream | stacks per stream | heap + stacks | goroutines per stream | RSS per stream | fan-out of one list_changed | its server CPU | its client CPU | rounds |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.listen {
-			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
-				l.memPerStream()/1000, l.goroutinesPerStream, l.rssPerStream/1000, fmtDur(float64(l.fanout)), fmtDur(float64(l.fanoutCPU)), l.rounds)
+			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
+				l.memPerStream()/1000, l.goroutinesPerStream, l.rssPerStream/1000, fmtDur(float64(l.fanout)), fmtDur(float64(l.fanoutCPU)),
+				fmtDur(float64(l.fanoutClientCPU)), l.rounds)
 		}
 		p("\n")
 	}
