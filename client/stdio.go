@@ -294,6 +294,15 @@ func (t *StdioTransport) Notify(ctx context.Context, method string, params exact
 	if closed {
 		return cause
 	}
+	_, err = t.writeWithin(ctx, line)
+	return err
+}
+
+// writeWithin writes line without letting a stalled server hold the
+// caller past ctx: when ctx ends first it returns ctx's error and the
+// channel the write's outcome will arrive on. A failed write breaks the
+// transport.
+func (t *StdioTransport) writeWithin(ctx context.Context, line []byte) (pending <-chan error, err error) {
 	written := make(chan error, 1)
 	go func() { written <- t.write(line) }()
 	select {
@@ -301,11 +310,10 @@ func (t *StdioTransport) Notify(ctx context.Context, method string, params exact
 		if err != nil {
 			err = fmt.Errorf("%w: write: %w", ErrClosed, err)
 			t.fail(err)
-			return err
 		}
-		return nil
+		return nil, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return written, ctx.Err()
 	}
 }
 
@@ -351,32 +359,25 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 		t.calls.Remove(key, tokenKey, call)
 		t.mu.Unlock()
 	}
-	cancelMsg := func() []byte {
-		b, _ := jsonrpc.Cancelled(req.ID, context.Cause(ctx).Error())
-		return b
-	}
-	// Write without letting a stalled peer hold the caller past ctx.
-	written := make(chan error, 1)
-	go func() { written <- t.write(line) }()
-	select {
-	case err := <-written:
-		if err != nil {
-			unregister()
-			err = fmt.Errorf("%w: write: %v", ErrClosed, err)
-			t.fail(err)
-			return nil, err
-		}
-	case <-ctx.Done():
-		unregister()
-		msg := cancelMsg()
+	// sendCancel tells the server the request is cancelled once the request
+	// itself is written (written, when still pending), without waiting;
+	// the answers its server requests end with wait for it (settle).
+	sendCancel := func(written <-chan error) {
+		msg, _ := jsonrpc.Cancelled(req.ID, context.Cause(ctx).Error())
 		cancelling = true
 		go func() {
-			if <-written == nil && msg != nil {
+			if (written == nil || <-written == nil) && msg != nil {
 				_ = t.write(msg)
 			}
 			settle()
 		}()
-		return nil, ctx.Err()
+	}
+	if written, err := t.writeWithin(ctx, line); err != nil {
+		unregister()
+		if written != nil { // ctx ended first
+			sendCancel(written)
+		}
+		return nil, err
 	}
 	// drain delivers queued notifications, starts answering the server
 	// requests queued after them, and reports the response if it has
@@ -419,16 +420,7 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 			if resp := drain(); resp != nil {
 				return resp, nil
 			}
-			// Tell the server, before any answer that ends with the
-			// cancellation (settled); do not wait for the write.
-			msg := cancelMsg()
-			cancelling = true
-			go func() {
-				if msg != nil {
-					_ = t.write(msg)
-				}
-				settle()
-			}()
+			sendCancel(nil)
 			return nil, ctx.Err()
 		}
 	}
