@@ -255,8 +255,12 @@ func (s *stdoutNoise) since(n int) (int, []string) {
 
 // count returns how many lines were written so far.
 func (s *stdoutNoise) count() int {
-	n, _ := s.since(0)
-	return n
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // explain adds to err (a call that did not end in time, say) the lines
@@ -271,7 +275,7 @@ func (s *stdoutNoise) explain(err error, n int) error {
 
 // summary logs the count of a process that wrote more than was logged.
 func (s *stdoutNoise) summary() {
-	if n, _ := s.since(0); n > noiseLogged {
+	if n := s.count(); n > noiseLogged {
 		s.log.Warn("gateway: upstream process ended; it wrote lines that are no MCP messages on stdout",
 			"upstream", s.name, "pid", s.pid, "count", n)
 	}
