@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -69,15 +68,12 @@ func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler
 		s.custom = map[string]*customMethod{}
 	}
 	s.custom[method] = m
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.custom[method] == m {
-				delete(s.custom, method)
-			}
-		})
+	return func() { // idempotent: only m itself is ever deleted
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.custom[method] == m {
+			delete(s.custom, method)
+		}
 	}, nil
 }
 
