@@ -166,10 +166,9 @@ type run struct {
 type stepPhase int
 
 const (
-	stepAhead     stepPhase = iota // claimed ahead, waiting for a worker
-	stepHandingIn                  // claimed ahead, its lease being given back unrun
-	stepRunning                    // its handler runs
-	stepEnding                     // its handler returned: its outcome being stored, or its lease released
+	stepAhead   stepPhase = iota // claimed ahead: waiting for a worker, or its lease being given back unrun
+	stepRunning                  // its handler runs
+	stepEnding                   // its handler returned: its outcome being stored, or its lease released
 	stepPhases
 )
 
@@ -316,7 +315,7 @@ func (rn *run) pending() string {
 	}
 	add(n[stepRunning], "handler ignoring cancellation", "handlers ignoring cancellation")
 	add(n[stepEnding], "step outcome being stored", "step outcomes being stored")
-	add(n[stepAhead]+n[stepHandingIn], "step claimed ahead being handed back", "steps claimed ahead being handed back")
+	add(n[stepAhead], "step claimed ahead being handed back", "steps claimed ahead being handed back")
 	if claiming {
 		parts = append(parts, "a claim the store has not answered")
 	}
@@ -585,7 +584,6 @@ func (rn *run) untrack(st *stepRun) {
 // taken back, so MaxAttempts counts only the runs.
 func (rn *run) releaseAhead(st *stepRun, why string) {
 	defer rn.untrack(st)
-	rn.setPhase(st, stepHandingIn)
 	ctx, cancel := context.WithTimeout(rn.base, 5*time.Second)
 	defer cancel()
 	log := rn.log.With("task", st.rec.ID, "step", st.rec.Step, "attempt", st.rec.Attempts)
