@@ -292,6 +292,26 @@ func Constants(dir string, match func(name string) bool) ([]string, error) {
 	return out, nil
 }
 
+// CheckSection holds a package's limits to its section of the document at
+// doc, both ways ([Check]), and the package in dir to its limits
+// ([Uncovered]); it returns every problem found.
+func CheckSection(doc, section, dir string, limits []Limit, also []string, notLimits map[string]string) ([]string, error) {
+	all, err := Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := InSections(all, section)
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("limitsdoc: %s has no %s section", doc, section)
+	}
+	errs := Check(rows, limits)
+	more, err := Uncovered(dir, limits, also, notLimits)
+	if err != nil {
+		return nil, err
+	}
+	return append(errs, more...), nil
+}
+
 // Uncovered checks that the package in dir documents every limit it
 // declares: it lists each constant named like a limit ([LimitName]) that
 // no limit names (nor also, constants a documented row stands for without
