@@ -145,21 +145,56 @@ func (b *bus) unreserve(partition string) {
 }
 
 type subscriber struct {
-	mu      sync.Mutex
-	pending map[event]struct{}
+	mu sync.Mutex
+	// order holds the pending events, each once, in the order they came;
+	// pending indexes them once there are more than pendingScan (below
+	// that, finding a duplicate is a scan of order, and a stream needs no
+	// map of its own).
 	order   []event
+	pending map[event]struct{}
 	wake    chan struct{}
-	// ds is the detached stream this subscription feeds (set once, under
-	// mu): its events go to the bus's writers, not to wake. queued reports
-	// that it is in the writers' queue or being written.
+	// ds is the detached stream this subscription feeds and f its filter
+	// (both set once, under mu): its events go to the bus's writers, not to
+	// wake. queued reports that it is in the writers' queue or being
+	// written.
 	ds     *detachedStream
+	f      filter
 	queued bool
+}
+
+// pendingScan is how many pending events a subscriber keeps before it
+// indexes them in a map (bursts of resource updates to distinct URIs).
+const pendingScan = 16
+
+// addLocked adds ev to the pending events unless it is already there; the
+// caller holds s.mu.
+func (s *subscriber) addLocked(ev event) {
+	if s.pending != nil {
+		if _, dup := s.pending[ev]; dup {
+			return
+		}
+		s.pending[ev] = struct{}{}
+		s.order = append(s.order, ev)
+		return
+	}
+	for _, e := range s.order {
+		if e == ev {
+			return
+		}
+	}
+	s.order = append(s.order, ev)
+	if len(s.order) > pendingScan {
+		s.pending = make(map[event]struct{}, 2*len(s.order))
+		for _, e := range s.order {
+			s.pending[e] = struct{}{}
+		}
+	}
 }
 
 func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}, open: map[string]int{}} }
 
 func (b *bus) subscribe() *subscriber {
-	s := &subscriber{pending: map[event]struct{}{}, wake: make(chan struct{}, 1)}
+	s := &subscriber{wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -268,14 +303,11 @@ func (b *bus) deliver(ev event) {
 	for s := range b.subs {
 		s.mu.Lock()
 		ds := s.ds
-		if ds != nil && !ds.st.f.wants(ev) {
+		if ds != nil && !s.f.wants(ev) {
 			s.mu.Unlock()
 			continue
 		}
-		if _, dup := s.pending[ev]; !dup {
-			s.pending[ev] = struct{}{}
-			s.order = append(s.order, ev)
-		}
+		s.addLocked(ev)
 		queue := ds != nil && !s.queued
 		if queue {
 			s.queued = true
@@ -310,7 +342,7 @@ func (s *subscriber) drain() []event {
 func (s *subscriber) drainLocked() []event {
 	out := s.order
 	s.order = nil
-	clear(s.pending)
+	s.pending = nil
 	return out
 }
 

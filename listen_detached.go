@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,10 @@ type detachedStream struct {
 	s    *Server
 	conn net.Conn
 	st   *listenState
+	// sub and tail are st's, kept here for the writers (one pointer less
+	// to follow per stream on the fan-out's path).
+	sub  *subscriber
+	tail string
 	id   ID // the request's, for the closing result
 	// req is kept for the per-event authorization of task notifications
 	// (nil without taskIds).
@@ -113,7 +118,7 @@ func (h *httpResponder) detachPending(p *pendingDetach) {
 	}
 	ignored := brw.Reader.Buffered()
 	_, _ = brw.Reader.Discard(ignored) // sent after the request: never answered (as on the request goroutine)
-	ds := &detachedStream{s: s, conn: conn, st: p.st, id: p.req.ID}
+	ds := &detachedStream{s: s, conn: conn, st: p.st, sub: p.st.sub, tail: p.st.tail, id: p.req.ID}
 	if len(p.st.taskIDs) > 0 {
 		ds.req = p.req
 	}
@@ -150,20 +155,21 @@ func (b *bus) attach(ds *detachedStream) bool {
 		b.mu.Unlock()
 		return false
 	}
-	sub := ds.st.sub
+	sub := ds.sub
 	sub.mu.Lock()
 	sub.ds = ds
+	sub.f = ds.st.f
 	// Events that reached the subscription before it was detached: keep
 	// those the filter wants, in order.
-	kept := sub.order[:0]
-	for _, ev := range sub.order {
-		if ds.st.f.wants(ev) {
+	var kept []event
+	for _, ev := range sub.drainLocked() {
+		if sub.f.wants(ev) {
 			kept = append(kept, ev)
-		} else {
-			delete(sub.pending, ev)
 		}
 	}
-	sub.order = kept
+	for _, ev := range kept {
+		sub.addLocked(ev)
+	}
 	run := len(kept) > 0
 	sub.queued = run
 	sub.mu.Unlock()
@@ -194,7 +200,7 @@ func (b *bus) enqueue(subs []*subscriber) {
 // writeStreams is one of the bus's writers: it writes the pending events of
 // queued detached streams until the queue is empty.
 func (b *bus) writeStreams() {
-	var buf []byte
+	var w listenWriter
 	for {
 		b.qmu.Lock()
 		if b.qhead == len(b.runq) {
@@ -208,37 +214,52 @@ func (b *bus) writeStreams() {
 		b.runq[b.qhead] = nil
 		b.qhead++
 		b.qmu.Unlock()
-		buf = sub.ds.flush(buf, listenWriteSlice)
+		sub.ds.flush(&w, listenWriteSlice)
 	}
 }
 
-// take returns the events gathered since the last take; with none, the
-// stream leaves the writers' queue (queued is cleared), so the next event
-// queues it again.
-func (sub *subscriber) take() []event {
+// listenWriter is a writer's scratch, reused from stream to stream: the
+// events taken from a stream and the bytes of one write.
+type listenWriter struct {
+	evs []event
+	buf []byte
+	try rawWrite
+}
+
+// take appends the events gathered since the last take to dst[:0] (the
+// subscriber keeps its slice for the next ones); with none, the stream
+// leaves the writers' queue (queued is cleared), so the next event queues
+// it again.
+func (sub *subscriber) take(dst []event) []event {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	out := sub.drainLocked()
-	if len(out) == 0 {
+	dst = append(dst[:0], sub.order...)
+	if cap(sub.order) > pendingScan {
+		sub.order = nil // a burst's array is not kept
+	} else {
+		clear(sub.order)
+		sub.order = sub.order[:0]
+	}
+	sub.pending = nil
+	if len(dst) == 0 {
 		sub.queued = false
 	}
-	return out
+	return dst
 }
 
-// flush writes the stream's pending events until none is left. buf is the
-// writer's buffer, returned for reuse. With slice > 0 (a shared writer) no
-// write blocks: what the socket does not take at once is handed, with the
-// events after it, to a goroutine of its own (finishFlush), which keeps the
-// stream until it is caught up.
-func (ds *detachedStream) flush(buf []byte, slice time.Duration) []byte {
+// flush writes the stream's pending events until none is left, with w's
+// scratch. With slice > 0 (a shared writer) no write blocks: what the
+// socket does not take at once is handed, with the events after it, to a
+// goroutine of its own (finishFlush), which keeps the stream until it is
+// caught up.
+func (ds *detachedStream) flush(w *listenWriter, slice time.Duration) {
 	for {
-		evs := ds.st.sub.take()
-		if len(evs) == 0 {
-			return buf
+		w.evs = ds.sub.take(w.evs)
+		if len(w.evs) == 0 {
+			return
 		}
-		var ok bool
-		if buf, ok = ds.writeEvents(buf, evs, slice); !ok {
-			return buf
+		if !ds.writeEvents(w, w.evs, slice) {
+			return
 		}
 	}
 }
@@ -253,35 +274,37 @@ var errStreamBusy = errors.New("weft: the stream is being written")
 // writeEvents writes evs, as many chunks per write as fit in
 // listenBatchBytes. It reports false when the stream was closed or handed
 // to finishFlush (slice > 0 only): the caller then leaves it.
-func (ds *detachedStream) writeEvents(buf []byte, evs []event, slice time.Duration) ([]byte, bool) {
+func (ds *detachedStream) writeEvents(w *listenWriter, evs []event, slice time.Duration) bool {
 	for len(evs) > 0 {
-		buf = buf[:0]
+		buf := w.buf[:0]
 		i := 0
 		for i < len(evs) && (i == 0 || len(buf) < listenBatchBytes) {
-			buf = appendListenChunk(buf, evs[i].open, ds.st.tail)
+			buf = appendListenChunk(buf, evs[i].open, ds.tail)
 			i++
 		}
+		w.buf = buf
 		evs = evs[i:]
-		n, err := ds.writeBatch(buf, slice)
+		n, err := ds.writeBatch(w, buf, slice)
 		switch {
 		case err == nil:
 		case slice > 0 && (err == errStreamBusy || err == errWouldBlock || errors.Is(err, os.ErrDeadlineExceeded)) && !ds.closed.Load():
-			go ds.finishFlush(append([]byte(nil), buf[n:]...), evs)
-			return buf, false
+			// The scratch stays with this writer: the goroutine gets copies.
+			go ds.finishFlush(slices.Clone(buf[n:]), slices.Clone(evs))
+			return false
 		default:
 			ds.close()
-			ds.st.sub.take() // leave the queue
-			return buf, false
+			ds.sub.take(nil) // leave the queue
+			return false
 		}
 	}
-	return buf, true
+	return true
 }
 
 // writeBatch writes b: without blocking when slice > 0 (errStreamBusy when a
 // keep-alive or task notification is being written, errWouldBlock or a
 // deadline error when the socket does not take it all within slice), else
-// within WriteTimeout.
-func (ds *detachedStream) writeBatch(b []byte, slice time.Duration) (int, error) {
+// within WriteTimeout. w is the writer's scratch (used when slice > 0).
+func (ds *detachedStream) writeBatch(w *listenWriter, b []byte, slice time.Duration) (int, error) {
 	if slice == 0 {
 		ds.wmu.Lock()
 	} else if !ds.wmu.TryLock() {
@@ -289,7 +312,7 @@ func (ds *detachedStream) writeBatch(b []byte, slice time.Duration) (int, error)
 	}
 	defer ds.wmu.Unlock()
 	if slice > 0 && ds.raw != nil {
-		return ds.tryWriteLocked(b)
+		return ds.tryWriteLocked(w, b)
 	}
 	return ds.writeLocked(b, slice)
 }
@@ -298,13 +321,14 @@ func (ds *detachedStream) writeBatch(b []byte, slice time.Duration) (int, error)
 // each within WriteTimeout, then keeps flushing the stream on this
 // goroutine until it is caught up.
 func (ds *detachedStream) finishFlush(rest []byte, evs []event) {
-	if _, err := ds.writeBatch(rest, 0); err != nil {
+	if _, err := ds.writeBatch(nil, rest, 0); err != nil {
 		ds.close()
-		ds.st.sub.take()
+		ds.sub.take(nil)
 		return
 	}
-	if _, ok := ds.writeEvents(nil, evs, 0); ok {
-		ds.flush(nil, 0)
+	var w listenWriter
+	if ds.writeEvents(&w, evs, 0) {
+		ds.flush(&w, 0)
 	}
 }
 

@@ -11,7 +11,10 @@ import (
 // instead (tryWriteLocked is not used).
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
+// rawWrite holds nothing here (see the unix version).
+type rawWrite struct{}
+
 // tryWriteLocked is not used without a raw connection.
-func (ds *detachedStream) tryWriteLocked(b []byte) (int, error) {
+func (ds *detachedStream) tryWriteLocked(_ *listenWriter, b []byte) (int, error) {
 	return ds.writeLocked(b, listenWriteSlice)
 }

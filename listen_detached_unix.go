@@ -28,36 +28,56 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 	return raw
 }
 
+// rawWrite is one writer's attempt at a write that does not block, reused
+// from stream to stream: its callback (fn, the method value of do) is made
+// once per writer, so an attempt allocates nothing.
+type rawWrite struct {
+	b   []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
+
+// do writes what the socket takes of b at once; it never waits for the
+// socket (it reports true to RawWrite whatever happened).
+func (rw *rawWrite) do(fd uintptr) bool {
+	for rw.n < len(rw.b) {
+		m, e := writeNonblocking(int(fd), rw.b[rw.n:])
+		if m > 0 {
+			rw.n += m
+		}
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			rw.err = errWouldBlock
+		case e != nil:
+			rw.err = e
+		case m <= 0:
+			rw.err = io.ErrShortWrite
+		}
+		if rw.err != nil {
+			break
+		}
+	}
+	return true
+}
+
 // tryWriteLocked writes what the socket takes of b at once, without
-// blocking: errWouldBlock when that is not all. Caller holds ds.wmu.
-func (ds *detachedStream) tryWriteLocked(b []byte) (int, error) {
+// blocking: errWouldBlock when that is not all. Caller holds ds.wmu; w is
+// the writer's scratch.
+func (ds *detachedStream) tryWriteLocked(w *listenWriter, b []byte) (int, error) {
 	if ds.closed.Load() {
 		return 0, net.ErrClosed
 	}
-	n := 0
-	var werr error
-	err := ds.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, e := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
-			switch {
-			case e == syscall.EINTR:
-				continue
-			case e == syscall.EAGAIN:
-				werr = errWouldBlock
-			case e != nil:
-				werr = e
-			case m <= 0:
-				werr = io.ErrShortWrite
-			}
-			if werr != nil {
-				break
-			}
-		}
-		return true // never wait for the socket here
-	})
+	rw := &w.try
+	if rw.fn == nil {
+		rw.fn = rw.do
+	}
+	rw.b, rw.n, rw.err = b, 0, nil
+	err := ds.raw.Write(rw.fn)
+	n, werr := rw.n, rw.err
+	rw.b, rw.err = nil, nil
 	if err != nil {
 		return n, err
 	}
