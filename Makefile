@@ -30,11 +30,13 @@ postgres:
 check-ensure-postgres:
 	bash scripts/check-ensure-postgres.sh
 
-## unit: every package's tests with -race, then the allocation-count tests
-## once more without it (under -race sync.Pool drops a random share of what
-## is put back, so pooled paths allocate more; those tests skip the count).
+## unit: every package's tests with -race (the framework's, then the bench
+## harness's, its own module), then the allocation-count tests once more
+## without it (under -race sync.Pool drops a random share of what is put
+## back, so pooled paths allocate more; those tests skip the count).
 unit: postgres
 	$(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Allocat' ./seal
 
 fuzz:

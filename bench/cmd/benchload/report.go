@@ -372,10 +372,12 @@ func (r *report) markdown() string {
 			"the last one is acknowledged, each time after two garbage collections: live heap (`HeapInuse`), goroutine stacks (`StackInuse`), " +
 			"goroutines and resident set (`VmRSS`, after returning free memory to the OS); the columns are the differences divided by the streams. " +
 			"The target is judged on heap + stacks (socket buffers are the kernel's and counted nowhere here). " +
-			"Each round starts one reader goroutine per stream, lets them all block on their sockets (200 ms, outside the clock: starting 10,000 " +
-			"goroutines is the client's cost, not the fan-out's), then adds or removes a tool through a control endpoint of the server and waits until every stream has read its " +
-			"`notifications/tools/list_changed`; the fan-out is the median round, from the control request to the last stream's read " +
-			"(client and server share the machine's CPUs), and its server CPU the median of the server process's user + system CPU time " +
+			"Each round (after a 200 ms pause, outside the clock, for what the previous round left to the kernel) adds or removes a tool through a " +
+			"control endpoint of the server and waits until every stream has read its `notifications/tools/list_changed`; the fan-out is the median " +
+			"round, from the control request to the last stream's read (client and server share the machine's CPUs). benchload reads all the " +
+			"streams with one epoll loop (`fanread.go`): one read system call per ready stream, each stream's bytes searched for the notification " +
+			"across reads, and a 200 µs nap when fewer than 64 streams are ready, rather than a goroutine per stream woken for each, which cost " +
+			"the shared CPUs over twice as much client time (about 85 ms against 35 ms per round at 10,000 streams); its server CPU the median of the server process's user + system CPU time " +
 			"(`/proc/<pid>/stat`, 10 ms ticks) over the same rounds, which other load on the machine disturbs less. The peers have no `subscriptions/listen` (a 2026-07-28 method).\n\n" +
 			"Over HTTP/1.1 a listen stream is detached from net/http once acknowledged (docs/architecture.md, \"Detached listen streams\"): " +
 			"the request completes (middleware, the Observer and the request log see it then), the connection is hijacked, and the stream is " +
@@ -386,10 +388,11 @@ func (r *report) markdown() string {
 			"ResponseWriters still use. The fan-out encodes each event once; the bus applies each stream's filter as it delivers and queues the " +
 			"stream for at most GOMAXPROCS writer goroutines, which write a stream's pending events as HTTP/1.1 chunks in one non-blocking write " +
 			"(a socket that cannot take it is finished by a goroutine of its own, so a stalled client holds no writer). " +
-			"Per CPU profiles of benchserver (`WEFT_BENCHSERVER_CPUPROFILE`), that write system call is nearly all of the fan-out's server CPU, " +
-			"about 8 µs per stream on loopback, where the kernel also delivers the bytes to the reading client; the fan-out's time is " +
-			"that CPU shared with the client reading all the streams on the same machine: \"its client CPU\" is benchload's own CPU time " +
-			"(`getrusage`) over the same rounds, the readers' share of the two CPUs while the clock runs.\n\n")
+			"On Linux that write is a raw system call (it cannot block, so the writer keeps its P and skips the scheduler's system-call hand-off, " +
+			"which was about a fifth of the fan-out's server CPU on this VM). Per `perf` profiles of benchserver, the write system call is now about " +
+			"three quarters of the fan-out's server CPU, about 7 µs per stream on loopback, where the kernel also delivers the bytes to the reading " +
+			"client's socket; the fan-out's time is that CPU shared with the client reading all the streams on the same machine: \"its client CPU\" " +
+			"is benchload's own CPU time (`getrusage`) over the same rounds, the reader's share of the two CPUs while the clock runs.\n\n")
 		p("| streams | heap per stream | stacks per stream | heap + stacks | goroutines per stream | RSS per stream | fan-out of one list_changed | its server CPU | its client CPU | rounds |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.listen {
 			p("| %d | %.1f KB | %.1f KB | %.1f KB | %.2f | %.1f KB | %s | %s | %s | %d |\n", l.streams, l.heapPerStream/1000, l.stackPerStream/1000,
