@@ -35,9 +35,10 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 		"other instances batched by a notifier. River: its insert (its own commit), " +
 		"a share of a fetch, and a share of its batch completer's update, which at low load runs every 250 ms: hence River's " +
 		"light-load latency, whatever its fetch cooldown.\n")
-	p("- PostgreSQL here is one server on this machine's shared disk: at heavy load both systems wait mostly on the WAL flush of " +
-		"their commits, so their throughput moves with the disk's other users from one run to the next; the ratio of two rows " +
-		"measured one after the other is steadier than either figure.\n\n")
+	p("- PostgreSQL here is one server on this machine's shared disk: at heavy load both systems wait mostly on the WAL flush of "+
+		"their commits, so their throughput moves with the disk's other users from one run to the next; the ratio of two rows "+
+		"measured one after the other is steadier than either figure. So each heavy load on PostgreSQL runs %d times, Weft and River "+
+		"alternating run by run, and each of their rows is that system's run of median throughput.\n\n", pgRuns(r.cfg))
 	p("| system | store / configuration | load | clients | workers | tasks | wall | tasks/s | p50 create→complete | p99 |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range r.tasks {
 		if t.note != "" {

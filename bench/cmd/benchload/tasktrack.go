@@ -21,6 +21,7 @@ type taskRow struct {
 	wall     time.Duration
 	rate     float64 // tasks per second
 	p50, p99 time.Duration
+	runs     int // the runs this row is the median of (heavy loads on PostgreSQL)
 	note     string
 }
 
