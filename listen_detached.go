@@ -161,16 +161,12 @@ func (b *bus) attach(ds *detachedStream) bool {
 	sub.f = ds.st.f
 	// Events that reached the subscription before it was detached: keep
 	// those the filter wants, in order.
-	var kept []event
 	for _, ev := range sub.drainLocked() {
 		if sub.f.wants(ev) {
-			kept = append(kept, ev)
+			sub.addLocked(ev)
 		}
 	}
-	for _, ev := range kept {
-		sub.addLocked(ev)
-	}
-	run := len(kept) > 0
+	run := len(sub.order) > 0
 	sub.queued = run
 	sub.mu.Unlock()
 	b.mu.Unlock()
