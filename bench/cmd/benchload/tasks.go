@@ -179,8 +179,8 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 		if load.name == "heavy" {
 			runs = pgRuns(cfg)
 		}
-		var weft []taskRow
-		river := make([][]taskRow, len(riverConfigs))
+		var weftRuns []taskRow
+		riverRuns := make([][]taskRow, len(riverConfigs))
 		for range runs {
 			if cfg.taskSystems["pg"] {
 				row, err := weftPG(ctx, cfg, load)
@@ -190,7 +190,7 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 				if row.note == "" {
 					logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
 				}
-				weft = append(weft, row)
+				weftRuns = append(weftRuns, row)
 			}
 			for i, rc := range riverConfigs {
 				if !cfg.taskSystems["river"] && !(cfg.taskSystems["river-fast"] && rc.fetchCooldown > 0) {
@@ -201,13 +201,13 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 					return nil, fmt.Errorf("river %s: %w", load.name, err)
 				}
 				logf("  %s, %s, %d workers: %.0f tasks/s, p50 %s", row.store, row.load, row.workers, row.rate, us(row.p50))
-				river[i] = append(river[i], row)
+				riverRuns[i] = append(riverRuns[i], row)
 			}
 		}
-		if len(weft) > 0 {
-			rows = append(rows, medianRun(weft))
+		if len(weftRuns) > 0 {
+			rows = append(rows, medianRun(weftRuns))
 		}
-		for _, rs := range river {
+		for _, rs := range riverRuns {
 			if len(rs) > 0 {
 				rows = append(rows, medianRun(rs))
 			}
