@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -17,64 +16,39 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-var (
-	toolsDoc = helpDoc{name: "tools", synopsis: []string{"weft tools URL"},
-		about: "Lists the tools of the MCP server at URL (e.g. http://127.0.0.1:8080/mcp)."}
-	callDoc = helpDoc{name: "call", synopsis: []string{"weft call URL TOOL [--args JSON]"},
-		about: "Calls TOOL on the MCP server at URL and prints its result. Questions the server\n" +
-			"asks on the way (elicitation, sampling) are answered at the terminal."}
-)
-
-// toolsCmd: weft tools URL.
-func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	pos, err := parseFlags(newFlags("tools"), toolsDoc, args, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError(toolsDoc, errors.New("tools needs the server URL"))
-	}
-	c := client.New(client.NewHTTPTransport(pos[0], http.DefaultClient), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
-	defer c.Close()
-	tools, err := c.ListTools(ctx)
-	if err != nil {
-		return friendly(err)
-	}
-	for _, t := range tools {
-		fmt.Fprintf(stdout, "%-28s %s\n", t.Name, t.Description)
-	}
-	return nil
-}
-
-// callCmd: weft call URL TOOL [--args JSON].
+// callCmd: weft call TARGET TOOL [--args JSON].
 func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("call")
+	t := addTarget(fs)
 	argsJSON := fs.String("args", "{}", "tool arguments as a `JSON` object")
 	pos, err := parseFlags(fs, callDoc, args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usageError(callDoc, fmt.Errorf("call needs the server URL and a tool name, got %d arguments", len(pos)))
+	if pos, err = t.resolve(callDoc, pos); err != nil {
+		return err
 	}
-	url, tool := pos[0], pos[1]
+	if len(pos) != 1 {
+		return usageError(callDoc, fmt.Errorf("call needs a tool name after the server, got %d arguments", len(pos)))
+	}
+	tool := pos[0]
 	argv, err := exactjson.Parse([]byte(*argsJSON), exactjson.Limits{})
 	if err != nil || argv.Kind() != exactjson.KindObject {
-		return errors.New("--args must be a JSON object")
+		return errors.New("--args must be a JSON object, such as '{\"name\":\"Ada\"}'")
 	}
-	t := &terminal{in: bufio.NewReader(stdin), out: stdout}
-	c := client.New(client.NewHTTPTransport(url, http.DefaultClient), client.Options{
-		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
-		Handlers:     client.Handlers{Elicit: t.elicit, Sample: t.sample, Roots: roots},
-		TasksEnabled: true,
-		OnProgress:   t.progress,
-		OnTaskStatus: t.taskStatus,
-	})
+	term := newTerminal(stdin, stdout)
+	c, err := t.connect(term.options(), stderr)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	res, err := c.CallTool(ctx, tool, argv)
-	t.endProgress()
+	term.endProgress()
 	if err != nil {
-		return friendly(err)
+		return t.explain(err, "tools")
+	}
+	if t.json {
+		return printJSON(stdout, res.Raw)
 	}
 	if res.IsError {
 		fmt.Fprintln(stdout, "The tool reported an error:")
@@ -87,18 +61,6 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errors.New("the tool call failed")
 	}
 	return nil
-}
-
-// friendly turns client errors into one clear sentence.
-func friendly(err error) error {
-	if errors.Is(err, errSamplingRefused) {
-		return errSamplingRefused
-	}
-	var rpc *client.RPCError
-	if errors.As(err, &rpc) {
-		return fmt.Errorf("the server refused the request: %s (code %d)", rpc.Message, rpc.Code)
-	}
-	return err
 }
 
 func roots(ctx context.Context) (exactjson.Value, error) {
@@ -117,6 +79,23 @@ type terminal struct {
 	in       *bufio.Reader
 	out      io.Writer
 	barShown bool
+}
+
+// newTerminal reads answers from in and writes questions to out.
+func newTerminal(in io.Reader, out io.Writer) *terminal {
+	return &terminal{in: bufio.NewReader(in), out: out}
+}
+
+// options are the client options of a command that answers at the
+// terminal: forms, URLs, sampling and roots, task following, progress.
+func (t *terminal) options() client.Options {
+	return client.Options{
+		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
+		Handlers:     client.Handlers{Elicit: t.elicit, Sample: t.sample, Roots: roots},
+		TasksEnabled: true,
+		OnProgress:   t.progress,
+		OnTaskStatus: t.taskStatus,
+	}
 }
 
 func (t *terminal) readLine(prompt string) (string, error) {
@@ -252,7 +231,9 @@ func (t *terminal) sample(ctx context.Context, params exactjson.Value) (exactjso
 		exactjson.Field("stopReason", exactjson.String("endTurn"))), nil
 }
 
-// fill asks for each field with typed parsing, re-asking on bad input.
+// fill asks for each field with typed parsing. A field shows its
+// description and default; an answer the form refuses re-asks only that
+// field, with the reason.
 func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
 	var members []exactjson.Member
 	for _, f := range schema.Fields() {
@@ -260,7 +241,13 @@ func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
 		if label == "" {
 			label = f.Name
 		}
+		if f.Description != "" {
+			fmt.Fprintf(t.out, "  %s: %s\n", label, f.Description)
+		}
 		hint := kindHint(f)
+		if f.Default.Kind() != exactjson.KindNull {
+			hint += ", Enter for " + f.Default.String()
+		}
 		for {
 			ans, err := t.readLine(fmt.Sprintf("  %s (%s): ", label, hint))
 			if err != nil {
@@ -282,11 +269,31 @@ func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
 				fmt.Fprintf(t.out, "  %v\n", err)
 				continue
 			}
+			if reason := fieldProblem(schema, f.Name, v); reason != "" {
+				fmt.Fprintf(t.out, "  %s %s; try again.\n", label, reason)
+				continue
+			}
 			members = append(members, exactjson.Field(f.Name, v))
 			break
 		}
 	}
 	return exactjson.Object(members...), nil
+}
+
+// fieldProblem checks one field's value against the form alone and returns
+// the form's reason for refusing it, or "".
+func fieldProblem(schema *elicit.Schema, name string, v exactjson.Value) string {
+	err := schema.Validate(exactjson.Object(exactjson.Field(name, v)))
+	var ve *elicit.ValidationError
+	if !errors.As(err, &ve) {
+		return ""
+	}
+	for _, p := range ve.Problems {
+		if p.Field == name {
+			return p.Reason
+		}
+	}
+	return ""
 }
 
 func kindHint(f elicit.FieldInfo) string {

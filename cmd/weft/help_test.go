@@ -19,7 +19,7 @@ func TestHelp(t *testing.T) {
 		want  []string // the synopsis, then every flag with its metavar
 		flags bool     // the command has flags (a "flags:" section)
 	}{
-		{nil, []string{"weft serve", "weft keys generate", "weft admin keys status|stage", "weft tools URL", "weft call URL TOOL"}, false},
+		{nil, []string{"weft serve", "weft keys generate", "weft admin keys status|stage", "weft discover|tools|prompts|resources|templates TARGET", "weft call TARGET TOOL", "weft listen TARGET", "weft task get|follow|cancel TARGET ID"}, false},
 		{[]string{"serve"}, []string{"usage: weft serve", "--addr ADDRESS", "--data DIR", "--keyring FILE", "--stdio", "--postgres URL", "--schema NAME",
 			"--task-lease DURATION", "--tokens FILE", "--authorization-server URL", "--admin ADDRESS", "--admin-token-file FILE", "(default 127.0.0.1:8080)"}, true},
 		{[]string{"keys"}, []string{"weft keys generate --id ID --keyring FILE", "weft keys fingerprint --keyring FILE"}, false},
@@ -32,10 +32,18 @@ func TestHelp(t *testing.T) {
 		{[]string{"admin", "keys", "activate"}, append([]string{"usage: weft admin keys activate"}, withID...), true},
 		{[]string{"admin", "keys", "rotate"}, append([]string{"usage: weft admin keys rotate"}, withID...), true},
 		{[]string{"admin", "keys", "remove"}, append([]string{"usage: weft admin keys remove"}, withID...), true},
-		{[]string{"tools"}, []string{"usage: weft tools URL"}, false},
-		{[]string{"call"}, []string{"usage: weft call URL TOOL [--args JSON]", "--args JSON", "(default {})"}, true},
-		{[]string{"call", "http://127.0.0.1:1/mcp", "echo"}, []string{"usage: weft call URL TOOL", "--args JSON"}, true},
-		{[]string{"call", "http://127.0.0.1:1/mcp", "echo", "--args", "{}"}, []string{"usage: weft call URL TOOL", "--args JSON"}, true},
+		{[]string{"tools"}, []string{"usage: weft tools TARGET", "--command COMMAND", "--header NAME: VALUE", "--bearer-file FILE", "--json"}, true},
+		{[]string{"call"}, []string{"usage: weft call TARGET TOOL [--args JSON]", "--args JSON", "(default {})", "--command COMMAND"}, true},
+		{[]string{"call", "http://127.0.0.1:1/mcp", "echo"}, []string{"usage: weft call TARGET TOOL", "--args JSON"}, true},
+		{[]string{"call", "http://127.0.0.1:1/mcp", "echo", "--args", "{}"}, []string{"usage: weft call TARGET TOOL", "--args JSON"}, true},
+		{[]string{"discover"}, []string{"usage: weft discover TARGET", "--json"}, true},
+		{[]string{"prompts"}, []string{"usage: weft prompts TARGET"}, true},
+		{[]string{"resources"}, []string{"usage: weft resources TARGET"}, true},
+		{[]string{"templates"}, []string{"usage: weft templates TARGET"}, true},
+		{[]string{"prompt"}, []string{"usage: weft prompt TARGET NAME", "--arg NAME=VALUE"}, true},
+		{[]string{"read"}, []string{"usage: weft read TARGET URI"}, true},
+		{[]string{"complete"}, []string{"usage: weft complete TARGET --prompt NAME ARGUMENT VALUE", "--resource URI-TEMPLATE"}, true},
+		{[]string{"listen"}, []string{"usage: weft listen TARGET", "--tools", "--uri URI", "--task ID", "--count N"}, true},
 	}
 	for _, tt := range tests {
 		for _, h := range []string{"-h", "-help", "--help"} {
@@ -103,8 +111,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"admin", "keys", "status"}, []string{"--admin and --token-file are required", "usage: weft admin keys status"}},
 		{[]string{"admin", "keys", "stage", "--admin", "http://127.0.0.1:1", "--token-file", "t"}, []string{"stage needs --id"}},
 		{[]string{"admin", "keys", "status", "--id", "k1"}, []string{"flag provided but not defined: -id"}},
-		{[]string{"tools"}, []string{"tools needs the server URL", "usage: weft tools URL"}},
-		{[]string{"call", "http://127.0.0.1:1/mcp"}, []string{"call needs the server URL and a tool name", "usage: weft call URL TOOL"}},
+		{[]string{"tools"}, []string{"the server's URL is missing", "usage: weft tools TARGET"}},
+		{[]string{"call", "http://127.0.0.1:1/mcp"}, []string{"call needs a tool name after the server", "usage: weft call TARGET TOOL"}},
+		{[]string{"read", "http://127.0.0.1:1/mcp"}, []string{"read needs the resource's URI after the server", "usage: weft read TARGET URI"}},
+		{[]string{"task"}, []string{"task needs get, follow or cancel", "usage: weft task get TARGET ID"}},
 		{[]string{"call", "http://127.0.0.1:1/mcp", "echo", "--args"}, []string{"flag needs an argument: -args"}},
 	}
 	for _, tt := range tests {

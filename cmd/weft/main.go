@@ -49,10 +49,17 @@ const usage = `usage:
   weft keys generate --id ID --keyring FILE
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
-  weft tools URL
-  weft call URL TOOL [--args JSON]
+  weft discover|tools|prompts|resources|templates TARGET [--json]
+  weft call TARGET TOOL [--args JSON] [--json]
+  weft prompt TARGET NAME [--arg NAME=VALUE]...
+  weft read TARGET URI
+  weft complete TARGET (--prompt NAME | --resource URI-TEMPLATE) ARGUMENT VALUE
+  weft listen TARGET [--tools] [--prompts] [--resources] [--uri URI]... [--task ID]...
+  weft task get|follow|cancel TARGET ID
   weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 
+TARGET is a server URL (http://127.0.0.1:8080/mcp), or left out with --command "CMD ARGS"
+to start a stdio server; --header, --bearer-file and --json work with every client command.
 Run weft COMMAND --help for the flags of a command.`
 
 // run runs the command line args. A command that printed its help
@@ -81,8 +88,26 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return keys(args[1:], stdout)
 	case "admin":
 		return adminCmd(ctx, args[1:], stdout)
+	case "discover":
+		return discoverCmd(ctx, args[1:], stdout, stderr)
 	case "tools":
-		return toolsCmd(ctx, args[1:], stdout)
+		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "prompts":
+		return promptsCmd(ctx, args[1:], stdout, stderr)
+	case "resources":
+		return resourcesCmd(ctx, args[1:], stdout, stderr)
+	case "templates":
+		return templatesCmd(ctx, args[1:], stdout, stderr)
+	case "prompt":
+		return promptCmd(ctx, args[1:], stdout, stderr)
+	case "read":
+		return readCmd(ctx, args[1:], stdout, stderr)
+	case "complete":
+		return completeCmd(ctx, args[1:], stdout, stderr)
+	case "listen":
+		return listenCmd(ctx, args[1:], stdout, stderr)
+	case "task":
+		return taskCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "gateway":
