@@ -85,6 +85,19 @@ const (
 	DefaultRetention       = time.Hour
 )
 
+// Live-task bounds the framework applies by default (weft.TaskOptions;
+// task.Quota in Store.Create).
+const (
+	// DefaultMaxTasksPerIdentity bounds the live tasks of one identity
+	// (principal within its partition): far more than one client runs at
+	// once, few enough that a flood of creates stops long before the store
+	// fills.
+	DefaultMaxTasksPerIdentity = 1000
+	// DefaultMaxTasksPerPartition bounds the live tasks of one partition,
+	// all its principals together.
+	DefaultMaxTasksPerPartition = 10000
+)
+
 // DefaultPartitionWorkers is the default Runner.MaxPartitionWorkers for a
 // runner of workers workers: all but a quarter of them (at least one kept
 // for the other partitions when workers >= 2, and at least one for the
