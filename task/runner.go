@@ -476,6 +476,7 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 	running := map[string]int{}         // steps running, by partition
 	queued := map[string]int{}          // steps claimed ahead, by partition
 	after := ""                         // the partition the last claim served last
+	excluded := map[string]bool{}       // the partitions the last claim excluded
 	var queue []*aheadStep              // claimed ahead, in claim order
 	results := make(chan claimResult, 1)
 	inFlight := false
@@ -501,6 +502,11 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		free++
 		if running[p]--; running[p] <= 0 {
 			delete(running, p)
+		}
+		if excluded[p] {
+			// The last claim left this partition's tasks out: claim
+			// again now that it has room.
+			idle = false
 		}
 	}
 	for ctx.Err() == nil {
@@ -534,9 +540,11 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 				// steps claimed ahead as the claims may take ahead, are
 				// not claimed from.
 				var exclude []string
+				clear(excluded)
 				for p, n := range running {
 					if n+queued[p] >= perPart+ahead {
 						exclude = append(exclude, p)
+						excluded[p] = true
 					}
 				}
 				opts := ClaimOptions{After: after, Exclude: exclude}
@@ -605,8 +613,14 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 				queue = append(queue, a)
 				queued[p]++
 			}
+			// A partition the claim left out that has room again (its
+			// steps ended while the claim was in flight) may have more.
+			roomAgain := false
+			for p := range excluded {
+				roomAgain = roomAgain || running[p]+queued[p] < perPart+ahead
+			}
 			switch {
-			case res.err == nil && len(res.recs) == res.asked:
+			case res.err == nil && len(res.recs) == res.asked, roomAgain:
 				idle = false // there may be more
 			case res.wakes == wakes:
 				// Nothing more to claim, and no task became runnable since

@@ -898,3 +898,30 @@ func TestRunnerPartitionBound(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerBoundDoesNotStall: with every task in one partition, whose
+// bound leaves workers idle, the runner keeps claiming as its steps end
+// (the claims that left the partition out are repeated once it has room),
+// not only when it polls: with a poll interval of an hour, every task
+// completes within a minute. Seen failing: a claim that excluded the
+// partition, in flight while its steps ended, left the runner idle until
+// the next poll.
+func TestRunnerBoundDoesNotStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var ids []string
+		for range 40 {
+			ids = append(ids, h.create(task.NewTask{}))
+		}
+		h.start(task.Runner{Workers: 4, PollInterval: time.Hour, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			time.Sleep(time.Millisecond)
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		for _, id := range ids {
+			h.waitTerminal(id, time.Minute)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
