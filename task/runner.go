@@ -457,7 +457,8 @@ type aheadStep struct {
 // claim and the next return. With short steps a worker then rarely waits for
 // a claim's round trip and commit, and the claims grow until the workers,
 // not the claims, are the limit; with long steps (no worker freed during a
-// claim) nothing is claimed ahead. A step claimed ahead waits, oldest first, for a worker,
+// claim) nothing is claimed ahead. A step claimed ahead waits, in claim order, for a worker
+// (a partition's steps only while it runs fewer than MaxPartitionWorkers),
 // at most PollInterval after its claim returned and a third of a lease after
 // its claim started (so that it starts with at least the lease margin the
 // heartbeat keeps); then it is released (Store.Release) rather than run
@@ -466,7 +467,11 @@ type aheadStep struct {
 // While claims fill what they ask for, the loop claims again as soon as it
 // has room; after one that found fewer tasks than it asked for (and no
 // ChannelRunnable wake-up came since it started), it waits for a wake-up or
-// PollInterval. Once ctx is done it waits for the claim in flight and
+// PollInterval, or until a partition the claim left out (it held its
+// MaxPartitionWorkers steps and as many claimed ahead) has room again. Each
+// claim passes the partition whose first step came last in the previous
+// claim as ClaimOptions.After, so the claims cycle through the partitions.
+// Once ctx is done it waits for the claim in flight and
 // releases every step claimed ahead, so that other runners take them over
 // at once.
 func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {

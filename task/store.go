@@ -69,11 +69,23 @@ type Store interface {
 	// Get returns the task with the given ID, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Record, error)
 	// Claim atomically picks up to max claimable tasks (Record.Claimable:
-	// Working, no live lease, not expired; oldest first), leases each to
-	// worker until now+lease, increments its fence and attempts, and returns
-	// them, oldest first; none when nothing is claimable. Claimable tasks
-	// whose cancellation was requested are moved to Cancelled on the way.
-	// ErrInvalid for an empty worker, a non-positive lease or max < 1.
+	// Working, no live lease, not expired), leases each to worker until
+	// now+lease, increments its fence and attempts, and returns them; none
+	// when nothing is claimable. Claimable tasks whose cancellation was
+	// requested are moved to Cancelled on the way. ErrInvalid for an empty
+	// worker, a non-positive lease or max < 1.
+	//
+	// Claims are fair across partitions (Owner.Partition): the partitions
+	// with claimable tasks, but those in opts.Exclude, are visited in key
+	// order starting after opts.After (wrapping around), and each gives
+	// its oldest claimable task before any gives a second (the memory and
+	// SQLite stores continue round by round; pgstore takes an equal share
+	// of max from each partition of up to max partitions, and selects
+	// again while some partition filled its share). Tasks are returned in
+	// that order: the first of each partition, then the second, ... A
+	// caller that passes as After the partition whose first task came last
+	// in its previous claim cycles through all partitions, so one
+	// partition's backlog never delays another partition's first task.
 	Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...ClaimOptions) ([]*Record, error)
 	// Renew atomically extends the lease identified by fence to now+lease
 	// and reports whether cancellation was requested (ErrLeaseLost if the
