@@ -115,6 +115,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 type stmts struct {
 	insert, load, update, claim, expire, purge *sql.Stmt
 	partsAfter, partsFrom, liveOwner, livePart *sql.Stmt
+	liveAdd                                    *sql.Stmt
 	get                                        *sql.Stmt
 }
 
@@ -134,6 +135,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &s.st.partsFrom, s.q.partsFrom},
 		{s.write, &s.st.liveOwner, s.q.liveOwner},
 		{s.write, &s.st.livePart, s.q.livePart},
+		{s.write, &s.st.liveAdd, s.q.liveAdd},
 		{s.read, &s.st.get, s.q.load},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.text)
@@ -169,9 +171,10 @@ type queries struct {
 	insert, load, update, claim, expire, purge string
 	// partsAfter and partsFrom list up to ?2 partitions with working
 	// tasks in key order, after ?1 and from ?1 (a skip scan of the claim
-	// index); liveOwner and livePart count the live tasks of an owner and
-	// of a partition, up to ?3 and ?2.
-	partsAfter, partsFrom, liveOwner, livePart string
+	// index); liveOwner and livePart read the live tasks of an owner and
+	// of a partition from the counts table, which liveAdd moves by ?3.
+	partsAfter, partsFrom, liveOwner, livePart, liveAdd string
+	liveDrop                                            string
 }
 
 const columns = `id, principal, partition_key, operation, params, status, status_message,
@@ -209,7 +212,14 @@ func newQueries(t string) queries {
 	fence            INTEGER NOT NULL
 ) WITHOUT ROWID`,
 			`CREATE INDEX IF NOT EXISTS ` + t + `_claim_fair ON ` + t + ` (partition_key, created_at, id) WHERE status = 'working'`,
-			`CREATE INDEX IF NOT EXISTS ` + t + `_live ON ` + t + ` (partition_key, principal) WHERE status IN ('working', 'input_required')`,
+			// The live (working or input_required) tasks per owner, kept in
+			// step with the tasks in their write transactions.
+			`CREATE TABLE IF NOT EXISTS ` + t + `_live (
+	partition_key TEXT NOT NULL,
+	principal     TEXT NOT NULL,
+	n             INTEGER NOT NULL,
+	PRIMARY KEY (partition_key, principal)
+) WITHOUT ROWID`,
 			`CREATE INDEX IF NOT EXISTS ` + t + `_expiry ON ` + t + ` (expires_at) WHERE expires_at IS NOT NULL AND status IN ('working', 'input_required')`,
 			`CREATE INDEX IF NOT EXISTS ` + t + `_purge ON ` + t + ` (updated_at) WHERE status IN ('completed', 'failed', 'cancelled')`,
 		},
@@ -225,10 +235,11 @@ func newQueries(t string) queries {
 	ORDER BY created_at, id LIMIT 1`,
 		partsAfter: partsQuery(t, ">"),
 		partsFrom:  partsQuery(t, ">="),
-		liveOwner: `SELECT count(*) FROM (SELECT 1 FROM ` + t + ` WHERE partition_key = ?1 AND principal = ?2
-	AND status IN ('working', 'input_required') LIMIT ?3)`,
-		livePart: `SELECT count(*) FROM (SELECT 1 FROM ` + t + ` WHERE partition_key = ?1
-	AND status IN ('working', 'input_required') LIMIT ?2)`,
+		liveOwner:  `SELECT coalesce(sum(n), 0) FROM ` + t + `_live WHERE partition_key = ?1 AND principal = ?2`,
+		livePart:   `SELECT coalesce(sum(n), 0) FROM ` + t + `_live WHERE partition_key = ?1`,
+		liveDrop:   `DELETE FROM ` + t + `_live WHERE n <= 0`,
+		liveAdd: `INSERT INTO ` + t + `_live (partition_key, principal, n) VALUES (?1, ?2, ?3)
+	ON CONFLICT (partition_key, principal) DO UPDATE SET n = n + excluded.n`,
 		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= ?
 	AND status IN ('working', 'input_required') LIMIT ?`,
 		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
@@ -369,21 +380,20 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 	}
-	insert := s.st.insert
-	var tx *sql.Tx
+	// Count, insert and move the live count in one write transaction:
+	// exact, as every writer (of every process) holds SQLite's write lock
+	// in turn.
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: begin: %w", r.ID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
 	if q := spec.Quota; q.PerOwner > 0 || q.PerPartition > 0 {
-		// Count and insert in one write transaction: exact, as every
-		// writer (of every process) holds SQLite's write lock in turn.
-		if tx, err = s.write.BeginTx(ctx, nil); err != nil {
-			return nil, fmt.Errorf("sqlitestore: create %s: begin: %w", r.ID, err)
-		}
-		defer func() { _ = tx.Rollback() }()
 		if err := s.admit(ctx, tx, r.Owner, q); err != nil {
 			return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 		}
-		insert = tx.StmtContext(ctx, insert)
 	}
-	_, err = insert.ExecContext(ctx, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+	_, err = tx.StmtContext(ctx, s.st.insert).ExecContext(ctx, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
 		blob(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(),
 		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
 		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
@@ -394,10 +404,11 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 		}
 		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 	}
-	if tx != nil {
-		if err := tx.Commit(); err != nil {
-			return nil, fmt.Errorf("sqlitestore: create %s: commit: %w", r.ID, err)
-		}
+	if err := s.count(ctx, tx, r.Owner, 1); err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: commit: %w", r.ID, err)
 	}
 	s.publish(ctx, nil, r)
 	return r.Clone(), nil
@@ -408,12 +419,12 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 func (s *Store) admit(ctx context.Context, tx *sql.Tx, owner task.Owner, q task.Quota) error {
 	var byOwner, byPart int
 	if q.PerOwner > 0 {
-		if err := tx.StmtContext(ctx, s.st.liveOwner).QueryRowContext(ctx, owner.Partition, owner.Principal, q.PerOwner).Scan(&byOwner); err != nil {
+		if err := tx.StmtContext(ctx, s.st.liveOwner).QueryRowContext(ctx, owner.Partition, owner.Principal).Scan(&byOwner); err != nil {
 			return fmt.Errorf("count live tasks: %w", err)
 		}
 	}
 	if q.PerPartition > 0 {
-		if err := tx.StmtContext(ctx, s.st.livePart).QueryRowContext(ctx, owner.Partition, q.PerPartition).Scan(&byPart); err != nil {
+		if err := tx.StmtContext(ctx, s.st.livePart).QueryRowContext(ctx, owner.Partition).Scan(&byPart); err != nil {
 			return fmt.Errorf("count live tasks: %w", err)
 		}
 	}
@@ -440,8 +451,23 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	return r, nil
 }
 
-// store writes r back, guarded by the fence it was loaded with.
-func (s *Store) store(ctx context.Context, tx *sql.Tx, r *task.Record, loadedFence int64) error {
+// count moves owner's live-task count by d.
+func (s *Store) count(ctx context.Context, tx *sql.Tx, owner task.Owner, d int) error {
+	if _, err := tx.StmtContext(ctx, s.st.liveAdd).ExecContext(ctx, owner.Partition, owner.Principal, d); err != nil {
+		return fmt.Errorf("count live tasks: %w", err)
+	}
+	return nil
+}
+
+// store writes r, loaded as before, back, guarded by the fence it was
+// loaded with, and takes it out of the live count if it became terminal.
+func (s *Store) store(ctx context.Context, tx *sql.Tx, before, r *task.Record) error {
+	if !before.Status.IsTerminal() && r.Status.IsTerminal() {
+		if err := s.count(ctx, tx, r.Owner, -1); err != nil {
+			return err
+		}
+	}
+	loadedFence := before.Fence
 	keys, err := issuedKeys(r.IssuedKeys)
 	if err != nil {
 		return fmt.Errorf("encode issued keys: %w", err)
@@ -485,7 +511,7 @@ func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Re
 	if !changed {
 		return r, false, nil
 	}
-	if err := s.store(ctx, tx, r, before.Fence); err != nil {
+	if err := s.store(ctx, tx, before, r); err != nil {
 		return nil, false, fmt.Errorf("sqlitestore: %s %s: store: %w", op, id, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -547,7 +573,7 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 			if !changed {
 				return nil, fmt.Errorf("sqlitestore: claim: task %s selected but not claimable", r.ID)
 			}
-			if err := s.store(ctx, tx, r, before.Fence); err != nil {
+			if err := s.store(ctx, tx, before, r); err != nil {
 				return nil, fmt.Errorf("sqlitestore: claim %s: %w", r.ID, err)
 			}
 			if ok {
@@ -639,6 +665,10 @@ func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.Swe
 		return res, fmt.Errorf("sqlitestore: purge: %w", err)
 	}
 	res.Purged = int(n)
+	// Owners without live tasks need no count.
+	if _, err := s.write.ExecContext(ctx, s.q.liveDrop); err != nil {
+		return res, fmt.Errorf("sqlitestore: purge live counts: %w", err)
+	}
 	return res, nil
 }
 
@@ -673,7 +703,7 @@ func (s *Store) expire(ctx context.Context, now time.Time, opts task.SweepOption
 		if !r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage) {
 			continue
 		}
-		if err := s.store(ctx, tx, r, before.Fence); err != nil {
+		if err := s.store(ctx, tx, before, r); err != nil {
 			return nil, fmt.Errorf("sqlitestore: expire %s: %w", r.ID, err)
 		}
 		changed = append(changed, [2]*task.Record{before, r})
@@ -694,7 +724,7 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		errs := []error{s.hub.Close()}
 		for _, st := range []*sql.Stmt{s.st.insert, s.st.load, s.st.update, s.st.claim, s.st.expire, s.st.purge, s.st.get,
-			s.st.partsAfter, s.st.partsFrom, s.st.liveOwner, s.st.livePart} {
+			s.st.partsAfter, s.st.partsFrom, s.st.liveOwner, s.st.livePart, s.st.liveAdd} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
