@@ -37,6 +37,22 @@ type TaskOptions struct {
 	// Workers is the number of task steps run concurrently by this server
 	// (default task.DefaultWorkers).
 	Workers int
+	// MaxPartitionWorkers bounds the steps of one partition this server
+	// runs at once, so that one tenant's slow steps leave workers for the
+	// others (default task.DefaultPartitionWorkers(Workers): all but a
+	// quarter of them). The store's claims serve the partitions
+	// round-robin, so one tenant's backlog does not delay another's tasks.
+	MaxPartitionWorkers int
+	// MaxTasksPerIdentity bounds the live (working or input_required)
+	// tasks of one identity (principal within its partition): a tools/call
+	// that would create one more fails with -31999 (HTTP 429, Retry-After)
+	// before any task is stored (default task.DefaultMaxTasksPerIdentity;
+	// negative: unbounded).
+	MaxTasksPerIdentity int
+	// MaxTasksPerPartition bounds the live tasks of one partition, all its
+	// principals together, likewise (default
+	// task.DefaultMaxTasksPerPartition; negative: unbounded).
+	MaxTasksPerPartition int
 	// Lease is the lease of a running step (default task.DefaultLease).
 	Lease time.Duration
 	// TTL is the lifetime of each task from creation (default 1 hour).
@@ -79,6 +95,8 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 500 * time.Millisecond
 	}
+	opts.MaxTasksPerIdentity = taskBound(opts.MaxTasksPerIdentity, task.DefaultMaxTasksPerIdentity)
+	opts.MaxTasksPerPartition = taskBound(opts.MaxTasksPerPartition, task.DefaultMaxTasksPerPartition)
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &taskEngine{opts: opts, store: opts.Store, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
@@ -95,7 +113,8 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 		close(e.done)
 		return nil
 	}
-	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers, Lease: opts.Lease,
+	r := &task.Runner{Store: opts.Store, Handler: s.observedTaskStep, Workers: opts.Workers,
+		MaxPartitionWorkers: opts.MaxPartitionWorkers, Lease: opts.Lease,
 		Retention: opts.Retention, SweepInterval: opts.SweepInterval, Logger: s.log, WorkerID: opts.WorkerID}
 	go func() {
 		defer close(e.done)
@@ -104,6 +123,18 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 		}
 	}()
 	return nil
+}
+
+// taskBound is a live-task bound as configured: 0 means def, negative
+// unbounded (0 in a task.Quota).
+func taskBound(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func (s *Server) taskEngine() *taskEngine {
@@ -204,12 +235,23 @@ func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (R
 		TTL:          e.opts.TTL,
 		PollInterval: e.opts.PollInterval,
 		State:        state,
+		Quota:        task.Quota{PerOwner: e.opts.MaxTasksPerIdentity, PerPartition: e.opts.MaxTasksPerPartition},
 	})
+	if errors.Is(err, task.ErrLimit) {
+		s.log.Info("weft: task refused: too many live tasks", "tool", req.Name, "err", err)
+		e := protocolError(CodeRateLimited, "Too many unfinished tasks; retry later", exactjson.Value{})
+		e.retryAfter = taskRetryAfter
+		return nil, e
+	}
 	if err != nil {
 		return nil, fmt.Errorf("weft: storing a task: %w", err)
 	}
 	return &CreateTaskResult{Task: rec}, nil
 }
+
+// taskRetryAfter is the Retry-After of a tools/call refused because its
+// identity or partition has too many live tasks.
+const taskRetryAfter = 5 * time.Second
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 

@@ -47,7 +47,8 @@
 // # Leases and fencing
 //
 // Claim atomically picks up to a given number of claimable tasks (Working,
-// no live lease, not expired; oldest first), records the worker and a lease
+// no live lease, not expired; fairly across partitions, oldest first within
+// each: see Fairness), records the worker and a lease
 // expiry on each, and increments each task's fence. The fence is a fencing token: every later write by that worker
 // (Renew, SetStatusMessage, Finish) carries it and fails with ErrLeaseLost if
 // the task was re-claimed, cancelled, expired or finished in between.
@@ -64,6 +65,21 @@
 // therefore at least once per step: Job.IdempotencyKey ("<task ID>/<step>")
 // is stable across re-runs of a step so handlers can deduplicate side
 // effects, and Job.Fence can be passed to fenced external systems.
+//
+// # Fairness
+//
+// Many tenants share one store and its runners, so no tenant's backlog may
+// delay another's tasks. Store.Create refuses (ErrLimit) a task past the
+// creator's Quota of live tasks, per owner and per partition. Store.Claim
+// serves the partitions round-robin (ClaimOptions): every partition with
+// claimable tasks gives one before any gives a second, and a Runner carries
+// the cursor from claim to claim, so a new tenant's first task is claimed
+// in the next claim however long another tenant's queue is. A Runner runs
+// at most MaxPartitionWorkers steps of one partition at once (by default
+// all its workers but a quarter), and does not claim from a partition that
+// holds its bound, so one tenant's slow steps leave workers for the others.
+// The PostgreSQL store's claims are fair across the instances sharing it:
+// each instance's runner cycles through every partition.
 //
 // # Notifications
 //

@@ -91,3 +91,10 @@ func ExampleNewID() {
 	fmt.Println(len(id), err)
 	// Output: 43 <nil>
 }
+
+// RoundRobin is the order in which a claim visits partitions: the first
+// key after the one the previous claim served last, wrapping around.
+func ExampleRoundRobin() {
+	fmt.Println(task.RoundRobin([]string{"tenant-c", "tenant-a", "tenant-b"}, "tenant-a"))
+	// Output: [tenant-b tenant-c tenant-a]
+}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,8 +20,10 @@ type MemoryStore struct {
 
 	mu     sync.Mutex
 	tasks  map[string]*Record
-	ready  readyQueue         // Working and unleased, oldest first
-	leased map[string]*Record // Working and leased (live or lapsed)
+	ready  map[string]*readyQueue // by partition: Working and unleased, oldest first
+	leased map[string]*Record     // Working and leased (live or lapsed)
+	live   map[Owner]int          // non-terminal tasks by owner
+	parts  map[string]int         // non-terminal tasks by partition
 	closed bool
 }
 
@@ -43,8 +46,10 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		now:    time.Now,
 		hub:    NewHub(0),
 		tasks:  make(map[string]*Record),
-		ready:  readyQueue{pos: make(map[string]int)},
+		ready:  make(map[string]*readyQueue),
 		leased: make(map[string]*Record),
+		live:   make(map[Owner]int),
+		parts:  make(map[string]int),
 	}
 	s.RecordMethods = NewRecordMethods(s.update)
 	for _, o := range opts {
@@ -81,14 +86,49 @@ func (s *MemoryStore) publish(ctx context.Context, before, after *Record) {
 
 // index keeps the claim-candidate sets in step with r.
 func (s *MemoryStore) index(r *Record) {
-	s.ready.remove(r.ID)
+	s.unready(r)
 	delete(s.leased, r.ID)
 	switch {
 	case r.Status != Working:
 	case r.LeaseOwner == "":
-		heap.Push(&s.ready, r)
+		q := s.ready[r.Owner.Partition]
+		if q == nil {
+			q = &readyQueue{pos: make(map[string]int)}
+			s.ready[r.Owner.Partition] = q
+		}
+		heap.Push(q, r)
 	default:
 		s.leased[r.ID] = r
+	}
+}
+
+// unready removes r from its partition's ready queue, and the queue once
+// empty.
+func (s *MemoryStore) unready(r *Record) {
+	q := s.ready[r.Owner.Partition]
+	if q == nil {
+		return
+	}
+	q.remove(r.ID)
+	if q.Len() == 0 {
+		delete(s.ready, r.Owner.Partition)
+	}
+}
+
+// count moves the live-task counters by d for r's owner and partition.
+func (s *MemoryStore) count(r *Record, d int) {
+	if s.live[r.Owner] += d; s.live[r.Owner] <= 0 {
+		delete(s.live, r.Owner)
+	}
+	if s.parts[r.Owner.Partition] += d; s.parts[r.Owner.Partition] <= 0 {
+		delete(s.parts, r.Owner.Partition)
+	}
+}
+
+// account updates the live-task counters for a change before→after.
+func (s *MemoryStore) account(before, after *Record) {
+	if !before.Status.IsTerminal() && after.Status.IsTerminal() {
+		s.count(after, -1)
 	}
 }
 
@@ -117,7 +157,12 @@ func (s *MemoryStore) Create(ctx context.Context, spec NewTask) (*Record, error)
 		s.mu.Unlock()
 		return nil, fmt.Errorf("task: memory store create %s: %w", r.ID, ErrExists)
 	}
+	if err := spec.Quota.Admit(s.live[r.Owner], s.parts[r.Owner.Partition]); err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("task: memory store create %s: %w", r.ID, err)
+	}
 	s.tasks[r.ID] = r
+	s.count(r, 1)
 	s.index(r)
 	out := r.Clone()
 	s.mu.Unlock()
@@ -161,6 +206,7 @@ func (s *MemoryStore) update(ctx context.Context, op, id string, apply func(r *R
 		return nil, false, err
 	}
 	s.index(r)
+	s.account(before, r)
 	after := r.Clone()
 	s.mu.Unlock()
 	if changed {
@@ -170,11 +216,17 @@ func (s *MemoryStore) update(ctx context.Context, op, id string, apply func(r *R
 }
 
 // Claim implements Store. Candidates are the unleased Working tasks (a heap
-// ordered by creation time) and the leased ones whose lease lapsed (a set as
-// small as the number of running steps).
-func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*Record, error) {
+// per partition ordered by creation time) and the leased ones whose lease
+// lapsed (a set as small as the number of running steps), which are moved
+// back to their partition's heap first. Partitions are served round-robin
+// in key order from after opts.After: one task of each per round.
+func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...ClaimOptions) ([]*Record, error) {
 	if worker == "" || lease <= 0 || max < 1 {
 		return nil, fmt.Errorf("task: memory store claim: empty worker, non-positive lease or max: %w", ErrInvalid)
+	}
+	var o ClaimOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
 	now := s.timestamp()
 	type change struct{ before, after *Record }
@@ -185,35 +237,58 @@ func (s *MemoryStore) Claim(ctx context.Context, worker string, lease time.Durat
 		s.mu.Unlock()
 		return nil, err
 	}
-	for len(claimed) < max {
-		var best *Record
-		for _, r := range s.leased {
-			if r.Claimable(now) && (best == nil || older(r, best)) {
-				best = r
+	for id, r := range s.leased {
+		if r.Claimable(now) {
+			delete(s.leased, id)
+			q := s.ready[r.Owner.Partition]
+			if q == nil {
+				q = &readyQueue{pos: make(map[string]int)}
+				s.ready[r.Owner.Partition] = q
 			}
+			heap.Push(q, r)
 		}
-		for len(s.ready.items) > 0 {
-			r := s.ready.items[0]
-			if r.Claimable(now) {
-				if best == nil || older(r, best) {
-					best = r
-				}
+	}
+	order := make([]string, 0, len(s.ready))
+	for p := range s.ready {
+		if !slices.Contains(o.Exclude, p) {
+			order = append(order, p)
+		}
+	}
+	order = RoundRobin(order, o.After)
+	for len(claimed) < max && len(order) > 0 {
+		next := order[:0]
+		for _, p := range order {
+			if len(claimed) >= max {
 				break
 			}
-			// Expired: never claimable again; the sweep will fail it.
-			heap.Pop(&s.ready)
+			q := s.ready[p]
+			var best *Record
+			for q != nil && q.Len() > 0 {
+				r := q.items[0]
+				if r.Claimable(now) {
+					best = r
+					break
+				}
+				// Expired: never claimable again; the sweep will fail it.
+				s.unready(r)
+			}
+			if best == nil {
+				continue
+			}
+			before := best.Clone()
+			ok, _ := best.ApplyClaim(worker, now, lease)
+			s.index(best)
+			s.account(before, best)
+			if ok {
+				claimed = append(claimed, best.Clone())
+			} else {
+				changes = append(changes, change{before, best.Clone()})
+			}
+			if s.ready[p] != nil {
+				next = append(next, p)
+			}
 		}
-		if best == nil {
-			break
-		}
-		before := best.Clone()
-		ok, _ := best.ApplyClaim(worker, now, lease)
-		s.index(best)
-		if ok {
-			claimed = append(claimed, best.Clone())
-		} else {
-			changes = append(changes, change{before, best.Clone()})
-		}
+		order = next
 	}
 	s.mu.Unlock()
 	for _, c := range changes {
@@ -290,13 +365,14 @@ func (s *MemoryStore) ExpireAndPurge(ctx context.Context, now time.Time, opts Sw
 			before := r.Clone()
 			r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage)
 			s.index(r)
+			s.account(before, r)
 			changed = append(changed, [2]*Record{before, r.Clone()})
 			res.Expired++
 			continue
 		}
 		if res.Purged < opts.Limit && r.Purgeable(now, opts.Retention) {
 			delete(s.tasks, id)
-			s.ready.remove(id)
+			s.unready(r)
 			delete(s.leased, id)
 			res.Purged++
 		}
@@ -312,8 +388,8 @@ func (s *MemoryStore) ExpireAndPurge(ctx context.Context, now time.Time, opts Sw
 func (s *MemoryStore) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.tasks, s.leased = nil, nil
-	s.ready = readyQueue{pos: make(map[string]int)}
+	s.tasks, s.leased, s.live, s.parts = nil, nil, nil, nil
+	s.ready = make(map[string]*readyQueue)
 	s.mu.Unlock()
 	return s.hub.Close()
 }

@@ -21,6 +21,8 @@ var (
 	// ErrInvalid: an argument is malformed (bad JSON, empty operation,
 	// unsupported outcome status, ...).
 	ErrInvalid = errors.New("task: invalid argument")
+	// ErrLimit: Create would exceed the creator's Quota of live tasks.
+	ErrLimit = errors.New("task: too many live tasks")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("task: store closed")
 	// ErrCancelRequested is the context cause given to a running handler

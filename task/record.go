@@ -101,6 +101,9 @@ type NewTask struct {
 	StatusMessage string
 	// State is the initial continuation state for step 1 (optional).
 	State json.RawMessage
+	// Quota bounds the live tasks of the creator: Create fails with
+	// ErrLimit rather than exceed it. It is not stored.
+	Quota Quota
 }
 
 // NewRecord validates spec and returns the initial record of a task created at

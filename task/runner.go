@@ -85,6 +85,30 @@ const (
 	DefaultRetention       = time.Hour
 )
 
+// Live-task bounds the framework applies by default (weft.TaskOptions;
+// task.Quota in Store.Create).
+const (
+	// DefaultMaxTasksPerIdentity bounds the live tasks of one identity
+	// (principal within its partition): far more than one client runs at
+	// once, few enough that a flood of creates stops long before the store
+	// fills.
+	DefaultMaxTasksPerIdentity = 1000
+	// DefaultMaxTasksPerPartition bounds the live tasks of one partition,
+	// all its principals together.
+	DefaultMaxTasksPerPartition = 10000
+)
+
+// DefaultPartitionWorkers is the default Runner.MaxPartitionWorkers for a
+// runner of workers workers: all but a quarter of them (at least one kept
+// for the other partitions when workers >= 2, and at least one for the
+// partition).
+func DefaultPartitionWorkers(workers int) int {
+	if workers <= 1 {
+		return 1
+	}
+	return workers - max(1, workers/4)
+}
+
 // storingPerWorker bounds the steps whose outcome is being stored, per
 // worker: a store that commits outcomes in groups (pgstore) takes longer
 // for each than a handler that does little, and a worker need not wait.
@@ -107,6 +131,13 @@ type Runner struct {
 	// stored (under its lease), for up to 4×Workers outcomes being stored at
 	// a time.
 	Workers int
+	// MaxPartitionWorkers bounds the steps of one partition
+	// (Owner.Partition) this runner runs at once, so that one tenant's slow
+	// steps cannot occupy every worker: the others stay free for the other
+	// partitions' tasks. Default (0): DefaultPartitionWorkers(Workers), a
+	// quarter of the workers kept for the other partitions; at most
+	// Workers.
+	MaxPartitionWorkers int
 	// Lease is how long a claim lasts without renewal (DefaultLease); the
 	// lease is renewed every Lease/3, counted from the claim, while the step
 	// runs.
@@ -188,6 +219,10 @@ func (r *Runner) config() (Runner, error) {
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
 	}
+	if c.MaxPartitionWorkers <= 0 {
+		c.MaxPartitionWorkers = DefaultPartitionWorkers(c.Workers)
+	}
+	c.MaxPartitionWorkers = min(c.MaxPartitionWorkers, c.Workers)
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
 	}
@@ -422,7 +457,8 @@ type aheadStep struct {
 // claim and the next return. With short steps a worker then rarely waits for
 // a claim's round trip and commit, and the claims grow until the workers,
 // not the claims, are the limit; with long steps (no worker freed during a
-// claim) nothing is claimed ahead. A step claimed ahead waits, oldest first, for a worker,
+// claim) nothing is claimed ahead. A step claimed ahead waits, in claim order, for a worker
+// (a partition's steps only while it runs fewer than MaxPartitionWorkers),
 // at most PollInterval after its claim returned and a third of a lease after
 // its claim started (so that it starts with at least the lease margin the
 // heartbeat keeps); then it is released (Store.Release) rather than run
@@ -431,14 +467,22 @@ type aheadStep struct {
 // While claims fill what they ask for, the loop claims again as soon as it
 // has room; after one that found fewer tasks than it asked for (and no
 // ChannelRunnable wake-up came since it started), it waits for a wake-up or
-// PollInterval. Once ctx is done it waits for the claim in flight and
+// PollInterval, or until a partition the claim left out (it held its
+// MaxPartitionWorkers steps and as many claimed ahead) has room again. Each
+// claim passes the partition whose first step came last in the previous
+// claim as ClaimOptions.After, so the claims cycle through the partitions.
+// Once ctx is done it waits for the claim in flight and
 // releases every step claimed ahead, so that other runners take them over
 // at once.
 func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
-	workers, lease := rn.cfg.Workers, rn.cfg.Lease
-	free := workers // workers not running a step
-	freed := make(chan struct{}, workers)
-	var queue []*aheadStep // claimed ahead, oldest first
+	workers, lease, perPart := rn.cfg.Workers, rn.cfg.Lease, rn.cfg.MaxPartitionWorkers
+	free := workers                     // workers not running a step
+	freed := make(chan string, workers) // the partition of the step that freed a worker
+	running := map[string]int{}         // steps running, by partition
+	queued := map[string]int{}          // steps claimed ahead, by partition
+	after := ""                         // the partition the last claim served last
+	excluded := map[string]bool{}       // the partitions the last claim excluded
+	var queue []*aheadStep              // claimed ahead, in claim order
 	results := make(chan claimResult, 1)
 	inFlight := false
 	ahead, freedDuring := 0, 0 // steps to claim ahead; workers freed during the claim in flight
@@ -452,34 +496,70 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 	defer due.Stop()
 	start := func(st *stepRun, at time.Time) {
 		free--
-		steps.Go(func() { rn.runStep(st, at, func() { freed <- struct{}{} }) })
+		p := st.rec.Owner.Partition
+		running[p]++
+		steps.Go(func() { rn.runStep(st, at, func() { freed <- p }) })
 	}
 	release := func(a *aheadStep, why string) {
 		steps.Go(func() { rn.releaseAhead(a.st, why) })
 	}
+	gotFreed := func(p string) {
+		free++
+		if running[p]--; running[p] <= 0 {
+			delete(running, p)
+		}
+		if excluded[p] {
+			// The last claim left this partition's tasks out: claim
+			// again now that it has room.
+			idle = false
+		}
+	}
 	for ctx.Err() == nil {
+		// Start the steps claimed ahead whose partition is below its
+		// bound, in claim order (the store's round-robin across
+		// partitions), and release those past due.
 		now := time.Now()
-		for len(queue) > 0 && (free > 0 || !now.Before(queue[0].due)) {
-			a := queue[0]
-			queue[0] = nil
-			queue = queue[1:]
-			if now.Before(a.due) {
-				start(a.st, a.at)
-			} else {
+		kept := queue[:0]
+		for _, a := range queue {
+			p := a.st.rec.Owner.Partition
+			switch {
+			case !now.Before(a.due):
 				release(a, "claimed ahead and not started in time")
+			case free > 0 && running[p] < perPart:
+				start(a.st, a.at)
+			default:
+				kept = append(kept, a)
+				continue
+			}
+			if queued[p]--; queued[p] <= 0 {
+				delete(queued, p)
 			}
 		}
+		clear(queue[len(kept):])
+		queue = kept
 		if !inFlight && !idle {
 			if want := free + ahead - len(queue); want > 0 {
 				inFlight, freedDuring = true, 0
 				at, seen := time.Now(), wakes
+				// Partitions holding their bound of workers, and as many
+				// steps claimed ahead as the claims may take ahead, are
+				// not claimed from.
+				var exclude []string
+				clear(excluded)
+				for p, n := range running {
+					if n+queued[p] >= perPart+ahead {
+						exclude = append(exclude, p)
+						excluded[p] = true
+					}
+				}
+				opts := ClaimOptions{After: after, Exclude: exclude}
 				go func() {
 					// Not cancelled with ctx: the outcome of a claim cut
 					// short is unknown, so its steps would stay leased.
 					cctx, cancel := context.WithTimeout(rn.base, min(lease, rn.cfg.ShutdownTimeout))
 					defer cancel()
 					rn.setClaiming(true)
-					recs, err := rn.cfg.Store.Claim(cctx, rn.cfg.WorkerID, lease, want)
+					recs, err := rn.cfg.Store.Claim(cctx, rn.cfg.WorkerID, lease, want, opts)
 					rn.setClaiming(false)
 					results <- claimResult{recs: recs, err: err, asked: want, at: at, wakes: seen}
 				}()
@@ -492,8 +572,8 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-freed:
-			free++
+		case p := <-freed:
+			gotFreed(p)
 			if inFlight {
 				freedDuring++
 			}
@@ -506,8 +586,8 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 			// its steps now rather than after a wait in the queue.
 			for counted := false; !counted; {
 				select {
-				case <-freed:
-					free++
+				case p := <-freed:
+					gotFreed(p)
 					freedDuring++
 				default:
 					counted = true
@@ -520,9 +600,14 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 			if res.err != nil {
 				rn.log.Error("task runner: claim failed", "err", res.err)
 			}
+			seen := map[string]bool{}
 			for _, rec := range res.recs {
+				p := rec.Owner.Partition
+				if !seen[p] {
+					seen[p], after = true, p
+				}
 				st := rn.track(rec)
-				if free > 0 {
+				if free > 0 && running[p] < perPart {
 					start(st, res.at)
 					continue
 				}
@@ -531,9 +616,16 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 					a.due = byLease
 				}
 				queue = append(queue, a)
+				queued[p]++
+			}
+			// A partition the claim left out that has room again (its
+			// steps ended while the claim was in flight) may have more.
+			roomAgain := false
+			for p := range excluded {
+				roomAgain = roomAgain || running[p]+queued[p] < perPart+ahead
 			}
 			switch {
-			case res.err == nil && len(res.recs) == res.asked:
+			case res.err == nil && len(res.recs) == res.asked, roomAgain:
 				idle = false // there may be more
 			case res.wakes == wakes:
 				// Nothing more to claim, and no task became runnable since

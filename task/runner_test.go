@@ -48,12 +48,12 @@ func (f *faultyStore) Renew(ctx context.Context, id string, fence int64, lease t
 	return f.Store.Renew(ctx, id, fence, lease)
 }
 
-func (f *faultyStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+func (f *faultyStore) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
 	if f.claimHang > 0 {
 		time.Sleep(f.claimHang)
 		return nil, errInjected
 	}
-	return f.Store.Claim(ctx, worker, lease, max)
+	return f.Store.Claim(ctx, worker, lease, max, opts...)
 }
 
 func (f *faultyStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
@@ -459,7 +459,7 @@ func TestRunnerConcurrency(t *testing.T) {
 		h := newHarness(t)
 		var mu sync.Mutex
 		running, peak := 0, 0
-		h.start(task.Runner{Workers: 3, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		h.start(task.Runner{Workers: 3, MaxPartitionWorkers: 3, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			mu.Lock()
 			running++
 			peak = max(peak, running)
@@ -503,8 +503,8 @@ func (s *slowFinishStore) Finish(ctx context.Context, id string, fence int64, ou
 	return s.Store.Finish(ctx, id, fence, out)
 }
 
-func (s *slowFinishStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
-	rs, err := s.Store.Claim(ctx, worker, lease, max)
+func (s *slowFinishStore) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
+	rs, err := s.Store.Claim(ctx, worker, lease, max, opts...)
 	if len(rs) > 0 {
 		s.claims.Add(1)
 		s.claimed.Add(int64(len(rs)))
@@ -525,7 +525,7 @@ func TestRunnerClaimsForAllFreeWorkers(t *testing.T) {
 		st := &slowFinishStore{Store: h.store, release: make(chan struct{})}
 		var running atomic.Int64
 		all := make(chan struct{})
-		h.start(task.Runner{Store: st, Workers: workers, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		h.start(task.Runner{Store: st, Workers: workers, MaxPartitionWorkers: workers, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 			if running.Add(1) == workers {
 				close(all)
 			}
@@ -591,11 +591,11 @@ type gatedClaimStore struct {
 	gates map[int64]chan struct{}
 }
 
-func (s *gatedClaimStore) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+func (s *gatedClaimStore) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
 	if g := s.gates[s.calls.Add(1)]; g != nil {
 		<-g
 	}
-	return s.Store.Claim(ctx, worker, lease, max)
+	return s.Store.Claim(ctx, worker, lease, max, opts...)
 }
 
 // aheadScene is a runner of two workers with a step claimed ahead: of the
@@ -630,7 +630,7 @@ func newAheadScene(t *testing.T, r task.Runner, holdThird bool) *aheadScene {
 	if holdThird {
 		st.gates[3] = sc.claim
 	}
-	r.Store, r.Workers = st, 2
+	r.Store, r.Workers, r.MaxPartitionWorkers = st, 2, 2 // all in one partition
 	r.Handler = func(ctx context.Context, job *task.Job) (task.Outcome, error) {
 		sc.ran <- job.ID()
 		select {
@@ -842,6 +842,84 @@ func TestRunnerAheadCancel(t *testing.T) {
 			t.Fatalf("cancellation reached the step after %v, at its heartbeat (%v)", d, lease/3)
 		}
 		close(sc.gates[sc.ids[3]])
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerPartitionBound: one partition's steps that do not end occupy
+// at most MaxPartitionWorkers (by default all workers but a quarter), so
+// another partition's task, created after the flood, still runs and
+// completes (issue 25, D4). Without the bound the flood holds every worker
+// and tenant B's task never starts.
+func TestRunnerPartitionBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		const workers = 4
+		release := make(chan struct{})
+		var mu sync.Mutex
+		runningA, peakA := 0, 0
+		h.start(task.Runner{Workers: workers, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			if job.Owner().Partition == "tenant-a" {
+				mu.Lock()
+				runningA++
+				peakA = max(peakA, runningA)
+				mu.Unlock()
+				defer func() { mu.Lock(); runningA--; mu.Unlock() }()
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return task.Outcome{}, context.Cause(ctx)
+				}
+			}
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		var flood []string
+		for range 50 {
+			flood = append(flood, h.create(task.NewTask{Owner: task.Owner{Principal: "alice", Partition: "tenant-a"}}))
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		b := h.create(task.NewTask{Owner: task.Owner{Principal: "bob", Partition: "tenant-b"}})
+		h.waitTerminal(b, time.Minute)
+		mu.Lock()
+		peak := peakA
+		mu.Unlock()
+		if want := task.DefaultPartitionWorkers(workers); peak != want {
+			t.Fatalf("tenant A ran %d steps at once, want its bound %d", peak, want)
+		}
+		close(release)
+		for _, id := range flood {
+			h.waitTerminal(id, time.Hour)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRunnerBoundDoesNotStall: with every task in one partition, whose
+// bound leaves workers idle, the runner keeps claiming as its steps end
+// (the claims that left the partition out are repeated once it has room),
+// not only when it polls: with a poll interval of an hour, every task
+// completes within a minute. Seen failing: a claim that excluded the
+// partition, in flight while its steps ended, left the runner idle until
+// the next poll.
+func TestRunnerBoundDoesNotStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var ids []string
+		for range 40 {
+			ids = append(ids, h.create(task.NewTask{}))
+		}
+		h.start(task.Runner{Workers: 4, PollInterval: time.Hour, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			time.Sleep(time.Millisecond)
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		for _, id := range ids {
+			h.waitTerminal(id, time.Minute)
+		}
 		if err := h.shutdown(); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -68,12 +69,24 @@ type Store interface {
 	// Get returns the task with the given ID, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Record, error)
 	// Claim atomically picks up to max claimable tasks (Record.Claimable:
-	// Working, no live lease, not expired; oldest first), leases each to
-	// worker until now+lease, increments its fence and attempts, and returns
-	// them, oldest first; none when nothing is claimable. Claimable tasks
-	// whose cancellation was requested are moved to Cancelled on the way.
-	// ErrInvalid for an empty worker, a non-positive lease or max < 1.
-	Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*Record, error)
+	// Working, no live lease, not expired), leases each to worker until
+	// now+lease, increments its fence and attempts, and returns them; none
+	// when nothing is claimable. Claimable tasks whose cancellation was
+	// requested are moved to Cancelled on the way. ErrInvalid for an empty
+	// worker, a non-positive lease or max < 1.
+	//
+	// Claims are fair across partitions (Owner.Partition): the partitions
+	// with claimable tasks, but those in opts.Exclude, are visited in key
+	// order starting after opts.After (wrapping around), and each gives
+	// its oldest claimable task before any gives a second (the memory and
+	// SQLite stores continue round by round; pgstore takes an equal share
+	// of max from each partition of up to max partitions, and selects
+	// again while some partition filled its share). Tasks are returned in
+	// that order: the first of each partition, then the second, ... A
+	// caller that passes as After the partition whose first task came last
+	// in its previous claim cycles through all partitions, so one
+	// partition's backlog never delays another partition's first task.
+	Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...ClaimOptions) ([]*Record, error)
 	// Renew atomically extends the lease identified by fence to now+lease
 	// and reports whether cancellation was requested (ErrLeaseLost if the
 	// lease is no longer held).
@@ -115,6 +128,57 @@ type Store interface {
 	// Close releases the store's resources and closes its subscriptions.
 	// Methods called after Close fail with ErrClosed.
 	Close() error
+}
+
+// ClaimOptions steer which partitions a Claim serves (only the first
+// ClaimOptions passed counts).
+type ClaimOptions struct {
+	// After is the partition the caller's previous claim served last: this
+	// claim visits the partitions in key order starting after it, wrapping
+	// around, so that a caller's consecutive claims cycle through every
+	// partition with claimable tasks.
+	After string
+	// Exclude lists partitions not to claim from (those the caller already
+	// runs as many steps of as it allows).
+	Exclude []string
+}
+
+// Quota bounds the live (non-terminal: working or input_required) tasks
+// that Store.Create admits; 0 means no bound.
+type Quota struct {
+	// PerOwner bounds the live tasks of one Owner (a principal within its
+	// partition).
+	PerOwner int
+	// PerPartition bounds the live tasks of one partition, all principals
+	// together.
+	PerPartition int
+}
+
+// Admit reports (ErrLimit) whether a task may be created by an owner that
+// has owner live tasks, in a partition that has partition live tasks.
+// Stores call it from Create with the counts they read.
+func (q Quota) Admit(owner, partition int) error {
+	if q.PerOwner > 0 && owner >= q.PerOwner {
+		return fmt.Errorf("%d live tasks of this principal (quota %d): %w", owner, q.PerOwner, ErrLimit)
+	}
+	if q.PerPartition > 0 && partition >= q.PerPartition {
+		return fmt.Errorf("%d live tasks in this partition (quota %d): %w", partition, q.PerPartition, ErrLimit)
+	}
+	return nil
+}
+
+// RoundRobin sorts partitions in place into the order a claim serves them:
+// key order, starting with the first key after after and wrapping around
+// (after itself, if present, comes last). It returns partitions.
+func RoundRobin(partitions []string, after string) []string {
+	slices.Sort(partitions)
+	i, _ := slices.BinarySearch(partitions, after)
+	if i < len(partitions) && partitions[i] == after {
+		i++
+	}
+	rotated := append(slices.Clone(partitions[i:]), partitions[:i]...)
+	copy(partitions, rotated)
+	return partitions
 }
 
 // SweepOptions configures Store.ExpireAndPurge.

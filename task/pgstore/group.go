@@ -167,12 +167,13 @@ func (s *Store) commitGroup(group []*pendingUpdate) {
 // pendingCreate is one Create waiting for a creator.
 type pendingCreate struct {
 	r    *task.Record
+	spec task.Quota
 	done chan error // buffered
 }
 
 // insert stores r, committed in a group with the other creates waiting.
-func (s *Store) insert(ctx context.Context, r *task.Record) error {
-	p := &pendingCreate{r: r, done: make(chan error, 1)}
+func (s *Store) insert(ctx context.Context, r *task.Record, q task.Quota) error {
+	p := &pendingCreate{r: r, spec: q, done: make(chan error, 1)}
 	select {
 	case s.creates <- p:
 	case <-s.closing:
@@ -215,23 +216,42 @@ func (s *Store) creator() {
 
 // commitCreates inserts group in one transaction (BEGIN, the INSERTs and
 // COMMIT in one round trip); an id already taken is ErrExists for its
-// create only (ON CONFLICT DO NOTHING).
+// create only (ON CONFLICT DO NOTHING). Creates with a task.Quota are
+// admitted first, in group order, against the live tasks counted at the
+// start of the transaction (one more round trip): creates committed
+// concurrently by other groups, of this instance or others, are not seen,
+// so a quota may be exceeded by the creates of one owner in flight at once.
 func (s *Store) commitCreates(group []*pendingCreate) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	inserted := make([]bool, len(group))
+	refused := make([]error, len(group))
 	err := s.inTx(ctx, "create "+group[0].r.ID, func(t *ptx) error {
+		clear(refused)
+		if err := s.admitGroup(ctx, t, group, refused); err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
-		b.Queue("BEGIN")
-		for _, p := range group {
-			s.queueInsert(b, p.r)
+		if !t.begun {
+			b.Queue("BEGIN")
+		}
+		for i, p := range group {
+			if refused[i] == nil {
+				s.queueInsert(b, p.r)
+			}
 		}
 		b.Queue("COMMIT")
 		br := t.conn.SendBatch(ctx, b)
-		_, err := br.Exec()
+		var err error
+		if !t.begun {
+			_, err = br.Exec()
+		}
 		for i := range group {
 			if err != nil {
 				break
+			}
+			if refused[i] != nil {
+				continue
 			}
 			var id string
 			switch err = br.QueryRow().Scan(&id); {
@@ -253,6 +273,8 @@ func (s *Store) commitCreates(group []*pendingCreate) {
 		switch {
 		case err != nil:
 			p.done <- fmt.Errorf("pgstore: create %s: %w", p.r.ID, err)
+		case refused[i] != nil:
+			p.done <- fmt.Errorf("pgstore: create %s: %w", p.r.ID, refused[i])
 		case !inserted[i]:
 			p.done <- fmt.Errorf("pgstore: create %s: %w", p.r.ID, task.ErrExists)
 		default:
@@ -260,4 +282,78 @@ func (s *Store) commitCreates(group []*pendingCreate) {
 			p.done <- nil
 		}
 	}
+}
+
+// liveKey is an owner's or (principal nil) a partition's live-task count.
+type liveKey struct {
+	partition string
+	principal *string
+}
+
+// admitGroup counts, in t, the live tasks of the owners and partitions the
+// quotas of group bound, and sets refused[i] (task.ErrLimit) for each
+// create that its quota does not admit after the creates before it in the
+// group. It does nothing when no create has a quota.
+func (s *Store) admitGroup(ctx context.Context, t *ptx, group []*pendingCreate, refused []error) error {
+	bounds := map[liveKey]int{} // the largest bound asked for each key
+	var keys []liveKey
+	add := func(k liveKey, n int) {
+		if n <= 0 {
+			return
+		}
+		if _, ok := bounds[k]; !ok {
+			keys = append(keys, k)
+		}
+		bounds[k] = max(bounds[k], n)
+	}
+	ownerKey := func(o task.Owner) liveKey {
+		pr := o.Principal
+		return liveKey{o.Partition, &pr}
+	}
+	for _, p := range group {
+		add(ownerKey(p.r.Owner), p.spec.PerOwner)
+		add(liveKey{partition: p.r.Owner.Partition}, p.spec.PerPartition)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	parts := make([]string, len(keys))
+	principals := make([]*string, len(keys))
+	ns := make([]int32, len(keys))
+	for i, k := range keys {
+		parts[i], principals[i], ns[i] = k.partition, k.principal, int32(min(bounds[k], 1<<30))
+	}
+	counts := map[string]int{} // by the key's string form
+	str := func(k liveKey) string {
+		if k.principal == nil {
+			return k.partition
+		}
+		return k.partition + "\x00" + *k.principal
+	}
+	i := 0
+	err := t.query(ctx, s.q.live, []any{parts, principals, ns}, func(row pgx.Rows) error {
+		var n int
+		if err := row.Scan(&n); err != nil {
+			return err
+		}
+		counts[str(keys[i])] = n
+		i++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count live tasks: %w", err)
+	}
+	for j, p := range group {
+		if p.spec.PerOwner <= 0 && p.spec.PerPartition <= 0 {
+			continue
+		}
+		ok, pk := str(ownerKey(p.r.Owner)), str(liveKey{partition: p.r.Owner.Partition})
+		if err := p.spec.Admit(counts[ok], counts[pk]); err != nil {
+			refused[j] = err
+			continue
+		}
+		counts[ok]++
+		counts[pk]++
+	}
+	return nil
 }

@@ -40,7 +40,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,6 +194,9 @@ type queries struct {
 	table                                                string
 	schema                                               []string
 	insert, load, loadMany, update, claim, expire, purge string
+	// live counts, per (partition, principal, bound) row of its arrays,
+	// the live tasks up to the bound (principal NULL: the partition's).
+	live string
 }
 
 // checkedUpdate makes the fenced UPDATE fail (division by zero, mapped to
@@ -244,7 +249,8 @@ func newQueries(schema, prefix string) queries {
 	lease_expires_at timestamptz,
 	fence            bigint NOT NULL
 )`,
-		`CREATE INDEX IF NOT EXISTS `+idx("claim")+` ON `+t+` (created_at, id) WHERE status = 'working'`,
+		`CREATE INDEX IF NOT EXISTS `+idx("claim_fair")+` ON `+t+` (partition_key, created_at, id) WHERE status = 'working'`,
+		`CREATE INDEX IF NOT EXISTS `+idx("live")+` ON `+t+` (partition_key, principal) WHERE status IN ('working', 'input_required')`,
 		`CREATE INDEX IF NOT EXISTS `+idx("expiry")+` ON `+t+` (expires_at) WHERE expires_at IS NOT NULL AND status IN ('working', 'input_required')`,
 		`CREATE INDEX IF NOT EXISTS `+idx("purge")+` ON `+t+` (updated_at) WHERE status IN ('completed', 'failed', 'cancelled')`,
 	)
@@ -261,16 +267,48 @@ func newQueries(schema, prefix string) queries {
 	input_requests = $8, input_responses = $9, issued_keys = $10, state = $11, result = $12, error = $13,
 	cancel_requested = $14, step = $15, attempts = $16, lease_owner = $17, lease_expires_at = $18, fence = $19
 	WHERE id = $1 AND fence = $20`),
-		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working'
-	AND (lease_owner IS NULL OR lease_expires_at <= $1)
-	AND (expires_at IS NULL OR expires_at > $1)
-	ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+		claim: claimQuery(t),
+		live: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ` + t + ` WHERE partition_key = o.p
+		AND (o.pr IS NULL OR principal = o.pr) AND status IN ('working', 'input_required') LIMIT o.n) x)
+	FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS o(p, pr, n, i) ORDER BY o.i`,
 		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= $1
 	AND status IN ('working', 'input_required') LIMIT $2 FOR UPDATE SKIP LOCKED`,
 		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
 	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= $1
 	AND greatest(coalesce(expires_at, updated_at), updated_at) <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
 	}
+}
+
+// claimQuery is the fair claim: $1 now, $2 the most tasks to claim, $3 the
+// partition served last (ClaimOptions.After), $4 the partitions excluded.
+// It lists up to $2 partitions with working tasks in key order after $3,
+// wrapping around to $3 itself (two skip scans of the claim index, one
+// index seek per partition), and takes from each its oldest claimable
+// tasks, $2 / (partitions listed) of them (at least one), locking them
+// with FOR UPDATE SKIP LOCKED: every listed partition gets a task before
+// any gets a second.
+func claimQuery(t string) string {
+	working := `FROM ` + t + ` WHERE status = 'working'`
+	return `WITH RECURSIVE after_p(k) AS (
+	SELECT (SELECT min(partition_key) ` + working + ` AND partition_key > $3)
+	UNION ALL
+	SELECT (SELECT min(partition_key) ` + working + ` AND partition_key > a.k) FROM after_p a WHERE a.k IS NOT NULL
+), before_p(k) AS (
+	SELECT (SELECT min(partition_key) ` + working + `)
+	UNION ALL
+	SELECT (SELECT min(partition_key) ` + working + ` AND partition_key > b.k) FROM before_p b WHERE b.k < $3
+), cand AS (
+	(SELECT k FROM after_p WHERE k IS NOT NULL AND k <> ALL($4) LIMIT $2)
+	UNION ALL
+	(SELECT k FROM before_p WHERE k <= $3 AND k <> ALL($4) LIMIT $2)
+), listed AS (SELECT k FROM cand LIMIT $2),
+share AS (SELECT greatest(1, $2 / count(*))::int AS n FROM listed)
+SELECT x.* FROM listed CROSS JOIN LATERAL (
+	SELECT ` + columns + ` ` + working + ` AND partition_key = listed.k
+	AND (lease_owner IS NULL OR lease_expires_at <= $1)
+	AND (expires_at IS NULL OR expires_at > $1)
+	ORDER BY created_at, id LIMIT (SELECT n FROM share) FOR UPDATE SKIP LOCKED
+) x`
 }
 
 // migrate creates the schema objects under a transaction-scoped advisory
@@ -477,7 +515,7 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 	if err := s.check("create " + r.ID); err != nil {
 		return nil, err
 	}
-	if err := s.insert(ctx, r); err != nil {
+	if err := s.insert(ctx, r, spec.Quota); err != nil {
 		return nil, err
 	}
 	return r.Clone(), nil
@@ -522,11 +560,15 @@ func (s *Store) queueStore(b *pgx.Batch, r *task.Record, loadedFence int64) {
 // settles before giving up for this call.
 const maxClaimScan = 32
 
-// Claim implements task.Store in one pipelined transaction: BEGIN with
-// SELECT of the oldest max claimable rows FOR UPDATE SKIP LOCKED, then the
-// claims applied to them, their UPDATEs and COMMIT. If some selected
-// tasks were cancelled on the way, it selects again (in the same
-// transaction) for the rest, settling at most maxClaimScan of them per call.
+// Claim implements task.Store in one pipelined transaction: BEGIN with the
+// fair SELECT (claimQuery) of up to max claimable rows FOR UPDATE SKIP
+// LOCKED, then the claims applied to them, their UPDATEs and COMMIT. If
+// some selected tasks were cancelled on the way, or a partition filled its
+// share and fewer than max were taken, it writes what it has and selects
+// again (in the same transaction) for the rest, settling at most
+// maxClaimScan cancelled tasks per call. The tasks are returned in
+// round-robin order: the first of each partition (in the order listed),
+// then the second, and so on.
 //
 // The COMMIT waits for its WAL flush, as those of creates and outcomes do,
 // although a lost claim only leaves its tasks claimable again: the claim
@@ -535,9 +577,13 @@ const maxClaimScan = 32
 // the same fence again. Two runs of the step would then hold one fencing
 // token, and the first one's Finish would be accepted under the second's
 // lease (docs/reliability.md, "Durability of task writes").
-func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
 	if worker == "" || lease <= 0 || max < 1 {
 		return nil, fmt.Errorf("pgstore: claim: empty worker, non-positive lease or max: %w", task.ErrInvalid)
+	}
+	var o task.ClaimOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
 	now := s.timestamp()
 	var claimed []*task.Record
@@ -545,9 +591,11 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 		claimed = nil
 		b := &pgx.Batch{}
 		var settled [][2]*task.Record
-		for len(claimed) < max && len(settled) < maxClaimScan {
+		exclude := append([]string{}, o.Exclude...)
+		for pass := 0; len(claimed) < max && len(settled) < maxClaimScan && pass < maxClaimPasses; pass++ {
 			var recs []*task.Record
-			err := t.query(ctx, s.q.claim, []any{now, max - len(claimed)}, func(row pgx.Rows) error {
+			want := max - len(claimed)
+			err := t.query(ctx, s.q.claim, []any{now, want, o.After, exclude}, func(row pgx.Rows) error {
 				r, err := scanRecord(row)
 				recs = append(recs, r)
 				return err
@@ -558,7 +606,10 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 			if len(recs) == 0 {
 				break
 			}
+			perPart := map[string]int{}
+			settledNow := 0
 			for _, r := range recs {
+				perPart[r.Owner.Partition]++
 				before := r.Clone()
 				ok, changed := r.ApplyClaim(worker, now, lease)
 				if !changed {
@@ -569,13 +620,28 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 					claimed = append(claimed, r)
 				} else {
 					settled = append(settled, [2]*task.Record{before, r})
+					settledNow++
 				}
 			}
-			if len(settled) == 0 {
+			// A partition that gave fewer than its share has nothing more
+			// to give now; the others may have more.
+			share := 1
+			if want > len(perPart) {
+				share = want / len(perPart)
+			}
+			more := false
+			for p, n := range perPart {
+				if n < share {
+					exclude = append(exclude, p)
+				} else {
+					more = true
+				}
+			}
+			if settledNow == 0 && (len(recs) == want || !more) {
 				break // every selected task was claimed: none left, or max reached
 			}
-			// The cancelled ones must be written before selecting again (the
-			// next SELECT sees them as they are now).
+			// What was selected must be written before selecting again
+			// (the next SELECT sees the tasks as they are now).
 			if err := t.exec(ctx, b); err != nil {
 				return err
 			}
@@ -593,7 +659,41 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 	if err != nil {
 		return nil, err
 	}
-	return claimed, nil
+	return roundRobin(claimed, o.After), nil
+}
+
+// maxClaimPasses bounds the SELECTs of one Claim.
+const maxClaimPasses = 4
+
+// roundRobin orders recs, the claimed tasks, as a claim returns them: the
+// oldest of each partition in the round-robin order from after
+// (task.RoundRobin), then the second oldest of each, and so on.
+func roundRobin(recs []*task.Record, after string) []*task.Record {
+	byPart := map[string][]*task.Record{}
+	for _, r := range recs {
+		byPart[r.Owner.Partition] = append(byPart[r.Owner.Partition], r)
+	}
+	if len(byPart) < 2 {
+		return recs
+	}
+	order := task.RoundRobin(slices.Collect(maps.Keys(byPart)), after)
+	for _, p := range order {
+		slices.SortFunc(byPart[p], func(a, b *task.Record) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	out := make([]*task.Record, 0, len(recs))
+	for i := 0; len(out) < len(recs); i++ {
+		for _, p := range order {
+			if i < len(byPart[p]) {
+				out = append(out, byPart[p][i])
+			}
+		}
+	}
+	return out
 }
 
 // ExpireAndPurge implements task.Store: expiry is one transaction over up to

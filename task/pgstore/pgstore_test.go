@@ -298,3 +298,80 @@ func TestGroupedUpdatesOfOneTask(t *testing.T) {
 			changed.Load(), len(resps), got.Status, got.InputRequests, keys, keys)
 	}
 }
+
+// TestFleetNoisyNeighbour: two instances share the table, each with its
+// own runner. Tenant A's backlog of steps that do not end (until the test
+// ends) is queued before tenant B's task, created on one instance; B's
+// task completes (on either instance): each runner keeps workers free of
+// A's steps and claims round-robin across partitions, and the runners'
+// claims never wait on one another's locks (issue 25, D4).
+func TestFleetNoisyNeighbour(t *testing.T) {
+	dsn := testpg.Reachable(t)
+	schema := testpg.FreshSchema(t, dsn, "weft_test")
+	ctx := t.Context()
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	var aRunning, aPeak atomic.Int64
+	h := func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+		if job.Owner().Partition == "tenant-a" {
+			n := aRunning.Add(1)
+			defer aRunning.Add(-1)
+			for p := aPeak.Load(); n > p && !aPeak.CompareAndSwap(p, n); p = aPeak.Load() {
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return task.Outcome{}, context.Cause(ctx)
+			}
+		}
+		return task.Complete(json.RawMessage(`{}`)), nil
+	}
+	stores := []*pgstore.Store{open(t, dsn, pgstore.Options{Schema: schema}), open(t, dsn, pgstore.Options{Schema: schema})}
+	for range 200 {
+		if _, err := stores[0].Create(ctx, task.NewTask{Owner: task.Owner{Principal: "alice", Partition: "tenant-a"}, Operation: "flood"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { unblock(); stop(); wg.Wait() }()
+	for i, st := range stores {
+		r := &task.Runner{Store: st, Handler: h, Workers: 4, Lease: 30 * time.Second, PollInterval: 50 * time.Millisecond,
+			ShutdownTimeout: 5 * time.Second, SweepInterval: -1, WorkerID: "instance-" + strconv.Itoa(i),
+			Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+		wg.Go(func() {
+			if err := r.Run(rctx); err != nil {
+				t.Errorf("runner %d: %v", i, err)
+			}
+		})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for aRunning.Load() < 2*int64(task.DefaultPartitionWorkers(4)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant A runs %d steps, want %d (its bound on each instance)", aRunning.Load(), 2*task.DefaultPartitionWorkers(4))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := stores[1].Create(ctx, task.NewTask{Owner: task.Owner{Principal: "bob", Partition: "tenant-b"}, Operation: "victim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		got, err := stores[0].Get(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == task.Completed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tenant B's task is %s (lease %q) while tenant A's backlog waits; want completed", got.Status, got.LeaseOwner)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p, want := aPeak.Load(), int64(2*task.DefaultPartitionWorkers(4)); p > want {
+		t.Fatalf("tenant A ran %d steps at once across the fleet, want at most %d", p, want)
+	}
+}

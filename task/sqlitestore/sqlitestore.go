@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,6 +114,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // connection; database/sql re-prepares the reader's per connection).
 type stmts struct {
 	insert, load, update, claim, expire, purge *sql.Stmt
+	partsAfter, partsFrom, liveOwner, livePart *sql.Stmt
+	liveAdd                                    *sql.Stmt
 	get                                        *sql.Stmt
 }
 
@@ -128,6 +131,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.write, &s.st.claim, s.q.claim},
 		{s.write, &s.st.expire, s.q.expire},
 		{s.write, &s.st.purge, s.q.purge},
+		{s.write, &s.st.partsAfter, s.q.partsAfter},
+		{s.write, &s.st.partsFrom, s.q.partsFrom},
+		{s.write, &s.st.liveOwner, s.q.liveOwner},
+		{s.write, &s.st.livePart, s.q.livePart},
+		{s.write, &s.st.liveAdd, s.q.liveAdd},
 		{s.read, &s.st.get, s.q.load},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.text)
@@ -161,6 +169,12 @@ func (s *Store) migrate(ctx context.Context) error {
 type queries struct {
 	schema                                     []string
 	insert, load, update, claim, expire, purge string
+	// partsAfter and partsFrom list up to ?2 partitions with working
+	// tasks in key order, after ?1 and from ?1 (a skip scan of the claim
+	// index); liveOwner and livePart read the live tasks of an owner and
+	// of a partition from the counts table, which liveAdd moves by ?3.
+	partsAfter, partsFrom, liveOwner, livePart, liveAdd string
+	liveDrop                                            string
 }
 
 const columns = `id, principal, partition_key, operation, params, status, status_message,
@@ -197,7 +211,15 @@ func newQueries(t string) queries {
 	lease_expires_at INTEGER,
 	fence            INTEGER NOT NULL
 ) WITHOUT ROWID`,
-			`CREATE INDEX IF NOT EXISTS ` + t + `_claim ON ` + t + ` (created_at, id) WHERE status = 'working'`,
+			`CREATE INDEX IF NOT EXISTS ` + t + `_claim_fair ON ` + t + ` (partition_key, created_at, id) WHERE status = 'working'`,
+			// The live (working or input_required) tasks per owner, kept in
+			// step with the tasks in their write transactions.
+			`CREATE TABLE IF NOT EXISTS ` + t + `_live (
+	partition_key TEXT NOT NULL,
+	principal     TEXT NOT NULL,
+	n             INTEGER NOT NULL,
+	PRIMARY KEY (partition_key, principal)
+) WITHOUT ROWID`,
 			`CREATE INDEX IF NOT EXISTS ` + t + `_expiry ON ` + t + ` (expires_at) WHERE expires_at IS NOT NULL AND status IN ('working', 'input_required')`,
 			`CREATE INDEX IF NOT EXISTS ` + t + `_purge ON ` + t + ` (updated_at) WHERE status IN ('completed', 'failed', 'cancelled')`,
 		},
@@ -207,16 +229,33 @@ func newQueries(t string) queries {
 	input_requests = ?, input_responses = ?, issued_keys = ?, state = ?, result = ?, error = ?,
 	cancel_requested = ?, step = ?, attempts = ?, lease_owner = ?, lease_expires_at = ?, fence = ?
 	WHERE id = ? AND fence = ?`,
-		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working'
+		claim: `SELECT ` + columns + ` FROM ` + t + ` WHERE status = 'working' AND partition_key = ?2
 	AND (lease_owner IS NULL OR lease_expires_at <= ?1)
 	AND (expires_at IS NULL OR expires_at > ?1)
 	ORDER BY created_at, id LIMIT 1`,
+		partsAfter: partsQuery(t, ">"),
+		partsFrom:  partsQuery(t, ">="),
+		liveOwner:  `SELECT coalesce(sum(n), 0) FROM ` + t + `_live WHERE partition_key = ?1 AND principal = ?2`,
+		livePart:   `SELECT coalesce(sum(n), 0) FROM ` + t + `_live WHERE partition_key = ?1`,
+		liveDrop:   `DELETE FROM ` + t + `_live WHERE n <= 0`,
+		liveAdd: `INSERT INTO ` + t + `_live (partition_key, principal, n) VALUES (?1, ?2, ?3)
+	ON CONFLICT (partition_key, principal) DO UPDATE SET n = n + excluded.n`,
 		expire: `SELECT ` + columns + ` FROM ` + t + ` WHERE expires_at IS NOT NULL AND expires_at <= ?
 	AND status IN ('working', 'input_required') LIMIT ?`,
 		purge: `DELETE FROM ` + t + ` WHERE id IN (SELECT id FROM ` + t + `
 	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= ?1
 	AND max(coalesce(expires_at, 0), updated_at) <= ?1 LIMIT ?2)`,
 	}
+}
+
+// partsQuery lists up to ?2 distinct partitions with working tasks, in key
+// order, the first one op ?1: one index seek per partition.
+func partsQuery(t, op string) string {
+	return `WITH RECURSIVE p(k) AS (
+	SELECT (SELECT min(partition_key) FROM ` + t + ` WHERE status = 'working' AND partition_key ` + op + ` ?1)
+	UNION ALL
+	SELECT (SELECT min(partition_key) FROM ` + t + ` WHERE status = 'working' AND partition_key > p.k) FROM p WHERE p.k IS NOT NULL
+) SELECT k FROM p WHERE k IS NOT NULL LIMIT ?2`
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -341,7 +380,20 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 	}
-	_, err = s.st.insert.ExecContext(ctx, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
+	// Count, insert and move the live count in one write transaction:
+	// exact, as every writer (of every process) holds SQLite's write lock
+	// in turn.
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: begin: %w", r.ID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if q := spec.Quota; q.PerOwner > 0 || q.PerPartition > 0 {
+		if err := s.admit(ctx, tx, r.Owner, q); err != nil {
+			return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
+		}
+	}
+	_, err = tx.StmtContext(ctx, s.st.insert).ExecContext(ctx, r.ID, r.Owner.Principal, r.Owner.Partition, r.Operation,
 		blob(r.Params), string(r.Status), r.StatusMessage, r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(),
 		int64(r.TTL), int64(r.PollInterval), nanos(r.ExpiresAt), blob(r.InputRequests), blob(r.InputResponses),
 		keys, blob(r.State), blob(r.Result), blob(r.Error), r.CancelRequested, r.Step, r.Attempts,
@@ -352,8 +404,31 @@ func (s *Store) Create(ctx context.Context, spec task.NewTask) (*task.Record, er
 		}
 		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
 	}
+	if err := s.count(ctx, tx, r.Owner, 1); err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: %w", r.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: commit: %w", r.ID, err)
+	}
 	s.publish(ctx, nil, r)
 	return r.Clone(), nil
+}
+
+// admit counts the live tasks of owner and of its partition (as far as q
+// bounds them) and reports whether q admits one more (task.ErrLimit).
+func (s *Store) admit(ctx context.Context, tx *sql.Tx, owner task.Owner, q task.Quota) error {
+	var byOwner, byPart int
+	if q.PerOwner > 0 {
+		if err := tx.StmtContext(ctx, s.st.liveOwner).QueryRowContext(ctx, owner.Partition, owner.Principal).Scan(&byOwner); err != nil {
+			return fmt.Errorf("count live tasks: %w", err)
+		}
+	}
+	if q.PerPartition > 0 {
+		if err := tx.StmtContext(ctx, s.st.livePart).QueryRowContext(ctx, owner.Partition).Scan(&byPart); err != nil {
+			return fmt.Errorf("count live tasks: %w", err)
+		}
+	}
+	return q.Admit(byOwner, byPart)
 }
 
 func isConstraint(err error) bool {
@@ -376,8 +451,23 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	return r, nil
 }
 
-// store writes r back, guarded by the fence it was loaded with.
-func (s *Store) store(ctx context.Context, tx *sql.Tx, r *task.Record, loadedFence int64) error {
+// count moves owner's live-task count by d.
+func (s *Store) count(ctx context.Context, tx *sql.Tx, owner task.Owner, d int) error {
+	if _, err := tx.StmtContext(ctx, s.st.liveAdd).ExecContext(ctx, owner.Partition, owner.Principal, d); err != nil {
+		return fmt.Errorf("count live tasks: %w", err)
+	}
+	return nil
+}
+
+// store writes r, loaded as before, back, guarded by the fence it was
+// loaded with, and takes it out of the live count if it became terminal.
+func (s *Store) store(ctx context.Context, tx *sql.Tx, before, r *task.Record) error {
+	if !before.Status.IsTerminal() && r.Status.IsTerminal() {
+		if err := s.count(ctx, tx, r.Owner, -1); err != nil {
+			return err
+		}
+	}
+	loadedFence := before.Fence
 	keys, err := issuedKeys(r.IssuedKeys)
 	if err != nil {
 		return fmt.Errorf("encode issued keys: %w", err)
@@ -421,7 +511,7 @@ func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Re
 	if !changed {
 		return r, false, nil
 	}
-	if err := s.store(ctx, tx, r, before.Fence); err != nil {
+	if err := s.store(ctx, tx, before, r); err != nil {
 		return nil, false, fmt.Errorf("sqlitestore: %s %s: store: %w", op, id, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -435,15 +525,22 @@ func (s *Store) update(ctx context.Context, op, id string, apply func(r *task.Re
 // settles before giving up for this call.
 const maxClaimScan = 32
 
-// Claim implements task.Store: in one write transaction, select the oldest
-// claimable task, apply the claim and UPDATE it WHERE its fence is still the
-// one read, until max are claimed or none is left.
-func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+// Claim implements task.Store: in one write transaction, list the
+// partitions with working tasks in round-robin order from opts.After (a
+// skip scan of the claim index, up to max of them), then, one task of each
+// partition per round, select the partition's oldest claimable task, apply
+// the claim and UPDATE it WHERE its fence is still the one read, until max
+// are claimed or none is left.
+func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
 	if worker == "" || lease <= 0 || max < 1 {
 		return nil, fmt.Errorf("sqlitestore: claim: empty worker, non-positive lease or max: %w", task.ErrInvalid)
 	}
 	if err := s.check("claim"); err != nil {
 		return nil, err
+	}
+	var o task.ClaimOptions
+	if len(opts) > 0 {
+		o = opts[0]
 	}
 	now := s.timestamp()
 	tx, err := s.write.BeginTx(ctx, nil)
@@ -451,29 +548,41 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 		return nil, fmt.Errorf("sqlitestore: claim: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	parts, err := s.partitions(ctx, tx, o, max)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: claim: %w", err)
+	}
 	var settled [][2]*task.Record
 	var claimed []*task.Record
-	for len(claimed) < max && len(settled) < maxClaimScan {
-		r, err := scanRecord(tx.StmtContext(ctx, s.st.claim).QueryRowContext(ctx, now.UnixNano()))
-		if errors.Is(err, sql.ErrNoRows) {
-			break
+	for len(parts) > 0 && len(claimed) < max && len(settled) < maxClaimScan {
+		next := parts[:0]
+		for _, p := range parts {
+			if len(claimed) >= max || len(settled) >= maxClaimScan {
+				break
+			}
+			r, err := scanRecord(tx.StmtContext(ctx, s.st.claim).QueryRowContext(ctx, now.UnixNano(), p))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sqlitestore: claim: select: %w", err)
+			}
+			next = append(next, p)
+			before := r.Clone()
+			ok, changed := r.ApplyClaim(worker, now, lease)
+			if !changed {
+				return nil, fmt.Errorf("sqlitestore: claim: task %s selected but not claimable", r.ID)
+			}
+			if err := s.store(ctx, tx, before, r); err != nil {
+				return nil, fmt.Errorf("sqlitestore: claim %s: %w", r.ID, err)
+			}
+			if ok {
+				claimed = append(claimed, r)
+				continue
+			}
+			settled = append(settled, [2]*task.Record{before, r})
 		}
-		if err != nil {
-			return nil, fmt.Errorf("sqlitestore: claim: select: %w", err)
-		}
-		before := r.Clone()
-		ok, changed := r.ApplyClaim(worker, now, lease)
-		if !changed {
-			return nil, fmt.Errorf("sqlitestore: claim: task %s selected but not claimable", r.ID)
-		}
-		if err := s.store(ctx, tx, r, before.Fence); err != nil {
-			return nil, fmt.Errorf("sqlitestore: claim %s: %w", r.ID, err)
-		}
-		if ok {
-			claimed = append(claimed, r)
-			continue
-		}
-		settled = append(settled, [2]*task.Record{before, r})
+		parts = next
 	}
 	if len(claimed) == 0 && len(settled) == 0 {
 		return nil, nil
@@ -485,6 +594,46 @@ func (s *Store) Claim(ctx context.Context, worker string, lease time.Duration, m
 		s.publish(ctx, c[0], c[1])
 	}
 	return claimed, nil
+}
+
+// partitions lists up to max partitions with working tasks, not excluded,
+// in the round-robin order of o (task.RoundRobin).
+func (s *Store) partitions(ctx context.Context, tx *sql.Tx, o task.ClaimOptions, max int) ([]string, error) {
+	limit := max + len(o.Exclude)
+	var out []string
+	list := func(st *sql.Stmt, from string, stop func(string) bool) error {
+		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, from, limit)
+		if err != nil {
+			return fmt.Errorf("list partitions: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() && len(out) < max {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return fmt.Errorf("list partitions: %w", err)
+			}
+			if stop(k) {
+				break
+			}
+			if !slices.Contains(o.Exclude, k) {
+				out = append(out, k)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list partitions: %w", err)
+		}
+		return nil
+	}
+	if err := list(s.st.partsAfter, o.After, func(string) bool { return false }); err != nil {
+		return nil, err
+	}
+	if len(out) < max {
+		// Wrap around: from the first key up to After itself.
+		if err := list(s.st.partsFrom, "", func(k string) bool { return k > o.After }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ExpireAndPurge implements task.Store: expiry is one write transaction over
@@ -516,6 +665,10 @@ func (s *Store) ExpireAndPurge(ctx context.Context, now time.Time, opts task.Swe
 		return res, fmt.Errorf("sqlitestore: purge: %w", err)
 	}
 	res.Purged = int(n)
+	// Owners without live tasks need no count.
+	if _, err := s.write.ExecContext(ctx, s.q.liveDrop); err != nil {
+		return res, fmt.Errorf("sqlitestore: purge live counts: %w", err)
+	}
 	return res, nil
 }
 
@@ -550,7 +703,7 @@ func (s *Store) expire(ctx context.Context, now time.Time, opts task.SweepOption
 		if !r.ApplyExpiry(now, opts.ExpiredError, opts.ExpiredMessage) {
 			continue
 		}
-		if err := s.store(ctx, tx, r, before.Fence); err != nil {
+		if err := s.store(ctx, tx, before, r); err != nil {
 			return nil, fmt.Errorf("sqlitestore: expire %s: %w", r.ID, err)
 		}
 		changed = append(changed, [2]*task.Record{before, r})
@@ -570,7 +723,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		errs := []error{s.hub.Close()}
-		for _, st := range []*sql.Stmt{s.st.insert, s.st.load, s.st.update, s.st.claim, s.st.expire, s.st.purge, s.st.get} {
+		for _, st := range []*sql.Stmt{s.st.insert, s.st.load, s.st.update, s.st.claim, s.st.expire, s.st.purge, s.st.get,
+			s.st.partsAfter, s.st.partsFrom, s.st.liveOwner, s.st.livePart, s.st.liveAdd} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}

@@ -351,7 +351,7 @@ type gatedClaims struct {
 	gate    chan struct{}
 }
 
-func (g *gatedClaims) Claim(ctx context.Context, worker string, lease time.Duration, max int) ([]*task.Record, error) {
+func (g *gatedClaims) Claim(ctx context.Context, worker string, lease time.Duration, max int, opts ...task.ClaimOptions) ([]*task.Record, error) {
 	g.mu.Lock()
 	g.asked = append(g.asked, max)
 	n := len(g.asked)
@@ -360,7 +360,7 @@ func (g *gatedClaims) Claim(ctx context.Context, worker string, lease time.Durat
 		close(g.entered)
 		<-g.gate
 	}
-	return g.Store.Claim(ctx, worker, lease, max)
+	return g.Store.Claim(ctx, worker, lease, max, opts...)
 }
 
 // testRunnerReleasesAhead: a runner of two workers frees a worker while its
@@ -391,6 +391,7 @@ func testRunnerReleasesAhead(t *testing.T, e *env) {
 		}
 	}, lease)
 	a.Store, a.WorkerID = g, "a"
+	a.MaxPartitionWorkers = 2         // all its tasks are in one partition
 	a.PollInterval = 10 * time.Second // a step claimed ahead may wait (Lease/3 bounds it)
 	a.ShutdownTimeout = 10 * time.Second
 	stopA := startRunner(t, a)

@@ -107,6 +107,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"RunnerTakeover", testRunnerTakeover},
 		{"RunnerCancel", testRunnerCancel},
 		{"RunnerReleasesAhead", testRunnerReleasesAhead},
+		{"ClaimFairAcrossPartitions", testClaimFairAcrossPartitions},
+		{"LiveQuota", testLiveQuota},
+		{"RunnerNoisyNeighbour", testRunnerNoisyNeighbour},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -85,7 +85,7 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river (both configurations), river-fast (only FetchCooldown 1 ms)")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,listen,getstreams,sessions,gateway")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -179,6 +179,7 @@ type report struct {
 	json     []micro
 	tasks    []taskRow
 	tasksErr string
+	taskFair []taskFairRow // tasks_fair.go
 	listen   []listenRow
 	sessions []sessionRow
 	gateway  []cell // gateway.go
@@ -253,6 +254,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			if r.note != "" {
 				logf("  %s: %s", r.store, r.note)
 			}
+		}
+	}
+	if !cfg.skip["tasks-fair"] {
+		logf("tasks: tenant B's task start alone and behind tenant A's backlog of %d", fairFlood)
+		if rep.taskFair, err = taskFairness(ctx, cfg); err != nil {
+			return nil, err
 		}
 	}
 	if !cfg.skip["listen"] || !cfg.skip["sessions"] || !cfg.skip["getstreams"] {

@@ -444,6 +444,9 @@ func (r *report) markdown() string {
 	if len(r.tasks) > 0 {
 		r.tasksSection(p)
 	}
+	if len(r.taskFair) > 0 {
+		r.taskFairSection(p) // tasks_fair.go
+	}
 
 	p("## Findings\n\n")
 	for _, f := range r.findings() {
@@ -532,6 +535,7 @@ func (r *report) findings() []string {
 		}
 	}
 	fs = append(fs, r.taskFindings()...)
+	fs = append(fs, r.taskFairFindings()...)
 	fs = append(fs, "Profiles of the in-memory tools/call: `cd bench && go test -run '^$' -bench 'ServeHTTP/weft' -cpuprofile cpu.prof -memprofile mem.prof ./servers && go tool pprof -top servers.test cpu.prof`.")
 	return fs
 }

@@ -44,7 +44,7 @@ func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad) (
 	if err != nil {
 		return row, err
 	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: load.workers}); err != nil {
+	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: load.workers, MaxTasksPerIdentity: max(load.n, task.DefaultMaxTasksPerIdentity), MaxTasksPerPartition: max(load.n, task.DefaultMaxTasksPerPartition)}); err != nil {
 		return row, err
 	}
 	defer func() {
