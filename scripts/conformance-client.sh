@@ -30,29 +30,5 @@ done
 # Count the checks of every scenario from its checks.json (SUCCESS and
 # FAILURE count, as the suite does; a scenario whose client failed to run
 # shows as failures there too).
-python3 - "$out" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-total_p = total_f = 0
-for group in sorted(os.listdir(out)):
-    d = os.path.join(out, group)
-    if not os.path.isdir(d):
-        continue
-    gp = gf = 0
-    for root, _, files in os.walk(d):
-        if "checks.json" not in files:
-            continue
-        checks = json.load(open(os.path.join(root, "checks.json")))
-        p = sum(c["status"] == "SUCCESS" for c in checks)
-        f = sum(c["status"] == "FAILURE" for c in checks)
-        scen = os.path.basename(root).rsplit("-", 7)[0]
-        if f:
-            for c in checks:
-                if c["status"] == "FAILURE":
-                    print(f"failed: {group} {scen} :: {c['id']} - {c.get('errorMessage') or c.get('description')}")
-        gp, gf = gp + p, gf + f
-    print(f"{group}: {gp} passed, {gf} failed")
-    total_p, total_f = total_p + gp, total_f + gf
-print(f"{total_p} passed, {total_f} failed")
-PY
+./bin/weft-conformance client-summary "$out" || status=1
 exit $status

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -259,4 +261,67 @@ func runScenario(ctx context.Context, scenario, serverURL, version string, sc sc
 		return errors.New("json_schema_2020_12_tool is not listed")
 	}
 	return fmt.Errorf("unknown scenario %q", scenario)
+}
+
+// runSummary is `weft-conformance client-summary DIR`: it counts the
+// checks of every checks.json under each group directory of DIR (SUCCESS
+// passes, FAILURE fails, as the suite counts), prints the failures, a
+// line per group and the closing "N passed, M failed", and exits 1 when
+// any check failed or no check ran.
+func runSummary(args []string) {
+	log.SetFlags(0)
+	if len(args) != 1 {
+		log.Fatal("usage: weft-conformance client-summary DIR")
+	}
+	groups, err := os.ReadDir(args[0])
+	if err != nil {
+		log.Fatal(err)
+	}
+	var total, failed int
+	for _, g := range groups {
+		if !g.IsDir() {
+			continue
+		}
+		var gp, gf int
+		root := filepath.Join(args[0], g.Name())
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "checks.json" {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			var checks []struct {
+				ID, Status, ErrorMessage, Description string
+			}
+			if err := json.Unmarshal(data, &checks); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			for _, c := range checks {
+				switch c.Status {
+				case "SUCCESS":
+					gp++
+				case "FAILURE":
+					gf++
+					msg := c.ErrorMessage
+					if msg == "" {
+						msg = c.Description
+					}
+					fmt.Printf("failed: %s %s :: %s - %s\n", g.Name(), filepath.Base(filepath.Dir(path)), c.ID, msg)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: %d passed, %d failed\n", g.Name(), gp, gf)
+		total += gp + gf
+		failed += gf
+	}
+	fmt.Printf("%d passed, %d failed\n", total-failed, failed)
+	if failed > 0 || total == 0 {
+		os.Exit(1)
+	}
 }
