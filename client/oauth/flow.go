@@ -146,6 +146,10 @@ var ErrIssuerMismatch = errors.New("oauth: authorization response issuer mismatc
 // sent.
 var ErrState = errors.New("oauth: authorization response state mismatch")
 
+// ErrInteractionRequired reports that a user must authorize but the
+// configuration has no Authorize callback (a non-interactive client).
+var ErrInteractionRequired = errors.New("oauth: the user must authorize, and this client cannot ask")
+
 // ErrUnsupported reports an authorization server the client cannot use:
 // no PKCE S256, no way to register, a grant it does not offer.
 var ErrUnsupported = errors.New("oauth: authorization server unsupported")
@@ -543,7 +547,7 @@ func (a *Authorizer) clientName() string {
 // indicator and RFC 9207 issuer validation.
 func (a *Authorizer) codeFlow(ctx context.Context, asm *ServerMetadata, resource string, scopes []string) (*Token, error) {
 	if a.cfg.Authorize == nil || a.cfg.RedirectURL == "" {
-		return nil, errors.New("oauth: the authorization code flow needs Config.Authorize and Config.RedirectURL")
+		return nil, ErrInteractionRequired
 	}
 	if asm.AuthorizationEndpoint == "" {
 		return nil, fmt.Errorf("%w: %s has no authorization endpoint", ErrUnsupported, asm.Issuer)
@@ -693,7 +697,7 @@ func (a *Authorizer) parseToken(data []byte, asm *ServerMetadata, scopes []strin
 	if tr.AccessToken == "" {
 		return nil, fmt.Errorf("%w: token response without access_token", ErrMetadata)
 	}
-	t := &Token{AccessToken: tr.AccessToken, TokenType: "Bearer", RefreshToken: tr.RefreshToken, Scopes: scopes, Issuer: asm.Issuer, Resource: resource}
+	t := &Token{AccessToken: tr.AccessToken, TokenType: "Bearer", RefreshToken: tr.RefreshToken, Scopes: scopes, Issuer: asm.Issuer, Resource: resource, Obtained: a.cfg.Now()}
 	switch {
 	case equalFold(tr.TokenType, "DPoP"):
 		if !dpop {
@@ -707,7 +711,7 @@ func (a *Authorizer) parseToken(data []byte, asm *ServerMetadata, scopes []strin
 	}
 	if tr.ExpiresIn != "" {
 		if secs, err := tr.ExpiresIn.Int64(); err == nil && secs > 0 {
-			t.Expiry = a.cfg.Now().Add(time.Duration(secs) * time.Second)
+			t.Expiry = t.Obtained.Add(time.Duration(secs) * time.Second)
 		}
 	}
 	var granted string

@@ -19,6 +19,8 @@ type Token struct {
 	TokenType    string    `json:"token_type"`
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+	// Obtained is when the token was issued to the client.
+	Obtained time.Time `json:"obtained,omitzero"`
 	// Scopes are the scopes requested for the token (the base of a
 	// step-up's union), or those granted when the server said.
 	Scopes []string `json:"scopes,omitempty"`
@@ -33,9 +35,16 @@ type Token struct {
 // DPoP reports whether the token is DPoP-bound.
 func (t *Token) DPoP() bool { return t != nil && equalFold(t.TokenType, "DPoP") }
 
-// expired reports whether the token expires within skew of now.
+// expired reports whether the token expires within skew of now (within
+// half its lifetime for tokens that live less than twice skew).
 func (t *Token) expired(now time.Time, skew time.Duration) bool {
-	return !t.Expiry.IsZero() && !now.Add(skew).Before(t.Expiry)
+	if t.Expiry.IsZero() {
+		return false
+	}
+	if !t.Obtained.IsZero() {
+		skew = min(skew, t.Expiry.Sub(t.Obtained)/2)
+	}
+	return !now.Add(skew).Before(t.Expiry)
 }
 
 // Registration is the client's identity at one authorization server:

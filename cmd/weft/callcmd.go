@@ -6,35 +6,49 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/client/oauth"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
 var (
-	toolsDoc = helpDoc{name: "tools", synopsis: []string{"weft tools URL"},
-		about: "Lists the tools of the MCP server at URL (e.g. http://127.0.0.1:8080/mcp)."}
-	callDoc = helpDoc{name: "call", synopsis: []string{"weft call URL TOOL [--args JSON]"},
+	toolsDoc = helpDoc{name: "tools", synopsis: []string{"weft tools URL [--login]"},
+		about: "Lists the tools of the MCP server at URL (e.g. http://127.0.0.1:8080/mcp)." + loginAbout}
+	callDoc = helpDoc{name: "call", synopsis: []string{"weft call URL TOOL [--args JSON] [--login]"},
 		about: "Calls TOOL on the MCP server at URL and prints its result. Questions the server\n" +
-			"asks on the way (elicitation, sampling) are answered at the terminal."}
+			"asks on the way (elicitation, sampling) are answered at the terminal." + loginAbout}
+)
+
+const loginAbout = "\n\nA server that requires OAuth authorization is reached with the tokens cached\n" +
+	"by an earlier --login (refreshed when they expire); --login authorizes in\n" +
+	"the browser when the server asks. weft logout URL forgets them."
+
+var (
 )
 
 // toolsCmd: weft tools URL.
-func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	pos, err := parseFlags(newFlags("tools"), toolsDoc, args, stdout)
+func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tools")
+	login := fs.Bool("login", false, "authorize in the browser when the server asks (OAuth)")
+	pos, err := parseFlags(fs, toolsDoc, args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usageError(toolsDoc, errors.New("tools needs the server URL"))
 	}
-	c := client.New(client.NewHTTPTransport(pos[0], http.DefaultClient), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
+	hc, release, err := authorizedHTTP(*login, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c := client.New(client.NewHTTPTransport(pos[0], hc), client.Options{ClientInfo: client.Implementation{Name: "weft-cli", Version: "0.1.0"}})
 	defer c.Close()
 	tools, err := c.ListTools(ctx)
 	if err != nil {
@@ -50,6 +64,7 @@ func toolsCmd(ctx context.Context, args []string, stdout io.Writer) error {
 func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("call")
 	argsJSON := fs.String("args", "{}", "tool arguments as a `JSON` object")
+	login := fs.Bool("login", false, "authorize in the browser when the server asks (OAuth)")
 	pos, err := parseFlags(fs, callDoc, args, stdout)
 	if err != nil {
 		return err
@@ -63,7 +78,12 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errors.New("--args must be a JSON object")
 	}
 	t := &terminal{in: bufio.NewReader(stdin), out: stdout}
-	c := client.New(client.NewHTTPTransport(url, http.DefaultClient), client.Options{
+	hc, release, err := authorizedHTTP(*login, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c := client.New(client.NewHTTPTransport(url, hc), client.Options{
 		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
 		Handlers:     client.Handlers{Elicit: t.elicit, Sample: t.sample, Roots: roots},
 		TasksEnabled: true,
@@ -93,6 +113,9 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 func friendly(err error) error {
 	if errors.Is(err, errSamplingRefused) {
 		return errSamplingRefused
+	}
+	if errors.Is(err, oauth.ErrInteractionRequired) {
+		return errLoginNeeded
 	}
 	var rpc *client.RPCError
 	if errors.As(err, &rpc) {

@@ -32,8 +32,9 @@ func TestHelp(t *testing.T) {
 		{[]string{"admin", "keys", "activate"}, append([]string{"usage: weft admin keys activate"}, withID...), true},
 		{[]string{"admin", "keys", "rotate"}, append([]string{"usage: weft admin keys rotate"}, withID...), true},
 		{[]string{"admin", "keys", "remove"}, append([]string{"usage: weft admin keys remove"}, withID...), true},
-		{[]string{"tools"}, []string{"usage: weft tools URL"}, false},
-		{[]string{"call"}, []string{"usage: weft call URL TOOL [--args JSON]", "--args JSON", "(default {})"}, true},
+		{[]string{"tools"}, []string{"usage: weft tools URL [--login]", "--login"}, true},
+		{[]string{"call"}, []string{"usage: weft call URL TOOL [--args JSON] [--login]", "--args JSON", "(default {})", "--login"}, true},
+		{[]string{"logout"}, []string{"usage: weft logout URL", "weft logout --all", "--all"}, true},
 		{[]string{"call", "http://127.0.0.1:1/mcp", "echo"}, []string{"usage: weft call URL TOOL", "--args JSON"}, true},
 		{[]string{"call", "http://127.0.0.1:1/mcp", "echo", "--args", "{}"}, []string{"usage: weft call URL TOOL", "--args JSON"}, true},
 	}

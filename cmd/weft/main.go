@@ -4,8 +4,9 @@
 //	weft keys generate --id ID --keyring FILE
 //	weft keys fingerprint --keyring FILE
 //	weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
-//	weft tools URL
-//	weft call URL TOOL [--args JSON]
+//	weft tools URL [--login]
+//	weft call URL TOOL [--args JSON] [--login]
+//	weft logout URL | --all
 //	weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 //
 // Every command answers -h or --help with its flags (weft help COMMAND
@@ -49,8 +50,9 @@ const usage = `usage:
   weft keys generate --id ID --keyring FILE
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
-  weft tools URL
-  weft call URL TOOL [--args JSON]
+  weft tools URL [--login]
+  weft call URL TOOL [--args JSON] [--login]
+  weft logout URL | --all
   weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 
 Run weft COMMAND --help for the flags of a command.`
@@ -82,7 +84,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "admin":
 		return adminCmd(ctx, args[1:], stdout)
 	case "tools":
-		return toolsCmd(ctx, args[1:], stdout)
+		return toolsCmd(ctx, args[1:], stdout, stderr)
+	case "logout":
+		return logoutCmd(ctx, args[1:], stdout)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "gateway":
