@@ -29,8 +29,6 @@ const loginAbout = "\n\nA server that requires OAuth authorization is reached wi
 	"by an earlier --login (refreshed when they expire); --login authorizes in\n" +
 	"the browser when the server asks. weft logout URL forgets them."
 
-var ()
-
 // toolsCmd: weft tools URL.
 func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tools")
