@@ -500,7 +500,10 @@ func (t *HTTPTransport) readEvents(ctx context.Context, sr *jsonrpc.SSEReader, r
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, nil // a broken stream: resumable like an ended one
+			if sr.LastEventID() == "" {
+				return nil, err // a broken stream that cannot be resumed
+			}
+			return nil, nil // resumable like an ended one
 		}
 		if (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
 			m, err := parseMessage(data)
