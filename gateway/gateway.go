@@ -273,11 +273,12 @@ func (g *Gateway) release(key string, u *upstream) {
 type upstream struct {
 	g    *Gateway
 	cfg  UpstreamConfig
-	hc   *http.Client // g.hc, or g.hc authorizing as the gateway (cfg.OAuth)
 	uris uriMap // the upstream's resource URIs <-> the exposed ones
 	kick chan struct{}
 
 	relisten chan struct{} // the registered resources changed: reopen the listen stream
+
+	hc *http.Client // g.hc, or g.hc authorizing as the gateway (cfg.OAuth)
 
 	mu        sync.Mutex // guards c; held while connecting
 	c         *conn
