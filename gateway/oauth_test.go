@@ -45,9 +45,10 @@ func protectedUpstream(t *testing.T, issuer string, valid func(token, resource s
 		}
 		up.ServeHTTP(w, r)
 	}))
-	hs := httptest.NewServer(mux)
+	hs := httptest.NewUnstartedServer(mux)
+	base = "http://" + hs.Listener.Addr().String() // before the handlers run
+	hs.Start()
 	t.Cleanup(hs.Close)
-	base = hs.URL
 	return base + "/mcp"
 }
 
@@ -83,9 +84,10 @@ func TestUpstreamOAuth(t *testing.T) {
 		mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
 	})
-	ahs := httptest.NewServer(as)
+	ahs := httptest.NewUnstartedServer(as)
+	asURL = "http://" + ahs.Listener.Addr().String()
+	ahs.Start()
 	t.Cleanup(ahs.Close)
-	asURL = ahs.URL
 	valid := func(tok, resource string) bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -38,7 +38,8 @@ type testAS struct {
 
 func newTestAS(t *testing.T) *testAS {
 	a := &testAS{issParam: "correct", codes: map[string]url.Values{}, issued: map[string][]string{}, refresh: map[string][]string{}}
-	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
+	a.srv.Start() // after a.srv is set: the handlers read a.srv.URL
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -161,7 +162,8 @@ type testRS struct {
 
 func newTestRS(t *testing.T, as *testAS, need func(body string) []string) *testRS {
 	rs := &testRS{as: as, need: need}
-	rs.srv = httptest.NewServer(http.HandlerFunc(rs.serve))
+	rs.srv = httptest.NewUnstartedServer(http.HandlerFunc(rs.serve))
+	rs.srv.Start() // after rs.srv is set: the handlers read rs.srv.URL
 	t.Cleanup(rs.srv.Close)
 	return rs
 }

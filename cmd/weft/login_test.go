@@ -117,7 +117,8 @@ func newLoginAS(t *testing.T) *loginAS {
 		// A short lifetime: the next run refreshes before using it.
 		writeJSON(w, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": 10, "refresh_token": rt, "scope": "mcp offline_access"})
 	})
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewUnstartedServer(mux)
+	a.srv.Start() // after a.srv is set: the handlers read a.srv.URL
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -164,9 +165,10 @@ func protectedServer(t *testing.T, as *loginAS) string {
 		}
 		s.ServeHTTP(w, r)
 	}))
-	hs := httptest.NewServer(mux)
+	hs := httptest.NewUnstartedServer(mux)
+	base = "http://" + hs.Listener.Addr().String() // before the handlers run
+	hs.Start()
 	t.Cleanup(hs.Close)
-	base = hs.URL
 	return base + "/mcp"
 }
 
