@@ -2,7 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
@@ -59,6 +67,10 @@ func protectedUpstream(t *testing.T, issuer string, valid func(token, resource s
 func TestUpstreamOAuth(t *testing.T) {
 	// The authorization server: client credentials for svc, tokens bound
 	// to the resource they were requested for.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	issued := map[string]string{}
 	grants := 0
@@ -72,6 +84,16 @@ func TestUpstreamOAuth(t *testing.T) {
 	as.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		id, secret, _ := r.BasicAuth()
+		if a := r.PostFormValue("client_assertion"); a != "" {
+			// private_key_jwt: iss = sub = the client, aud = the issuer,
+			// signed by the registered key.
+			var c jwt.Claims
+			tok, err := jwt.ParseSigned(a, []jose.SignatureAlgorithm{jose.ES256})
+			if err == nil && tok.Claims(&key.PublicKey, &c) == nil && c.Issuer == "gateway-jwt" && c.Subject == "gateway-jwt" && c.Audience.Contains(asURL) &&
+				r.PostFormValue("client_assertion_type") == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+				id, secret = "gateway-svc", "from-env-secret"
+			}
+		}
 		if r.PostFormValue("grant_type") != "client_credentials" || id != "gateway-svc" || secret != "from-env-secret" {
 			w.WriteHeader(http.StatusUnauthorized)
 			_ = json.NewEncoder(w).Encode(map[string]any{"error": "invalid_client"})
@@ -99,6 +121,14 @@ func TestUpstreamOAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("WEFT_GW_OAUTH_SECRET", "from-env-secret")
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name  string
@@ -106,6 +136,7 @@ func TestUpstreamOAuth(t *testing.T) {
 		want  string
 	}{
 		{"client credentials", &gateway.UpstreamOAuth{ClientID: "gateway-svc", ClientSecret: "${WEFT_GW_OAUTH_SECRET}"}, "auth=Bearer svc-token-1"},
+		{"private_key_jwt", &gateway.UpstreamOAuth{ClientID: "gateway-jwt", PrivateKeyFile: keyFile}, "auth=Bearer svc-token-2"},
 		{"token file", &gateway.UpstreamOAuth{TokenFile: tokenFile}, "auth=Bearer file-token-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,8 +157,8 @@ func TestUpstreamOAuth(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if grants != 1 || issued["svc-token-1"] != upURL {
-		t.Errorf("grants %d, tokens %v: want one client credentials grant for the upstream's resource", grants, issued)
+	if grants != 2 || issued["svc-token-1"] != upURL || issued["svc-token-2"] != upURL {
+		t.Errorf("grants %d, tokens %v: want two client credentials grants for the upstream's resource", grants, issued)
 	}
 }
 
