@@ -44,11 +44,14 @@ fuzz:
 
 ## conformance: the 2025-11-25 required set, the 2026-07-28 server scenarios
 ## (and the tasks extension's) through `weft gateway` fronting the fixture,
-## then every 2026-07-28 scenario
-## (plus the tasks and skills extensions); the acceptance figure prints last.
+## the client scenarios against the Go client (2026-07-28 and 2025-11-25,
+## plus the six authorization extensions), then every 2026-07-28 server
+## scenario (plus the tasks and skills extensions); the acceptance figure
+## prints last.
 conformance:
 	bash scripts/conformance-legacy.sh
 	bash scripts/conformance-gateway.sh
+	bash scripts/conformance-client.sh
 	bash scripts/conformance.sh
 
 ## bench: the benchmark harness in bench/ (its own Go module, so the

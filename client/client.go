@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -117,11 +118,14 @@ type Client struct {
 	opts      Options
 	caps      exactjson.Value
 	info      exactjson.Value
-	version   string
 	maxRounds int
 	log       *slog.Logger
 	mirrors   bool
 	nextID    atomic.Int64
+
+	eraMu  sync.Mutex
+	era    era        // the negotiated version (legacy.go)
+	initMu sync.Mutex // serializes the 2025-era initialize
 
 	listMu sync.Mutex // serializes the implicit tools/list
 	mu     sync.Mutex
@@ -131,16 +135,18 @@ type Client struct {
 
 // New returns a client over t.
 func New(t Transport, opts Options) *Client {
-	c := &Client{t: t, opts: opts, maxRounds: opts.MaxRounds, log: opts.Logger, version: opts.ProtocolVersion}
+	c := &Client{t: t, opts: opts, maxRounds: opts.MaxRounds, log: opts.Logger}
+	c.era = era{version: opts.ProtocolVersion, pinned: opts.ProtocolVersion != ""}
 	if c.maxRounds <= 0 {
 		c.maxRounds = DefaultMaxRounds
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if c.version == "" {
-		c.version = ProtocolVersion
+	if c.era.version == "" {
+		c.era.version = ProtocolVersion
 	}
+	c.era.legacy = isLegacy(c.era.version)
 	ci := opts.ClientInfo
 	if ci.Name == "" {
 		ci.Name = "weft-client"
@@ -267,12 +273,15 @@ func toValue(x any) (exactjson.Value, error) {
 
 // withMeta returns params with the request _meta filled in. Caller-given
 // _meta members are kept; the protocol keys are the client's.
-func (c *Client) withMeta(params exactjson.Value, id int64, method string) exactjson.Value {
-	meta := exactjson.Object(
-		exactjson.Field(metaProtocolVersion, exactjson.String(c.version)),
-		exactjson.Field(metaClientCapabilities, c.caps),
-		exactjson.Field(metaClientInfo, c.info))
-	if c.opts.LogLevel != "" {
+func (c *Client) withMeta(params exactjson.Value, id int64, method string, e era) exactjson.Value {
+	meta := exactjson.Object()
+	if !e.legacy {
+		meta = exactjson.Object(
+			exactjson.Field(metaProtocolVersion, exactjson.String(e.version)),
+			exactjson.Field(metaClientCapabilities, c.caps),
+			exactjson.Field(metaClientInfo, c.info))
+	}
+	if c.opts.LogLevel != "" && !e.legacy {
 		meta = meta.With(metaLogLevel, exactjson.String(c.opts.LogLevel))
 	}
 	if c.opts.OnProgress != nil && method != "subscriptions/listen" {
@@ -285,15 +294,62 @@ func (c *Client) withMeta(params exactjson.Value, id int64, method string) exact
 			}
 		}
 	}
+	if meta.Len() == 0 {
+		return params
+	}
 	return params.With("_meta", meta)
 }
 
-// roundTrip sends one request with a fresh id and returns its result.
+// roundTrip sends one request with a fresh id and returns its result. In
+// the 2025 era it initializes first (and again when the server ended the
+// session); a 2026-07-28 request refused as an unsupported version is
+// retried once with a version the server lists (falling back to the
+// 2025 era when the client's version was not pinned).
 func (c *Client) roundTrip(ctx context.Context, method string, params exactjson.Value, header http.Header, notify func(Notification)) (exactjson.Value, error) {
-	id := c.nextID.Add(1)
-	req := &Request{ID: id, Method: method, Params: c.withMeta(params, id, method), Header: header}
 	if notify == nil {
 		notify = c.dispatch
+	}
+	var res exactjson.Value
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		e := c.currentEra()
+		if e.legacy {
+			if err = c.ensureInitialized(ctx); err != nil {
+				if attempt == 0 && errSessionGone(err, c.t) {
+					c.restartSession()
+					continue
+				}
+				return exactjson.Value{}, err
+			}
+			e = c.currentEra()
+		}
+		res, err = c.send(ctx, method, params, header, notify, e)
+		if err == nil || attempt > 0 {
+			break
+		}
+		var rerr *RPCError
+		switch {
+		case e.legacy && errSessionGone(err, c.t):
+			c.restartSession()
+		case !e.legacy && errors.As(err, &rerr) && rerr.Code == CodeUnsupportedProtocolVersion:
+			supported := supportedVersions(rerr)
+			if !slices.Contains(supported, e.version) && !c.switchToLegacy(supported) {
+				return exactjson.Value{}, err
+			}
+		default:
+			return exactjson.Value{}, err
+		}
+	}
+	return res, err
+}
+
+// send sends one request in era e.
+func (c *Client) send(ctx context.Context, method string, params exactjson.Value, header http.Header, notify func(Notification), e era) (exactjson.Value, error) {
+	id := c.nextID.Add(1)
+	req := &Request{ID: id, Method: method, Params: c.withMeta(params, id, method, e), Header: header}
+	if e.legacy {
+		req.Header = legacyHeader(header, e.version)
+		req.OnServerRequest = c.serveLegacy
 	}
 	resp, err := c.t.Do(ctx, req, notify)
 	if err != nil {
@@ -342,9 +398,20 @@ func resultType(v exactjson.Value) string {
 	return "complete"
 }
 
-// Discover calls server/discover.
+// Discover calls server/discover; in the 2025 era it initializes and
+// returns what the initialize result says (the negotiated version as the
+// only supported one).
 func (c *Client) Discover(ctx context.Context) (*DiscoverResult, error) {
+	if e := c.currentEra(); e.legacy {
+		if err := c.ensureInitialized(ctx); err != nil {
+			return nil, err
+		}
+		return legacyDiscover(c.currentEra()), nil
+	}
 	res, err := c.roundTrip(ctx, "server/discover", exactjson.Object(), nil, nil)
+	if e := c.currentEra(); e.legacy && err == nil {
+		return legacyDiscover(e), nil
+	}
 	if err != nil {
 		return nil, err
 	}

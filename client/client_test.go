@@ -892,7 +892,7 @@ func TestStdio(t *testing.T) {
 		for i, tok := range []string{`"tok-a"`, `7`} {
 			wg.Go(func() {
 				id := int64(1000 + i)
-				params := c.withMeta(mustParse(t, fmt.Sprintf(`{"name":"echo","arguments":{"n":%d}}`, id)), id, "tools/call")
+				params := c.withMeta(mustParse(t, fmt.Sprintf(`{"name":"echo","arguments":{"n":%d}}`, id)), id, "tools/call", c.currentEra())
 				meta := metaOf(params).With("progressToken", mustParse(t, tok))
 				params = params.With("_meta", meta)
 				var got []string
@@ -1725,7 +1725,7 @@ func TestCapabilitiesAndParams(t *testing.T) {
 		}
 	}
 	c := New(&recorder{}, Options{LogLevel: "debug"})
-	p := c.withMeta(mustParse(t, `{"x":1,"_meta":{"traceparent":"00-abc","io.modelcontextprotocol/protocolVersion":"bogus"}}`), 5, "tools/call")
+	p := c.withMeta(mustParse(t, `{"x":1,"_meta":{"traceparent":"00-abc","io.modelcontextprotocol/protocolVersion":"bogus"}}`), 5, "tools/call", c.currentEra())
 	if got := enc(p); got != `{"x":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"weft-client","version":"dev"},"io.modelcontextprotocol/logLevel":"debug","traceparent":"00-abc"}}` {
 		t.Errorf("params = %s", got)
 	}

@@ -1,5 +1,9 @@
-// Package client is an MCP 2026-07-28 client: stateless requests carrying
-// their own _meta (protocol version, client capabilities, client info),
+// Package client is an MCP client for 2026-07-28 and the 2025 era:
+// stateless requests carrying their own _meta (protocol version, client
+// capabilities, client info) or, for a 2025-11-25 server (a pinned
+// Options.ProtocolVersion, or an unpinned client told -32022 that only
+// the 2025 era is served), initialize, an Mcp-Session-Id session and the
+// server's own requests answered through the same handlers;
 // the Streamable HTTP and stdio transports, an automatic multi round-trip
 // (MRTR) loop that answers the server's input requests (elicitation,
 // sampling, roots) through registered handlers, and the tasks extension
@@ -18,6 +22,10 @@
 // answer the server-to-client requests a 2025-era server sends during a
 // request (Request.OnServerRequest); the gateway's stdio upstreams are
 // built on it.
+//
+// Servers that require OAuth are reached through the HTTP client given to
+// NewHTTPTransport: package client/oauth is an http.RoundTripper running
+// the MCP authorization flow.
 //
 // Errors sent by the server are *RPCError; local failures are plain
 // errors (ErrClosed, ErrProtocol, ErrTooManyRounds, *MissingHandlerError,

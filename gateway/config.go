@@ -64,6 +64,9 @@ type UpstreamConfig struct {
 	// Authorization is "" (send Headers only) or "passthrough": forward the
 	// downstream request's Authorization header (2026-07-28 HTTP upstreams).
 	Authorization string `json:"authorization,omitempty"`
+	// OAuth authorizes the gateway itself at an upstream that requires
+	// OAuth (service credentials; upstream_oauth.go).
+	OAuth *UpstreamOAuth `json:"oauth,omitempty"`
 
 	// Protocol pins the revision spoken upstream: "2026-07-28",
 	// "2025-11-25" or "2025-06-18". Empty: server/discover is tried first,
@@ -391,6 +394,9 @@ func (u *UpstreamConfig) validate() error {
 		}
 	default:
 		return fmt.Errorf(`authorization %q: want "" or "passthrough"`, u.Authorization)
+	}
+	if err := u.OAuth.validate(u); err != nil {
+		return err
 	}
 	if u.Protocol != "" && u.Protocol != Version20260728 && !slices.Contains(legacyVersions[:2], u.Protocol) {
 		return fmt.Errorf("protocol %q: want %s, %s or %s", u.Protocol, Version20260728, Version20251125, Version20250618)

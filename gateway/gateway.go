@@ -98,6 +98,10 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
+		var err error
+		if u.hc, err = upstreamHTTPClient(&u.cfg, hc); err != nil { // upstream_oauth.go
+			return nil, err
+		}
 		u.uris = u.cfg.uris()
 		u.slots = make(chan struct{}, u.cfg.maxProcesses())
 		u.relisten = make(chan struct{}, 1)
@@ -274,6 +278,8 @@ type upstream struct {
 
 	relisten chan struct{} // the registered resources changed: reopen the listen stream
 
+	hc *http.Client // g.hc, or g.hc authorizing as the gateway (cfg.OAuth)
+
 	mu        sync.Mutex // guards c; held while connecting
 	c         *conn
 	connected bool // a connection was made before
@@ -355,7 +361,7 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			return u.c, nil
 		}
 	}
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted, u.g.log)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.g.log)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +470,7 @@ func (u *upstream) pick(ctx context.Context, primary *conn) (*conn, func(), erro
 	placeholder := &conn{}
 	u.extras[placeholder] = true // holds the place while dialing
 	u.poolMu.Unlock()
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted, u.g.log)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.g.log)
 	u.poolMu.Lock()
 	defer u.poolMu.Unlock()
 	delete(u.extras, placeholder)

@@ -52,6 +52,7 @@ var gatewayLimits = []struct {
 		consts: []string{"maxURLElicitations"}},
 	{Limit: limitsdoc.Limit{Doc: "callers' cached views of a mount", Default: limitsdoc.Num(maxCallerViews), Past: []string{"dropped"}},
 		consts: []string{"maxCallerViews"}},
+	{Limit: limitsdoc.Limit{Doc: "an upstream's oauth token file", Names: []string{"MaxTokenFileBytes"}, Default: limitsdoc.Num(MaxTokenFileBytes), Past: []string{"-31050"}}},
 }
 
 // notLimits are the package's constants named like limits that bound

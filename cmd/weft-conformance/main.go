@@ -23,6 +23,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		runClientMode(os.Args[2:]) // client.go: the suite's client scenarios
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "client-summary" {
+		runSummary(os.Args[2:])
+		return
+	}
 	addr := flag.String("addr", "127.0.0.1:3917", "listen address (loopback)")
 	stdio := flag.Bool("stdio", false, "serve the fixtures over stdin/stdout instead of HTTP (for a gateway in front)")
 	flag.Parse()

@@ -41,7 +41,7 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer t.close(c)
 	res, err := c.CallTool(ctx, tool, argv)
 	term.endProgress()
 	if err != nil {

@@ -4,8 +4,9 @@
 //	weft keys generate --id ID --keyring FILE
 //	weft keys fingerprint --keyring FILE
 //	weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
-//	weft tools URL
-//	weft call URL TOOL [--args JSON]
+//	weft tools URL [--login]
+//	weft call URL TOOL [--args JSON] [--login]
+//	weft logout URL | --all
 //	weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 //
 // Every command answers -h or --help with its flags (weft help COMMAND
@@ -56,10 +57,11 @@ const usage = `usage:
   weft complete TARGET (--prompt NAME | --resource URI-TEMPLATE) ARGUMENT VALUE
   weft listen TARGET [--tools] [--prompts] [--resources] [--uri URI]... [--task ID]...
   weft task get|follow|cancel TARGET ID
+  weft logout URL | --all
   weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
 
 TARGET is a server URL (http://127.0.0.1:8080/mcp), or left out with --command "CMD ARGS"
-to start a stdio server; --header, --bearer-file and --json work with every client command.
+to start a stdio server; --header, --bearer-file, --login and --json work with every client command.
 Run weft COMMAND --help for the flags of a command.`
 
 // run runs the command line args. A command that printed its help
@@ -108,6 +110,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return listenCmd(ctx, args[1:], stdout, stderr)
 	case "task":
 		return taskCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "logout":
+		return logoutCmd(ctx, args[1:], stdout)
 	case "call":
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "gateway":

@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/client/oauth"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -86,8 +87,18 @@ type target struct {
 	bearer   string
 	bearerFn string
 	json     bool
+	login    bool
 
-	url string // set by resolve for HTTP targets
+	url     string // set by resolve for HTTP targets
+	release func() // set by connect: frees the --login loopback listener
+}
+
+// close closes the client and what connect opened for it.
+func (t *target) close(c *client.Client) {
+	_ = c.Close()
+	if t.release != nil {
+		t.release()
+	}
 }
 
 // addTarget registers the flags every protocol command shares.
@@ -98,6 +109,7 @@ func addTarget(fs *flag.FlagSet) *target {
 	fs.StringVar(&t.bearer, "bearer", "", "send Authorization: Bearer `TOKEN` (visible in the process list: prefer --bearer-file)")
 	fs.StringVar(&t.bearerFn, "bearer-file", "", "read the bearer token from `FILE`")
 	fs.BoolVar(&t.json, "json", false, "print the result as JSON (for scripts)")
+	fs.BoolVar(&t.login, "login", false, "authorize in the browser when the server asks (OAuth; tokens cached per server, refreshed; weft logout URL forgets them)")
 	return t
 }
 
@@ -112,8 +124,8 @@ func addTargetFlagSet() *flag.FlagSet {
 // rest.
 func (t *target) resolve(doc helpDoc, pos []string) ([]string, error) {
 	if t.command != "" {
-		if len(t.headers) > 0 || t.bearer != "" || t.bearerFn != "" {
-			return nil, usageError(doc, errors.New("--header and --bearer apply to HTTP servers, not to --command"))
+		if len(t.headers) > 0 || t.bearer != "" || t.bearerFn != "" || t.login {
+			return nil, usageError(doc, errors.New("--header, --bearer and --login apply to HTTP servers, not to --command"))
 		}
 		return pos, nil
 	}
@@ -127,6 +139,9 @@ func (t *target) resolve(doc helpDoc, pos []string) ([]string, error) {
 	if t.bearer != "" && t.bearerFn != "" {
 		return nil, usageError(doc, errors.New("give --bearer or --bearer-file, not both"))
 	}
+	if t.login && (t.bearer != "" || t.bearerFn != "") {
+		return nil, usageError(doc, errors.New("give --login or a bearer token, not both"))
+	}
 	t.url = pos[0]
 	return pos[1:], nil
 }
@@ -139,7 +154,9 @@ func (t *target) where() string {
 	return t.url
 }
 
-// connect opens the client.
+// connect opens the client. Over HTTP without a fixed bearer token, the
+// tokens cached by an earlier --login are presented (and refreshed), and
+// with --login the user authorizes in the browser when the server asks.
 func (t *target) connect(opts client.Options, stderr io.Writer) (*client.Client, error) {
 	if opts.ClientInfo.Name == "" {
 		opts.ClientInfo = client.Implementation{Name: "weft-cli", Version: "0.1.0"}
@@ -158,6 +175,15 @@ func (t *target) connect(opts client.Options, stderr io.Writer) (*client.Client,
 		return client.New(tr, opts), nil
 	}
 	var hopts []client.HTTPOption
+	hc := http.DefaultClient
+	if t.bearer == "" && t.bearerFn == "" {
+		authorized, release, err := authorizedHTTP(t.login, stderr)
+		if err != nil {
+			return nil, err
+		}
+		t.release = release
+		hc = authorized
+	}
 	token := t.bearer
 	if t.bearerFn != "" {
 		b, err := os.ReadFile(t.bearerFn)
@@ -179,7 +205,7 @@ func (t *target) connect(opts client.Options, stderr io.Writer) (*client.Client,
 			return nil
 		}))
 	}
-	return client.New(client.NewHTTPTransport(t.url, http.DefaultClient, hopts...), opts), nil
+	return client.New(client.NewHTTPTransport(t.url, hc, hopts...), opts), nil
 }
 
 // splitCommand splits a command line into words: spaces separate, and
@@ -232,6 +258,9 @@ func (t *target) explain(err error, what string) error {
 	if errors.Is(err, errSamplingRefused) {
 		return errSamplingRefused
 	}
+	if errors.Is(err, oauth.ErrInteractionRequired) {
+		return errLoginNeeded
+	}
 	var rpc *client.RPCError
 	if errors.As(err, &rpc) {
 		switch rpc.Code {
@@ -244,7 +273,7 @@ func (t *target) explain(err error, what string) error {
 	if errors.As(err, &herr) {
 		switch herr.StatusCode {
 		case http.StatusUnauthorized:
-			return fmt.Errorf("the server at %s needs authorization (HTTP 401): give a token with --bearer-file", t.where())
+			return fmt.Errorf("the server at %s needs authorization (HTTP 401): run the command again with --login, or give a token with --bearer-file", t.where())
 		case http.StatusForbidden:
 			return fmt.Errorf("the server at %s refused this token (HTTP 403): it may lack a scope", t.where())
 		case http.StatusNotFound:
@@ -293,7 +322,7 @@ func protoCmd(ctx context.Context, doc helpDoc, args []string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer t.close(c)
 	return run(ctx, t, c, pos)
 }
 
@@ -649,7 +678,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer t.close(c)
 	id := pos[0]
 	switch verb {
 	case "get":

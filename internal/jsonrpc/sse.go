@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 )
 
 // ErrEventTooLarge is returned by [SSEReader.Next] for an event whose data
@@ -13,13 +15,23 @@ import (
 var ErrEventTooLarge = errors.New("SSE event too large")
 
 // SSEReader reads the events of a text/event-stream: data lines joined by
-// newlines, the event type; comments and the id and retry fields are
-// skipped, and so are events without data.
+// newlines, the event type; comments are skipped, and so are events
+// without data. The id and retry fields are kept for resumption
+// ([SSEReader.LastEventID], [SSEReader.Retry]).
 type SSEReader struct {
-	br   *bufio.Reader
-	max  int
-	data []byte
+	br     *bufio.Reader
+	max    int
+	data   []byte
+	lastID string
+	retry  time.Duration
 }
+
+// LastEventID returns the last event ID the stream set (the value to
+// send as Last-Event-ID when resuming it).
+func (r *SSEReader) LastEventID() string { return r.lastID }
+
+// Retry returns the reconnection time the stream last set (0: none).
+func (r *SSEReader) Retry() time.Duration { return r.retry }
 
 // NewSSEReader reads events of at most max bytes of data from r.
 func NewSSEReader(r io.Reader, max int) *SSEReader {
@@ -67,6 +79,14 @@ func (r *SSEReader) Next() (event string, data []byte, terminated bool, err erro
 				hasData = true
 			case "event":
 				event = string(value)
+			case "id":
+				if bytes.IndexByte(value, 0) < 0 {
+					r.lastID = string(value)
+				}
+			case "retry":
+				if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+					r.retry = time.Duration(ms) * time.Millisecond
+				}
 			}
 		}
 		if err != nil { // EOF after a last line without newline
