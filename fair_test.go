@@ -5,6 +5,7 @@ package weft
 // B succeeds, never how fast.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -240,6 +241,76 @@ func TestFairRateLimit(t *testing.T) {
 			invFail(t, "tenant A past its burst", fairCall(t, context.Background(), aClient, url, "fast", fi.as("a")), http.StatusTooManyRequests, CodeRateLimited)
 			for i := range 3 {
 				invOK(t, fmt.Sprintf("tenant B's call %d after A's burst", i+1), fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")))
+			}
+		})
+	}
+}
+
+// fairListen opens a subscriptions/listen stream as tenant through client
+// and reports whether it was acknowledged; an acknowledged stream stays
+// open until the test ends. A refused one comes back as r.
+func fairListen(t testing.TB, client *http.Client, url string, mods ...func(http.Header)) (ok bool, r invResp) {
+	t.Helper()
+	b := invBody(t, "subscriptions/listen", params(M{"notifications": M{"toolsListChanged": true}}))
+	h := stdHeaders(b)
+	for _, m := range mods {
+		m(h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	req.Header = h
+	res, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return false, invResp{err: err}
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		defer cancel()
+		defer res.Body.Close()
+		rb, err := io.ReadAll(res.Body)
+		r := invResp{status: res.StatusCode, header: res.Header, body: rb, err: err}
+		invDecode(&r)
+		return false, r
+	}
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	m, _ := (&sseStream{t: t, br: bufio.NewReader(res.Body)}).nextMsg()
+	return m.Method == "notifications/subscriptions/acknowledged", invResp{status: res.StatusCode}
+}
+
+// TestFairListenStreams (D7): A opens listen streams until it is refused;
+// B still gets one. Anonymous callers (no admission, as weft serve, weft
+// gateway and weft openapi without tokens) are told apart by address, and
+// principals sharing one partition each have a share of it. Before issue
+// 25 all anonymous callers were one partition and A took all 32 streams.
+func TestFairListenStreams(t *testing.T) {
+	shared := fairIdentities()[1]
+	shared.name = "principals of one partition"
+	shared.admission = func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+		return Identity{Principal: r.Header.Get(fairTenantHeader), Partition: "org"}, nil
+	}
+	for _, fi := range append(fairIdentities(), shared) {
+		t.Run(fi.name, func(t *testing.T) {
+			s, _ := newServer(t, &Options{Admission: fi.admission})
+			addText(t, s, "t", "ok")
+			url := invServe(t, s)
+			aClient := fi.client(t, "a")
+			opened := 0
+			for ; ; opened++ {
+				ok, r := fairListen(t, aClient, url, fi.as("a"))
+				if !ok {
+					invFail(t, "tenant A's stream past its share", r, http.StatusTooManyRequests, CodeRateLimited)
+					break
+				}
+				if opened > 2*DefaultMaxSubscriptionsPerPartition {
+					t.Fatalf("tenant A opened %d streams", opened)
+				}
+			}
+			if ok, r := fairListen(t, fi.client(t, "b"), url, fi.as("b")); !ok {
+				t.Fatalf("tenant B's stream after A opened %d: %s", opened, r)
 			}
 		})
 	}

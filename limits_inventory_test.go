@@ -122,6 +122,10 @@ var invLimits = []invLimit{
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
 		consts: []string{"DefaultMaxSubscriptionsPerPartition", "MaxSubscriptionsPerPartitionCeiling"},
 		def:    invNumI(DefaultMaxSubscriptionsPerPartition), ceil: invNumI(MaxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
+	{doc: "listen streams per caller", names: []string{"Limits.MaxSubscriptionsPerIdentity", "DefaultMaxSubscriptionsPerIdentity", "MaxSubscriptionsPerIdentityCeiling"},
+		def: invNumI(DefaultMaxSubscriptionsPerIdentity), ceil: invNumI(MaxSubscriptionsPerIdentityCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerIdentity},
+	{doc: "listen streams", names: []string{"Limits.MaxSubscriptions", "DefaultMaxSubscriptions", "MaxSubscriptionsCeiling"},
+		def: invNumI(DefaultMaxSubscriptions), ceil: invNumI(MaxSubscriptionsCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptions},
 	{doc: "task ids per listen stream", names: []string{"MaxTaskSubscriptions"},
 		def: invNumI(MaxTaskSubscriptions), past: []string{"-32602"}, check: checkTaskSubscriptions},
 	{doc: "concurrent handlers", names: []string{"Options.MaxConcurrent", "DefaultMaxConcurrent", "MaxConcurrentCeiling"},
@@ -308,6 +312,7 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 	want := Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxOutputBytes: DefaultMaxOutputBytes, MaxHeaderCount: DefaultMaxHeaderCount,
 		MaxCursorBytes: DefaultMaxCursorBytes, MaxURIBytes: DefaultMaxURIBytes, MaxInputResponses: DefaultMaxInputResponses,
 		MaxResourceSubscriptions: DefaultMaxResourceSubscriptions, MaxSubscriptionsPerPartition: DefaultMaxSubscriptionsPerPartition,
+		MaxSubscriptionsPerIdentity: DefaultMaxSubscriptionsPerIdentity, MaxSubscriptions: DefaultMaxSubscriptions,
 		JSON: exactjson.Limits{MaxInputBytes: DefaultMaxBodyBytes}}
 	if got != want {
 		t.Errorf("default Limits:\n got %+v\nwant %+v", got, want)
@@ -346,6 +351,8 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		{"MaxInputResponses", func(l *Limits, v int) { l.MaxInputResponses = v }, MaxInputResponsesCeiling},
 		{"MaxResourceSubscriptions", func(l *Limits, v int) { l.MaxResourceSubscriptions = v }, MaxResourceSubscriptionsCeiling},
 		{"MaxSubscriptionsPerPartition", func(l *Limits, v int) { l.MaxSubscriptionsPerPartition = v }, MaxSubscriptionsPerPartitionCeiling},
+		{"MaxSubscriptionsPerIdentity", func(l *Limits, v int) { l.MaxSubscriptionsPerIdentity = v }, MaxSubscriptionsPerIdentityCeiling},
+		{"MaxSubscriptions", func(l *Limits, v int) { l.MaxSubscriptions = v }, MaxSubscriptionsCeiling},
 		// JSON.MaxInputBytes is overwritten by MaxBodyBytes (checked above).
 		{"MaxDepth", func(l *Limits, v int) { l.JSON.MaxDepth = v }, exactjson.MaxDepthCeiling},
 		{"MaxNodes", func(l *Limits, v int) { l.JSON.MaxNodes = v }, exactjson.MaxNodesCeiling},
@@ -1163,6 +1170,43 @@ func checkSubscriptionsPerPartition(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// invListenLimit: with admission naming the caller by the X-Tenant header
+// (as who(tenant) makes it), the first two tenants' streams are
+// acknowledged and the third tenant's is refused with 429/-31999.
+func invListenLimit(t *testing.T, l Limits, who func(tenant string) Identity, tenants [3]string) {
+	s := invResourceServer(t, &Options{Limits: l, Admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+		return who(r.Header.Get("X-Tenant")), nil
+	}})
+	url := invServe(t, s)
+	as := func(p string) func(http.Header) { return func(h http.Header) { h.Set("X-Tenant", p) } }
+	for _, tenant := range tenants[:2] {
+		if ok, r := fairListen(t, http.DefaultClient, url, as(tenant)); !ok {
+			t.Fatalf("a stream within the limit (%s): %s", tenant, r)
+		}
+	}
+	ok, r := fairListen(t, http.DefaultClient, url, as(tenants[2]))
+	if ok {
+		t.Fatal("a stream past the limit was acknowledged")
+	}
+	invFail(t, "a stream past the limit", r, http.StatusTooManyRequests, CodeRateLimited)
+	if r.header.Get("Retry-After") == "" {
+		t.Errorf("no Retry-After on the refused stream")
+	}
+}
+
+// checkSubscriptionsPerIdentity: one principal's third stream is refused
+// while its partition has room (TestFairListenStreams: another principal
+// of the partition then gets one).
+func checkSubscriptionsPerIdentity(t *testing.T) {
+	invListenLimit(t, Limits{MaxSubscriptionsPerIdentity: 2}, func(p string) Identity { return Identity{Principal: p, Partition: "org"} }, [3]string{"a", "a", "a"})
+}
+
+// checkSubscriptions: the server's third stream is refused, each from a
+// partition of its own.
+func checkSubscriptions(t *testing.T) {
+	invListenLimit(t, Limits{MaxSubscriptions: 2}, func(p string) Identity { return Identity{Partition: p} }, [3]string{"a", "b", "c"})
 }
 
 func checkTaskSubscriptions(t *testing.T) {
