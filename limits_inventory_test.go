@@ -252,7 +252,7 @@ func TestLimitsInventoryMatchesDoc(t *testing.T) {
 var invNotLimits = map[string]string{
 	"maxPooledScratch": "the largest buffer kept for reuse; larger ones are allocated and dropped",
 	"maxPooledWire":    "the largest response buffer kept for reuse; larger ones are allocated and dropped",
-	"maxFreeTenants":   "the idle per-caller records the handler gate keeps for reuse; more are dropped",
+	"maxIdleTenants":   "the idle per-caller records the handler gate keeps for reuse; more are dropped",
 }
 
 func TestLimitsInventoryConstants(t *testing.T) {

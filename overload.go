@@ -138,7 +138,7 @@ type gate struct {
 	// given (tenant.served is the turn of a tenant's latest).
 	ring []*tenant
 	turn uint64
-	free []*tenant // reset tenants, reused so the uncontended path does not allocate
+	free []*tenant // reset tenants, reused so that a new caller does not allocate
 }
 
 // fairKey is what the gate shares slots by: the partition, else the
@@ -366,20 +366,23 @@ func (g *gate) tenant(key fairKey) *tenant {
 	return t
 }
 
-// drop forgets t once it runs and queues nothing.
+// drop forgets t once it runs and queues nothing, unless the gate knows
+// few callers (at most maxIdleTenants): then t stays, so that a caller's
+// next request finds it without a map insertion.
 func (g *gate) drop(t *tenant) {
-	if t.running > 0 || len(t.queue) > 0 {
+	if t.running > 0 || len(t.queue) > 0 || len(g.tenants) <= maxIdleTenants {
 		return
 	}
 	delete(g.tenants, t.key)
-	if len(g.free) < maxFreeTenants {
+	if len(g.free) < maxIdleTenants {
 		*t = tenant{queue: t.queue[:0]}
 		g.free = append(g.free, t)
 	}
 }
 
-// maxFreeTenants bounds the reset tenants the gate keeps for reuse.
-const maxFreeTenants = 64
+// maxIdleTenants bounds the idle per-caller records the gate keeps: in its
+// map while it knows at most this many callers, and reset for reuse.
+const maxIdleTenants = 64
 
 // counts reports the running and queued requests (metrics).
 func (g *gate) counts() (active, queued int) {

@@ -3,6 +3,7 @@ package weft
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -11,8 +12,7 @@ import (
 
 // TestGateOrder: with one slot, a freed slot goes to the queued caller
 // running the fewest handlers and, among equals, the one served longest
-// ago; a caller's own requests stay in order; the gate forgets callers
-// that hold and queue nothing.
+// ago; a caller's own requests stay in order.
 func TestGateOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate(1, 1, 16, 16, time.Hour)
@@ -56,10 +56,37 @@ func TestGateOrder(t *testing.T) {
 		if want := []string{"b", "c", "a", "a", "a"}; !slices.Equal(order, want) {
 			t.Errorf("slots went to %v, want %v", order, want)
 		}
-		if a, q := g.counts(); a != 0 || q != 0 || len(g.tenants) != 0 || len(g.ring) != 0 {
-			t.Errorf("after all releases: active %d, queued %d, %d tenants, ring %d", a, q, len(g.tenants), len(g.ring))
-		}
+		checkGateIdle(t, g)
 	})
+}
+
+// checkGateIdle fails unless g holds and queues nothing.
+func checkGateIdle(t *testing.T, g *gate) {
+	t.Helper()
+	if a, q := g.counts(); a != 0 || q != 0 || len(g.ring) != 0 {
+		t.Errorf("idle gate: active %d, queued %d, ring %d", a, q, len(g.ring))
+	}
+	for k, tn := range g.tenants {
+		if tn.running != 0 || len(tn.queue) != 0 || tn.inRing {
+			t.Errorf("idle gate: caller %v runs %d, queues %d", k, tn.running, len(tn.queue))
+		}
+	}
+}
+
+// TestGateForgets: the gate keeps at most maxIdleTenants idle callers.
+func TestGateForgets(t *testing.T) {
+	g := newGate(4, 2, 8, 2, time.Second)
+	for i := range 10 * maxIdleTenants {
+		tn, err := g.acquire(context.Background(), fairKey{'a', fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.release(tn)
+	}
+	checkGateIdle(t, g)
+	if len(g.tenants) > maxIdleTenants+1 || len(g.free) > maxIdleTenants {
+		t.Errorf("after %d callers: %d known, %d free", 10*maxIdleTenants, len(g.tenants), len(g.free))
+	}
 }
 
 // TestGateRefusals: a caller past its queue share is refused while the
@@ -111,8 +138,37 @@ func TestGateRefusals(t *testing.T) {
 			}
 		}
 		g.release(held)
-		if a, q := g.counts(); a != 0 || q != 0 || len(g.tenants) != 0 || len(g.ring) != 0 {
-			t.Errorf("at the end: active %d, queued %d, %d tenants, ring %d", a, q, len(g.tenants), len(g.ring))
+		checkGateIdle(t, g)
+	})
+}
+
+// BenchmarkGate is the uncontended cost of a handler slot: the fair gate's
+// acquire and release for one caller, beside the buffered-channel
+// semaphore the gate replaced (issue 25).
+func BenchmarkGate(b *testing.B) {
+	ctx := context.Background()
+	id := Identity{}
+	b.Run("fair", func(b *testing.B) {
+		g := newGate(DefaultMaxConcurrent, DefaultMaxConcurrentPerIdentity, DefaultMaxQueue, DefaultMaxQueuePerIdentity, time.Second)
+		b.ReportAllocs()
+		for b.Loop() {
+			tn, err := g.acquire(ctx, fairKeyOf(id, "127.0.0.1:40000"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			g.release(tn)
+		}
+	})
+	b.Run("channel", func(b *testing.B) {
+		slots := make(chan struct{}, DefaultMaxConcurrent)
+		b.ReportAllocs()
+		for b.Loop() {
+			select {
+			case slots <- struct{}{}:
+			default:
+				b.Fatal("full")
+			}
+			<-slots
 		}
 	})
 }
