@@ -62,7 +62,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 		sessions = 2000
 		parked   = 64
 		tasks    = 500
-		listens  = DefaultMaxSubscriptionsPerPartition
+		listens  = DefaultMaxSubscriptionsPerIdentity // one anonymous caller's share binds first
 	)
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
@@ -114,7 +114,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 		"clientInfo": M{"name": "x", "version": "1"}}), nil); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Errorf("session %d: %v, want 503 with Retry-After", sessions+1, r)
 	}
-	// Listen streams up to the partition's limit, abandoned by closing the
+	// Listen streams up to the caller's limit, abandoned by closing the
 	// connections.
 	ctx, abandon := context.WithCancel(context.Background())
 	t.Cleanup(abandon)

@@ -352,10 +352,12 @@ func (s *Server) admitted(ctx context.Context, req *Request, h Handler, fin enco
 		defer s.inflight.Done()
 		return s.run(ctx, req, h, fin)
 	}
-	if err := s.gate.acquire(ctx); err != nil {
+	// A fair share of the slots and the queue per caller (overload.go).
+	slot, err := s.gate.acquire(ctx, fairKeyOf(req.Identity, req.remoteAddr))
+	if err != nil {
 		return busyReply()
 	}
-	defer s.gate.release() // a handler that ignores its context keeps its slot until it returns
+	defer s.gate.release(slot) // a handler that ignores its context keeps its slot until it returns
 	s.inflight.Add(1)
 	defer s.inflight.Done()
 	// The handler runs on this goroutine (no hand-off: that was a third of

@@ -28,8 +28,19 @@ type Limits struct {
 	// Default 256, ceiling 4,096.
 	MaxResourceSubscriptions int
 	// MaxSubscriptionsPerPartition bounds the open subscriptions/listen
-	// streams of one authorization partition. Default 32, ceiling 4,096.
+	// streams of one authorization partition; callers without a partition
+	// each have a share of their own (principal, else remote host, else
+	// stdio). Default 32, ceiling 4,096.
 	MaxSubscriptionsPerPartition int
+	// MaxSubscriptionsPerIdentity bounds the open subscriptions/listen
+	// streams of one caller (Identity.Principal, else its partition, else
+	// its remote host), below MaxSubscriptionsPerPartition so that one
+	// principal cannot take all of its partition's streams. Default 8,
+	// ceiling 4,096.
+	MaxSubscriptionsPerIdentity int
+	// MaxSubscriptions bounds the open subscriptions/listen streams of the
+	// server, whoever opened them. Default 16,384, ceiling 1,048,576.
+	MaxSubscriptions int
 	// JSON bounds the request body's JSON (depth, nodes, numbers, strings).
 	// MaxInputBytes is always set to MaxBodyBytes.
 	JSON exactjson.Limits
@@ -76,6 +87,10 @@ const (
 	MaxResourceSubscriptionsCeiling     = 4096
 	DefaultMaxSubscriptionsPerPartition = 32
 	MaxSubscriptionsPerPartitionCeiling = 4096
+	DefaultMaxSubscriptionsPerIdentity  = 8
+	MaxSubscriptionsPerIdentityCeiling  = 4096
+	DefaultMaxSubscriptions             = 16384
+	MaxSubscriptionsCeiling             = 1 << 20
 )
 
 func limitField(name string, v *int, def, ceiling int) error {
@@ -102,6 +117,8 @@ func (l Limits) withDefaults() (Limits, error) {
 		{"MaxInputResponses", &l.MaxInputResponses, DefaultMaxInputResponses, MaxInputResponsesCeiling},
 		{"MaxResourceSubscriptions", &l.MaxResourceSubscriptions, DefaultMaxResourceSubscriptions, MaxResourceSubscriptionsCeiling},
 		{"MaxSubscriptionsPerPartition", &l.MaxSubscriptionsPerPartition, DefaultMaxSubscriptionsPerPartition, MaxSubscriptionsPerPartitionCeiling},
+		{"MaxSubscriptionsPerIdentity", &l.MaxSubscriptionsPerIdentity, DefaultMaxSubscriptionsPerIdentity, MaxSubscriptionsPerIdentityCeiling},
+		{"MaxSubscriptions", &l.MaxSubscriptions, DefaultMaxSubscriptions, MaxSubscriptionsCeiling},
 	} {
 		if err := limitField(f.name, f.v, f.def, f.max); err != nil {
 			return l, err

@@ -122,12 +122,20 @@ var invLimits = []invLimit{
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
 		consts: []string{"DefaultMaxSubscriptionsPerPartition", "MaxSubscriptionsPerPartitionCeiling"},
 		def:    invNumI(DefaultMaxSubscriptionsPerPartition), ceil: invNumI(MaxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
+	{doc: "listen streams per caller", names: []string{"Limits.MaxSubscriptionsPerIdentity", "DefaultMaxSubscriptionsPerIdentity", "MaxSubscriptionsPerIdentityCeiling"},
+		def: invNumI(DefaultMaxSubscriptionsPerIdentity), ceil: invNumI(MaxSubscriptionsPerIdentityCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerIdentity},
+	{doc: "listen streams", names: []string{"Limits.MaxSubscriptions", "DefaultMaxSubscriptions", "MaxSubscriptionsCeiling"},
+		def: invNumI(DefaultMaxSubscriptions), ceil: invNumI(MaxSubscriptionsCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptions},
 	{doc: "task ids per listen stream", names: []string{"MaxTaskSubscriptions"},
 		def: invNumI(MaxTaskSubscriptions), past: []string{"-32602"}, check: checkTaskSubscriptions},
 	{doc: "concurrent handlers", names: []string{"Options.MaxConcurrent", "DefaultMaxConcurrent", "MaxConcurrentCeiling"},
 		def: invNumI(DefaultMaxConcurrent), ceil: invNumI(MaxConcurrentCeiling), past: []string{"queued"}, check: checkGate},
 	{doc: "queued requests", names: []string{"Options.MaxQueue", "DefaultMaxQueue", "MaxQueueCeiling"},
 		def: invNumI(DefaultMaxQueue), ceil: invNumI(MaxQueueCeiling), past: []string{"503", "Retry-After"}, check: checkGate},
+	{doc: "concurrent handlers per caller", names: []string{"Options.MaxConcurrentPerIdentity", "DefaultMaxConcurrentPerIdentity", "Options.MaxConcurrent"},
+		def: invNumI(DefaultMaxConcurrentPerIdentity), ceil: invRef("Options.MaxConcurrent"), past: []string{"queued"}, check: checkGatePerIdentity},
+	{doc: "queued requests per caller", names: []string{"Options.MaxQueuePerIdentity", "DefaultMaxQueuePerIdentity", "Options.MaxQueue"},
+		def: invNumI(DefaultMaxQueuePerIdentity), ceil: invRef("Options.MaxQueue"), past: []string{"503", "Retry-After"}, check: checkGatePerIdentity},
 	{doc: "time in the queue", names: []string{"Options.QueueTimeout", "DefaultQueueTimeout"},
 		def: invDur(DefaultQueueTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"503", "Retry-After"}, check: checkQueueTimeout},
 	{doc: "request deadline", names: []string{"Options.RequestTimeout", "DefaultRequestTimeout"},
@@ -244,6 +252,7 @@ func TestLimitsInventoryMatchesDoc(t *testing.T) {
 var invNotLimits = map[string]string{
 	"maxPooledScratch": "the largest buffer kept for reuse; larger ones are allocated and dropped",
 	"maxPooledWire":    "the largest response buffer kept for reuse; larger ones are allocated and dropped",
+	"maxIdleTenants":   "the idle per-caller records the handler gate keeps for reuse; more are dropped",
 }
 
 func TestLimitsInventoryConstants(t *testing.T) {
@@ -303,6 +312,7 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 	want := Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxOutputBytes: DefaultMaxOutputBytes, MaxHeaderCount: DefaultMaxHeaderCount,
 		MaxCursorBytes: DefaultMaxCursorBytes, MaxURIBytes: DefaultMaxURIBytes, MaxInputResponses: DefaultMaxInputResponses,
 		MaxResourceSubscriptions: DefaultMaxResourceSubscriptions, MaxSubscriptionsPerPartition: DefaultMaxSubscriptionsPerPartition,
+		MaxSubscriptionsPerIdentity: DefaultMaxSubscriptionsPerIdentity, MaxSubscriptions: DefaultMaxSubscriptions,
 		JSON: exactjson.Limits{MaxInputBytes: DefaultMaxBodyBytes}}
 	if got != want {
 		t.Errorf("default Limits:\n got %+v\nwant %+v", got, want)
@@ -310,6 +320,9 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 	if s.state != (StateLimits{Lifetime: DefaultStateLifetime, Rounds: DefaultStateRounds,
 		MaxEncodedBytes: DefaultStateMaxEncodedBytes, MaxDecodedBytes: DefaultStateMaxDecodedBytes}) {
 		t.Errorf("default StateLimits: %+v", s.state)
+	}
+	if s.opts.MaxConcurrentPerIdentity != DefaultMaxConcurrentPerIdentity || s.opts.MaxQueuePerIdentity != DefaultMaxQueuePerIdentity {
+		t.Errorf("default per-caller shares: %d %d", s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueuePerIdentity)
 	}
 	if s.opts.MaxConcurrent != DefaultMaxConcurrent || s.opts.MaxQueue != DefaultMaxQueue ||
 		s.opts.QueueTimeout != DefaultQueueTimeout || s.opts.RequestTimeout != DefaultRequestTimeout {
@@ -338,6 +351,8 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		{"MaxInputResponses", func(l *Limits, v int) { l.MaxInputResponses = v }, MaxInputResponsesCeiling},
 		{"MaxResourceSubscriptions", func(l *Limits, v int) { l.MaxResourceSubscriptions = v }, MaxResourceSubscriptionsCeiling},
 		{"MaxSubscriptionsPerPartition", func(l *Limits, v int) { l.MaxSubscriptionsPerPartition = v }, MaxSubscriptionsPerPartitionCeiling},
+		{"MaxSubscriptionsPerIdentity", func(l *Limits, v int) { l.MaxSubscriptionsPerIdentity = v }, MaxSubscriptionsPerIdentityCeiling},
+		{"MaxSubscriptions", func(l *Limits, v int) { l.MaxSubscriptions = v }, MaxSubscriptionsCeiling},
 		// JSON.MaxInputBytes is overwritten by MaxBodyBytes (checked above).
 		{"MaxDepth", func(l *Limits, v int) { l.JSON.MaxDepth = v }, exactjson.MaxDepthCeiling},
 		{"MaxNodes", func(l *Limits, v int) { l.JSON.MaxNodes = v }, exactjson.MaxNodesCeiling},
@@ -406,6 +421,25 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 				t.Errorf("Options.%s = %d: configuration error %v", c.name, v.v, err)
 			}
 		}
+	}
+	// The per-caller shares: at most the totals; the defaults follow them.
+	for _, c := range []struct {
+		o  Options
+		ok bool
+	}{
+		{Options{MaxConcurrent: 10, MaxConcurrentPerIdentity: 10}, true},
+		{Options{MaxConcurrent: 10, MaxConcurrentPerIdentity: 11}, false},
+		{Options{MaxConcurrentPerIdentity: -1}, false},
+		{Options{MaxQueue: 10, MaxQueuePerIdentity: 10}, true},
+		{Options{MaxQueue: 10, MaxQueuePerIdentity: 11}, false},
+		{Options{MaxQueuePerIdentity: -1}, false},
+	} {
+		if err := NewServer(Implementation{}, &c.o).Err(); c.ok != (err == nil) {
+			t.Errorf("%+v: configuration error %v", c.o, err)
+		}
+	}
+	if s := NewServer(Implementation{}, &Options{MaxConcurrent: 10, MaxQueue: 40}); s.opts.MaxConcurrentPerIdentity != 5 || s.opts.MaxQueuePerIdentity != 10 {
+		t.Errorf("shares of MaxConcurrent 10, MaxQueue 40: %d, %d; want 5, 10", s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueuePerIdentity)
 	}
 	if s.opts.PageSize != DefaultPageSize || s.opts.KeepAlive != DefaultKeepAlive {
 		t.Errorf("default PageSize %d, KeepAlive %s", s.opts.PageSize, s.opts.KeepAlive)
@@ -1138,6 +1172,43 @@ func checkSubscriptionsPerPartition(t *testing.T) {
 	}
 }
 
+// invListenLimit: with admission naming the caller by the X-Tenant header
+// (as who(tenant) makes it), the first two tenants' streams are
+// acknowledged and the third tenant's is refused with 429/-31999.
+func invListenLimit(t *testing.T, l Limits, who func(tenant string) Identity, tenants [3]string) {
+	s := invResourceServer(t, &Options{Limits: l, Admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+		return who(r.Header.Get("X-Tenant")), nil
+	}})
+	url := invServe(t, s)
+	as := func(p string) func(http.Header) { return func(h http.Header) { h.Set("X-Tenant", p) } }
+	for _, tenant := range tenants[:2] {
+		if ok, r := fairListen(t, http.DefaultClient, url, as(tenant)); !ok {
+			t.Fatalf("a stream within the limit (%s): %s", tenant, r)
+		}
+	}
+	ok, r := fairListen(t, http.DefaultClient, url, as(tenants[2]))
+	if ok {
+		t.Fatal("a stream past the limit was acknowledged")
+	}
+	invFail(t, "a stream past the limit", r, http.StatusTooManyRequests, CodeRateLimited)
+	if r.header.Get("Retry-After") == "" {
+		t.Errorf("no Retry-After on the refused stream")
+	}
+}
+
+// checkSubscriptionsPerIdentity: one principal's third stream is refused
+// while its partition has room (TestFairListenStreams: another principal
+// of the partition then gets one).
+func checkSubscriptionsPerIdentity(t *testing.T) {
+	invListenLimit(t, Limits{MaxSubscriptionsPerIdentity: 2}, func(p string) Identity { return Identity{Principal: p, Partition: "org"} }, [3]string{"a", "a", "a"})
+}
+
+// checkSubscriptions: the server's third stream is refused, each from a
+// partition of its own.
+func checkSubscriptions(t *testing.T) {
+	invListenLimit(t, Limits{MaxSubscriptions: 2}, func(p string) Identity { return Identity{Partition: p} }, [3]string{"a", "b", "c"})
+}
+
 func checkTaskSubscriptions(t *testing.T) {
 	s, _ := newServer(t, nil)
 	must(t, s.EnableTasks(TaskOptions{Store: task.NewMemoryStore(), NoRunner: true}))
@@ -1182,7 +1253,9 @@ func newInvBlocker(t testing.TB, s *Server) *invBlocker {
 }
 
 func checkGate(t *testing.T) {
-	s, _ := newServer(t, &Options{MaxConcurrent: 2, MaxQueue: 1, QueueTimeout: hangGuard})
+	// One caller: the per-caller shares are the whole (checkGatePerIdentity
+	// checks the shares).
+	s, _ := newServer(t, &Options{MaxConcurrent: 2, MaxQueue: 1, QueueTimeout: hangGuard, MaxConcurrentPerIdentity: 2, MaxQueuePerIdentity: 1})
 	b := newInvBlocker(t, s)
 	url := invServe(t, s)
 	results := make(chan invResp, 3)
@@ -1195,7 +1268,7 @@ func checkGate(t *testing.T) {
 	// MaxQueue requests wait.
 	go call()
 	deadline := time.Now().Add(hangGuard)
-	for len(s.gate.waiting) != 1 {
+	for _, q := s.gate.counts(); q != 1; _, q = s.gate.counts() {
 		if time.Now().After(deadline) {
 			t.Fatal("the third request never queued")
 		}
@@ -1213,9 +1286,47 @@ func checkGate(t *testing.T) {
 	}
 }
 
+// checkGatePerIdentity: one caller runs MaxConcurrentPerIdentity handlers
+// and queues MaxQueuePerIdentity requests; its next request is refused at
+// once while the gate still has room, and another caller is served.
+func checkGatePerIdentity(t *testing.T) {
+	s, _ := newServer(t, &Options{MaxConcurrent: 4, MaxConcurrentPerIdentity: 2, MaxQueue: 8, MaxQueuePerIdentity: 1, QueueTimeout: hangGuard,
+		Admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+			return Identity{Partition: r.Header.Get("X-Tenant")}, nil
+		}})
+	b := newInvBlocker(t, s)
+	addText(t, s, "fast", "fast")
+	url := invServe(t, s)
+	as := func(p string) func(http.Header) { return func(h http.Header) { h.Set("X-Tenant", p) } }
+	results := make(chan invResp, 3)
+	call := func() { results <- invCall(t, url, "tools/call", toolCall(nil, "block", nil), as("a")) }
+	go call()
+	go call()
+	waitFor(t, b.started, "first handler")
+	waitFor(t, b.started, "second handler")
+	go call()
+	deadline := time.Now().Add(hangGuard)
+	for _, q := s.gate.counts(); q != 1; _, q = s.gate.counts() {
+		if time.Now().After(deadline) {
+			t.Fatal("the third request never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := invCall(t, url, "tools/call", toolCall(nil, "block", nil), as("a"))
+	invFail(t, "a request past MaxConcurrentPerIdentity+MaxQueuePerIdentity", r, http.StatusServiceUnavailable, CodeInternalError)
+	if r.header.Get("Retry-After") == "" {
+		t.Errorf("503 without Retry-After")
+	}
+	invOK(t, "another caller", invCall(t, url, "tools/call", toolCall(nil, "fast", nil), as("b")))
+	close(b.release)
+	for range 3 {
+		invOK(t, "a request within the shares", waitFor(t, results, "a released request"))
+	}
+}
+
 func checkQueueTimeout(t *testing.T) {
 	const queueTimeout = 500 * time.Millisecond // the margin of the queued request served within it
-	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: queueTimeout})
+	s, _ := newServer(t, &Options{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: queueTimeout, MaxConcurrentPerIdentity: 1, MaxQueuePerIdentity: 1})
 	b := newInvBlocker(t, s)
 	url := invServe(t, s)
 	done := make(chan invResp, 1)
@@ -1234,7 +1345,7 @@ func checkQueueTimeout(t *testing.T) {
 	queued := make(chan invResp, 1)
 	go func() { queued <- invCall(t, url, "tools/call", toolCall(nil, "block", nil)) }()
 	deadline := time.Now().Add(hangGuard)
-	for len(s.gate.waiting) != 1 {
+	for _, q := s.gate.counts(); q != 1; _, q = s.gate.counts() {
 		if time.Now().After(deadline) {
 			t.Fatal("the request within QueueTimeout never queued")
 		}

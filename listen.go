@@ -102,10 +102,14 @@ func (ev event) listenFrame(tail string) frame {
 // coalescing set of pending events, so a slow subscriber never blocks
 // publishers and never loses the fact that something changed.
 type bus struct {
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	open   map[string]int // open listen streams per partition
-	remote task.Bus       // fleet-wide bus (Options.Events), or nil
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+	// open counts the open listen streams per partition share
+	// (listenShares), openID per caller, total all of them.
+	open   map[fairKey]int
+	openID map[fairKey]int
+	total  int
+	remote task.Bus // fleet-wide bus (Options.Events), or nil
 	// serving turns true with the first request: catalog registrations made
 	// while an instance starts are not news for the rest of the fleet.
 	serving atomic.Bool
@@ -125,22 +129,49 @@ type bus struct {
 	writers int
 }
 
-// reserve counts a listen stream against its partition's limit.
-func (b *bus) reserve(partition string, limit int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.open[partition] >= limit {
-		return false
+// listenShares are the keys a listen stream is counted under: its
+// partition's share (Identity.Partition; for a caller without one, its own
+// key as the gate makes it: principal, else remote host, else stdio) and
+// its caller's (Identity.Principal, else the partition, else the remote
+// host, else stdio). Anonymous callers thus get a share per address, and
+// one principal cannot take all of its partition's streams.
+func listenShares(id Identity, remoteAddr string) (share, caller fairKey) {
+	share = fairKeyOf(id, remoteAddr)
+	if id.Principal != "" {
+		return share, fairKey{'u', id.Principal}
 	}
-	b.open[partition]++
-	return true
+	return share, share
 }
 
-func (b *bus) unreserve(partition string) {
+// reserve counts a listen stream against the limits of its partition's
+// share, its caller and the server; it reports which refused ("" when
+// none did).
+func (b *bus) reserve(share, caller fairKey, l *Limits) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.open[partition]--; b.open[partition] <= 0 {
-		delete(b.open, partition)
+	switch {
+	case b.total >= l.MaxSubscriptions:
+		return "Too many open subscriptions on this server"
+	case b.open[share] >= l.MaxSubscriptionsPerPartition:
+		return "Too many open subscriptions in this partition"
+	case b.openID[caller] >= l.MaxSubscriptionsPerIdentity:
+		return "Too many open subscriptions of this caller"
+	}
+	b.total++
+	b.open[share]++
+	b.openID[caller]++
+	return ""
+}
+
+func (b *bus) unreserve(share, caller fairKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total--
+	if b.open[share]--; b.open[share] <= 0 {
+		delete(b.open, share)
+	}
+	if b.openID[caller]--; b.openID[caller] <= 0 {
+		delete(b.openID, caller)
 	}
 }
 
@@ -191,7 +222,9 @@ func (s *subscriber) addLocked(ev event) {
 	}
 }
 
-func newBus() *bus { return &bus{subs: map[*subscriber]struct{}{}, open: map[string]int{}} }
+func newBus() *bus {
+	return &bus{subs: map[*subscriber]struct{}{}, open: map[fairKey]int{}, openID: map[fairKey]int{}}
+}
 
 func (b *bus) subscribe() *subscriber {
 	s := &subscriber{wake: make(chan struct{}, 1)}
@@ -375,13 +408,14 @@ func (f *filter) wants(ev event) bool {
 // the stack of the idle goroutine (which the garbage collector can then
 // shrink further).
 type listenState struct {
-	f          filter
-	partition  string
-	sub        *subscriber
-	subMeta    exactjson.Value
-	tail       string // listenTail(subMeta)
-	taskIDs    map[string]bool
-	taskEvents <-chan string
+	f filter
+	// share and caller are the keys the stream is counted under (listenShares).
+	share, caller fairKey
+	sub           *subscriber
+	subMeta       exactjson.Value
+	tail          string // listenTail(subMeta)
+	taskIDs       map[string]bool
+	taskEvents    <-chan string
 	// taskCtx and cancel scope the task subscription of a stream that
 	// will be detached (it outlives its request); nil otherwise.
 	taskCtx context.Context
@@ -410,7 +444,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 }
 
 // openListen checks a subscriptions/listen request, reserves its stream in
-// the partition, subscribes and sends the acknowledgement. On success the
+// its shares (listenShares), subscribes and sends the acknowledgement. On success the
 // caller owns the reservation and the subscription.
 //
 // A stream to be detached (listen_detached.go) subscribes to task events
@@ -513,9 +547,10 @@ func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*li
 		slices.Sort(ids)
 		accepted = append(accepted, exactjson.Field("taskIds", stringArray(ids)))
 	}
-	if !s.bus.reserve(req.Identity.Partition, s.limits.MaxSubscriptionsPerPartition) {
+	share, caller := listenShares(req.Identity, req.remoteAddr)
+	if msg := s.bus.reserve(share, caller, &s.limits); msg != "" {
 		fail()
-		e := protocolError(CodeRateLimited, "Too many open subscriptions", exactjson.Value{})
+		e := protocolError(CodeRateLimited, msg, exactjson.Value{})
 		e.retryAfter = 5 * time.Second
 		return nil, e
 	}
@@ -523,10 +558,10 @@ func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*li
 	tail, err := listenTail(subMeta)
 	if err != nil {
 		fail()
-		s.bus.unreserve(req.Identity.Partition)
+		s.bus.unreserve(share, caller)
 		return nil, fmt.Errorf("weft: encoding the subscription id: %w", err)
 	}
-	st := &listenState{f: f, partition: req.Identity.Partition, sub: s.bus.subscribe(), subMeta: subMeta, tail: tail,
+	st := &listenState{f: f, share: share, caller: caller, sub: s.bus.subscribe(), subMeta: subMeta, tail: tail,
 		taskIDs: taskIDs, taskEvents: taskEvents, taskCtx: taskCtx, cancel: cancel}
 	if h, ok := req.out.(*httpResponder); ok && detach {
 		// The connection ends with the stream (listen_detached.go): the

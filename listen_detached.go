@@ -137,10 +137,10 @@ func (h *httpResponder) detachPending(p *pendingDetach) {
 }
 
 // release ends what an open stream holds in the bus: its subscription, its
-// reservation in the partition and its task subscription.
+// reservations in its shares and its task subscription.
 func (st *listenState) release(s *Server) {
 	s.bus.unsubscribe(st.sub)
-	s.bus.unreserve(st.partition)
+	s.bus.unreserve(st.share, st.caller)
 	if st.cancel != nil {
 		st.cancel()
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,16 +15,26 @@ import (
 
 // Defaults of the overload controls in [Options].
 const (
-	DefaultMaxConcurrent  = 64
-	DefaultMaxQueue       = 256
-	DefaultQueueTimeout   = 5 * time.Second
-	DefaultRequestTimeout = 60 * time.Second
+	DefaultMaxConcurrent = 64
+	DefaultMaxQueue      = 256
+	// DefaultMaxConcurrentPerIdentity is Options.MaxConcurrentPerIdentity
+	// at the default MaxConcurrent: half of it, so one caller never holds
+	// more than half the handler slots and the other half stays free for
+	// everyone else. When MaxConcurrent is set, the default is half of it.
+	DefaultMaxConcurrentPerIdentity = DefaultMaxConcurrent / 2
+	// DefaultMaxQueuePerIdentity is Options.MaxQueuePerIdentity at the
+	// default MaxQueue: a quarter of it. When MaxQueue is set, the default
+	// is a quarter of it.
+	DefaultMaxQueuePerIdentity = DefaultMaxQueue / 4
+	DefaultQueueTimeout        = 5 * time.Second
+	DefaultRequestTimeout      = 60 * time.Second
 )
 
 // RateLimiter decides whether a request may proceed. Allow is called once per
 // admitted request with the identity's rate key (RateKey, else Partition,
-// else the remote address); a denial answers HTTP 429 with Retry-After and
-// JSON-RPC code -31999. Charges are never refunded.
+// else Principal, else the remote host; "stdio" on stdio), so each caller
+// is charged to its own share; a denial answers HTTP 429 with Retry-After
+// and JSON-RPC code -31999. Charges are never refunded.
 type RateLimiter interface {
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration)
 }
@@ -107,45 +118,278 @@ func (tb *TokenBucket) evict(now time.Time) {
 	}
 }
 
-// gate bounds concurrent handlers with a bounded queue.
+// gate bounds concurrent handlers with a bounded queue, shared fairly among
+// the callers' fairness keys (fairKeyOf): each key runs at most perKey
+// handlers at once and queues at most queuePerKey requests, and a freed
+// slot goes to the queued key running the fewest handlers, among equals
+// the one served longest ago (round-robin, one request per turn), so one
+// key's backlog never waits in front of another key's first request.
+// When the whole queue is full, a key queueing less than the key with the
+// longest queue takes the newest place of that one (which is answered
+// busy): a flood is refused before anyone else is.
 type gate struct {
-	slots   chan struct{}
-	waiting chan struct{}
-	timeout time.Duration
+	mu                    sync.Mutex
+	max, perKey           int
+	queueMax, queuePerKey int
+	timeout               time.Duration
+	active, queued        int
+	tenants               map[fairKey]*tenant
+	// ring holds the tenants with queued requests; turn counts the slots
+	// given (tenant.served is the turn of a tenant's latest).
+	ring []*tenant
+	turn uint64
+	free []*tenant // reset tenants, reused so that a new caller does not allocate
 }
 
-func newGate(concurrent, queue int, timeout time.Duration) *gate {
-	return &gate{slots: make(chan struct{}, concurrent), waiting: make(chan struct{}, queue), timeout: timeout}
+// fairKey is what the gate shares slots by: the partition, else the
+// principal, else the transport's identity of an anonymous caller (the
+// remote host over HTTP; one key for stdio, which is one client). A struct,
+// not a concatenated string, so that computing it does not allocate.
+type fairKey struct {
+	kind byte // 'p' partition, 'u' principal, 'a' remote host, 's' stdio
+	s    string
+}
+
+// fairKeyOf is the fairness key of a request (see fairKey).
+func fairKeyOf(id Identity, remoteAddr string) fairKey {
+	switch {
+	case id.Partition != "":
+		return fairKey{'p', id.Partition}
+	case id.Principal != "":
+		return fairKey{'u', id.Principal}
+	case remoteAddr != "":
+		return fairKey{'a', remoteHost(remoteAddr)}
+	}
+	return fairKey{kind: 's'}
+}
+
+// remoteHost is the host of a remote address (host:port), or the address
+// itself when it has no port.
+func remoteHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// String renders the key for rate limiting and logs.
+func (k fairKey) String() string {
+	if k.kind == 's' {
+		return "stdio"
+	}
+	return string(k.kind) + ":" + k.s
+}
+
+// tenant is one fairness key's share of the gate.
+type tenant struct {
+	key     fairKey
+	running int
+	served  uint64    // the gate's turn when the tenant last got a slot
+	queue   []*waiter // FIFO
+	inRing  bool
+}
+
+// waiter is one queued request.
+type waiter struct {
+	t     *tenant
+	ready chan struct{} // closed when state leaves waiting
+	state waitState
+}
+
+type waitState uint8
+
+const (
+	waiting waitState = iota
+	granted           // the slot is the waiter's
+	evicted           // pushed out of a full queue: busy
+)
+
+func newGate(concurrent, perKey, queue, queuePerKey int, timeout time.Duration) *gate {
+	return &gate{max: concurrent, perKey: perKey, queueMax: queue, queuePerKey: queuePerKey, timeout: timeout,
+		tenants: map[fairKey]*tenant{}}
 }
 
 var errBusy = errors.New("weft: server busy")
 
-// acquire takes a slot, waiting in the queue when none is free.
-func (g *gate) acquire(ctx context.Context) error {
-	select {
-	case g.slots <- struct{}{}:
-		return nil
-	default:
+// acquire takes a slot for key, waiting in key's queue when none is free
+// or key already runs its share. The returned tenant is given back to
+// release.
+func (g *gate) acquire(ctx context.Context, key fairKey) (*tenant, error) {
+	g.mu.Lock()
+	t := g.tenants[key]
+	if t == nil {
+		t = g.tenant(key)
 	}
-	select {
-	case g.waiting <- struct{}{}:
-	default:
-		return errBusy // the queue is full
+	if g.active < g.max && t.running < g.perKey && len(t.queue) == 0 {
+		g.take(t)
+		g.mu.Unlock()
+		return t, nil
 	}
-	defer func() { <-g.waiting }()
-	t := time.NewTimer(g.timeout)
-	defer t.Stop()
+	if len(t.queue) >= g.queuePerKey || g.queued >= g.queueMax && !g.pushOut(len(t.queue)) {
+		g.drop(t)
+		g.mu.Unlock()
+		return nil, errBusy
+	}
+	w := &waiter{t: t, ready: make(chan struct{})}
+	t.queue = append(t.queue, w)
+	g.queued++
+	if !t.inRing {
+		t.inRing = true
+		g.ring = append(g.ring, t)
+	}
+	g.mu.Unlock()
+
+	timer := time.NewTimer(g.timeout)
+	var err error
 	select {
-	case g.slots <- struct{}{}:
-		return nil
-	case <-t.C:
-		return errBusy
+	case <-w.ready:
+	case <-timer.C:
+		err = errBusy
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
+	}
+	timer.Stop()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch w.state {
+	case granted: // granted as it gave up: the slot is taken all the same
+		return t, nil
+	case evicted:
+		return nil, errBusy
+	}
+	i := slices.Index(t.queue, w)
+	t.queue = slices.Delete(t.queue, i, i+1)
+	g.queued--
+	if len(t.queue) == 0 {
+		g.unring(t)
+	}
+	g.drop(t)
+	return nil, err
+}
+
+// release gives back the slot of t and hands free slots to the queue.
+func (g *gate) release(t *tenant) {
+	g.mu.Lock()
+	t.running--
+	g.active--
+	if len(g.ring) > 0 {
+		g.grant()
+	}
+	g.drop(t)
+	g.mu.Unlock()
+}
+
+// grant gives free slots to queued requests, one at a time to the queued
+// tenant running the fewest handlers, among equals the one served longest
+// ago, skipping tenants that run their share: a tenant's first request goes
+// before the backlog of tenants already running, and tenants with equal
+// shares take turns.
+func (g *gate) grant() {
+	for g.active < g.max && len(g.ring) > 0 {
+		pick := -1
+		for i, t := range g.ring {
+			if t.running >= g.perKey {
+				continue
+			}
+			if pick < 0 || t.running < g.ring[pick].running || t.running == g.ring[pick].running && t.served < g.ring[pick].served {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return
+		}
+		t := g.ring[pick]
+		w := t.queue[0]
+		t.queue[0] = nil
+		t.queue = t.queue[1:]
+		g.queued--
+		g.take(t)
+		w.state = granted
+		close(w.ready)
+		if len(t.queue) == 0 {
+			g.unring(t)
+		}
 	}
 }
 
-func (g *gate) release() { <-g.slots }
+// take gives t a slot.
+func (g *gate) take(t *tenant) {
+	t.running++
+	g.active++
+	g.turn++
+	t.served = g.turn
+}
+
+// pushOut makes room in a full queue for a tenant queueing mine requests:
+// the newest request of the tenant with the longest queue, if that queue
+// is longer than mine+1, is answered busy. It reports whether it did.
+func (g *gate) pushOut(mine int) bool {
+	var longest *tenant
+	for _, t := range g.ring {
+		if longest == nil || len(t.queue) > len(longest.queue) {
+			longest = t
+		}
+	}
+	if longest == nil || len(longest.queue) <= mine+1 {
+		return false
+	}
+	last := len(longest.queue) - 1
+	w := longest.queue[last]
+	longest.queue[last] = nil
+	longest.queue = longest.queue[:last]
+	g.queued--
+	w.state = evicted
+	close(w.ready)
+	return true // longest keeps at least one queued request: it stays in the ring
+}
+
+// unring takes t, whose queue is empty, out of the ring.
+func (g *gate) unring(t *tenant) {
+	if !t.inRing {
+		return
+	}
+	t.inRing = false
+	i := slices.Index(g.ring, t)
+	g.ring = slices.Delete(g.ring, i, i+1)
+}
+
+// tenant registers a tenant for key.
+func (g *gate) tenant(key fairKey) *tenant {
+	var t *tenant
+	if n := len(g.free); n > 0 {
+		t, g.free = g.free[n-1], g.free[:n-1]
+	} else {
+		t = &tenant{}
+	}
+	t.key = key
+	g.tenants[key] = t
+	return t
+}
+
+// drop forgets t once it runs and queues nothing, unless the gate knows
+// few callers (at most maxIdleTenants): then t stays, so that a caller's
+// next request finds it without a map insertion.
+func (g *gate) drop(t *tenant) {
+	if t.running > 0 || len(t.queue) > 0 || len(g.tenants) <= maxIdleTenants {
+		return
+	}
+	delete(g.tenants, t.key)
+	if len(g.free) < maxIdleTenants {
+		*t = tenant{queue: t.queue[:0]}
+		g.free = append(g.free, t)
+	}
+}
+
+// maxIdleTenants bounds the idle per-caller records the gate keeps: in its
+// map while it knows at most this many callers, and reset for reuse.
+const maxIdleTenants = 64
+
+// counts reports the running and queued requests (metrics).
+func (g *gate) counts() (active, queued int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.active, g.queued
+}
 
 func busyReply() reply {
 	e := withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable)
@@ -157,17 +401,11 @@ func deadlineReply() reply {
 	return reply{err: withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout), outcome: OutcomeDeadlineExceeded}
 }
 
+// rateKey is the key a RateLimiter charges: Identity.RateKey, else the
+// fairness key (partition, principal, remote host, stdio).
 func rateKey(id Identity, remoteAddr string) string {
-	switch {
-	case id.RateKey != "":
+	if id.RateKey != "" {
 		return id.RateKey
-	case id.Partition != "":
-		return "p:" + id.Partition
-	case remoteAddr != "":
-		if h, _, err := net.SplitHostPort(remoteAddr); err == nil {
-			return "a:" + h
-		}
-		return "a:" + remoteAddr
 	}
-	return "stdio"
+	return fairKeyOf(id, remoteAddr).String()
 }

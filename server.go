@@ -117,16 +117,34 @@ type Options struct {
 	// MaxConcurrent bounds handlers running at once (default 64); MaxQueue
 	// bounds requests waiting for a slot (default 256), each for at most
 	// QueueTimeout (default 5s). A full queue or a timed-out wait answers
-	// HTTP 503 with Retry-After.
+	// HTTP 503 with Retry-After. Slots and queue are shared fairly among
+	// callers, keyed by Identity.Partition, else Identity.Principal, else
+	// the remote host (HTTP; stdio is one caller): see
+	// MaxConcurrentPerIdentity and MaxQueuePerIdentity.
 	MaxConcurrent int
 	MaxQueue      int
 	QueueTimeout  time.Duration
+	// MaxConcurrentPerIdentity bounds the handlers one caller (fairness
+	// key, above) runs at once; its further requests queue. Default: half
+	// of MaxConcurrent (DefaultMaxConcurrentPerIdentity at the defaults); at
+	// most MaxConcurrent, which turns the per-caller bound off.
+	MaxConcurrentPerIdentity int
+	// MaxQueuePerIdentity bounds the requests one caller has queued; past
+	// it HTTP 503 with Retry-After. Default: a quarter of MaxQueue
+	// (DefaultMaxQueuePerIdentity at the defaults); at most MaxQueue. Freed
+	// slots go to the queued callers in turn, one request each, so one
+	// caller's backlog never waits in front of another caller's first
+	// request; when the whole queue is full, the caller with the longest
+	// queue loses its newest place to a caller queueing less.
+	MaxQueuePerIdentity int
 	// RequestTimeout is each request's deadline (default 60s; listen
 	// streams are exempt): the handler's context is cancelled and the client
 	// gets HTTP 504.
 	RequestTimeout time.Duration
 	// RateLimiter, when set, is charged once per admitted request (429 with
-	// Retry-After when denied). See NewTokenBucket.
+	// Retry-After when denied), keyed per caller (see RateLimiter). Nil (the
+	// default): no rate limit; each caller's share of the handlers is
+	// bounded by MaxConcurrentPerIdentity instead. See NewTokenBucket.
 	RateLimiter RateLimiter
 
 	// TracerProvider, when set, traces every request with OpenTelemetry: a
@@ -316,10 +334,28 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	if s.opts.QueueTimeout <= 0 {
 		s.opts.QueueTimeout = DefaultQueueTimeout
 	}
+	for _, c := range []struct {
+		name      string
+		v         *int
+		total     int
+		totalName string
+		share     int
+	}{
+		{"MaxConcurrentPerIdentity", &s.opts.MaxConcurrentPerIdentity, s.opts.MaxConcurrent, "MaxConcurrent", 2},
+		{"MaxQueuePerIdentity", &s.opts.MaxQueuePerIdentity, s.opts.MaxQueue, "MaxQueue", 4},
+	} {
+		switch {
+		case *c.v < 0 || *c.v > c.total:
+			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%s (%d; 0 means the default)", c.name, *c.v, c.totalName, c.total))
+			*c.v = c.total
+		case *c.v == 0:
+			*c.v = max(1, c.total/c.share)
+		}
+	}
 	if s.opts.RequestTimeout <= 0 {
 		s.opts.RequestTimeout = DefaultRequestTimeout
 	}
-	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxQueue, s.opts.QueueTimeout)
+	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueue, s.opts.MaxQueuePerIdentity, s.opts.QueueTimeout)
 	if s.opts.WriteTimeout <= 0 {
 		s.opts.WriteTimeout = DefaultWriteTimeout
 	}

@@ -99,8 +99,9 @@ func (t *telemetry) observe(ctx context.Context, o metric.Observer) error {
 	subs := len(s.bus.subs)
 	s.bus.mu.Unlock()
 	o.ObserveInt64(m.Subs, int64(subs))
-	o.ObserveInt64(m.Active, int64(len(s.gate.slots)))
-	o.ObserveInt64(m.Queued, int64(len(s.gate.waiting)))
+	active, queued := s.gate.counts()
+	o.ObserveInt64(m.Active, int64(active))
+	o.ObserveInt64(m.Queued, int64(queued))
 	if working, input, ok := t.tasks.Counts(); ok {
 		o.ObserveInt64(m.Tasks, working, metric.WithAttributes(attribute.String("status", string(task.Working))))
 		o.ObserveInt64(m.Tasks, input, metric.WithAttributes(attribute.String("status", string(task.InputRequired))))

@@ -22,13 +22,14 @@ import (
 var gatewayDoc = helpDoc{name: "gateway",
 	synopsis: []string{
 		"weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--data ./weft-gateway] [--keyring FILE]",
-		"             [--postgres URL [--schema NAME]]",
+		"             [--postgres URL [--schema NAME]] [--allow-unauthenticated]",
 	},
 	about: "Serves the upstream MCP servers named in a JSON or YAML config (stdio commands, Streamable HTTP URLs of\n" +
 		"either era) as one MCP 2026-07-28 endpoint (2025-11-25 clients too) until SIGINT or SIGTERM. Calls of\n" +
 		"2025-era upstreams that wait for a client's input are parked, and the sessions of 2025-11-25 clients kept,\n" +
 		"in SQLite (<data>/gateway.db), or in PostgreSQL (--postgres) so that any instance of a fleet sharing the\n" +
-		"keyring can serve the retry. See docs/gateway.md.",
+		"keyring can serve the retry. The gateway does not authenticate its callers: it listens on a loopback\n" +
+		"--addr only, unless --allow-unauthenticated is given (behind an authenticating proxy). See docs/gateway.md.",
 }
 
 func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -40,6 +41,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	keyring := fs.String("keyring", "", "keyring `FILE` sealing request state (default: <data>/keyring.json); a fleet shares one")
 	postgres := fs.String("postgres", "", "PostgreSQL `URL`: parked calls (tables weft_gateway_*) and 2025 sessions live there instead of SQLite, so a fleet shares them")
 	schema := fs.String("schema", "", "PostgreSQL schema `NAME` (default: the search_path)")
+	allowUnauth := addAllowUnauthenticated(fs)
 	if pos, err := parseFlags(fs, gatewayDoc, args, stdout); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -47,6 +49,11 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if *config == "" {
 		return usageError(gatewayDoc, errors.New("--config is required"))
+	}
+	if !*stdio {
+		if err := checkExposure(*addr, false, *allowUnauth, ""); err != nil {
+			return err
+		}
 	}
 	cfg, err := gateway.LoadConfig(*config)
 	if err != nil {

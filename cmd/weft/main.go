@@ -45,7 +45,7 @@ const usage = `usage:
   weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]
              [--tokens FILE [--authorization-server URL]]
              [--postgres URL [--schema NAME]] [--task-lease 30s]
-             [--admin 127.0.0.1:8081 --admin-token-file FILE]
+             [--admin 127.0.0.1:8081 --admin-token-file FILE] [--allow-unauthenticated]
   weft serve --openapi FILE [--upstream URL]   (or weft openapi --spec FILE; see weft openapi -h)
   weft keys generate --id ID --keyring FILE
   weft keys fingerprint --keyring FILE
@@ -62,6 +62,8 @@ const usage = `usage:
 
 TARGET is a server URL (http://127.0.0.1:8080/mcp), or left out with --command "CMD ARGS"
 to start a stdio server; --header, --bearer-file, --login and --json work with every client command.
+Without authentication, serve, gateway and openapi listen on a loopback --addr
+only; --allow-unauthenticated lets them listen on any.
 Run weft COMMAND --help for the flags of a command.`
 
 // run runs the command line args. A command that printed its help
@@ -134,8 +136,10 @@ var serveDoc = helpDoc{name: "serve",
 		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
 		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
 		"           [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s]",
+		"           [--allow-unauthenticated]",
 	},
-	about: "Runs the Weft demo server over HTTP (or stdio) until SIGINT or SIGTERM.",
+	about: "Runs the Weft demo server over HTTP (or stdio) until SIGINT or SIGTERM. Without --tokens it listens on\n" +
+		"a loopback --addr only, unless --allow-unauthenticated is given.",
 }
 
 func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -153,11 +157,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated `HOSTS` (host or host:port) accepted in the Host header besides loopback, e.g. the name a proxy forwards")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
+	allowUnauth := addAllowUnauthenticated(fs)
 	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
 	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
+	}
+	if !*stdio {
+		if err := checkExposure(*addr, *tokens != "", *allowUnauth, "--tokens FILE"); err != nil {
+			return err
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	kr, path, err := dataKeyring(*data, *keyring, logger)

@@ -20,7 +20,7 @@ import (
 
 const openapiUsage = `usage: weft openapi --spec FILE [--upstream URL] [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE]
                     [--include-tags a,b] [--exclude-operations x,y] [--timeout 30s] [--max-response-bytes N]
-                    [--upstream-token-file FILE] [--stdio]
+                    [--upstream-token-file FILE] [--stdio] [--allow-unauthenticated]
        weft serve --openapi FILE [--upstream URL] ...   (the same)`
 
 // openapiServeRequested reports whether `weft serve` was asked to serve an
@@ -53,6 +53,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	timeout := fs.Duration("timeout", openapi.DefaultTimeout, "bound on one upstream request")
 	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
 	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
+	allowUnauth := addAllowUnauthenticated(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // the usage is printed
@@ -61,6 +62,12 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if *spec == "" || fs.NArg() > 0 {
 		return errors.New(openapiUsage)
+	}
+	if !*stdio {
+		// The OpenAPI server does not authenticate its callers.
+		if err := checkExposure(*addr, false, *allowUnauth, ""); err != nil {
+			return err
+		}
 	}
 	doc, err := os.ReadFile(*spec)
 	if err != nil {

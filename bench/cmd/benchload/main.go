@@ -85,7 +85,7 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river (both configurations), river-fast (only FetchCooldown 1 ms)")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway,fairness")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -184,6 +184,7 @@ type report struct {
 	sessions []sessionRow
 	gateway  []cell // gateway.go
 	getStrm  []getStreamRow
+	fairness []fairRow // fairness.go
 	// scaleLoad is the load average when the scale rows (listen, GET
 	// streams, sessions) started.
 	scaleLoad string
@@ -270,6 +271,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if !cfg.skip["gateway"] {
 		logf("gateway overhead per tools/call")
 		if err := gatewayOverhead(ctx, cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["fairness"] {
+		logf("noisy neighbour: tenant B's tools/call during tenant A's flood")
+		if rep.fairness, err = fairnessRows(ctx, cfg.rounds, cfg.n/10); err != nil {
 			return nil, err
 		}
 	}

@@ -150,6 +150,7 @@ func (r *report) targets() []target {
 	if so, ok := microNamed(r.seal, "seal+open 1 KiB"); ok {
 		ts = append(ts, target{"seal + open of 1 KiB state < 10 µs (CPU; wall in the sealing table)", fmtDur(so.cpu), so.cpu < 10e3})
 	}
+	ts = append(ts, r.fairnessTargets()...)
 	return append(ts, r.taskTargets()...)
 }
 
@@ -446,6 +447,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.taskFair) > 0 {
 		r.taskFairSection(p) // tasks_fair.go
+	}
+	if len(r.fairness) > 0 {
+		r.fairnessSection(p)
 	}
 
 	p("## Findings\n\n")

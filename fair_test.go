@@ -1,0 +1,317 @@
+package weft
+
+// Noisy-neighbour tests (issue 25, D3): one caller (tenant A) floods a
+// shared capacity and another (tenant B) is still served. They assert that
+// B succeeds, never how fast.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// fairTenantHeader names the caller in the tests' admissions.
+const fairTenantHeader = "X-Test-Tenant"
+
+// fairIdentity is how a test's callers tell themselves apart.
+type fairIdentity struct {
+	name      string
+	admission Admission // nil: anonymous callers, told apart by address
+	// as edits the request of tenant to make it tenant's; client is the
+	// HTTP client tenant calls with.
+	as     func(tenant string) func(http.Header)
+	client func(t testing.TB, tenant string) *http.Client
+}
+
+// fairIdentities are the three ways a caller gets a share: a partition, a
+// principal (one partition for all), and, without admission, its address.
+func fairIdentities() []fairIdentity {
+	header := func(tenant string) func(http.Header) {
+		return func(h http.Header) { h.Set(fairTenantHeader, tenant) }
+	}
+	shared := func(testing.TB, string) *http.Client { return http.DefaultClient }
+	return []fairIdentity{
+		{name: "partition", as: header, client: shared,
+			admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+				return Identity{Principal: "user-" + r.Header.Get(fairTenantHeader), Partition: r.Header.Get(fairTenantHeader)}, nil
+			}},
+		{name: "principal", as: header, client: shared,
+			admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+				return Identity{Principal: r.Header.Get(fairTenantHeader)}, nil
+			}},
+		{name: "anonymous address", as: func(string) func(http.Header) { return func(http.Header) {} }, client: fairAddrClient},
+	}
+}
+
+// fairAddrClient is an HTTP client whose connections come from a loopback
+// address of the tenant's own: "a" calls from 127.0.0.2, "b" from
+// 127.0.0.3 (Linux routes all of 127/8 to the loopback interface).
+func fairAddrClient(t testing.TB, tenant string) *http.Client {
+	ip := net.IPv4(127, 0, 0, 2+tenant[0]-'a')
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// fairCall is one tools/call of tenant through client.
+func fairCall(t testing.TB, ctx context.Context, client *http.Client, url, tool string, mods ...func(http.Header)) invResp {
+	b := invBody(t, "tools/call", toolCall(nil, tool, nil))
+	h := stdHeaders(b)
+	for _, m := range mods {
+		m(h)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return invResp{err: err}
+	}
+	req.Header = h
+	res, err := client.Do(req)
+	if err != nil {
+		return invResp{err: err}
+	}
+	defer res.Body.Close()
+	rb, err := io.ReadAll(res.Body)
+	r := invResp{status: res.StatusCode, header: res.Header, body: rb, err: err}
+	invDecode(&r)
+	return r
+}
+
+// fairStarted counts the requests the Observer saw start, per tenant
+// header value (or remote host).
+type fairStarted struct {
+	mu sync.Mutex
+	n  map[string]int
+	ch chan struct{}
+}
+
+func newFairStarted() *fairStarted {
+	return &fairStarted{n: map[string]int{}, ch: make(chan struct{}, 1024)}
+}
+
+func (f *fairStarted) RequestStarted(_ context.Context, req *Request) {
+	f.mu.Lock()
+	f.n[req.Identity.Partition+req.Identity.Principal]++
+	f.mu.Unlock()
+	f.ch <- struct{}{}
+}
+
+func (f *fairStarted) RequestFinished(context.Context, *Request, Outcome, error) {}
+
+// TestFairHandlerSlots: tenant A keeps the server flooded with calls that
+// never finish (retrying each refusal); every one of tenant B's ten calls
+// is served, at the default per-caller shares. On the shared gate
+// (before issue 25) A held every slot and the whole queue, and B got 503.
+func TestFairHandlerSlots(t *testing.T) {
+	for _, fi := range fairIdentities() {
+		t.Run(fi.name, func(t *testing.T) {
+			s, _ := newServer(t, &Options{Admission: fi.admission, MaxConcurrent: 8, MaxQueue: 16, QueueTimeout: hangGuard})
+			release := make(chan struct{})
+			invTool(t, s, Tool{Name: "slow"}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return textResult("slow"), nil
+			})
+			addText(t, s, "fast", "fast")
+			url := invServe(t, s)
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			defer func() { stop(); close(release); wg.Wait() }()
+			// A: 32 callers that send slow calls until stopped.
+			refused := make(chan struct{}, 1)
+			aClient := fi.client(t, "a")
+			for range 32 {
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						if r := fairCall(t, ctx, aClient, url, "slow", fi.as("a")); r.status == http.StatusServiceUnavailable {
+							select {
+							case refused <- struct{}{}:
+							default:
+							}
+						}
+					}
+				})
+			}
+			// A's share is full once A is refused.
+			waitFor(t, refused, "tenant A's first refusal")
+			bClient := fi.client(t, "b")
+			for i := range 10 {
+				invOK(t, fmt.Sprintf("tenant B's call %d during A's flood", i+1), fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")))
+			}
+		})
+	}
+}
+
+// TestFairQueueTurn: every slot may be A's (MaxConcurrentPerIdentity =
+// MaxConcurrent) and A has calls queued; B's first call queued after them
+// takes the next freed slot. Before issue 25 the queue was first come,
+// first served: B waited behind A's queued calls (which never finish) until
+// QueueTimeout, and got 503.
+func TestFairQueueTurn(t *testing.T) {
+	for _, fi := range fairIdentities()[:2] { // the Observer tells the tenants apart by identity
+		t.Run(fi.name, func(t *testing.T) {
+			obs := newFairStarted()
+			s, _ := newServer(t, &Options{Admission: fi.admission, Observer: obs, MaxConcurrent: 2, MaxConcurrentPerIdentity: 2,
+				MaxQueue: 8, MaxQueuePerIdentity: 8, QueueTimeout: hangGuard / 10})
+			b := newInvBlocker(t, s)
+			addText(t, s, "fast", "fast")
+			url := invServe(t, s)
+			var wg sync.WaitGroup
+			defer func() { close(b.release); wg.Wait() }()
+			// A: two calls running, four queued.
+			for range 6 {
+				wg.Go(func() { fairCall(t, context.Background(), http.DefaultClient, url, "block", fi.as("a")) })
+			}
+			waitFor(t, b.started, "A's first call")
+			waitFor(t, b.started, "A's second call")
+			for range 6 {
+				waitFor(t, obs.ch, "A's calls reaching the gate")
+			}
+			done := make(chan invResp, 1)
+			go func() { done <- fairCall(t, context.Background(), http.DefaultClient, url, "fast", fi.as("b")) }()
+			waitFor(t, obs.ch, "B's call reaching the gate")
+			// One of A's calls finishes: its slot is B's.
+			b.release <- struct{}{}
+			invOK(t, "tenant B's first call, queued behind A's", waitFor(t, done, "tenant B's call"))
+		})
+	}
+}
+
+// TestFairQueuePushOut: the whole queue is A's; B's call takes the place
+// of A's newest queued call (which is refused) and is served when a slot
+// frees. Before issue 25 B was refused at once.
+func TestFairQueuePushOut(t *testing.T) {
+	fi := fairIdentities()[0]
+	obs := newFairStarted()
+	s, _ := newServer(t, &Options{Admission: fi.admission, Observer: obs, MaxConcurrent: 1, MaxConcurrentPerIdentity: 1,
+		MaxQueue: 4, MaxQueuePerIdentity: 4, QueueTimeout: hangGuard})
+	b := newInvBlocker(t, s)
+	addText(t, s, "fast", "fast")
+	url := invServe(t, s)
+	var wg sync.WaitGroup
+	var aRefused atomic.Int32
+	var once sync.Once
+	finish := func() { once.Do(func() { close(b.release); wg.Wait() }) }
+	defer finish()
+	for range 5 {
+		wg.Go(func() {
+			if r := fairCall(t, context.Background(), http.DefaultClient, url, "block", fi.as("a")); r.status == http.StatusServiceUnavailable {
+				aRefused.Add(1)
+			}
+		})
+	}
+	waitFor(t, b.started, "A's running call")
+	for range 5 {
+		waitFor(t, obs.ch, "A's calls reaching the gate")
+	}
+	done := make(chan invResp, 1)
+	go func() { done <- fairCall(t, context.Background(), http.DefaultClient, url, "fast", fi.as("b")) }()
+	waitFor(t, obs.ch, "B's call reaching the gate")
+	b.release <- struct{}{}
+	invOK(t, "tenant B's call into A's full queue", waitFor(t, done, "tenant B's call"))
+	finish()
+	if n := aRefused.Load(); n != 1 {
+		t.Errorf("%d of A's queued calls were refused, want 1 (the newest, pushed out)", n)
+	}
+}
+
+// TestFairRateLimit: with a rate limiter, A spending its whole burst does
+// not spend B's, whichever way the callers are told apart. Before issue 25
+// principals without a partition were charged by address, so callers
+// behind one address (here loopback) shared one bucket.
+func TestFairRateLimit(t *testing.T) {
+	for _, fi := range fairIdentities() {
+		t.Run(fi.name, func(t *testing.T) {
+			s, _ := newServer(t, &Options{Admission: fi.admission, RateLimiter: NewTokenBucket(0.001, 3)})
+			addText(t, s, "fast", "fast")
+			url := invServe(t, s)
+			aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
+			for range 3 {
+				invOK(t, "tenant A within its burst", fairCall(t, context.Background(), aClient, url, "fast", fi.as("a")))
+			}
+			invFail(t, "tenant A past its burst", fairCall(t, context.Background(), aClient, url, "fast", fi.as("a")), http.StatusTooManyRequests, CodeRateLimited)
+			for i := range 3 {
+				invOK(t, fmt.Sprintf("tenant B's call %d after A's burst", i+1), fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")))
+			}
+		})
+	}
+}
+
+// fairListen opens a subscriptions/listen stream as tenant through client
+// and reports whether it was acknowledged; an acknowledged stream stays
+// open until the test ends. A refused one comes back as r.
+func fairListen(t testing.TB, client *http.Client, url string, mods ...func(http.Header)) (ok bool, r invResp) {
+	t.Helper()
+	b := invBody(t, "subscriptions/listen", params(M{"notifications": M{"toolsListChanged": true}}))
+	h := stdHeaders(b)
+	for _, m := range mods {
+		m(h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	req.Header = h
+	res, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return false, invResp{err: err}
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		defer cancel()
+		defer res.Body.Close()
+		rb, err := io.ReadAll(res.Body)
+		r := invResp{status: res.StatusCode, header: res.Header, body: rb, err: err}
+		invDecode(&r)
+		return false, r
+	}
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	m, _ := (&sseStream{t: t, br: bufio.NewReader(res.Body)}).nextMsg()
+	return m.Method == "notifications/subscriptions/acknowledged", invResp{status: res.StatusCode}
+}
+
+// TestFairListenStreams (D7): A opens listen streams until it is refused;
+// B still gets one. Anonymous callers (no admission, as weft serve, weft
+// gateway and weft openapi without tokens) are told apart by address, and
+// principals sharing one partition each have a share of it. Before issue
+// 25 all anonymous callers were one partition and A took all 32 streams.
+func TestFairListenStreams(t *testing.T) {
+	shared := fairIdentities()[1]
+	shared.name = "principals of one partition"
+	shared.admission = func(_ context.Context, r *AdmissionRequest) (Identity, error) {
+		return Identity{Principal: r.Header.Get(fairTenantHeader), Partition: "org"}, nil
+	}
+	for _, fi := range append(fairIdentities(), shared) {
+		t.Run(fi.name, func(t *testing.T) {
+			s, _ := newServer(t, &Options{Admission: fi.admission})
+			addText(t, s, "t", "ok")
+			url := invServe(t, s)
+			aClient := fi.client(t, "a")
+			opened := 0
+			for ; ; opened++ {
+				ok, r := fairListen(t, aClient, url, fi.as("a"))
+				if !ok {
+					invFail(t, "tenant A's stream past its share", r, http.StatusTooManyRequests, CodeRateLimited)
+					break
+				}
+				if opened > 2*DefaultMaxSubscriptionsPerPartition {
+					t.Fatalf("tenant A opened %d streams", opened)
+				}
+			}
+			if ok, r := fairListen(t, fi.client(t, "b"), url, fi.as("b")); !ok {
+				t.Fatalf("tenant B's stream after A opened %d: %s", opened, r)
+			}
+		})
+	}
+}
