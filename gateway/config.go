@@ -95,12 +95,35 @@ type UpstreamConfig struct {
 	// Empty means all. Requests of other kinds are refused upstream.
 	Inputs []string `json:"inputs,omitempty"`
 
+	// Roots answer the upstream's roots/list (file:// URIs): outside a
+	// call always (none: an empty list), and during a call instead of
+	// asking the call's client when set.
+	Roots []Root `json:"roots,omitempty"`
+
 	// MaxProcesses bounds the processes of a 2025-era command upstream
 	// (default 8). stdio does not say which call a server request belongs
-	// to, so each call of such an upstream has a process to itself while it
-	// runs (parked included); a call finding all of them busy waits for one,
-	// within CallTimeout.
+	// to, so one call at a time runs on each process, while the calls
+	// parked there wait for their clients (see docs/gateway.md); a call
+	// finding every process busy waits for one, within CallTimeout.
 	MaxProcesses int `json:"maxProcesses,omitempty"`
+	// MaxCallsPerCaller bounds the calls of one caller (principal,
+	// partition and rate key) running on a 2025-era command upstream's
+	// processes at once (default half of MaxProcesses, at least 1): the
+	// others keep a share. Parked calls do not count.
+	MaxCallsPerCaller int `json:"maxCallsPerCaller,omitempty"`
+	// ExclusiveProcesses keeps a parked call's process to itself (a
+	// 2025-era command upstream): for servers that send several requests
+	// of one call at once without echoing the progress token, which the
+	// gateway could not tell from another call's once the process serves
+	// another call. Such a call counts toward MaxCallsPerCaller while it
+	// waits.
+	ExclusiveProcesses bool `json:"exclusiveProcesses,omitempty"`
+	// MaxParkedCalls bounds the calls of a 2025-era upstream waiting for
+	// their client's input on one gateway instance (default 64); they hold
+	// no process of their own. MaxParkedPerCaller bounds one caller's
+	// (default 8; below MaxParkedCalls).
+	MaxParkedCalls     int `json:"maxParkedCalls,omitempty"`
+	MaxParkedPerCaller int `json:"maxParkedPerCaller,omitempty"`
 
 	// CallTimeout bounds one upstream call (default 60s; a parked call is
 	// bounded by Input.Lifetime instead).
@@ -111,6 +134,14 @@ type UpstreamConfig struct {
 	// ShutdownTimeout is how long a command gets to exit after its stdin is
 	// closed, and again after SIGTERM, before SIGKILL (default 5s).
 	ShutdownTimeout Duration `json:"shutdownTimeout,omitzero"`
+}
+
+// Root is a root an upstream is told of (roots/list).
+type Root struct {
+	// URI is a file:// URI.
+	URI string `json:"uri"`
+	// Name is its display name (optional).
+	Name string `json:"name,omitempty"`
 }
 
 // InputConfig bounds the calls of 2025-era upstreams that wait ("parked")
@@ -155,6 +186,9 @@ const (
 	DefaultMaxRounds             = 10
 	DefaultMaxParked             = 10000
 	DefaultMaxParkedPerPartition = 100
+	DefaultMaxCallsPerCaller     = DefaultMaxProcesses / 2 // half of MaxProcesses when that is set
+	DefaultMaxParkedCalls        = 64
+	DefaultMaxParkedPerCaller    = 8
 	DefaultLifetime              = 10 * time.Minute
 	MaxLifetime                  = 24 * time.Hour
 	DefaultLease                 = 15 * time.Second
@@ -174,6 +208,27 @@ func (u *UpstreamConfig) maxProcesses() int {
 		return u.MaxProcesses
 	}
 	return DefaultMaxProcesses
+}
+func (u *UpstreamConfig) maxCallsPerCaller() int {
+	switch {
+	case u.MaxCallsPerCaller > 0:
+		return u.MaxCallsPerCaller
+	case u.MaxProcesses > 0:
+		return max(1, u.MaxProcesses/2)
+	}
+	return DefaultMaxCallsPerCaller
+}
+func (u *UpstreamConfig) maxParkedCalls() int {
+	if u.MaxParkedCalls > 0 {
+		return u.MaxParkedCalls
+	}
+	return DefaultMaxParkedCalls
+}
+func (u *UpstreamConfig) maxParkedPerCaller() int {
+	if u.MaxParkedPerCaller > 0 {
+		return u.MaxParkedPerCaller
+	}
+	return min(DefaultMaxParkedPerCaller, max(1, u.maxParkedCalls()/2))
 }
 func (u *UpstreamConfig) connectTimeout() time.Duration {
 	return or(u.ConnectTimeout.D(), DefaultConnectTimeout)
@@ -408,6 +463,29 @@ func (u *UpstreamConfig) validate() error {
 	}
 	if u.MaxProcesses < 0 || u.MaxProcesses > MaxProcessesCeiling {
 		return fmt.Errorf("maxProcesses = %d is outside 0..%d", u.MaxProcesses, MaxProcessesCeiling)
+	}
+	for i, r := range u.Roots {
+		if !strings.HasPrefix(r.URI, "file://") {
+			return fmt.Errorf("roots[%d].uri = %q is not a file:// URI", i, r.URI)
+		}
+		if _, err := url.Parse(r.URI); err != nil {
+			return fmt.Errorf("roots[%d].uri = %q: %w", i, r.URI, err)
+		}
+	}
+	if u.MaxCallsPerCaller < 0 || u.MaxCallsPerCaller > u.maxProcesses() {
+		return fmt.Errorf("maxCallsPerCaller = %d is outside 0..maxProcesses (%d)", u.MaxCallsPerCaller, u.maxProcesses())
+	}
+	if u.MaxCallsPerCaller > 0 && u.Command == "" {
+		return errors.New("maxCallsPerCaller applies to command upstreams only")
+	}
+	if u.ExclusiveProcesses && u.Command == "" {
+		return errors.New("exclusiveProcesses applies to command upstreams only")
+	}
+	if u.MaxParkedCalls < 0 || u.MaxParkedCalls > MaxParkedCeiling {
+		return fmt.Errorf("maxParkedCalls = %d is outside 0..%d", u.MaxParkedCalls, MaxParkedCeiling)
+	}
+	if u.MaxParkedPerCaller < 0 || u.MaxParkedPerCaller > 0 && u.MaxParkedPerCaller >= u.maxParkedCalls() {
+		return fmt.Errorf("maxParkedPerCaller = %d must be below maxParkedCalls (%d), so that one caller cannot fill it", u.MaxParkedPerCaller, u.maxParkedCalls())
 	}
 	if u.MaxProcesses > 0 && u.Command == "" {
 		return errors.New("maxProcesses applies to command upstreams only")

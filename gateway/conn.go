@@ -141,7 +141,7 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 }
 
 // dial connects to an upstream and negotiates its revision.
-func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), log *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), outside outsideFunc, log *slog.Logger) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 	defer cancel()
 	c := &conn{name: u.Name}
@@ -155,6 +155,7 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 			return nil, err
 		}
 		c.w = w
+		serveOutside(c, outside) // before initialize: servers ask right after it
 		if err := c.handshake(ctx, u); err != nil {
 			_ = w.close()
 			return nil, err
@@ -179,6 +180,7 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 		c = &conn{name: u.Name}
 	}
 	c.w = newHTTPWire(u.Name, u.URL, hc, headers, unrouted)
+	serveOutside(c, outside)
 	if err := c.initialize(ctx, u); err != nil {
 		_ = c.w.close()
 		return nil, err
