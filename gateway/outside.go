@@ -13,7 +13,9 @@ import (
 // GET stream. No client of the gateway is waiting for it, so the gateway
 // answers itself:
 //   - ping: {};
-//   - roots/list: the upstream's configured Roots ({"roots": []} without);
+//   - roots/list: the upstream's configured Roots; without, -32601 (a
+//     server caching the answer may ask again during a call, whose client
+//     has roots);
 //   - anything else (elicitation/create, sampling/createMessage...):
 //     -32601 saying that the gateway has no client to ask outside a call.
 //
@@ -50,6 +52,13 @@ func (u *upstream) outsideCall(_ context.Context, method string, _ exactjson.Val
 	case "ping":
 		return exactjson.Object(), nil
 	case "roots/list":
+		if len(u.cfg.Roots) == 0 {
+			// An error, not an empty list: a server caching the answer
+			// may then ask again during a call, whose client has roots.
+			u.g.log.Info("gateway: refused the upstream's roots/list outside a call: it has no roots configured", "upstream", u.cfg.Name)
+			return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound,
+				Message: "The gateway has no roots configured for this server outside a call; during a call it asks the call's client"}
+		}
 		u.g.log.Info("gateway: answered the upstream's roots/list outside a call with its configured roots", "upstream", u.cfg.Name, "roots", len(u.cfg.Roots))
 		return u.cfg.rootsResult(), nil
 	}

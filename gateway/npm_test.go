@@ -1,0 +1,129 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/nodetest"
+)
+
+// Third-party MCP servers from npm (gateway/testdata/npmservers), installed
+// once per machine by internal/nodetest: the TypeScript SDK's reference
+// servers, speaking 2025-11-25. In CI a missing node or npm fails the test.
+
+// npmServer returns the entry script of the installed npm package pkg
+// (its package.json "bin") and the node binary.
+func npmServer(t *testing.T, pkg, script string) (node, entry string) {
+	t.Helper()
+	node = nodetest.Node(t)
+	dir := nodetest.Install(t, filepath.Join("testdata", "npmservers"))
+	entry = filepath.Join(dir, "node_modules", pkg, script)
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("%s: %v", pkg, err)
+	}
+	return node, entry
+}
+
+// everythingStdio is server-everything as a stdio upstream.
+func everythingStdio(t *testing.T, name string) gateway.UpstreamConfig {
+	node, entry := npmServer(t, "@modelcontextprotocol/server-everything", "dist/index.js")
+	return gateway.UpstreamConfig{Name: name, Command: node, Args: []string{entry, "stdio"}, Protocol: gateway.Version20251125}
+}
+
+// waitTool waits until the gateway lists tool name (server-everything
+// registers some tools once it knows the client's capabilities).
+func waitTool(t *testing.T, ctx context.Context, c *client.Client, name string) {
+	t.Helper()
+	waitFor(t, "tool "+name, func() bool {
+		res, err := c.Call(ctx, "tools/list", exactjson.Object())
+		return err == nil && strings.Contains(res.String(), `"name":"`+name+`"`)
+	})
+}
+
+// server-everything over stdio behind the gateway (issue 25 D1, issue 27
+// item 4): its roots/list right after initialize gets the configured roots
+// (it was refused: "no single request in flight answers roots/list"), and
+// calls parked on its one process leave it to other callers, whose
+// elicitations still reach the right caller.
+func TestEverythingStdio(t *testing.T) {
+	up := everythingStdio(t, "every")
+	up.MaxProcesses = 1
+	up.MaxCallsPerCaller = 1
+	up.Roots = []gateway.Root{{URI: "file:///srv/weft-gw-root", Name: "gw-root"}}
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	auth := func(name string) client.HTTPOption {
+		return client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+name)
+			return nil
+		})
+	}
+	b := client.New(client.NewHTTPTransport(in.url, nil, auth("bob")), client.Options{Handlers: client.Handlers{
+		Roots: func(context.Context) (exactjson.Value, error) {
+			return mustJSON(`{"roots":[{"uri":"file:///from-client"}]}`), nil
+		},
+		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return mustJSON(`{"action":"accept","content":{"name":"bob-answer"}}`), nil
+		},
+	}})
+	defer b.Close()
+	waitTool(t, ctx, b, "get-roots-list")
+	t.Run("roots", func(t *testing.T) {
+		res, err := b.CallTool(ctx, "get-roots-list", nil)
+		if err != nil || !strings.Contains(res.Text(), "file:///srv/weft-gw-root") || strings.Contains(res.Text(), "from-client") {
+			t.Fatalf("get-roots-list: %v %v, want the configured root", res, err)
+		}
+	})
+	t.Run("parked calls share the process", func(t *testing.T) {
+		a := callerClient(t, in, "alice")
+		var first exactjson.Value
+		for i := range 3 {
+			res, err := callTool(ctx, a, "trigger-elicitation-request", exactjson.Object())
+			if err != nil || str(res, "resultType") != "input_required" {
+				t.Fatalf("A's call %d: %v %v, want input_required", i, res, err)
+			}
+			if i == 0 {
+				first = res
+			}
+		}
+		res, err := b.CallTool(ctx, "echo", map[string]any{"message": "hi from bob"})
+		if err != nil || !strings.Contains(res.Text(), "hi from bob") {
+			t.Fatalf("B's echo: %v %v", res, err)
+		}
+		res, err = b.CallTool(ctx, "trigger-elicitation-request", nil)
+		if err != nil || !strings.Contains(res.Text(), "bob-answer") {
+			t.Fatalf("B's elicitation: %v %v, want B's answer", res, err)
+		}
+		reqs, _ := first.Get("inputRequests")
+		state, _ := first.Get("requestState")
+		var answers []exactjson.Member
+		for _, m := range reqs.Members() {
+			answers = append(answers, exactjson.Field(m.Name, mustJSON(`{"action":"accept","content":{"name":"alice-answer"}}`)))
+		}
+		got, err := a.Call(ctx, "tools/call", exactjson.Object(
+			exactjson.Field("name", exactjson.String("trigger-elicitation-request")), exactjson.Field("arguments", exactjson.Object()),
+			exactjson.Field("inputResponses", exactjson.Object(answers...)), exactjson.Field("requestState", state)))
+		if err != nil || !strings.Contains(got.String(), "alice-answer") || strings.Contains(got.String(), "bob") {
+			t.Fatalf("A's first call, retried: %v %v, want A's answer", got, err)
+		}
+	})
+}
+
+// mustJSON parses s.
+func mustJSON(s string) exactjson.Value {
+	v, err := exactjson.Parse([]byte(s), exactjson.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
