@@ -95,6 +95,12 @@ type UpstreamConfig struct {
 	// Empty means all. Requests of other kinds are refused upstream.
 	Inputs []string `json:"inputs,omitempty"`
 
+	// URLElicitation is the policy of the URLs the upstream's URL
+	// elicitations may send clients to (nil: Options.URLElicitation of
+	// the gateway when set, else the upstream's own origin for an https
+	// URL upstream, else none). See docs/gateway.md.
+	URLElicitation *URLElicitationConfig `json:"urlElicitation,omitempty"`
+
 	// Roots answer the upstream's roots/list (file:// URIs): outside a
 	// call always (none: an empty list), and during a call instead of
 	// asking the call's client when set.
@@ -463,6 +469,11 @@ func (u *UpstreamConfig) validate() error {
 	}
 	if u.MaxProcesses < 0 || u.MaxProcesses > MaxProcessesCeiling {
 		return fmt.Errorf("maxProcesses = %d is outside 0..%d", u.MaxProcesses, MaxProcessesCeiling)
+	}
+	if u.URLElicitation != nil {
+		if err := u.URLElicitation.validate(); err != nil {
+			return err
+		}
 	}
 	for i, r := range u.Roots {
 		if !strings.HasPrefix(r.URI, "file://") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
@@ -45,6 +46,12 @@ type Options struct {
 	// UpstreamConfig.ResourcePrefix (nil: derived from the name prefix).
 	ResourcePrefix *string
 
+	// URLElicitation is the URL policy of the upstreams without their own
+	// UpstreamConfig.URLElicitation (an https URL upstream's own origin is
+	// added). nil: the server's weft.Options.URLElicitation decides, but
+	// for an https URL upstream's own origin. See docs/gateway.md.
+	URLElicitation *elicit.URLPolicy
+
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
@@ -63,7 +70,9 @@ type Gateway struct {
 	hc    *http.Client
 	ownHC bool // hc is defaultHTTPClient's: its idle connections close with the gateway
 	park  *parker
-	ups   []*upstream
+	// urlDefault is Options.URLElicitation.
+	urlDefault *elicit.URLPolicy
+	ups        []*upstream
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -94,7 +103,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	if hc == nil {
 		hc = defaultHTTPClient()
 	}
-	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log),
+	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log), urlDefault: opts.URLElicitation,
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
@@ -1006,7 +1015,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	noise := c.stdoutNoise()
 	before := noise.count()
 	po := parkOpts{digest: partitionDigest(req), supports: supports, notify: notify,
-		admit: func() (func(), error) { return u.admitParked(caller) }}
+		admit: func() (func(), error) { return u.admitParked(caller) }, check: u.checkURL}
 	if t != nil && !u.cfg.ExclusiveProcesses {
 		po.onPark, po.onResume = t.park, t.resume
 	}
@@ -1049,7 +1058,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, o outcome) (exactjson.Value, error) {
 	switch {
 	case !o.requests.IsNull():
-		ir, err := askInputs(o.requests)
+		ir, err := askInputs(o.requests, u.urlPolicy)
 		if err != nil {
 			return exactjson.Value{}, g.unavailable(u, err)
 		}
@@ -1103,11 +1112,15 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 		reqs, _ := res.Get("inputRequests")
 		for key, r := range reqs.All() {
 			p, _ := r.Get("params")
-			if m := str(r, "method"); !allowed(u.cfg.Inputs, m, p) {
+			m := str(r, "method")
+			if !allowed(u.cfg.Inputs, m, p) {
 				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %s is not among the upstream's configured inputs", key, m))
 			}
+			if err := u.checkURL(m, p); err != nil {
+				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %w", key, err))
+			}
 		}
-		ir, err := askInputs(reqs)
+		ir, err := askInputs(reqs, u.urlPolicy)
 		if err != nil {
 			return exactjson.Value{}, u.g.unavailable(u, err)
 		}

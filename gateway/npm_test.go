@@ -2,14 +2,20 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 
 	"github.com/weftmcp/weft/gateway"
@@ -126,4 +132,94 @@ func mustJSON(s string) exactjson.Value {
 		panic(err)
 	}
 	return v
+}
+
+// startBareGateway runs a gateway whose server has no URL policy of its
+// own (as weft gateway's): what its upstreams' URL elicitations may carry
+// is the gateway's configuration only.
+func startBareGateway(t *testing.T, cfg *gateway.Config, opts gateway.Options) *instance {
+	t.Helper()
+	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: testKeyring(t),
+		Legacy: &weft.LegacyOptions{}, QuietRequests: !testing.Verbose()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, srv, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if err := gw.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &instance{gw: gw, srv: srv, url: hs.URL}
+}
+
+// URL elicitation of server-everything (issue 27 item 1) completes through
+// the gateway under the upstream's urlElicitation policy, by both of its
+// paths: elicitation/create in url mode, and the -32042 error (whose retry
+// makes it ask by the first path). An origin the policy does not allow
+// never reaches the client: the upstream's request is refused and the
+// client reads the setting to change. (Before: -32603 Internal error, the
+// gateway's config having no policy.)
+func TestEverythingURLElicitation(t *testing.T) {
+	up := everythingStdio(t, "every")
+	up.URLElicitation = &gateway.URLElicitationConfig{AllowedOrigins: []string{"https://example.com", "https://modelcontextprotocol.io"}}
+	in := startBareGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, gateway.Options{URLElicitation: &elicit.URLPolicy{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var opened []string
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			opened = append(opened, str(p, "url"))
+			mu.Unlock()
+			return mustJSON(`{"action":"accept"}`), nil
+		},
+	}})
+	defer c.Close()
+	waitTool(t, ctx, c, "trigger-url-elicitation")
+	for _, tc := range []struct {
+		name      string
+		errorPath bool
+		url       string
+		want      []string // the URLs the client is asked to open
+	}{
+		{"request path", false, "https://example.com/connect/1", []string{"https://example.com/connect/1"}},
+		{"error path", true, "https://example.com/connect/2", []string{"https://modelcontextprotocol.io", "https://example.com/connect/2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			opened = nil
+			mu.Unlock()
+			res, err := c.CallTool(ctx, "trigger-url-elicitation", map[string]any{"url": tc.url, "errorPath": tc.errorPath})
+			if err != nil || !strings.Contains(res.Text(), "User completed the URL elicitation flow") {
+				t.Fatalf("%v %v, want the flow completed", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(opened, tc.want) {
+				t.Errorf("the client was asked to open %q, want %q", opened, tc.want)
+			}
+		})
+	}
+	t.Run("origin not allowed", func(t *testing.T) {
+		mu.Lock()
+		opened = nil
+		mu.Unlock()
+		res, err := c.CallTool(ctx, "trigger-url-elicitation", map[string]any{"url": "https://elsewhere.example/x"})
+		got := fmt.Sprint(res, err)
+		if res != nil && res.Text() != "" {
+			got = res.Text()
+		}
+		if !strings.Contains(got, "urlElicitation.allowedOrigins") {
+			t.Errorf("got %s, want the upstream's refusal naming urlElicitation.allowedOrigins", got)
+		}
+		if len(opened) > 0 {
+			t.Errorf("the client was asked to open %q", opened)
+		}
+	})
 }

@@ -279,6 +279,7 @@ type parkedCall struct {
 	outstanding int
 
 	admit    func() (func(), error)
+	check    func(method string, params exactjson.Value) error
 	onPark   func()
 	onResume func(context.Context) error
 	// held is set while the call's record is this instance's to renew:
@@ -311,6 +312,9 @@ type parkOpts struct {
 	// admit, when set, admits the call to wait for input (this instance's
 	// bounds of parked calls) when it first asks; leave ends that.
 	admit func() (leave func(), err error)
+	// check, when set, refuses an upstream request the gateway must not
+	// relay (a URL its policy does not allow), answered with -32602.
+	check func(method string, params exactjson.Value) error
 	// onPark runs when the call starts waiting for its client (it stops
 	// attending its process); onResume before its answers go upstream.
 	onPark   func()
@@ -331,7 +335,7 @@ func (p *parker) start(o parkOpts, do func(ctx context.Context, s *sink) (exactj
 	pc := &parkedCall{p: p, id: id, digest: o.digest, supports: o.supports, ctx: ctx, cancel: cancel,
 		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
 		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}, listener: o.notify,
-		admit: o.admit, onPark: o.onPark, onResume: o.onResume}
+		admit: o.admit, check: o.check, onPark: o.onPark, onResume: o.onResume}
 	p.wg.Add(2)
 	p.active.Add(1)
 	p.local.Store(id, pc)
@@ -428,8 +432,13 @@ func (pc *parkedCall) awaitFirst(ctx context.Context) (outcome, error) {
 // request is the sink of the upstream's server-to-client requests: it
 // queues the request for the client and waits for its answer.
 func (pc *parkedCall) request(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
-	if _, err := inputRequest(method, params); err != nil {
+	if _, err := inputRequest(method, params, nil); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
+	}
+	if pc.check != nil {
+		if err := pc.check(method, params); err != nil {
+			return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway does not relay this request: " + err.Error()}
+		}
 	}
 	if pc.supports != nil && !pc.supports(method, params) {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound, Message: "The client behind the gateway does not support " + method}
