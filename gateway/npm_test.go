@@ -1,13 +1,17 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +226,70 @@ func TestEverythingURLElicitation(t *testing.T) {
 			t.Errorf("the client was asked to open %q", opened)
 		}
 	})
+}
+
+// everythingHTTP starts server-everything's Streamable HTTP mode on port
+// (it listens on every interface and has no host setting: the test sends
+// traffic to 127.0.0.1 only) and returns a function stopping it.
+func everythingHTTP(t *testing.T, port int) (stop func()) {
+	t.Helper()
+	node, entry := npmServer(t, "@modelcontextprotocol/server-everything", "dist/index.js")
+	cmd := exec.Command(node, entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	waitFor(t, "server-everything to listen on 127.0.0.1:"+strconv.Itoa(port), func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return stop
+}
+
+// freePort returns a port free on 127.0.0.1 and on every interface.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0") // the server binds every interface
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A restarted server-everything over HTTP is used again (issue 27 item 2):
+// it answers the old session with HTTP 400 "Bad Request: No valid session
+// ID provided", which the gateway takes for a lost session, opening another
+// (before, every later call failed with -31050 until the gateway
+// restarted).
+func TestEverythingHTTPRestarted(t *testing.T) {
+	port := freePort(t)
+	stop := everythingHTTP(t, port)
+	up := gateway.UpstreamConfig{Name: "every", URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "echo", map[string]any{"message": "before"}); err != nil || !strings.Contains(res.Text(), "before") {
+		t.Fatalf("before the restart: %v %v", res, err)
+	}
+	stop()
+	everythingHTTP(t, port)
+	if res, err := c.CallTool(ctx, "echo", map[string]any{"message": "after"}); err != nil || !strings.Contains(res.Text(), "after") {
+		t.Fatalf("after the restart: %v %v", res, err)
+	}
 }
