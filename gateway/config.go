@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,10 @@ type UpstreamConfig struct {
 	// CleanEnv starts the command with Env only instead of the gateway's
 	// environment plus Env.
 	CleanEnv bool `json:"cleanEnv,omitempty"`
-	// Dir is its working directory (default: the gateway's).
+	// Dir is its working directory. LoadConfig resolves a relative Dir
+	// against the configuration file's directory and makes that directory
+	// the default, so that a relative Command or Args mean paths beside
+	// the file (ParseConfig: the gateway's working directory).
 	Dir string `json:"dir,omitempty"`
 	// StdoutNoise says what a line the command writes on its stdout that
 	// is no MCP message (a banner, a warning, a log line) does: "fail" (or
@@ -317,9 +321,24 @@ func LoadConfig(file string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s: %w", file, err)
 	}
+	// Relative paths are the file's: a command runs in the file's
+	// directory unless dir says otherwise (relative to the file too), so a
+	// relative command or argument means the same wherever the gateway
+	// starts.
+	base, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %s: %w", file, err)
+	}
 	for i := range c.Upstreams {
-		if d := c.Upstreams[i].Dir; d != "" && !filepath.IsAbs(d) {
-			c.Upstreams[i].Dir = filepath.Join(filepath.Dir(file), d)
+		u := &c.Upstreams[i]
+		if u.Command == "" {
+			continue
+		}
+		switch {
+		case u.Dir == "":
+			u.Dir = base
+		case !filepath.IsAbs(u.Dir):
+			u.Dir = filepath.Join(base, u.Dir)
 		}
 	}
 	return c, nil
@@ -334,11 +353,17 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("configuration is larger than %d bytes", maxConfigBytes)
 	}
+	var lines func(err error) string // the line an error of the decoder is about ("": unknown)
 	switch format {
 	case "json":
+		lines = func(err error) string { return jsonLine(data, err) }
 	case "yaml":
+		var node yaml.Node
+		if err := yaml.Unmarshal(data, &node); err != nil {
+			return nil, fmt.Errorf("YAML: %w", err)
+		}
 		var doc any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
+		if err := node.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("YAML: %w", err)
 		}
 		j, err := json.Marshal(doc)
@@ -346,6 +371,7 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 			return nil, fmt.Errorf("YAML: %w (keys must be strings)", err)
 		}
 		data = j
+		lines = func(err error) string { return yamlLine(&node, err) }
 	default:
 		return nil, fmt.Errorf("unknown configuration format %q (want json or yaml)", format)
 	}
@@ -353,7 +379,7 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %s%s", lines(err), decodeError(err))
 	}
 	if dec.More() {
 		return nil, errors.New("configuration: trailing data after the document")
@@ -362,6 +388,88 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// decodeError describes an error of the JSON decoder in the words of the
+// configuration (the same for YAML, which is decoded as JSON).
+func decodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("%s: a %s cannot be a %s", te.Field, te.Value, te.Type)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// errorKey is the configuration key an error of the JSON decoder is about
+// ("" when it names none).
+func errorKey(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		f := te.Field
+		return f[strings.LastIndex(f, ".")+1:]
+	}
+	if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if s, err := strconv.Unquote(k); err == nil {
+			return s
+		}
+	}
+	return ""
+}
+
+// jsonLine returns "line N: " for an error of the decoder of the JSON
+// document data: at the error's offset, else at the first occurrence of
+// the key it names.
+func jsonLine(data []byte, err error) string {
+	off := int64(-1)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te) && te.Field != "":
+		off = te.Offset
+	}
+	if k := errorKey(err); off < 0 && k != "" {
+		if i := bytes.Index(data, []byte(strconv.Quote(k)+":")); i >= 0 {
+			off = int64(i) + 1
+		} else if i := bytes.Index(data, []byte(strconv.Quote(k))); i >= 0 {
+			off = int64(i) + 1
+		}
+	}
+	if off < 0 || off > int64(len(data)) {
+		return ""
+	}
+	return fmt.Sprintf("line %d: ", 1+bytes.Count(data[:max(off-1, 0)], []byte("\n")))
+}
+
+// yamlLine returns "line N: " for an error of the decoder of the YAML
+// document node: the line of the first key named like the key the error
+// is about.
+func yamlLine(node *yaml.Node, err error) string {
+	k := errorKey(err)
+	if k == "" {
+		return ""
+	}
+	var find func(n *yaml.Node) int
+	find = func(n *yaml.Node) int {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					return n.Content[i].Line
+				}
+			}
+		}
+		for _, c := range n.Content {
+			if l := find(c); l > 0 {
+				return l
+			}
+		}
+		return 0
+	}
+	if l := find(node); l > 0 {
+		return fmt.Sprintf("line %d: ", l)
+	}
+	return ""
 }
 
 // Validate reports the first problem of the configuration.
