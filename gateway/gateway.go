@@ -582,6 +582,13 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		if !ok {
 			continue
 		}
+		if !c.modern() && isStr(mustGet(mustGet(it, "execution"), "taskSupport"), "required") {
+			// The gateway does not translate 2025-era tasks: every call of
+			// such a tool would fail ("requires task augmentation").
+			u.g.log.Warn("gateway: a tool of a 2025-era upstream that requires task augmentation is not exposed: the gateway does not translate 2025-era tasks",
+				"upstream", u.cfg.Name, "tool", upName)
+			continue
+		}
 		if !u.g.claim("tool:"+name, u) {
 			u.g.log.Warn("gateway: tool name taken by another upstream; not exposed", "upstream", u.cfg.Name, "tool", upName, "name", name)
 			continue

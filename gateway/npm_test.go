@@ -293,3 +293,23 @@ func TestEverythingHTTPRestarted(t *testing.T) {
 		t.Fatalf("after the restart: %v %v", res, err)
 	}
 }
+
+// A tool of a 2025-era upstream that requires task augmentation
+// (server-everything's simulate-research-query, execution.taskSupport
+// "required") is not listed: the gateway does not translate 2025-era tasks,
+// so every call would fail (issue 27 item 3, its last sentence).
+func TestEverythingTaskRequiredToolHidden(t *testing.T) {
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{everythingStdio(t, "every")}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitTool(t, ctx, c, "get-sum")
+	res, err := c.Call(ctx, "tools/list", exactjson.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.String(), "simulate-research-query") {
+		t.Errorf("tools/list shows simulate-research-query, which no call through the gateway can run")
+	}
+}
