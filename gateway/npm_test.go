@@ -313,3 +313,43 @@ func TestEverythingTaskRequiredToolHidden(t *testing.T) {
 		t.Errorf("tools/list shows simulate-research-query, which no call through the gateway can run")
 	}
 }
+
+// server-filesystem and server-memory behind the gateway over stdio:
+// server-filesystem asks roots/list right after initialize and replaces its
+// allowed directories with them, so the configured roots reach it (before,
+// the request was refused and it kept its command-line directory); a file
+// of the root is read through the gateway; server-memory keeps a graph
+// across calls.
+func TestFilesystemAndMemory(t *testing.T) {
+	node, fsEntry := npmServer(t, "@modelcontextprotocol/server-filesystem", "dist/index.js")
+	_, memEntry := npmServer(t, "@modelcontextprotocol/server-memory", "dist/index.js")
+	start, root := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("hello from the root"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+		{Name: "files", Command: node, Args: []string{fsEntry, start}, Prefix: "fs_", Roots: []gateway.Root{{URI: "file://" + root, Name: "root"}}},
+		{Name: "memory", Command: node, Args: []string{memEntry}, Prefix: "mem_", Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+	}}
+	in := startGateway(t, cfg, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitFor(t, "server-filesystem to take the configured root", func() bool {
+		res, err := c.CallTool(ctx, "fs_list_allowed_directories", nil)
+		return err == nil && strings.Contains(res.Text(), root) && !strings.Contains(res.Text(), start)
+	})
+	res, err := c.CallTool(ctx, "fs_read_text_file", map[string]any{"path": filepath.Join(root, "note.txt")})
+	if err != nil || !strings.Contains(res.Text(), "hello from the root") {
+		t.Fatalf("read_text_file: %v %v", res, err)
+	}
+	if res, err := c.CallTool(ctx, "mem_create_entities", map[string]any{"entities": []map[string]any{
+		{"name": "weft", "entityType": "project", "observations": []string{"fronted by a gateway"}}}}); err != nil || res.IsError {
+		t.Fatalf("create_entities: %v %v", res, err)
+	}
+	res, err = c.CallTool(ctx, "mem_read_graph", nil)
+	if err != nil || !strings.Contains(res.Text(), "fronted by a gateway") {
+		t.Fatalf("read_graph: %v %v", res, err)
+	}
+}
