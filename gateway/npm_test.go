@@ -314,15 +314,17 @@ func TestEverythingTaskRequiredToolHidden(t *testing.T) {
 	}
 }
 
-// server-filesystem and server-memory behind the gateway over stdio:
+// server-filesystem, server-memory and server-sequential-thinking behind
+// the gateway over stdio:
 // server-filesystem asks roots/list right after initialize and replaces its
 // allowed directories with them, so the configured roots reach it (before,
 // the request was refused and it kept its command-line directory); a file
 // of the root is read through the gateway; server-memory keeps a graph
-// across calls.
+// across calls; sequential-thinking counts a thought.
 func TestFilesystemAndMemory(t *testing.T) {
 	node, fsEntry := npmServer(t, "@modelcontextprotocol/server-filesystem", "dist/index.js")
 	_, memEntry := npmServer(t, "@modelcontextprotocol/server-memory", "dist/index.js")
+	_, thinkEntry := npmServer(t, "@modelcontextprotocol/server-sequential-thinking", "dist/index.js")
 	start, root := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("hello from the root"), 0o644); err != nil {
 		t.Fatal(err)
@@ -330,6 +332,7 @@ func TestFilesystemAndMemory(t *testing.T) {
 	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{
 		{Name: "files", Command: node, Args: []string{fsEntry, start}, Prefix: "fs_", Roots: []gateway.Root{{URI: "file://" + root, Name: "root"}}},
 		{Name: "memory", Command: node, Args: []string{memEntry}, Prefix: "mem_", Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+		{Name: "think", Command: node, Args: []string{thinkEntry}, Prefix: "think_", Env: map[string]string{"DISABLE_THOUGHT_LOGGING": "true"}},
 	}}
 	in := startGateway(t, cfg, testKeyring(t), nil)
 	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
@@ -351,5 +354,9 @@ func TestFilesystemAndMemory(t *testing.T) {
 	res, err = c.CallTool(ctx, "mem_read_graph", nil)
 	if err != nil || !strings.Contains(res.Text(), "fronted by a gateway") {
 		t.Fatalf("read_graph: %v %v", res, err)
+	}
+	res, err = c.CallTool(ctx, "think_sequentialthinking", map[string]any{"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1})
+	if err != nil || !strings.Contains(res.Text(), `"thoughtHistoryLength": 1`) {
+		t.Fatalf("sequentialthinking: %v %v", res, err)
 	}
 }
