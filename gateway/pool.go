@@ -326,16 +326,34 @@ func (t *turn) resume(ctx context.Context) error {
 	pp.mu.Unlock()
 	select {
 	case <-w.ch:
-		t.attending.Store(true)
-		return nil
+		return t.granted()
 	case <-ctx.Done():
 		if !pp.withdraw(w, t.caller) {
 			<-w.ch
-			t.attending.Store(true)
-			t.park()
+			if t.granted() == nil {
+				t.park()
+			}
 		}
 		return ctx.Err()
 	}
+}
+
+// granted takes the turn dispatch handed a resuming call, unless the
+// call ended meanwhile (then the turn goes back).
+func (t *turn) granted() error {
+	pp := t.pool
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if t.ended {
+		t.p.busy = false
+		if pp.held[t.caller]--; pp.held[t.caller] <= 0 {
+			delete(pp.held, t.caller)
+		}
+		pp.dispatch()
+		return context.Canceled
+	}
+	t.attending.Store(true)
+	return nil
 }
 
 // done ends the call's use of its process.
