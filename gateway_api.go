@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/task"
@@ -53,6 +54,15 @@ func Relay(in Input, params exactjson.Value) InputRequest {
 		r.kind = inputSamplingTools
 		r.err = errors.New("weft: a relayed sampling request offers tools but the operation declared weft.Sampling without WithTools")
 	}
+	return r
+}
+
+// WithURLPolicy returns r checked against p instead of the server's
+// Options.URLElicitation when it is a URL elicitation: a proxy relaying
+// another server's URL requests applies the policy its operator set for
+// that server.
+func (r InputRequest) WithURLPolicy(p elicit.URLPolicy) InputRequest {
+	r.urlPolicy = &p
 	return r
 }
 

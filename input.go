@@ -276,6 +276,9 @@ type InputRequest struct {
 	params exactjson.Value
 	schema *elicit.Schema // a form's parsed requestedSchema, when known
 	err    error
+	// urlPolicy, when set, checks a URL elicitation instead of
+	// Options.URLElicitation (a relayed request: see WithURLPolicy).
+	urlPolicy *elicit.URLPolicy
 }
 
 // Method returns the embedded request's JSON-RPC method.
@@ -613,6 +616,12 @@ func (s *Server) checkElicitation(r InputRequest) error {
 	case inputURL:
 		u, _ := r.params.Get("url")
 		us, _ := u.AsString()
+		if r.urlPolicy != nil {
+			if _, err := r.urlPolicy.Check(us); err != nil {
+				return fmt.Errorf("%w (the relayed request's URL policy)", err)
+			}
+			return nil
+		}
 		if _, err := s.opts.URLElicitation.Check(us); err != nil {
 			return fmt.Errorf("%w (configure Options.URLElicitation)", err)
 		}

@@ -43,14 +43,17 @@ import (
 //     request;
 //   - one whose _meta echoes a request's progressToken: that request;
 //   - any other: the only request in flight that receives notifications
-//     (a non-nil notify in Do), if there is exactly one.
+//     (a non-nil notify in Do) and attends ([Request.Attending]), if there
+//     is exactly one.
 //
 // notifications/cancelled cancels the server request it names. A server
 // request (2025-era servers ask for input that way) goes to the request
 // whose progressToken its _meta echoes, else to the only request in flight
-// with [Request.OnServerRequest], which runs once the notifications the
-// server sent the request before it are delivered. ping is answered at
-// once, and a request no OnServerRequest claims with an error. When a
+// with [Request.OnServerRequest] that attends, which runs once the
+// notifications the server sent the request before it are delivered. ping
+// is answered at once, and a request no OnServerRequest claims by the
+// handler of [StdioTransport.SetServerRequestHandler], else with an error.
+// When a
 // request's context ends, notifications/cancelled is written before any
 // answer to its server requests, whose hooks see their contexts end too.
 type StdioTransport struct {
@@ -63,7 +66,10 @@ type StdioTransport struct {
 	calls    jsonrpc.Calls[*stdioCall]
 	inbound  map[string]*serverRequest // server requests being answered, by id key
 	unrouted func(Notification)
-	noise    func(line []byte) // set at construction only: read without mu
+	// unclaimed answers the server requests no request in flight claims
+	// (nil: an error answers them).
+	unclaimed func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
+	noise     func(line []byte) // set at construction only: read without mu
 	// unanswered counts the server requests whose answer is not written
 	// yet (at most MaxServerRequests).
 	unanswered int
@@ -77,6 +83,8 @@ type StdioTransport struct {
 
 type stdioCall struct {
 	listens bool // the caller receives its notifications
+	// attending is the request's Attending (nil: always).
+	attending func() bool
 	// answer is the request's OnServerRequest, run with ctx (which ends
 	// when the request does).
 	answer func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
@@ -226,6 +234,17 @@ func (t *StdioTransport) SetUnroutedHandler(f func(Notification)) {
 	t.mu.Unlock()
 }
 
+// SetServerRequestHandler sets the handler of the server requests no
+// in-flight request claims (a 2025-era server asking roots/list right after
+// initialize, say); without one they are answered with an error. It runs
+// on a goroutine of its own per request; ctx ends when the server cancels
+// the request. A returned *RPCError is sent as it is.
+func (t *StdioTransport) SetServerRequestHandler(f func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)) {
+	t.mu.Lock()
+	t.unclaimed = f
+	t.mu.Unlock()
+}
+
 // Close closes the transport (for a command: shuts the server down) and
 // fails requests in flight with ErrClosed.
 func (t *StdioTransport) Close() error {
@@ -326,7 +345,7 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 	}
 	key := jsonrpc.IDKey(exactjson.Int(req.ID))
 	cancelling := false // the cancellation's write settles the call
-	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil, settled: make(chan struct{})}
+	call := &stdioCall{wake: make(chan struct{}, 1), listens: notify != nil, settled: make(chan struct{}), attending: req.Attending}
 	settle := sync.OnceFunc(func() { close(call.settled) })
 	defer func() {
 		if !cancelling {
@@ -528,7 +547,7 @@ func (t *StdioTransport) claimLocked(meta exactjson.Value, wants func(*stdioCall
 	}
 	var only *stdioCall
 	for c := range t.calls.All() {
-		if !wants(c) {
+		if !wants(c) || c.attending != nil && !c.attending() {
 			continue
 		}
 		if only != nil {
@@ -566,8 +585,16 @@ func (t *StdioTransport) serve(m message) {
 	}
 	call := t.claimLocked(metaOf(r.params), func(c *stdioCall) bool { return c.answer != nil })
 	if call == nil || call.answer == nil {
+		h := t.unclaimed
+		if h == nil {
+			t.mu.Unlock()
+			go t.reply(r, exactjson.Value{}, &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method})
+			return
+		}
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+		t.inbound[r.key] = r
 		t.mu.Unlock()
-		go t.reply(r, exactjson.Value{}, &RPCError{Code: CodeInternalError, Message: "client: no single request in flight answers " + m.method})
+		go t.answer(h, r)
 		return
 	}
 	r.ctx, r.cancel = context.WithCancel(call.ctx)

@@ -93,6 +93,7 @@ type pipeCall struct {
 	token  bool // carries _meta progressToken = its id
 	listen bool // has a notify function
 	hook   bool // has OnServerRequest
+	away   bool // Attending reports false
 }
 
 type callResult struct {
@@ -114,6 +115,9 @@ func (p *pipeServer) startCalls(ctx context.Context, calls []pipeCall, hook func
 		}
 		if c.hook {
 			req.OnServerRequest = hook(id)
+		}
+		if c.away {
+			req.Attending = func() bool { return false }
 		}
 		ch := make(chan callResult, 1)
 		out[i] = ch
@@ -182,6 +186,15 @@ func TestStdioServerRequests(t *testing.T) {
 		{"two hooks and no token", []pipeCall{{hook: true}, {hook: true}},
 			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`,
 			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers elicitation/create"}}`},
+		{"two hooks, one attending", []pipeCall{{hook: true, away: true}, {hook: true}, {hook: true, away: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"q":3}}`,
+			`{"jsonrpc":"2.0","id":"s","result":{"by":2,"q":3}}`},
+		{"no hook attending", []pipeCall{{hook: true, away: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{}}`,
+			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers elicitation/create"}}`},
+		{"the echoed token names a call that is away", []pipeCall{{token: true, hook: true, away: true}, {hook: true}},
+			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"q":4,"_meta":{"progressToken":1}}}`,
+			`{"jsonrpc":"2.0","id":"s","result":{"by":1,"q":4}}`},
 		{"the echoed call has no hook", []pipeCall{{token: true, listen: true}, {token: true, hook: true}},
 			`{"jsonrpc":"2.0","id":"s","method":"elicitation/create","params":{"_meta":{"progressToken":1}}}`,
 			`{"jsonrpc":"2.0","id":"s","error":{"code":-32603,"message":"client: no single request in flight answers elicitation/create"}}`},
@@ -775,4 +788,33 @@ func TestStdioServerRequestsBounded(t *testing.T) {
 	if running > MaxServerRequests {
 		t.Fatalf("%d hooks ran, more than %d", running, MaxServerRequests)
 	}
+}
+
+// SetServerRequestHandler answers the server requests no request in flight
+// claims; without it they get an error (TestStdioServerRequests).
+func TestStdioServerRequestHandler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := newPipeServer(t)
+	p.tr.SetServerRequestHandler(func(_ context.Context, method string, _ exactjson.Value) (exactjson.Value, error) {
+		if method == "roots/list" {
+			return exactjson.Object(exactjson.Field("roots", exactjson.Array())), nil
+		}
+		return exactjson.Value{}, &RPCError{Code: CodeMethodNotFound, Message: "not outside a call"}
+	})
+	calls := p.startCalls(ctx, []pipeCall{{hook: true, away: true}}, func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+		return func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
+			return exactjson.Object(exactjson.Field("by", exactjson.String("call"))), nil
+		}
+	})
+	for _, tc := range []struct{ req, want string }{
+		{`{"jsonrpc":"2.0","id":"r","method":"roots/list"}`, `{"jsonrpc":"2.0","id":"r","result":{"roots":[]}}`},
+		{`{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}}`, `{"jsonrpc":"2.0","id":"e","error":{"code":-32601,"message":"not outside a call"}}`},
+	} {
+		p.send(tc.req)
+		if got := p.next(); got != tc.want {
+			t.Errorf("answer\n got %s\nwant %s", got, tc.want)
+		}
+	}
+	p.finish(calls)
 }

@@ -37,6 +37,16 @@ type Request struct {
 	// to is up to the transport (see [StdioTransport]); transports that
 	// receive no server requests (Streamable HTTP) ignore it.
 	OnServerRequest func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
+	// Attending, when set, reports whether the request takes, right now,
+	// the server requests and notifications that name no request (no
+	// progressToken echoed): [StdioTransport] gives such a message to the
+	// only request in flight that attends (nil: always attends). A
+	// connection carrying several calls of a 2025-era server at once keeps
+	// at most one of them attending (the others wait for their own
+	// answers), so that what the server asks goes to the call that can
+	// have asked it. It is called with the transport's lock held and must
+	// not block.
+	Attending func() bool
 }
 
 // MaxServerRequests bounds the server requests a connection has

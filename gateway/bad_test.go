@@ -50,10 +50,10 @@ func TestUpstreamWontStart(t *testing.T) {
 			[]string{`upstream "quitter"`, "exit status 3", "broken config"}},
 		{"not MCP", gateway.UpstreamConfig{Name: "chatty", Command: "sh", Args: []string{"-c", "echo hello; sleep 30"},
 			ShutdownTimeout: gateway.Duration(200 * time.Millisecond)},
-			[]string{`upstream "chatty"`, "not a JSON-RPC message", "hello"}},
+			[]string{`upstream "chatty"`, "not a JSON-RPC message", "hello", "stdoutNoise: log"}},
 		{"silent", gateway.UpstreamConfig{Name: "mute", Command: "sleep", Args: []string{"30"}, ConnectTimeout: gateway.Duration(300 * time.Millisecond),
 			ShutdownTimeout: gateway.Duration(200 * time.Millisecond)},
-			[]string{`upstream "mute"`, "deadline exceeded"}},
+			[]string{`upstream "mute"`, "deadline exceeded", "connectTimeout", "300ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()

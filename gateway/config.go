@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,10 @@ type UpstreamConfig struct {
 	// CleanEnv starts the command with Env only instead of the gateway's
 	// environment plus Env.
 	CleanEnv bool `json:"cleanEnv,omitempty"`
-	// Dir is its working directory (default: the gateway's).
+	// Dir is its working directory. LoadConfig resolves a relative Dir
+	// against the configuration file's directory and makes that directory
+	// the default, so that a relative Command or Args mean paths beside
+	// the file (ParseConfig: the gateway's working directory).
 	Dir string `json:"dir,omitempty"`
 	// StdoutNoise says what a line the command writes on its stdout that
 	// is no MCP message (a banner, a warning, a log line) does: "fail" (or
@@ -98,12 +102,41 @@ type UpstreamConfig struct {
 	// Empty means all. Requests of other kinds are refused upstream.
 	Inputs []string `json:"inputs,omitempty"`
 
+	// URLElicitation is the policy of the URLs the upstream's URL
+	// elicitations may send clients to (nil: Options.URLElicitation of
+	// the gateway when set, else the upstream's own origin for an https
+	// URL upstream, else none). See docs/gateway.md.
+	URLElicitation *URLElicitationConfig `json:"urlElicitation,omitempty"`
+
+	// Roots answer the upstream's roots/list (file:// URIs): outside a
+	// call always (none: an empty list), and during a call instead of
+	// asking the call's client when set.
+	Roots []Root `json:"roots,omitempty"`
+
 	// MaxProcesses bounds the processes of a 2025-era command upstream
 	// (default 8). stdio does not say which call a server request belongs
-	// to, so each call of such an upstream has a process to itself while it
-	// runs (parked included); a call finding all of them busy waits for one,
-	// within CallTimeout.
+	// to, so one call at a time runs on each process, while the calls
+	// parked there wait for their clients (see docs/gateway.md); a call
+	// finding every process busy waits for one, within CallTimeout.
 	MaxProcesses int `json:"maxProcesses,omitempty"`
+	// MaxCallsPerCaller bounds the calls of one caller (principal,
+	// partition and rate key) running on a 2025-era command upstream's
+	// processes at once (default half of MaxProcesses, at least 1): the
+	// others keep a share. Parked calls do not count.
+	MaxCallsPerCaller int `json:"maxCallsPerCaller,omitempty"`
+	// ExclusiveProcesses keeps a parked call's process to itself (a
+	// 2025-era command upstream): for servers that send several requests
+	// of one call at once without echoing the progress token, which the
+	// gateway could not tell from another call's once the process serves
+	// another call. Such a call counts toward MaxCallsPerCaller while it
+	// waits.
+	ExclusiveProcesses bool `json:"exclusiveProcesses,omitempty"`
+	// MaxParkedCalls bounds the calls of a 2025-era upstream waiting for
+	// their client's input on one gateway instance (default 64); they hold
+	// no process of their own. MaxParkedPerCaller bounds one caller's
+	// (default 8; below MaxParkedCalls).
+	MaxParkedCalls     int `json:"maxParkedCalls,omitempty"`
+	MaxParkedPerCaller int `json:"maxParkedPerCaller,omitempty"`
 
 	// CallTimeout bounds one upstream call (default 60s; a parked call is
 	// bounded by Input.Lifetime instead).
@@ -114,6 +147,14 @@ type UpstreamConfig struct {
 	// ShutdownTimeout is how long a command gets to exit after its stdin is
 	// closed, and again after SIGTERM, before SIGKILL (default 5s).
 	ShutdownTimeout Duration `json:"shutdownTimeout,omitzero"`
+}
+
+// Root is a root an upstream is told of (roots/list).
+type Root struct {
+	// URI is a file:// URI.
+	URI string `json:"uri"`
+	// Name is its display name (optional).
+	Name string `json:"name,omitempty"`
 }
 
 // InputConfig bounds the calls of 2025-era upstreams that wait ("parked")
@@ -158,6 +199,9 @@ const (
 	DefaultMaxRounds             = 10
 	DefaultMaxParked             = 10000
 	DefaultMaxParkedPerPartition = 100
+	DefaultMaxCallsPerCaller     = DefaultMaxProcesses / 2 // half of MaxProcesses when that is set
+	DefaultMaxParkedCalls        = 64
+	DefaultMaxParkedPerCaller    = 8
 	DefaultLifetime              = 10 * time.Minute
 	MaxLifetime                  = 24 * time.Hour
 	DefaultLease                 = 15 * time.Second
@@ -177,6 +221,27 @@ func (u *UpstreamConfig) maxProcesses() int {
 		return u.MaxProcesses
 	}
 	return DefaultMaxProcesses
+}
+func (u *UpstreamConfig) maxCallsPerCaller() int {
+	switch {
+	case u.MaxCallsPerCaller > 0:
+		return u.MaxCallsPerCaller
+	case u.MaxProcesses > 0:
+		return max(1, u.MaxProcesses/2)
+	}
+	return DefaultMaxCallsPerCaller
+}
+func (u *UpstreamConfig) maxParkedCalls() int {
+	if u.MaxParkedCalls > 0 {
+		return u.MaxParkedCalls
+	}
+	return DefaultMaxParkedCalls
+}
+func (u *UpstreamConfig) maxParkedPerCaller() int {
+	if u.MaxParkedPerCaller > 0 {
+		return u.MaxParkedPerCaller
+	}
+	return min(DefaultMaxParkedPerCaller, max(1, u.maxParkedCalls()/2))
 }
 func (u *UpstreamConfig) connectTimeout() time.Duration {
 	return or(u.ConnectTimeout.D(), DefaultConnectTimeout)
@@ -259,9 +324,24 @@ func LoadConfig(file string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s: %w", file, err)
 	}
+	// Relative paths are the file's: a command runs in the file's
+	// directory unless dir says otherwise (relative to the file too), so a
+	// relative command or argument means the same wherever the gateway
+	// starts.
+	base, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %s: %w", file, err)
+	}
 	for i := range c.Upstreams {
-		if d := c.Upstreams[i].Dir; d != "" && !filepath.IsAbs(d) {
-			c.Upstreams[i].Dir = filepath.Join(filepath.Dir(file), d)
+		u := &c.Upstreams[i]
+		if u.Command == "" {
+			continue
+		}
+		switch {
+		case u.Dir == "":
+			u.Dir = base
+		case !filepath.IsAbs(u.Dir):
+			u.Dir = filepath.Join(base, u.Dir)
 		}
 	}
 	return c, nil
@@ -276,11 +356,17 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("configuration is larger than %d bytes", maxConfigBytes)
 	}
+	var lines func(err error) string // the line an error of the decoder is about ("": unknown)
 	switch format {
 	case "json":
+		lines = func(err error) string { return jsonLine(data, err) }
 	case "yaml":
+		var node yaml.Node
+		if err := yaml.Unmarshal(data, &node); err != nil {
+			return nil, fmt.Errorf("YAML: %w", err)
+		}
 		var doc any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
+		if err := node.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("YAML: %w", err)
 		}
 		j, err := json.Marshal(doc)
@@ -288,6 +374,7 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 			return nil, fmt.Errorf("YAML: %w (keys must be strings)", err)
 		}
 		data = j
+		lines = func(err error) string { return yamlLine(&node, err) }
 	default:
 		return nil, fmt.Errorf("unknown configuration format %q (want json or yaml)", format)
 	}
@@ -295,7 +382,7 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %s%s", lines(err), decodeError(err))
 	}
 	if dec.More() {
 		return nil, errors.New("configuration: trailing data after the document")
@@ -304,6 +391,88 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// decodeError describes an error of the JSON decoder in the words of the
+// configuration (the same for YAML, which is decoded as JSON).
+func decodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("%s: a %s cannot be a %s", te.Field, te.Value, te.Type)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// errorKey is the configuration key an error of the JSON decoder is about
+// ("" when it names none).
+func errorKey(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		f := te.Field
+		return f[strings.LastIndex(f, ".")+1:]
+	}
+	if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if s, err := strconv.Unquote(k); err == nil {
+			return s
+		}
+	}
+	return ""
+}
+
+// jsonLine returns "line N: " for an error of the decoder of the JSON
+// document data: at the error's offset, else at the first occurrence of
+// the key it names.
+func jsonLine(data []byte, err error) string {
+	off := int64(-1)
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te) && te.Field != "":
+		off = te.Offset
+	}
+	if k := errorKey(err); off < 0 && k != "" {
+		if i := bytes.Index(data, []byte(strconv.Quote(k)+":")); i >= 0 {
+			off = int64(i) + 1
+		} else if i := bytes.Index(data, []byte(strconv.Quote(k))); i >= 0 {
+			off = int64(i) + 1
+		}
+	}
+	if off < 0 || off > int64(len(data)) {
+		return ""
+	}
+	return fmt.Sprintf("line %d: ", 1+bytes.Count(data[:max(off-1, 0)], []byte("\n")))
+}
+
+// yamlLine returns "line N: " for an error of the decoder of the YAML
+// document node: the line of the first key named like the key the error
+// is about.
+func yamlLine(node *yaml.Node, err error) string {
+	k := errorKey(err)
+	if k == "" {
+		return ""
+	}
+	var find func(n *yaml.Node) int
+	find = func(n *yaml.Node) int {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					return n.Content[i].Line
+				}
+			}
+		}
+		for _, c := range n.Content {
+			if l := find(c); l > 0 {
+				return l
+			}
+		}
+		return 0
+	}
+	if l := find(node); l > 0 {
+		return fmt.Sprintf("line %d: ", l)
+	}
+	return ""
 }
 
 // Validate reports the first problem of the configuration.
@@ -414,6 +583,34 @@ func (u *UpstreamConfig) validate() error {
 	}
 	if u.MaxProcesses < 0 || u.MaxProcesses > MaxProcessesCeiling {
 		return fmt.Errorf("maxProcesses = %d is outside 0..%d", u.MaxProcesses, MaxProcessesCeiling)
+	}
+	if u.URLElicitation != nil {
+		if err := u.URLElicitation.validate(); err != nil {
+			return err
+		}
+	}
+	for i, r := range u.Roots {
+		if !strings.HasPrefix(r.URI, "file://") {
+			return fmt.Errorf("roots[%d].uri = %q is not a file:// URI", i, r.URI)
+		}
+		if _, err := url.Parse(r.URI); err != nil {
+			return fmt.Errorf("roots[%d].uri = %q: %w", i, r.URI, err)
+		}
+	}
+	if u.MaxCallsPerCaller < 0 || u.MaxCallsPerCaller > u.maxProcesses() {
+		return fmt.Errorf("maxCallsPerCaller = %d is outside 0..maxProcesses (%d)", u.MaxCallsPerCaller, u.maxProcesses())
+	}
+	if u.MaxCallsPerCaller > 0 && u.Command == "" {
+		return errors.New("maxCallsPerCaller applies to command upstreams only")
+	}
+	if u.ExclusiveProcesses && u.Command == "" {
+		return errors.New("exclusiveProcesses applies to command upstreams only")
+	}
+	if u.MaxParkedCalls < 0 || u.MaxParkedCalls > MaxParkedCeiling {
+		return fmt.Errorf("maxParkedCalls = %d is outside 0..%d", u.MaxParkedCalls, MaxParkedCeiling)
+	}
+	if u.MaxParkedPerCaller < 0 || u.MaxParkedPerCaller > 0 && u.MaxParkedPerCaller >= u.maxParkedCalls() {
+		return fmt.Errorf("maxParkedPerCaller = %d must be below maxParkedCalls (%d), so that one caller cannot fill it", u.MaxParkedPerCaller, u.maxParkedCalls())
 	}
 	if u.MaxProcesses > 0 && u.Command == "" {
 		return errors.New("maxProcesses applies to command upstreams only")

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,7 +68,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x","stdoutNoise":"ignore"}]}`, "json", `stdoutNoise "ignore": want "fail" or "log"`},
 		{"upstreams:\n  - name: a\n    command: x\n    stdoutNoise: true\n", "yaml", "stdoutNoise"},
 		{"upstreams: [", "yaml", "YAML"},
-		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", "unknown field"},
+		{"upstreams:\n  - name: a\n    command: x\n    extra: 1\n", "yaml", `line 4: unknown field "extra"`},
+		{"upstreams:\n  - name: a\n    command: x\n    maxProcesses: many\n", "yaml", "line 4: upstreams.maxProcesses: a string cannot be a int"},
+		{"{\"upstreams\": [\n  {\"name\": \"a\",\n   \"comand\": \"y\"}]}", "json", `line 3: unknown field "comand"`},
+		{"{\"upstreams\": [\n  {\"name\": \"a\",\n   \"maxProcesses\": \"2\"}]}", "json", "line 3: upstreams.maxProcesses: a string cannot be a int"},
+		{"{\"upstreams\": [\n  {\"name\": \"a\",,\n", "json", "line 2: invalid character"},
 		{`{}`, "toml", "unknown configuration format"},
 	} {
 		_, err := ParseConfig([]byte(tc.doc), tc.format)
@@ -245,5 +250,35 @@ func TestURIMap(t *testing.T) {
 	c, err := ParseConfig([]byte("upstreams:\n  - name: a\n    command: x\n    prefix: gh_\n    resourcePrefix: \"\"\n"), "yaml")
 	if err != nil || c.Upstreams[0].ResourcePrefix == nil || *c.Upstreams[0].ResourcePrefix != "" {
 		t.Fatalf("resourcePrefix \"\": %+v %v", c, err)
+	}
+}
+
+// Relative paths of a configuration file are the file's (issue 27 item 5):
+// a command without dir runs in the file's directory, so relative args
+// name files beside it, and a relative dir is the file's too. (Before, a
+// command without dir ran in the gateway's working directory.)
+func TestLoadConfigRelativePaths(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "conf")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(base, "gw.yaml")
+	doc := "upstreams:\n" +
+		"  - {name: plain, command: node, args: [./server.js]}\n" +
+		"  - {name: sub, command: node, dir: data}\n" +
+		"  - {name: abs, command: node, dir: /srv}\n" +
+		"  - {name: web, url: 'http://127.0.0.1:1/mcp'}\n"
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"plain": base, "sub": filepath.Join(base, "data"), "abs": "/srv", "web": ""}
+	for _, u := range c.Upstreams {
+		if u.Dir != want[u.Name] {
+			t.Errorf("%s: dir %q, want %q", u.Name, u.Dir, want[u.Name])
+		}
 	}
 }

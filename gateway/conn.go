@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -140,10 +141,26 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 	return resp.Result, nil
 }
 
-// dial connects to an upstream and negotiates its revision.
-func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), log *slog.Logger) (*conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.connectTimeout())
+// dial connects to an upstream and negotiates its revision. Its errors
+// name the setting to change: connectTimeout when the upstream did not
+// answer in time, stdoutNoise when a command printed something else than
+// MCP on its stdout.
+func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), outside outsideFunc, log *slog.Logger) (*conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 	defer cancel()
+	c, err := dialWithin(cctx, u, hc, headers, unrouted, outside, log)
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, context.DeadlineExceeded) && cctx.Err() != nil && ctx.Err() == nil:
+		return nil, fmt.Errorf("%w (the upstream did not answer within connectTimeout, %s: raise connectTimeout of upstream %q if it starts slowly)", err, u.connectTimeout(), u.Name)
+	case u.Command != "" && u.StdoutNoise != StdoutNoiseLog && errors.Is(err, client.ErrProtocol) && strings.Contains(err.Error(), "not a JSON-RPC message"):
+		return nil, fmt.Errorf("%w (if the server prints a banner or log lines on stdout, set stdoutNoise: log on upstream %q)", err, u.Name)
+	}
+	return nil, err
+}
+
+func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), outside outsideFunc, log *slog.Logger) (*conn, error) {
 	c := &conn{name: u.Name}
 	if u.Command != "" {
 		var noiseLog *slog.Logger // strict framing
@@ -155,6 +172,7 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 			return nil, err
 		}
 		c.w = w
+		serveOutside(c, outside) // before initialize: servers ask right after it
 		if err := c.handshake(ctx, u); err != nil {
 			_ = w.close()
 			return nil, err
@@ -179,6 +197,7 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 		c = &conn{name: u.Name}
 	}
 	c.w = newHTTPWire(u.Name, u.URL, hc, headers, unrouted)
+	serveOutside(c, outside)
 	if err := c.initialize(ctx, u); err != nil {
 		_ = c.w.close()
 		return nil, err

@@ -15,7 +15,7 @@ type LegacyClient struct{ c *conn }
 // answers the server's requests.
 func DialLegacy(ctx context.Context, url string, answer func(method string, params exactjson.Value) exactjson.Value) (*LegacyClient, error) {
 	u := &UpstreamConfig{Name: "legacy-client", URL: url, Protocol: Version20251125}
-	c, err := dial(ctx, u, nil, nil, nil, nil)
+	c, err := dial(ctx, u, nil, nil, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -32,3 +32,22 @@ func (l *LegacyClient) Call(ctx context.Context, method string, params exactjson
 
 // Close ends the session.
 func (l *LegacyClient) Close() error { return l.c.close() }
+
+// Running returns how many calls attend the processes of the command
+// upstream name (pool.go).
+func (g *Gateway) Running(name string) int {
+	for _, u := range g.ups {
+		if u.cfg.Name == name {
+			u.pool.mu.Lock()
+			defer u.pool.mu.Unlock()
+			n := 0
+			for _, p := range u.pool.procs {
+				if p.busy {
+					n++
+				}
+			}
+			return n
+		}
+	}
+	return 0
+}

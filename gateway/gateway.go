@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
@@ -45,6 +46,12 @@ type Options struct {
 	// UpstreamConfig.ResourcePrefix (nil: derived from the name prefix).
 	ResourcePrefix *string
 
+	// URLElicitation is the URL policy of the upstreams without their own
+	// UpstreamConfig.URLElicitation (an https URL upstream's own origin is
+	// added). nil: the server's weft.Options.URLElicitation decides, but
+	// for an https URL upstream's own origin. See docs/gateway.md.
+	URLElicitation *elicit.URLPolicy
+
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
@@ -63,7 +70,9 @@ type Gateway struct {
 	hc    *http.Client
 	ownHC bool // hc is defaultHTTPClient's: its idle connections close with the gateway
 	park  *parker
-	ups   []*upstream
+	// urlDefault is Options.URLElicitation.
+	urlDefault *elicit.URLPolicy
+	ups        []*upstream
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -94,7 +103,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	if hc == nil {
 		hc = defaultHTTPClient()
 	}
-	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log),
+	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log), urlDefault: opts.URLElicitation,
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
@@ -103,7 +112,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			return nil, err
 		}
 		u.uris = u.cfg.uris()
-		u.slots = make(chan struct{}, u.cfg.maxProcesses())
+		u.pool = newProcPool(u)
 		u.relisten = make(chan struct{}, 1)
 		if u.cfg.Authorization == "passthrough" {
 			u.listAuth = opts.ListAuthorization
@@ -301,13 +310,13 @@ type upstream struct {
 	skills   []exactjson.Value
 	unskills func()
 
-	// The processes of a 2025-era stdio upstream beyond the primary (see
-	// acquire).
-	poolMu sync.Mutex
-	extras map[*conn]bool
-	idle   []*conn
-	busy   map[*conn]bool
-	slots  chan struct{} // one per call running on a process
+	// pool holds the processes of a 2025-era command upstream (pool.go).
+	pool *procPool
+	// parked counts the calls of the upstream parked on this instance, in
+	// all and by caller (parkedMu; see admitParked).
+	parkedMu sync.Mutex
+	parked   int
+	parkedBy map[string]int
 }
 
 type registry struct {
@@ -361,7 +370,7 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			return u.c, nil
 		}
 	}
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.g.log)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.outsideCall, u.g.log)
 	if err != nil {
 		return nil, err
 	}
@@ -391,115 +400,11 @@ func (u *upstream) closeConn() error {
 	c := u.c
 	u.c = nil
 	u.mu.Unlock()
-	u.poolMu.Lock()
-	extras := u.extras
-	u.extras, u.idle = map[*conn]bool{}, nil
-	u.poolMu.Unlock()
-	var errs []error
-	for x := range extras {
-		errs = append(errs, x.close())
-	}
+	errs := u.pool.close()
 	if c != nil {
 		errs = append(errs, c.close())
 	}
 	return errors.Join(errs...)
-}
-
-// acquire returns a connection for one call of a 2025-era stdio upstream
-// that only this call uses while it runs: primary when it is free, else an
-// idle extra process, else a new one. At most MaxProcesses calls run at
-// once; others wait for one to end (within callTimeout). release gives the
-// connection back. Other upstreams share primary.
-func (u *upstream) acquire(ctx context.Context, primary *conn) (*conn, func(), error) {
-	if u.cfg.Command == "" || primary.modern() {
-		return primary, func() {}, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
-	defer cancel()
-	select {
-	case u.slots <- struct{}{}:
-	case <-wctx.Done():
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return nil, nil, fmt.Errorf("%w: all %d processes stayed busy for %s", context.DeadlineExceeded, u.cfg.maxProcesses(), u.cfg.callTimeout())
-	}
-	c, release, err := u.pick(ctx, primary)
-	if err != nil {
-		<-u.slots
-		return nil, nil, err
-	}
-	return c, func() { release(); <-u.slots }, nil
-}
-
-// pick chooses the free connection of acquire.
-func (u *upstream) pick(ctx context.Context, primary *conn) (*conn, func(), error) {
-	u.poolMu.Lock()
-	if u.extras == nil {
-		u.extras = map[*conn]bool{}
-	}
-	take := func(c *conn) (*conn, func(), error) {
-		u.busy[c] = true
-		return c, func() { u.release(c) }, nil
-	}
-	if u.busy == nil {
-		u.busy = map[*conn]bool{}
-	}
-	if !u.busy[primary] {
-		defer u.poolMu.Unlock()
-		return take(primary)
-	}
-	for len(u.idle) > 0 {
-		c := u.idle[len(u.idle)-1]
-		u.idle = u.idle[:len(u.idle)-1]
-		select {
-		case <-c.done():
-			delete(u.extras, c)
-			_ = c.close()
-			continue
-		default:
-		}
-		defer u.poolMu.Unlock()
-		return take(c)
-	}
-	if 1+len(u.extras) >= u.cfg.maxProcesses() {
-		// Not reached while slots bound the calls; share rather than fail.
-		u.poolMu.Unlock()
-		return primary, func() {}, nil
-	}
-	placeholder := &conn{}
-	u.extras[placeholder] = true // holds the place while dialing
-	u.poolMu.Unlock()
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.g.log)
-	u.poolMu.Lock()
-	defer u.poolMu.Unlock()
-	delete(u.extras, placeholder)
-	if err != nil {
-		return nil, nil, err
-	}
-	if u.g.isClosed() {
-		_ = c.close()
-		return nil, nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
-	}
-	u.extras[c] = true
-	return take(c)
-}
-
-// release ends a call's exclusive use of a connection.
-func (u *upstream) release(c *conn) {
-	u.poolMu.Lock()
-	defer u.poolMu.Unlock()
-	delete(u.busy, c)
-	if !u.extras[c] {
-		return // the primary, or closed meanwhile
-	}
-	select {
-	case <-c.done():
-		delete(u.extras, c)
-		go c.close()
-	default:
-		u.idle = append(u.idle, c)
-	}
 }
 
 // unrouted receives the notifications of no call: list changes and
@@ -572,7 +477,10 @@ func (u *upstream) do(ctx context.Context, c *conn, method string, params exactj
 	if !errors.Is(err, errSessionExpired) {
 		return res, err
 	}
-	u.g.log.Info("gateway: the upstream's session expired; opening another", "upstream", u.cfg.Name)
+	// Once per request: the request was not run, and a server forgetting
+	// the new session at once too is failing, not restarting.
+	u.g.log.Warn("gateway: the upstream no longer knows the session (it restarted or expired it); opening another and sending the request once more",
+		"upstream", u.cfg.Name, "method", method, "answer", err)
 	c2, gerr := u.get(ctx)
 	if gerr != nil {
 		return exactjson.Value{}, gerr
@@ -678,6 +586,13 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		upName := str(it, "name")
 		name, ok := u.cfg.exposedName(upName)
 		if !ok {
+			continue
+		}
+		if !c.modern() && isStr(mustGet(mustGet(it, "execution"), "taskSupport"), "required") {
+			// The gateway does not translate 2025-era tasks: every call of
+			// such a tool would fail ("requires task augmentation").
+			u.g.log.Warn("gateway: a tool of a 2025-era upstream that requires task augmentation is not exposed: the gateway does not translate 2025-era tasks",
+				"upstream", u.cfg.Name, "tool", upName)
 			continue
 		}
 		if !u.g.claim("tool:"+name, u) {
@@ -1094,11 +1009,17 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if c.modern() {
 		return u.invokeModern(ctx, req, c, method, params, notify)
 	}
-	// A 2025-era upstream: the call may park. Over stdio it gets a process
-	// of its own, so that the upstream's requests are known to be its.
-	c, release, err := u.acquire(ctx, c)
-	if err != nil {
-		return exactjson.Value{}, g.unavailable(u, err)
+	// A 2025-era upstream: the call may park. Over stdio it takes a turn
+	// on one of the upstream's processes (pool.go): the upstream's requests
+	// are routed to the call attending there, and a parked call leaves the
+	// process to the others until its answers arrive.
+	caller := callerKey(req)
+	var t *turn
+	if u.cfg.Command != "" {
+		if t, err = u.pool.acquire(ctx, c, caller); err != nil {
+			return exactjson.Value{}, g.unavailable(u, err)
+		}
+		c = t.p.c
 	}
 	supports := func(m string, p exactjson.Value) bool {
 		return allowed(u.cfg.Inputs, m, p) && clientSupports(req, m, p)
@@ -1106,12 +1027,29 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	// What a stdio upstream prints on stdout instead of answering.
 	noise := c.stdoutNoise()
 	before := noise.count()
-	pc, err := g.park.start(partitionDigest(req), supports, notify, func(pctx context.Context, s *sink) (exactjson.Value, error) {
-		defer release()
+	po := parkOpts{digest: partitionDigest(req), supports: supports, notify: notify,
+		admit: func() (func(), error) { return u.admitParked(caller) }, check: u.checkURL}
+	if t != nil && !u.cfg.ExclusiveProcesses {
+		po.onPark, po.onResume = t.park, t.resume
+	}
+	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (exactjson.Value, error) {
+		defer t.done()
+		if t != nil {
+			s.attending = t.attends
+		}
+		if len(u.cfg.Roots) > 0 { // the configured roots, not the client's
+			ask := s.request
+			s.request = func(ctx context.Context, m string, p exactjson.Value) (exactjson.Value, *client.RPCError) {
+				if m == "roots/list" {
+					return u.cfg.rootsResult(), nil
+				}
+				return ask(ctx, m, p)
+			}
+		}
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
 	if err != nil {
-		release()
+		t.done()
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
 	defer pc.listen(nil) // the handler returns: its request closes
@@ -1133,7 +1071,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, o outcome) (exactjson.Value, error) {
 	switch {
 	case !o.requests.IsNull():
-		ir, err := askInputs(o.requests)
+		ir, err := askInputs(o.requests, u.urlPolicy)
 		if err != nil {
 			return exactjson.Value{}, g.unavailable(u, err)
 		}
@@ -1187,11 +1125,15 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 		reqs, _ := res.Get("inputRequests")
 		for key, r := range reqs.All() {
 			p, _ := r.Get("params")
-			if m := str(r, "method"); !allowed(u.cfg.Inputs, m, p) {
+			m := str(r, "method")
+			if !allowed(u.cfg.Inputs, m, p) {
 				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %s is not among the upstream's configured inputs", key, m))
 			}
+			if err := u.checkURL(m, p); err != nil {
+				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %w", key, err))
+			}
 		}
-		ir, err := askInputs(reqs)
+		ir, err := askInputs(reqs, u.urlPolicy)
 		if err != nil {
 			return exactjson.Value{}, u.g.unavailable(u, err)
 		}

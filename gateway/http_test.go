@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,15 +200,74 @@ func serveHTTP(t *testing.T, h http.Handler) string {
 }
 
 // A 2025 HTTP upstream that restarts forgets its sessions: the next call
-// gets 404, and the gateway opens a new session and sends it again.
+// gets 404 (as the spec asks), or 400 with the TypeScript SDK's "Bad
+// Request: No valid session ID provided" (issue 27: the gateway then failed
+// every call with -31050 until it restarted), and the gateway opens a new
+// session and sends it again.
 func TestLegacyHTTPSessionExpired(t *testing.T) {
-	newUpstream := func() *weft.Server {
+	for _, status := range []int{http.StatusNotFound, http.StatusBadRequest} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) { legacyHTTPSessionExpired(t, status) })
+	}
+}
+
+// tsSessions answers a request naming a session h did not open with HTTP
+// 400 and the error the TypeScript SDK's servers send.
+func tsSessions(h http.Handler) http.Handler {
+	var mu sync.Mutex
+	opened := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			ok := opened[sid]
+			mu.Unlock()
+			if !ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+				return
+			}
+		}
+		h.ServeHTTP(sessionRecorder{w, func(sid string) { mu.Lock(); opened[sid] = true; mu.Unlock() }}, r)
+	})
+}
+
+// sessionRecorder reports the session ids its handler hands out.
+type sessionRecorder struct {
+	http.ResponseWriter
+	opened func(string)
+}
+
+func (s sessionRecorder) WriteHeader(code int) {
+	if sid := s.Header().Get("Mcp-Session-Id"); sid != "" {
+		s.opened(sid)
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s sessionRecorder) Write(b []byte) (int, error) {
+	if sid := s.Header().Get("Mcp-Session-Id"); sid != "" {
+		s.opened(sid)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s sessionRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func legacyHTTPSessionExpired(t *testing.T, status int) {
+	newUpstream := func() http.Handler {
 		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}, QuietRequests: true})
 		if err := up.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
 			}); err != nil {
 			t.Fatal(err)
+		}
+		if status == http.StatusBadRequest {
+			return tsSessions(up)
 		}
 		return up
 	}

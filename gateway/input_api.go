@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -66,7 +67,7 @@ const (
 // inputRequest builds the embedded request for an upstream's
 // server-to-client request (elicitation/create, sampling/createMessage,
 // roots/list).
-func inputRequest(method string, params exactjson.Value) (weft.InputRequest, error) {
+func inputRequest(method string, params exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) (weft.InputRequest, error) {
 	in, ok := inputFor(method, params)
 	if !ok {
 		return weft.InputRequest{}, fmt.Errorf("the gateway cannot relay %s to its clients", method)
@@ -80,6 +81,11 @@ func inputRequest(method string, params exactjson.Value) (weft.InputRequest, err
 		params = exactjson.Object()
 	}
 	r := weft.Relay(in, params)
+	if policy != nil && inputKind(method, params) == "url" {
+		if p, ok := policy(str(params, "url")); ok {
+			r = r.WithURLPolicy(p)
+		}
+	}
 	return r, r.Err()
 }
 
@@ -115,14 +121,14 @@ func clientSupports(req *weft.Request, method string, params exactjson.Value) bo
 
 // askInputs builds an input_required result from keyed embedded requests
 // ({key: {method, params}}) with state set by setState.
-func askInputs(reqs exactjson.Value) (*weft.InputRequired, error) {
+func askInputs(reqs exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) (*weft.InputRequired, error) {
 	ir := new(weft.InputRequired)
 	for key, r := range reqs.All() {
 		params, _ := r.Get("params")
 		if params.IsNull() {
 			params = exactjson.Object()
 		}
-		ir2, err := inputRequest(str(r, "method"), params)
+		ir2, err := inputRequest(str(r, "method"), params, policy)
 		if err != nil {
 			return nil, fmt.Errorf("input request %q: %w", key, err)
 		}

@@ -18,6 +18,12 @@ var gatewayLimits = []struct {
 }{
 	{Limit: limitsdoc.Limit{Doc: "processes of a 2025-era command upstream", Names: []string{"UpstreamConfig.MaxProcesses", "DefaultMaxProcesses", "MaxProcessesCeiling"},
 		Default: limitsdoc.Num(DefaultMaxProcesses), Ceiling: limitsdoc.Num(MaxProcessesCeiling), Past: []string{"-31050"}}},
+	{Limit: limitsdoc.Limit{Doc: "calls of one caller running on a 2025-era command upstream's processes", Names: []string{"UpstreamConfig.MaxCallsPerCaller", "DefaultMaxCallsPerCaller"},
+		Default: limitsdoc.Num(DefaultMaxCallsPerCaller), Past: []string{"-31050", "callTimeout"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked calls of an upstream on one instance", Names: []string{"UpstreamConfig.MaxParkedCalls", "DefaultMaxParkedCalls", "MaxParkedCeiling"},
+		Default: limitsdoc.Num(DefaultMaxParkedCalls), Ceiling: limitsdoc.Num(MaxParkedCeiling), Past: []string{"-32603", "retry later"}}},
+	{Limit: limitsdoc.Limit{Doc: "parked calls of one caller on an upstream on one instance", Names: []string{"UpstreamConfig.MaxParkedPerCaller", "DefaultMaxParkedPerCaller"},
+		Default: limitsdoc.Num(DefaultMaxParkedPerCaller), Past: []string{"-32603", "waiting for input"}}},
 	{Limit: limitsdoc.Limit{Doc: "upstream call time", Names: []string{"UpstreamConfig.CallTimeout", "DefaultCallTimeout"},
 		Default: limitsdoc.Dur(DefaultCallTimeout), Past: []string{"-31050"}}},
 	{Limit: limitsdoc.Limit{Doc: "upstream connect time", Names: []string{"UpstreamConfig.ConnectTimeout", "DefaultConnectTimeout"},
@@ -61,6 +67,7 @@ var notLimits = map[string]string{
 	"maxIdleConnsPerUpstream": "the idle connections kept for reuse; more are opened and closed as needed",
 	"callerListTTL":           "how long a caller's view of a mount is reused, a freshness window",
 	"failTimeout":             "a kind of failure, not a bound",
+	"maxSessionErrorBody":     "what is read of an upstream's HTTP 400 answer to tell a lost session; the answer is an error either way",
 }
 
 // TestLimitsDoc holds the gateway's limits to its section of

@@ -275,6 +275,13 @@ type parkedCall struct {
 	waiting map[string]chan exactjson.Value // by input key
 	seq     int
 	created bool
+	// outstanding counts the upstream's requests waiting for the client.
+	outstanding int
+
+	admit    func() (func(), error)
+	check    func(method string, params exactjson.Value) error
+	onPark   func()
+	onResume func(context.Context) error
 	// held is set while the call's record is this instance's to renew:
 	// from its creation to the call's final outcome.
 	held atomic.Bool
@@ -294,20 +301,41 @@ func newID() (string, error) {
 	return "gw-" + hex.EncodeToString(b[:]), nil
 }
 
+// parkOpts are the per-call inputs of start.
+type parkOpts struct {
+	digest string // the caller's partition digest (the store's bound)
+	// supports reports whether the client can answer a request.
+	supports func(method string, params exactjson.Value) bool
+	// notify receives the call's notifications until the first request's
+	// handler detaches it (pc.listen(nil)).
+	notify func(string, exactjson.Value)
+	// admit, when set, admits the call to wait for input (this instance's
+	// bounds of parked calls) when it first asks; leave ends that.
+	admit func() (leave func(), err error)
+	// check, when set, refuses an upstream request the gateway must not
+	// relay (a URL its policy does not allow), answered with -32602.
+	check func(method string, params exactjson.Value) error
+	// onPark runs when the call starts waiting for its client (it stops
+	// attending its process); onResume before its answers go upstream.
+	onPark   func()
+	onResume func(context.Context) error
+}
+
 // start runs an upstream call that may park. do performs the call with the
 // given sink; the call's context is the parked call's (independent of the
 // first request, bounded by the lifetime).
 // notify receives the call's notifications until the first request's
 // handler detaches it (pc.listen(nil)).
-func (p *parker) start(partitionDigest string, supports func(method string, params exactjson.Value) bool, notify func(string, exactjson.Value), do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
+func (p *parker) start(o parkOpts, do func(ctx context.Context, s *sink) (exactjson.Value, error)) (*parkedCall, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.lim.Lifetime.D())
-	pc := &parkedCall{p: p, id: id, digest: partitionDigest, supports: supports, ctx: ctx, cancel: cancel,
+	pc := &parkedCall{p: p, id: id, digest: o.digest, supports: o.supports, ctx: ctx, cancel: cancel,
 		first: make(chan outcome), handlerGone: make(chan struct{}), kick: make(chan struct{}, 1),
-		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}, listener: notify}
+		done: make(chan outcome, 1), waiting: map[string]chan exactjson.Value{}, listener: o.notify,
+		admit: o.admit, check: o.check, onPark: o.onPark, onResume: o.onResume}
 	p.wg.Add(2)
 	p.active.Add(1)
 	p.local.Store(id, pc)
@@ -404,8 +432,13 @@ func (pc *parkedCall) awaitFirst(ctx context.Context) (outcome, error) {
 // request is the sink of the upstream's server-to-client requests: it
 // queues the request for the client and waits for its answer.
 func (pc *parkedCall) request(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
-	if _, err := inputRequest(method, params); err != nil {
+	if _, err := inputRequest(method, params, nil); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
+	}
+	if pc.check != nil {
+		if err := pc.check(method, params); err != nil {
+			return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway does not relay this request: " + err.Error()}
+		}
 	}
 	if pc.supports != nil && !pc.supports(method, params) {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound, Message: "The client behind the gateway does not support " + method}
@@ -416,7 +449,12 @@ func (pc *parkedCall) request(ctx context.Context, method string, params exactjs
 	key := shortMethod(method) + "-" + strconv.Itoa(pc.seq)
 	pc.queue = append(pc.queue, queued{key: key, method: method, params: params})
 	pc.waiting[key] = ch
+	pc.outstanding++
+	parks := pc.outstanding == 1
 	pc.mu.Unlock()
+	if parks && pc.onPark != nil {
+		pc.onPark() // the process may serve other calls meanwhile
+	}
 	select {
 	case pc.kick <- struct{}{}:
 	default:
@@ -424,10 +462,16 @@ func (pc *parkedCall) request(ctx context.Context, method string, params exactjs
 	defer func() {
 		pc.mu.Lock()
 		delete(pc.waiting, key)
+		pc.outstanding--
 		pc.mu.Unlock()
 	}()
 	select {
 	case v := <-ch:
+		if pc.onResume != nil {
+			if err := pc.onResume(ctx); err != nil {
+				return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: "Cancelled"}
+			}
+		}
 		return v, nil
 	case <-ctx.Done():
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: "Cancelled"}
@@ -497,6 +541,15 @@ func (pc *parkedCall) run() {
 			final(outcome{err: &client.RPCError{Code: client.CodeInternalError,
 				Message: fmt.Sprintf("The upstream asked for input more than %d times", p.lim.MaxRounds)}})
 			return
+		}
+		if !pc.created && pc.admit != nil {
+			leave, err := pc.admit()
+			if err != nil {
+				final(outcome{err: &client.RPCError{Code: client.CodeInternalError, Message: err.Error()}})
+				return
+			}
+			defer leave()
+			pc.admit = nil
 		}
 		if !pc.created {
 			s := &sessionstore.Session{ID: pc.id, ProtocolVersion: "gateway", IdentityDigest: pc.digest,

@@ -80,7 +80,7 @@ func askThenWork(work bool, cancelled *atomic.Bool) func(ctx context.Context, s 
 // request, once it is parked.
 func parkOne(t *testing.T, p *parker, do func(context.Context, *sink) (exactjson.Value, error)) (id, key string) {
 	t.Helper()
-	pc, err := p.start("digest", nil, nil, do)
+	pc, err := p.start(parkOpts{digest: "digest"}, do)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,13 +39,14 @@ func (u *upstream) urlRequired(req *weft.Request, e *client.RPCError) (*weft.Inp
 	reqs := make([]exactjson.Member, 0, els.Len())
 	for i, p := range els.Elements() {
 		if p.Kind() != exactjson.KindObject || !isStr(mustGet(p, "mode"), "url") ||
-			!allowed(u.cfg.Inputs, "elicitation/create", p) || !clientSupports(req, "elicitation/create", p) {
+			!allowed(u.cfg.Inputs, "elicitation/create", p) || !clientSupports(req, "elicitation/create", p) ||
+			u.checkURL("elicitation/create", p) != nil {
 			return nil, false
 		}
 		reqs = append(reqs, exactjson.Field("url-"+strconv.Itoa(i+1), exactjson.Object(
 			exactjson.Field("method", exactjson.String("elicitation/create")), exactjson.Field("params", p))))
 	}
-	ir, err := askInputs(exactjson.Object(reqs...))
+	ir, err := askInputs(exactjson.Object(reqs...), u.urlPolicy)
 	if err != nil {
 		u.g.log.Warn("gateway: an upstream's URL elicitation required error cannot be relayed as input requests", "upstream", u.cfg.Name, "err", err)
 		return nil, false

@@ -24,6 +24,9 @@ type sink struct {
 	request func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError)
 	// notify receives notifications (progress, log messages).
 	notify func(method string, params exactjson.Value)
+	// attending is the call's client.Request.Attending on stdio (nil:
+	// always; see pool.go).
+	attending func() bool
 }
 
 // answer is s.request as a [client.Request.OnServerRequest].
@@ -171,8 +174,9 @@ func encodeResponse(id exactjson.Value, result exactjson.Value, e *client.RPCErr
 }
 
 // answerServerRequest runs a server-to-client request through s (or the
-// defaults when no call claims it) and returns the response to send.
-func answerServerRequest(ctx context.Context, m msg, s *sink) []byte {
+// defaults when no call claims it: outside, else an error) and returns
+// the response to send.
+func answerServerRequest(ctx context.Context, m msg, s *sink, outside outsideFunc) []byte {
 	var (
 		res  exactjson.Value
 		rerr *client.RPCError
@@ -180,6 +184,8 @@ func answerServerRequest(ctx context.Context, m msg, s *sink) []byte {
 	switch {
 	case m.method == "ping":
 		res = exactjson.Object()
+	case (s == nil || s.request == nil) && outside != nil:
+		res, rerr = outside(ctx, m.method, m.params)
 	case s == nil || s.request == nil:
 		rerr = &client.RPCError{Code: client.CodeInternalError,
 			Message: "The gateway cannot route " + m.method + ": no single call of this connection is waiting for it"}

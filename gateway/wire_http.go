@@ -36,6 +36,8 @@ type httpWire struct {
 	closed    bool
 	doneCh    chan struct{}
 	unrouted  func(method string, params exactjson.Value)
+	// outside answers the server requests of no call (outside.go).
+	outside outsideFunc
 }
 
 func newHTTPWire(name, url string, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value)) *httpWire {
@@ -92,12 +94,42 @@ func (w *httpWire) post(ctx context.Context, body []byte) (*http.Response, error
 		}
 		return nil, fmt.Errorf("gateway: upstream %q: %w", w.name, err)
 	}
-	if resp.StatusCode == http.StatusNotFound && sid != "" {
-		resp.Body.Close()
-		w.expire()
-		return nil, fmt.Errorf("%w: %w: upstream %q (HTTP 404)", errUpstreamClosed, errSessionExpired, w.name)
+	if sid != "" {
+		if why, ok := sessionUnknown(resp); ok {
+			w.expire()
+			return nil, fmt.Errorf("%w: %w: upstream %q (%s)", errUpstreamClosed, errSessionExpired, w.name, why)
+		}
 	}
 	return resp, nil
+}
+
+// maxSessionErrorBody bounds what is read of an HTTP 400 answer to tell
+// whether it refuses the session.
+const maxSessionErrorBody = 4096
+
+// sessionUnknown reports whether resp, the answer to a request carrying a
+// session id, says the server does not know the session: HTTP 404, as the
+// spec asks, or HTTP 400 whose body speaks of the session, as the
+// TypeScript SDK's servers and the many built on them answer ("Bad
+// Request: No valid session ID provided"). It closes the body of such an
+// answer and leaves any other readable from the start; why quotes it.
+func sessionUnknown(resp *http.Response) (why string, ok bool) {
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		resp.Body.Close()
+		return "HTTP 404", true
+	case http.StatusBadRequest:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxSessionErrorBody))
+		if bytes.Contains(bytes.ToLower(b), []byte("session")) {
+			resp.Body.Close()
+			return "HTTP 400 " + snippet(b), true
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	}
+	return "", false
 }
 
 func (w *httpWire) expire() {
@@ -246,7 +278,7 @@ func (w *httpWire) readSSE(ctx context.Context, body io.Reader, id int64, method
 			go func() {
 				defer wg.Done()
 				defer func() { <-unanswered }()
-				_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s))
+				_ = w.postNoReply(ctx, answerServerRequest(ctx, m, s, w.outside))
 			}()
 		case strings.HasSuffix(m.method, "/list_changed") || s == nil || s.notify == nil:
 			if w.unrouted != nil {
@@ -321,13 +353,19 @@ func (w *httpWire) listen(log func(msg string, args ...any), opened func()) {
 		resp, err := w.hc.Do(req)
 		if err == nil {
 			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			why, unknown := sessionUnknown(resp)
 			switch {
 			case resp.StatusCode == http.StatusMethodNotAllowed:
 				resp.Body.Close()
 				return
-			case resp.StatusCode == http.StatusNotFound:
-				resp.Body.Close()
+			case unknown:
+				// The server forgot the session (it restarted): the next
+				// call, or the refresh opened asks for, opens another.
+				log("gateway: the upstream no longer knows the session of its GET stream; opening another", "upstream", w.name, "answer", why)
 				w.expire()
+				if opened != nil {
+					opened()
+				}
 				return
 			case resp.StatusCode/100 == 2 && mt == "text/event-stream":
 				pause = time.Second

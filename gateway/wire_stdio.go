@@ -159,6 +159,9 @@ func (w *stdioWire) call(ctx context.Context, method string, params exactjson.Va
 	if s != nil && s.request != nil {
 		req.OnServerRequest = s.answer
 	}
+	if s != nil {
+		req.Attending = s.attending
+	}
 	before := w.noise.count()
 	resp, err := w.t.Do(ctx, req, notify)
 	switch {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/gateway"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
@@ -120,7 +121,9 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err := srv.Err(); err != nil {
 		return err
 	}
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: logger})
+	// URL elicitations: each upstream's urlElicitation, else its own https
+	// origin; nothing else (docs/gateway.md).
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: logger, URLElicitation: &elicit.URLPolicy{}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,169 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+)
+
+// callerClient is a 2026-07-28 client of the gateway presenting "Bearer
+// name" (tokenAdmission makes it principal and partition name) that
+// declares elicitation but answers nothing itself: Call returns the
+// gateway's input_required as it is.
+func callerClient(t *testing.T, in *instance, name string) *client.Client {
+	t.Helper()
+	tr := client.NewHTTPTransport(in.url, nil, client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
+		h.Set("Authorization", "Bearer "+name)
+		return nil
+	}))
+	c := client.New(tr, client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func callTool(ctx context.Context, c *client.Client, name string, args exactjson.Value) (exactjson.Value, error) {
+	return c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(name)), exactjson.Field("arguments", args)))
+}
+
+// D1 of issue 25: calls of a 2025-era stdio upstream that ask for input and
+// are never retried must not keep the upstream's processes from the other
+// callers. Caller A parks as many calls as there are processes, then
+// floods far more; caller B's calls are still served: one needing no input
+// completes, and one asking for input parks and completes on its retry.
+// (Before parked calls were multiplexed, every process stayed with A's
+// parked calls for input.lifetime and B's echo got -31050 after
+// callTimeout.)
+func TestParkedCallsDoNotStarveOtherCallers(t *testing.T) {
+	for _, exclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exclusiveProcesses=%v", exclusive), func(t *testing.T) { parkedCallsDoNotStarve(t, exclusive) })
+	}
+}
+
+// parkedCallsDoNotStarve: with exclusiveProcesses, a parked call keeps its
+// process, but A holds at most its share of them.
+func parkedCallsDoNotStarve(t *testing.T, exclusive bool) {
+	up, _ := fakeUpstream(t, "fake")
+	up.MaxProcesses = 2
+	up.ExclusiveProcesses = exclusive
+	up.CallTimeout = gateway.Duration(5 * time.Second)
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
+	a, b := callerClient(t, in, "alice"), callerClient(t, in, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// A parks one call per process and never retries (but the first).
+	var first exactjson.Value
+	parks := up.MaxProcesses
+	if exclusive {
+		parks = up.MaxProcesses / 2 // its share of the processes
+	}
+	for i := range parks {
+		res, err := callTool(ctx, a, "ask", exactjson.Object())
+		if err != nil || str(res, "resultType") != "input_required" {
+			t.Fatalf("A's call %d: %v %v, want input_required", i, res, err)
+		}
+		if i == 0 {
+			first = res
+		}
+	}
+	// Then A floods: its parked calls beyond its share are refused, and
+	// none of this keeps B out.
+	var wg sync.WaitGroup
+	refused := make(chan error, 3*gateway.DefaultMaxParkedPerCaller)
+	for range cap(refused) {
+		wg.Go(func() {
+			res, err := callTool(ctx, a, "ask", exactjson.Object())
+			if err != nil {
+				refused <- err
+			} else if str(res, "resultType") != "input_required" {
+				t.Errorf("A's flood: %s", res)
+			}
+		})
+	}
+	wg.Wait()
+	close(refused)
+	n := 0
+	for err := range refused {
+		n++
+		if !strings.Contains(err.Error(), "waiting for input") && (!exclusive || rpcCode(err) != gateway.CodeUpstreamUnavailable) {
+			t.Errorf("A's refused call: %v, want it to say too many calls are waiting for input", err)
+		}
+	}
+	if n == 0 {
+		t.Errorf("A parked %d calls: none refused beyond its share of %d", cap(refused)+parks, gateway.DefaultMaxParkedPerCaller)
+	}
+
+	// B is served: a call needing no input,
+	res, err := callTool(ctx, b, "echo", exactjson.Object(exactjson.Field("x", exactjson.Int(1))))
+	if err != nil || !strings.Contains(res.String(), `{\"x\":1}`) {
+		t.Fatalf("B's echo: %v %v, want its arguments back", res, err)
+	}
+	// and one asking for input twice, retried each time.
+	res, err = callTool(ctx, b, "ask", exactjson.Object())
+	res, err = answerRounds(ctx, b, "bob", res, err)
+	if err != nil || strings.Count(res.String(), "bob-elicit-") != 2 {
+		t.Fatalf("B's ask: %v %v, want B's own two answers", res, err)
+	}
+	// A's first parked call, on a process B's calls shared, still gets
+	// A's answers, and only A's.
+	res, err = answerRounds(ctx, a, "alice", first, nil)
+	if err != nil || strings.Count(res.String(), "alice-elicit-") != 2 || strings.Contains(res.String(), "bob") {
+		t.Fatalf("A's first ask, retried: %v %v, want A's own two answers", res, err)
+	}
+}
+
+// answerRounds answers every round of the call of the tool "ask" whose
+// first outcome is res, err, with who's answers, and returns the last.
+func answerRounds(ctx context.Context, c *client.Client, who string, res exactjson.Value, err error) (exactjson.Value, error) {
+	for round := 0; err == nil && str(res, "resultType") == "input_required"; round++ {
+		if round > 2 {
+			return res, fmt.Errorf("round %d: %s", round, res)
+		}
+		reqs, _ := res.Get("inputRequests")
+		state, _ := res.Get("requestState")
+		var answers []exactjson.Member
+		for _, m := range reqs.Members() {
+			answers = append(answers, exactjson.Field(m.Name, exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+				exactjson.Field("content", exactjson.Object(exactjson.Field("answer", exactjson.String(who+"-"+m.Name)))))))
+		}
+		res, err = c.Call(ctx, "tools/call", exactjson.Object(
+			exactjson.Field("name", exactjson.String("ask")), exactjson.Field("arguments", exactjson.Object()),
+			exactjson.Field("inputResponses", exactjson.Object(answers...)), exactjson.Field("requestState", state)))
+	}
+	return res, err
+}
+
+// Working capacity is shared too: caller A flooding a 2025-era stdio
+// upstream with calls that never end holds at most its share of the
+// processes (MaxCallsPerCaller), and caller B's call is served meanwhile.
+// (Without the share, A's calls held every process and B's call waited
+// for one until callTimeout.)
+func TestSlowCallsDoNotStarveOtherCallers(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	up.MaxProcesses = 2
+	up.CallTimeout = gateway.Duration(time.Minute)
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
+	a, b := callerClient(t, in, "alice"), callerClient(t, in, "bob")
+	actx, stopA := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(stopA)
+	for range 6 {
+		wg.Go(func() { _, _ = callTool(actx, a, "hang", exactjson.Object()) })
+	}
+	waitFor(t, "A's calls to hold their share", func() bool { return in.gw.Running("fake") >= 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := callTool(ctx, b, "echo", exactjson.Object(exactjson.Field("x", exactjson.Int(2))))
+	if err != nil || !strings.Contains(res.String(), `{\"x\":2}`) {
+		t.Fatalf("B's echo: %v %v, want its arguments back", res, err)
+	}
+}

@@ -1,0 +1,362 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
+
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/nodetest"
+)
+
+// Third-party MCP servers from npm (gateway/testdata/npmservers), installed
+// once per machine by internal/nodetest: the TypeScript SDK's reference
+// servers, speaking 2025-11-25. In CI a missing node or npm fails the test.
+
+// npmServer returns the entry script of the installed npm package pkg
+// (its package.json "bin") and the node binary.
+func npmServer(t *testing.T, pkg, script string) (node, entry string) {
+	t.Helper()
+	node = nodetest.Node(t)
+	dir := nodetest.Install(t, filepath.Join("testdata", "npmservers"))
+	entry = filepath.Join(dir, "node_modules", pkg, script)
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("%s: %v", pkg, err)
+	}
+	return node, entry
+}
+
+// everythingStdio is server-everything as a stdio upstream.
+func everythingStdio(t *testing.T, name string) gateway.UpstreamConfig {
+	node, entry := npmServer(t, "@modelcontextprotocol/server-everything", "dist/index.js")
+	return gateway.UpstreamConfig{Name: name, Command: node, Args: []string{entry, "stdio"}, Protocol: gateway.Version20251125}
+}
+
+// waitTool waits until the gateway lists tool name (server-everything
+// registers some tools once it knows the client's capabilities).
+func waitTool(t *testing.T, ctx context.Context, c *client.Client, name string) {
+	t.Helper()
+	waitFor(t, "tool "+name, func() bool {
+		res, err := c.Call(ctx, "tools/list", exactjson.Object())
+		return err == nil && strings.Contains(res.String(), `"name":"`+name+`"`)
+	})
+}
+
+// server-everything over stdio behind the gateway (issue 25 D1, issue 27
+// item 4): its roots/list right after initialize gets the configured roots
+// (it was refused: "no single request in flight answers roots/list"), and
+// calls parked on its one process leave it to other callers, whose
+// elicitations still reach the right caller.
+func TestEverythingStdio(t *testing.T) {
+	up := everythingStdio(t, "every")
+	up.MaxProcesses = 1
+	up.MaxCallsPerCaller = 1
+	up.Roots = []gateway.Root{{URI: "file:///srv/weft-gw-root", Name: "gw-root"}}
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	auth := func(name string) client.HTTPOption {
+		return client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+name)
+			return nil
+		})
+	}
+	b := client.New(client.NewHTTPTransport(in.url, nil, auth("bob")), client.Options{Handlers: client.Handlers{
+		Roots: func(context.Context) (exactjson.Value, error) {
+			return mustJSON(`{"roots":[{"uri":"file:///from-client"}]}`), nil
+		},
+		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+			return mustJSON(`{"action":"accept","content":{"name":"bob-answer"}}`), nil
+		},
+	}})
+	defer b.Close()
+	waitTool(t, ctx, b, "get-roots-list")
+	t.Run("roots", func(t *testing.T) {
+		res, err := b.CallTool(ctx, "get-roots-list", nil)
+		if err != nil || !strings.Contains(res.Text(), "file:///srv/weft-gw-root") || strings.Contains(res.Text(), "from-client") {
+			t.Fatalf("get-roots-list: %v %v, want the configured root", res, err)
+		}
+	})
+	t.Run("parked calls share the process", func(t *testing.T) {
+		a := callerClient(t, in, "alice")
+		var first exactjson.Value
+		for i := range 3 {
+			res, err := callTool(ctx, a, "trigger-elicitation-request", exactjson.Object())
+			if err != nil || str(res, "resultType") != "input_required" {
+				t.Fatalf("A's call %d: %v %v, want input_required", i, res, err)
+			}
+			if i == 0 {
+				first = res
+			}
+		}
+		res, err := b.CallTool(ctx, "echo", map[string]any{"message": "hi from bob"})
+		if err != nil || !strings.Contains(res.Text(), "hi from bob") {
+			t.Fatalf("B's echo: %v %v", res, err)
+		}
+		res, err = b.CallTool(ctx, "trigger-elicitation-request", nil)
+		if err != nil || !strings.Contains(res.Text(), "bob-answer") {
+			t.Fatalf("B's elicitation: %v %v, want B's answer", res, err)
+		}
+		reqs, _ := first.Get("inputRequests")
+		state, _ := first.Get("requestState")
+		var answers []exactjson.Member
+		for _, m := range reqs.Members() {
+			answers = append(answers, exactjson.Field(m.Name, mustJSON(`{"action":"accept","content":{"name":"alice-answer"}}`)))
+		}
+		got, err := a.Call(ctx, "tools/call", exactjson.Object(
+			exactjson.Field("name", exactjson.String("trigger-elicitation-request")), exactjson.Field("arguments", exactjson.Object()),
+			exactjson.Field("inputResponses", exactjson.Object(answers...)), exactjson.Field("requestState", state)))
+		if err != nil || !strings.Contains(got.String(), "alice-answer") || strings.Contains(got.String(), "bob") {
+			t.Fatalf("A's first call, retried: %v %v, want A's answer", got, err)
+		}
+	})
+}
+
+// mustJSON parses s.
+func mustJSON(s string) exactjson.Value {
+	v, err := exactjson.Parse([]byte(s), exactjson.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// startBareGateway runs a gateway whose server has no URL policy of its
+// own (as weft gateway's): what its upstreams' URL elicitations may carry
+// is the gateway's configuration only.
+func startBareGateway(t *testing.T, cfg *gateway.Config, opts gateway.Options) *instance {
+	t.Helper()
+	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: testKeyring(t),
+		Legacy: &weft.LegacyOptions{}, QuietRequests: !testing.Verbose()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, srv, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		if err := gw.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &instance{gw: gw, srv: srv, url: hs.URL}
+}
+
+// URL elicitation of server-everything (issue 27 item 1) completes through
+// the gateway under the upstream's urlElicitation policy, by both of its
+// paths: elicitation/create in url mode, and the -32042 error (whose retry
+// makes it ask by the first path). An origin the policy does not allow
+// never reaches the client: the upstream's request is refused and the
+// client reads the setting to change. (Before: -32603 Internal error, the
+// gateway's config having no policy.)
+func TestEverythingURLElicitation(t *testing.T) {
+	up := everythingStdio(t, "every")
+	up.URLElicitation = &gateway.URLElicitationConfig{AllowedOrigins: []string{"https://example.com", "https://modelcontextprotocol.io"}}
+	in := startBareGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, gateway.Options{URLElicitation: &elicit.URLPolicy{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var opened []string
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			opened = append(opened, str(p, "url"))
+			mu.Unlock()
+			return mustJSON(`{"action":"accept"}`), nil
+		},
+	}})
+	defer c.Close()
+	waitTool(t, ctx, c, "trigger-url-elicitation")
+	for _, tc := range []struct {
+		name      string
+		errorPath bool
+		url       string
+		want      []string // the URLs the client is asked to open
+	}{
+		{"request path", false, "https://example.com/connect/1", []string{"https://example.com/connect/1"}},
+		{"error path", true, "https://example.com/connect/2", []string{"https://modelcontextprotocol.io", "https://example.com/connect/2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			opened = nil
+			mu.Unlock()
+			res, err := c.CallTool(ctx, "trigger-url-elicitation", map[string]any{"url": tc.url, "errorPath": tc.errorPath})
+			if err != nil || !strings.Contains(res.Text(), "User completed the URL elicitation flow") {
+				t.Fatalf("%v %v, want the flow completed", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(opened, tc.want) {
+				t.Errorf("the client was asked to open %q, want %q", opened, tc.want)
+			}
+		})
+	}
+	t.Run("origin not allowed", func(t *testing.T) {
+		mu.Lock()
+		opened = nil
+		mu.Unlock()
+		res, err := c.CallTool(ctx, "trigger-url-elicitation", map[string]any{"url": "https://elsewhere.example/x"})
+		got := fmt.Sprint(res, err)
+		if res != nil && res.Text() != "" {
+			got = res.Text()
+		}
+		if !strings.Contains(got, "urlElicitation.allowedOrigins") {
+			t.Errorf("got %s, want the upstream's refusal naming urlElicitation.allowedOrigins", got)
+		}
+		if len(opened) > 0 {
+			t.Errorf("the client was asked to open %q", opened)
+		}
+	})
+}
+
+// everythingHTTP starts server-everything's Streamable HTTP mode on port
+// (it listens on every interface and has no host setting: the test sends
+// traffic to 127.0.0.1 only) and returns a function stopping it.
+func everythingHTTP(t *testing.T, port int) (stop func()) {
+	t.Helper()
+	node, entry := npmServer(t, "@modelcontextprotocol/server-everything", "dist/index.js")
+	cmd := exec.Command(node, entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	waitFor(t, "server-everything to listen on 127.0.0.1:"+strconv.Itoa(port), func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return stop
+}
+
+// freePort returns a port free on 127.0.0.1 and on every interface.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0") // the server binds every interface
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A restarted server-everything over HTTP is used again (issue 27 item 2):
+// it answers the old session with HTTP 400 "Bad Request: No valid session
+// ID provided", which the gateway takes for a lost session, opening another
+// (before, every later call failed with -31050 until the gateway
+// restarted).
+func TestEverythingHTTPRestarted(t *testing.T) {
+	port := freePort(t)
+	stop := everythingHTTP(t, port)
+	up := gateway.UpstreamConfig{Name: "every", URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "echo", map[string]any{"message": "before"}); err != nil || !strings.Contains(res.Text(), "before") {
+		t.Fatalf("before the restart: %v %v", res, err)
+	}
+	stop()
+	everythingHTTP(t, port)
+	if res, err := c.CallTool(ctx, "echo", map[string]any{"message": "after"}); err != nil || !strings.Contains(res.Text(), "after") {
+		t.Fatalf("after the restart: %v %v", res, err)
+	}
+}
+
+// A tool of a 2025-era upstream that requires task augmentation
+// (server-everything's simulate-research-query, execution.taskSupport
+// "required") is not listed: the gateway does not translate 2025-era tasks,
+// so every call would fail (issue 27 item 3, its last sentence).
+func TestEverythingTaskRequiredToolHidden(t *testing.T) {
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{everythingStdio(t, "every")}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitTool(t, ctx, c, "get-sum")
+	res, err := c.Call(ctx, "tools/list", exactjson.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.String(), "simulate-research-query") {
+		t.Errorf("tools/list shows simulate-research-query, which no call through the gateway can run")
+	}
+}
+
+// server-filesystem, server-memory and server-sequential-thinking behind
+// the gateway over stdio:
+// server-filesystem asks roots/list right after initialize and replaces its
+// allowed directories with them, so the configured roots reach it (before,
+// the request was refused and it kept its command-line directory); a file
+// of the root is read through the gateway; server-memory keeps a graph
+// across calls; sequential-thinking counts a thought.
+func TestFilesystemAndMemory(t *testing.T) {
+	node, fsEntry := npmServer(t, "@modelcontextprotocol/server-filesystem", "dist/index.js")
+	_, memEntry := npmServer(t, "@modelcontextprotocol/server-memory", "dist/index.js")
+	_, thinkEntry := npmServer(t, "@modelcontextprotocol/server-sequential-thinking", "dist/index.js")
+	start, root := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("hello from the root"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+		{Name: "files", Command: node, Args: []string{fsEntry, start}, Prefix: "fs_", Roots: []gateway.Root{{URI: "file://" + root, Name: "root"}}},
+		{Name: "memory", Command: node, Args: []string{memEntry}, Prefix: "mem_", Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+		{Name: "think", Command: node, Args: []string{thinkEntry}, Prefix: "think_", Env: map[string]string{"DISABLE_THOUGHT_LOGGING": "true"}},
+	}}
+	in := startGateway(t, cfg, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitFor(t, "server-filesystem to take the configured root", func() bool {
+		res, err := c.CallTool(ctx, "fs_list_allowed_directories", nil)
+		return err == nil && strings.Contains(res.Text(), root) && !strings.Contains(res.Text(), start)
+	})
+	res, err := c.CallTool(ctx, "fs_read_text_file", map[string]any{"path": filepath.Join(root, "note.txt")})
+	if err != nil || !strings.Contains(res.Text(), "hello from the root") {
+		t.Fatalf("read_text_file: %v %v", res, err)
+	}
+	if res, err := c.CallTool(ctx, "mem_create_entities", map[string]any{"entities": []map[string]any{
+		{"name": "weft", "entityType": "project", "observations": []string{"fronted by a gateway"}}}}); err != nil || res.IsError {
+		t.Fatalf("create_entities: %v %v", res, err)
+	}
+	res, err = c.CallTool(ctx, "mem_read_graph", nil)
+	if err != nil || !strings.Contains(res.Text(), "fronted by a gateway") {
+		t.Fatalf("read_graph: %v %v", res, err)
+	}
+	res, err = c.CallTool(ctx, "think_sequentialthinking", map[string]any{"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1})
+	if err != nil || !strings.Contains(res.Text(), `"thoughtHistoryLength": 1`) {
+		t.Fatalf("sequentialthinking: %v %v", res, err)
+	}
+}
