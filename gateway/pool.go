@@ -162,7 +162,7 @@ func (pp *procPool) turnOf(p *proc, caller string) *turn {
 // (dialing) are reserved.
 func (pp *procPool) dial(ctx context.Context, caller string) (*turn, error) {
 	u := pp.u
-	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.g.hc, u.headers, u.unrouted, u.outsideCall, u.g.log)
+	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.outsideCall, u.g.log)
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	pp.dialing--
