@@ -14,6 +14,7 @@ import (
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/sessionstore"
 	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/pgstore"
@@ -72,7 +73,8 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 			return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
 		}
 		tasksStore, events = pg, pg
-		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger})
+		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger,
+			Limits: sessionstore.Limits{EvictWhenFull: true}})
 		if err != nil {
 			_ = pg.Close()
 			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
