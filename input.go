@@ -321,12 +321,16 @@ type InputRequired struct {
 // with [InputRequired.Ask].
 func AskInput(key string, r InputRequest) *InputRequired { return new(InputRequired).Ask(key, r) }
 
-// Ask adds a keyed input request. Keys must be unique within the result.
+// Ask adds a keyed input request. Keys are exact JSON member names (any
+// valid UTF-8, "" included, as in the schema's InputRequests map; the retry
+// answers under the same key) and must be unique within the result.
 func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 	if ir.err == nil {
 		switch {
-		case key == "" || !utf8.ValidString(key):
-			ir.err = fmt.Errorf("weft: input request key %q is not a valid JSON member name", key)
+		case !utf8.ValidString(key):
+			// Any valid UTF-8 string, "" included, is a JSON member name,
+			// and the schema's InputRequests map allows every one.
+			ir.err = fmt.Errorf("weft: input request key %q is not valid UTF-8", key)
 		case r.err != nil:
 			ir.err = fmt.Errorf("weft: input request %q: %w", key, r.err)
 		case !r.decl.valid():
