@@ -271,6 +271,7 @@ func mergeCapabilities(a, b exactjson.Value) exactjson.Value {
 // not be built carries its error ([InputRequest.Err]), which is reported
 // when the handler's result is checked.
 type InputRequest struct {
+	src    Input // the declaration it was built from
 	decl   inputDecl
 	kind   inputKind // the kind actually emitted (sampling with tools is derived from params)
 	params exactjson.Value
@@ -280,6 +281,16 @@ type InputRequest struct {
 
 // Method returns the embedded request's JSON-RPC method.
 func (r InputRequest) Method() string { return r.decl.Method() }
+
+// Declaration returns the declaration the request was built from (the
+// value whose Ask built it, or the one given to [Relay]), nil for the zero
+// InputRequest. Compare it with the operation's declarations to tell which
+// one a request came from, or read its Requirement and Capabilities.
+func (r InputRequest) Declaration() Input { return r.src }
+
+// from records the declaration a request is built from (deferred by every
+// Ask, so that each of its returns carries it).
+func (r *InputRequest) from(in Input) { r.src = in }
 
 // Params returns the embedded request's params.
 func (r InputRequest) Params() exactjson.Value { return r.params }

@@ -37,3 +37,35 @@ func TestEmptyInputRequestKey(t *testing.T) {
 		t.Fatalf("retry: %v", r)
 	}
 }
+
+// TestInputRequestDeclaration: every emitted request names the declaration
+// it was built from, failed ones included.
+func TestInputRequestDeclaration(t *testing.T) {
+	form, url, sampling, roots := Form(ConditionalCapability), URL(RequiredCapability), Sampling(ConditionalCapability), Roots(ConditionalCapability)
+	typed := FormOf[struct {
+		Name string `json:"name"`
+	}](ConditionalCapability)
+	for _, c := range []struct {
+		name string
+		r    InputRequest
+		want Input
+	}{
+		{"form", form.Ask("Approve?", approveSchema), form},
+		{"form that failed", form.Ask("", approveSchema), form},
+		{"typed form", typed.Ask("Name?"), typed},
+		{"url", url.Ask("Sign in.", "https://example.com/a"), url},
+		{"sampling", sampling.Ask(SamplingRequest{Messages: []SamplingMessage{{Role: RoleUser, Content: TextContent("Hi")}}, MaxTokens: 5}), sampling},
+		{"roots", roots.Ask(), roots},
+		{"relayed", Relay(form, mustParse(t, `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}`)), form},
+	} {
+		if got := c.r.Declaration(); got != c.want {
+			t.Errorf("%s: Declaration() = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (InputRequest{}).Declaration() != nil {
+		t.Error("the zero InputRequest names a declaration")
+	}
+	if d := form.Ask("Approve?", approveSchema).Declaration(); d.Requirement() != ConditionalCapability || d.Method() != "elicitation/create" {
+		t.Errorf("declaration %v", d)
+	}
+}
