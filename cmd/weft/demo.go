@@ -108,6 +108,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
+	stores.allowedHosts, stores.allowedOrigins = cfg.allowedHosts, cfg.allowedOrigins
 	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease, closers: closers}
 	if err := d.register(); err != nil {
 		_ = d.Close()
