@@ -135,22 +135,30 @@ func (m *Memory) Create(ctx context.Context, s *Session) error {
 	if len(m.sessions) >= m.limits.MaxSessions || now.Sub(m.lastSweep) > time.Minute {
 		m.sweep(now)
 	}
-	perOwner := map[string]int{}
-	partition := 0
+	full := len(m.sessions) >= m.limits.MaxSessions
+	var perOwner map[string]int // only a full store ranks the owners
+	if full && m.limits.EvictWhenFull {
+		perOwner = map[string]int{}
+	}
+	mine, partition := 0, 0
 	for _, o := range m.sessions {
 		if !o.Live(now) {
 			continue
 		}
-		perOwner[o.Owner]++
+		if o.Owner == c.Owner {
+			mine++
+		}
 		if c.Partition != "" && o.Partition == c.Partition {
 			partition++
 		}
+		if perOwner != nil {
+			perOwner[o.Owner]++
+		}
 	}
-	mine := perOwner[c.Owner]
 	if mine >= m.limits.MaxPerIdentity || (c.Partition != "" && partition >= m.limits.MaxPerPartition) {
 		return ErrLimit
 	}
-	if len(m.sessions) >= m.limits.MaxSessions {
+	if full {
 		if !m.limits.EvictWhenFull {
 			return ErrLimit
 		}
