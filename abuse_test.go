@@ -71,7 +71,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
 	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: &LegacyOptions{
 		IdleTimeout: time.Minute, MaxLifetime: 2 * time.Minute, InputTimeout: time.Second,
-		Limits: sessionstore.Limits{MaxSessions: sessions},
+		Limits: sessionstore.Limits{MaxSessions: sessions, MaxPerIdentity: sessions}, // one client fills the store
 	}})
 	must(t, s.EnableTasks(TaskOptions{Store: store, TTL: time.Second, Retention: time.Millisecond, SweepInterval: 100 * time.Millisecond}))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

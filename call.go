@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -13,6 +14,134 @@ import (
 // request (unknown target, arguments, capabilities, inputResponses and
 // request state), calls the application's handler and returns its typed
 // result; dispatch.go runs them inside the shared stages and middleware.
+
+// prepared is what verifying an operation request resolved: its target and
+// the arguments checked so far. Retry answers and state are on the Request.
+type prepared struct {
+	tool       *toolEntry
+	args       exactjson.Value
+	prompt     *promptEntry
+	promptArgs map[string]string
+	resource   ResourceHandler
+	cache      CachePolicy
+}
+
+// isOperation reports the methods whose requests are verified before the
+// Observer, the middleware and the handler see them.
+func isOperation(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		return true
+	}
+	return false
+}
+
+// verifyOperation resolves an operation request's target and verifies what
+// it carries (required capabilities, inputResponses, request state), so that
+// the one *Request reaching the Observer, every middleware and the handler
+// already holds the verified answers, state and round. dispatch calls it
+// first; a panic in the application code it runs (visibility filters) is
+// the internal error.
+func (s *Server) verifyOperation(ctx context.Context, req *Request) (e *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("weft: panic while verifying a request", "method", req.Method, "name", req.Name, "panic", p, "stack", string(debug.Stack()))
+			req.retry, req.prep = nil, nil
+			e = internalError(fmt.Errorf("panic: %v", p))
+		}
+	}()
+	p, e := s.prepare(ctx, req)
+	if e != nil {
+		req.retry = nil // nothing unverified stays visible
+		return e
+	}
+	req.prep = p
+	return nil
+}
+
+// preparedOf returns what verifyOperation resolved for req, verifying it now
+// when the request did not come through dispatch's verification (task
+// steps).
+func (s *Server) preparedOf(ctx context.Context, req *Request) (*prepared, *Error) {
+	if p := req.prep; p != nil {
+		return p, nil
+	}
+	return s.prepare(ctx, req)
+}
+
+// prepare resolves and checks an operation request, in the order a client
+// sees the errors: unknown target, malformed arguments, capabilities,
+// metadata headers, then inputResponses and request state.
+func (s *Server) prepare(ctx context.Context, req *Request) (*prepared, *Error) {
+	switch req.Method {
+	case "tools/call":
+		s.mu.RLock()
+		t, ok := s.tools.get(req.Name)
+		s.mu.RUnlock()
+		if !ok || !s.Visible(ctx, req, KindTool, req.Name) {
+			return nil, InvalidParams("Unknown tool")
+		}
+		args, hasArgs := req.Params.Get("arguments")
+		if hasArgs && args.Kind() != exactjson.KindObject && args.Kind() != exactjson.KindNull {
+			return nil, InvalidParams("params.arguments must be an object")
+		}
+		if t.tool.Task == TaskRequired && !req.TasksSupported() {
+			return nil, errMissingCapabilities(tasksCapability())
+		}
+		if req.Header != nil && len(t.mirrors) > 0 && req.ProtocolVersion == ProtocolVersion { // 2025-11-25 clients send no Mcp-Param headers
+			if e := checkMirrors(req.Header, t.mirrors, args); e != nil {
+				return nil, e
+			}
+		}
+		if e := s.prepareOperation(ctx, req, t.op); e != nil {
+			return nil, e
+		}
+		return &prepared{tool: t, args: args}, nil
+	case "prompts/get":
+		s.mu.RLock()
+		p, ok := s.prompts.get(req.Name)
+		s.mu.RUnlock()
+		if !ok || !s.Visible(ctx, req, KindPrompt, req.Name) {
+			return nil, InvalidParams("Unknown prompt")
+		}
+		args := map[string]string{}
+		if av, ok := req.Params.Get("arguments"); ok && av.Kind() != exactjson.KindNull {
+			if av.Kind() != exactjson.KindObject {
+				return nil, InvalidParams("params.arguments must be an object of strings")
+			}
+			for k, v := range av.All() {
+				sv, ok := v.AsString()
+				if !ok {
+					return nil, InvalidParams("prompt arguments must be strings")
+				}
+				args[k] = sv
+			}
+		}
+		for _, a := range p.prompt.Arguments {
+			if _, ok := args[a.Name]; a.Required && !ok {
+				return nil, InvalidParams("Missing required argument " + a.Name)
+			}
+		}
+		if e := s.prepareOperation(ctx, req, p.op); e != nil {
+			return nil, e
+		}
+		return &prepared{prompt: p, promptArgs: args}, nil
+	case "resources/read":
+		if len(req.Name) > s.limits.MaxURIBytes {
+			return nil, InvalidParams("Resource URI too long")
+		}
+		op, h, cache, vars, ok := s.findResource(req.Name)
+		if !ok || !s.Visible(ctx, req, op.kind, op.name) {
+			return nil, ResourceNotFound(req.Name)
+		}
+		req.uriParams = vars
+		if e := s.prepareOperation(ctx, req, op); e != nil {
+			return nil, e
+		}
+		return &prepared{resource: h, cache: cache}, nil
+	}
+	return nil, internalError(fmt.Errorf("weft: %s is not an operation", req.Method))
+}
 
 // prepareOperation runs the checks every MRTR-capable operation shares:
 // required capabilities, inputResponses structure and request state.
@@ -151,27 +280,11 @@ func inputRequiredOr(err error) (Result, error) {
 // tools/call
 
 func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	t, ok := s.tools.get(req.Name)
-	s.mu.RUnlock()
-	if !ok || !s.Visible(ctx, req, KindTool, req.Name) {
-		return nil, InvalidParams("Unknown tool")
-	}
-	args, hasArgs := req.Params.Get("arguments")
-	if hasArgs && args.Kind() != exactjson.KindObject && args.Kind() != exactjson.KindNull {
-		return nil, InvalidParams("params.arguments must be an object")
-	}
-	if t.tool.Task == TaskRequired && !req.TasksSupported() {
-		return nil, errMissingCapabilities(tasksCapability())
-	}
-	if req.Header != nil && len(t.mirrors) > 0 && req.ProtocolVersion == ProtocolVersion { // 2025-11-25 clients send no Mcp-Param headers
-		if e := checkMirrors(req.Header, t.mirrors, args); e != nil {
-			return nil, e
-		}
-	}
-	if e := s.prepareOperation(ctx, req, t.op); e != nil {
+	p, e := s.preparedOf(ctx, req)
+	if e != nil {
 		return nil, e
 	}
+	t, args := p.tool, p.args
 	if args.Kind() == exactjson.KindNull {
 		args = exactjson.Object()
 	}
@@ -236,50 +349,22 @@ func (s *Server) toolError(ctx context.Context, req *Request, err error) (Result
 // prompts/get
 
 func (s *Server) handlePromptsGet(ctx context.Context, req *Request) (Result, error) {
-	s.mu.RLock()
-	p, ok := s.prompts.get(req.Name)
-	s.mu.RUnlock()
-	if !ok || !s.Visible(ctx, req, KindPrompt, req.Name) {
-		return nil, InvalidParams("Unknown prompt")
-	}
-	args := map[string]string{}
-	if av, ok := req.Params.Get("arguments"); ok && av.Kind() != exactjson.KindNull {
-		if av.Kind() != exactjson.KindObject {
-			return nil, InvalidParams("params.arguments must be an object of strings")
-		}
-		for k, v := range av.All() {
-			sv, ok := v.AsString()
-			if !ok {
-				return nil, InvalidParams("prompt arguments must be strings")
-			}
-			args[k] = sv
-		}
-	}
-	for _, a := range p.prompt.Arguments {
-		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, InvalidParams("Missing required argument " + a.Name)
-		}
-	}
-	if e := s.prepareOperation(ctx, req, p.op); e != nil {
+	pr, e := s.preparedOf(ctx, req)
+	if e != nil {
 		return nil, e
 	}
+	p, args := pr.prompt, pr.promptArgs
 	return operationResult(p.handler(ctx, req, args))
 }
 
 // resources/read
 
 func (s *Server) handleResourcesRead(ctx context.Context, req *Request) (Result, error) {
-	if len(req.Name) > s.limits.MaxURIBytes {
-		return nil, InvalidParams("Resource URI too long")
-	}
-	op, h, cache, vars, ok := s.findResource(req.Name)
-	if !ok || !s.Visible(ctx, req, op.kind, op.name) {
-		return nil, ResourceNotFound(req.Name)
-	}
-	req.uriParams = vars
-	if e := s.prepareOperation(ctx, req, op); e != nil {
+	p, e := s.preparedOf(ctx, req)
+	if e != nil {
 		return nil, e
 	}
+	h, cache := p.resource, p.cache
 	res, err := h(ctx, req)
 	if err != nil || res == nil {
 		return operationResult(res, err)

@@ -316,12 +316,31 @@ func (s *Server) newRequest(in *inbound, method string, id ID, version, name str
 // panic recovery, the middleware chain and h. fin encodes the typed result
 // for the client's era; a nil fin keeps the typed result (task steps).
 func (s *Server) dispatch(ctx context.Context, req *Request, h Handler, fin encoder) reply {
+	// An operation request is verified first (call.go), so that the one
+	// *Request the Observer, the middleware and the handler see holds the
+	// verified answers, state and round; one that fails verification is
+	// observed and answered, and reaches neither middleware nor handler.
+	var rejected *reply
+	if req.task == nil && isOperation(req.Method) {
+		if e := s.verifyOperation(ctx, req); e != nil {
+			r := s.errorReply(ctx, req, e)
+			rejected = &r
+		}
+	}
 	obs := s.opts.Observer
 	if obs == nil || req.task != nil {
+		if rejected != nil {
+			return *rejected
+		}
 		return s.admitted(ctx, req, h, fin)
 	}
 	obs.RequestStarted(ctx, req)
-	rep := s.admitted(ctx, req, h, fin) // no panic gets past run
+	var rep reply
+	if rejected != nil {
+		rep = *rejected
+	} else {
+		rep = s.admitted(ctx, req, h, fin) // no panic gets past run
+	}
 	var err error
 	if rep.err != nil {
 		err = rep.err

@@ -2,6 +2,7 @@ package weft
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -13,6 +14,10 @@ type enc struct {
 	b     []byte
 	err   error
 	first bool
+	// nums, when set, holds every value's numbers to these JSON limits
+	// (the server's: what its clients' parsers accept), not only to the
+	// encoder's ceilings.
+	nums *exactjson.Limits
 }
 
 func (e *enc) open() { e.b = append(e.b, '{'); e.first = true }
@@ -64,6 +69,14 @@ func (e *enc) blob(n string, data []byte) {
 
 func (e *enc) value(n string, v exactjson.Value) {
 	e.name(n)
+	if e.nums != nil {
+		if err := e.nums.CheckNumbers(v); err != nil {
+			if e.err == nil {
+				e.err = fmt.Errorf("member %q: %w", n, err)
+			}
+			return
+		}
+	}
 	b, err := exactjson.AppendJSON(e.b, v)
 	if err != nil {
 		if e.err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -165,4 +166,18 @@ func ExampleAskInput() {
 	// {"approval":{"method":"elicitation/create","params":{"mode":"form","message":"Order tea?","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean","description":"approve the order"}},"required":["approve"]}}}}
 	// sealed state: true
 	// complete Ordered tea.
+}
+
+// An emitted input request names the declaration it was built from.
+func ExampleInputRequest_Declaration() {
+	approve := weft.Form(weft.ConditionalCapability)
+	signIn := weft.URL(weft.RequiredCapability)
+	r := approve.Ask("Approve the order?", exactjson.Object(
+		exactjson.Field("type", exactjson.String("object")),
+		exactjson.Field("properties", exactjson.Object())))
+	fmt.Println(r.Declaration() == approve, r.Declaration() == signIn)
+	fmt.Println(r.Declaration())
+	// Output:
+	// true false
+	// conditional form elicitation
 }

@@ -27,7 +27,8 @@ func Form(r Requirement) FormInput { return FormInput{inputDecl{inputForm, r}} }
 // fields (see package elicit: [elicit.ParseSchema] rules apply, and the
 // server's secret policy refuses fields that ask for secrets). An invalid
 // request is reported when the handler's result is checked.
-func (f FormInput) Ask(message string, schema exactjson.Value) InputRequest {
+func (f FormInput) Ask(message string, schema exactjson.Value) (r InputRequest) {
+	defer r.from(f)
 	if err := f.invalid(); err != nil {
 		return f.failed(err)
 	}
@@ -113,7 +114,8 @@ func (f TypedFormInput[T]) input() declared {
 // Ask builds the form request with message telling the user why the input
 // is needed. An invalid request is reported when the handler's result is
 // checked.
-func (f TypedFormInput[T]) Ask(message string) InputRequest {
+func (f TypedFormInput[T]) Ask(message string) (r InputRequest) {
+	defer r.from(f)
 	if err := f.invalid(); err != nil {
 		return f.failed(err)
 	}
@@ -292,7 +294,8 @@ func URL(r Requirement) URLInput { return URLInput{inputDecl{inputURL, r}} }
 // anything reaches the client (HTTPS on an allowed origin, no secrets in
 // userinfo, query or fragment); give it an opaque handle
 // ([elicit.NewHandle], [elicit.HandleURL]) bound server-side to the user.
-func (u URLInput) Ask(message, url string) InputRequest {
+func (u URLInput) Ask(message, url string) (r InputRequest) {
+	defer r.from(u)
 	if err := u.invalid(); err != nil {
 		return u.failed(err)
 	}

@@ -44,12 +44,13 @@ func MissingCapabilities(required exactjson.Value) *Error {
 // by Ask: its kind must be declared (sampling that offers tools needs
 // Sampling(...).WithTools()), and forms and URLs must pass the server's
 // elicitation policies.
-func Relay(in Input, params exactjson.Value) InputRequest {
+func Relay(in Input, params exactjson.Value) (r InputRequest) {
+	defer r.from(in)
 	d := in.input()
 	if d.err != nil {
 		return d.decl.failed(d.err)
 	}
-	r := InputRequest{decl: d.decl, kind: d.decl.kind, params: params}
+	r = InputRequest{decl: d.decl, kind: d.decl.kind, params: params}
 	if d.decl.kind == inputSampling && (params.Has("tools") || params.Has("toolChoice")) {
 		r.kind = inputSamplingTools
 		r.err = errors.New("weft: a relayed sampling request offers tools but the operation declared weft.Sampling without WithTools")

@@ -271,6 +271,7 @@ func mergeCapabilities(a, b exactjson.Value) exactjson.Value {
 // not be built carries its error ([InputRequest.Err]), which is reported
 // when the handler's result is checked.
 type InputRequest struct {
+	src    Input // the declaration it was built from
 	decl   inputDecl
 	kind   inputKind // the kind actually emitted (sampling with tools is derived from params)
 	params exactjson.Value
@@ -283,6 +284,16 @@ type InputRequest struct {
 
 // Method returns the embedded request's JSON-RPC method.
 func (r InputRequest) Method() string { return r.decl.Method() }
+
+// Declaration returns the declaration the request was built from (the
+// value whose Ask built it, or the one given to [Relay]), nil for the zero
+// InputRequest. Compare it with the operation's declarations to tell which
+// one a request came from, or read its Requirement and Capabilities.
+func (r InputRequest) Declaration() Input { return r.src }
+
+// from records the declaration a request is built from (deferred by every
+// Ask, so that each of its returns carries it).
+func (r *InputRequest) from(in Input) { r.src = in }
 
 // Params returns the embedded request's params.
 func (r InputRequest) Params() exactjson.Value { return r.params }
@@ -324,12 +335,16 @@ type InputRequired struct {
 // with [InputRequired.Ask].
 func AskInput(key string, r InputRequest) *InputRequired { return new(InputRequired).Ask(key, r) }
 
-// Ask adds a keyed input request. Keys must be unique within the result.
+// Ask adds a keyed input request. Keys are exact JSON member names (any
+// valid UTF-8, "" included, as in the schema's InputRequests map; the retry
+// answers under the same key) and must be unique within the result.
 func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 	if ir.err == nil {
 		switch {
-		case key == "" || !utf8.ValidString(key):
-			ir.err = fmt.Errorf("weft: input request key %q is not a valid JSON member name", key)
+		case !utf8.ValidString(key):
+			// Any valid UTF-8 string, "" included, is a JSON member name,
+			// and the schema's InputRequests map allows every one.
+			ir.err = fmt.Errorf("weft: input request key %q is not valid UTF-8", key)
 		case r.err != nil:
 			ir.err = fmt.Errorf("weft: input request %q: %w", key, r.err)
 		case !r.decl.valid():

@@ -234,7 +234,7 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 		{"duplicate key", StateNone, func() *InputRequired {
 			return AskInput("e", form.Ask("a", approveSchema)).Ask("e", form.Ask("b", approveSchema))
 		}},
-		{"empty key", StateNone, func() *InputRequired { return AskInput("", form.Ask("a", approveSchema)) }},
+		{"key of invalid UTF-8", StateNone, func() *InputRequired { return AskInput("\xff", form.Ask("a", approveSchema)) }},
 		{"nothing at all", StateNone, func() *InputRequired { return new(InputRequired) }},
 		{"framework state on a stateless tool", StateNone, func() *InputRequired {
 			return AskInput("e", form.Ask("a", approveSchema)).WithFrameworkState(exactjson.Object())

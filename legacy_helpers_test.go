@@ -22,7 +22,8 @@ type legacyClient struct {
 	version string
 	token   string // Authorization bearer token, if any
 	caps    M
-	name    string // clientInfo.name; default "legacy-test"
+	name    string       // clientInfo.name; default "legacy-test"
+	httpc   *http.Client // default http.DefaultClient
 
 	mu        sync.Mutex
 	onRequest func(method string, params M) (result any, err *rpcError)
@@ -91,7 +92,11 @@ func (c *legacyClient) send(b []byte, mod func(http.Header)) resp {
 		c.t.Fatal(err)
 	}
 	req.Header = h
-	res, err := http.DefaultClient.Do(req)
+	hc := c.httpc
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
 	if err != nil {
 		c.t.Fatalf("POST: %v", err)
 	}

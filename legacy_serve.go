@@ -52,7 +52,10 @@ type LegacyOptions struct {
 	// close a configured store.
 	Store sessionstore.Store
 	// Limits bound the default in-memory store (a configured Store has its
-	// own limits).
+	// own limits). Each identity (each network address of anonymous HTTP
+	// callers) may hold MaxPerIdentity sessions, each partition
+	// MaxPerPartition, and the default store always evicts when full
+	// (sessionstore.Limits.EvictWhenFull).
 	Limits sessionstore.Limits
 	// IdleTimeout ends a session unused this long. Default 30 minutes.
 	IdleTimeout time.Duration
@@ -157,7 +160,11 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 	}
 	l.store = l.opts.Store
 	if l.store == nil {
-		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: l.opts.Limits, Now: s.now})
+		// A full default store evicts a session of the caller holding the
+		// most rather than refusing everyone (sessionstore.Limits).
+		lim := l.opts.Limits
+		lim.EvictWhenFull = true
+		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: lim, Now: s.now})
 	}
 	l.stdioStore = sessionstore.NewMemory(sessionstore.MemoryOptions{Now: s.now})
 	l.handlers = l.sessionHandlers()
@@ -509,7 +516,8 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	now := s.now()
 	sess := &sessionstore.Session{
 		ID: sid, ProtocolVersion: version, ClientCapabilities: capsJSON, ClientInfo: infoJSON,
-		IdentityDigest: identityDigest(req.Identity), CreatedAt: now, LastSeen: now,
+		IdentityDigest: identityDigest(req.Identity), Owner: sessionOwner(req.Identity, c.in.remoteAddr),
+		Partition: sessionPartition(req.Identity), CreatedAt: now, LastSeen: now,
 		IdleTimeout: l.opts.IdleTimeout, ExpiresAt: now.Add(l.opts.MaxLifetime),
 	}
 	if c.transport == "stdio" {

@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"net"
+	"net/netip"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/sessionstore"
@@ -44,10 +46,63 @@ const identityDomain = "weft-legacy-session-identity-v1"
 // identityDigest binds a session to the admitted identity's partition and
 // principal. Only the digest is stored.
 func identityDigest(id Identity) string {
+	return digestOf(identityDomain, id.Partition, id.Principal)
+}
+
+// Domains of the digests that sessionstore's per-identity and
+// per-partition bounds count.
+const (
+	ownerDomain     = "weft-legacy-session-owner-v1"
+	partitionDomain = "weft-legacy-session-partition-v1"
+)
+
+// sessionOwner is the key the store's per-identity bound counts
+// (sessionstore.Session.Owner): the identity's digest, or, for anonymous
+// callers over HTTP, a digest of their partition and network address, so
+// that anonymous clients on different addresses get separate shares
+// instead of one shared by all of them.
+func sessionOwner(id Identity, remoteAddr string) string {
+	addr := ownerAddress(remoteAddr)
+	if !id.Anonymous() || addr == "" {
+		return identityDigest(id)
+	}
+	return digestOf(ownerDomain, id.Partition, addr)
+}
+
+// sessionPartition is the key the store's per-partition bound counts: a
+// digest of the partition, "" without one.
+func sessionPartition(id Identity) string {
+	if id.Partition == "" {
+		return ""
+	}
+	return digestOf(partitionDomain, id.Partition)
+}
+
+// ownerAddress is the network identity of a remote address (host:port): the
+// IP address, and for IPv6 its /64 prefix (a single host usually holds a
+// whole /64). "" when the address is empty or not an IP.
+func ownerAddress(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return ""
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.WithZone("").Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+func digestOf(domain string, parts ...string) string {
 	h := sha256.New()
-	h.Write([]byte(identityDomain))
+	h.Write([]byte(domain))
 	h.Write([]byte{0})
-	for _, s := range []string{id.Partition, id.Principal} {
+	for _, s := range parts {
 		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(s))))
 		h.Write([]byte(s))
 	}

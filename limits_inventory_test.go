@@ -204,8 +204,10 @@ var invLimits = []invLimit{
 	// 2025-11-25 sessions.
 	{doc: "sessions (per store, so per fleet on PostgreSQL)", names: []string{"sessionstore.Limits.MaxSessions", "DefaultMaxSessions", "MaxSessionsCeiling"},
 		def: invNumI(sessionstore.DefaultMaxSessions), ceil: invNumI(sessionstore.MaxSessionsCeiling), past: []string{"503", "Retry-After"}, check: checkLegacySessions},
-	{doc: "sessions per identity", names: []string{"sessionstore.Limits.MaxPerIdentity"},
-		ceil: invNumI(sessionstore.MaxSessionsCeiling), past: []string{"503"}, check: checkLegacySessionsPerIdentity},
+	{doc: "sessions per identity", names: []string{"sessionstore.Limits.MaxPerIdentity", "DefaultMaxPerIdentity"},
+		def: invNumI(sessionstore.DefaultMaxPerIdentity), ceil: invNumI(sessionstore.MaxSessionsCeiling), past: []string{"503"}, check: checkLegacySessionsPerIdentity},
+	{doc: "sessions per partition", names: []string{"sessionstore.Limits.MaxPerPartition", "DefaultMaxPerPartition"},
+		def: invNumI(sessionstore.DefaultMaxPerPartition), ceil: invNumI(sessionstore.MaxSessionsCeiling), past: []string{"503"}, check: checkLegacySessionsPerPartition},
 	{doc: "pending client answers per session", names: []string{"sessionstore.Limits.MaxPendingAnswers"},
 		def: invNumI(sessionstore.DefaultMaxPendingAnswers), ceil: invNumI(sessionstore.MaxPendingAnswersCeiling), past: []string{"-32603"}, check: checkLegacyPendingAnswers},
 	{doc: "session id length", names: []string{"sessionstore.MaxIDBytes"},
@@ -462,6 +464,8 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		{"MaxSessions past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling + 1}}, false},
 		{"MaxPerIdentity at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling}}, true},
 		{"MaxPerIdentity past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling + 1}}, false},
+		{"MaxPerPartition at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling}}, true},
+		{"MaxPerPartition past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling + 1}}, false},
 		{"MaxPendingAnswers at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling}}, true},
 		{"MaxPendingAnswers past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}, false},
 	} {

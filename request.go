@@ -92,6 +92,7 @@ type Request struct {
 	b         boundFields
 	op        *operation
 	retry     *retryState // nil on a first call
+	prep      *prepared   // the verified target of an operation request (call.go)
 	uriParams map[string]string
 	task      *TaskInfo
 

@@ -296,7 +296,7 @@ func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
 // object within it, and buf the pooled buffer holding them, which the
 // transport may give back with putWire once it has written wire.
 func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire []byte, buf *[]byte, err error) {
-	e := &enc{}
+	e := &enc{nums: &s.limits.JSON} // numbers as the clients' parsers accept them (docs/limits.md)
 	start := 0
 	if id != nil {
 		buf, _ = s.wires.Get().(*[]byte)

@@ -35,7 +35,8 @@ func (d SamplingInput) WithTools() SamplingInput {
 // below 1, with content other than text, image or audio, or with tools under
 // a declaration without [SamplingInput.WithTools] is reported by the
 // request's Err and when the handler's result is checked.
-func (d SamplingInput) Ask(r SamplingRequest) InputRequest {
+func (d SamplingInput) Ask(r SamplingRequest) (ir InputRequest) {
+	defer ir.from(d)
 	if err := d.invalid(); err != nil {
 		return d.failed(err)
 	}
@@ -266,7 +267,8 @@ type RootsInput struct{ inputDecl }
 func Roots(r Requirement) RootsInput { return RootsInput{inputDecl{inputRoots, r}} }
 
 // Ask builds a roots/list request.
-func (d RootsInput) Ask() InputRequest {
+func (d RootsInput) Ask() (r InputRequest) {
+	defer r.from(d)
 	if err := d.invalid(); err != nil {
 		return d.failed(err)
 	}

@@ -253,6 +253,11 @@ func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired)
 		m.Keys = append(m.Keys, stateKey{Name: k, Method: ir.requests[i].Method()})
 	}
 	stateplain.SortKeys(m.Keys)
+	// State whose numbers the server's own parser would refuse could never
+	// be redeemed: refuse it now, before anything is sealed.
+	if err := s.limits.JSON.CheckNumbers(ir.fwState); err != nil {
+		return fail(fmt.Errorf("framework state: %w", err))
+	}
 	plain, err := stateplain.Encode(m, ir.fwState)
 	if err != nil {
 		return fail(err)

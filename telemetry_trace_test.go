@@ -158,7 +158,7 @@ func TestTracingContinuesMetaTraceparent(t *testing.T) {
 		"mcp.admission":  "tools/call flow",
 		"mcp.handler":    "tools/call flow",
 		"mcp.state.seal": "mcp.handler",
-		"mcp.state.open": "mcp.handler",
+		"mcp.state.open": "tools/call flow", // verified before the Observer, the middleware and the handler
 	}
 	for child, parent := range wantParent {
 		found := spansNamed(spans, child)

@@ -4,8 +4,10 @@
 // can be followed with commands alone.
 //
 // The listener is off unless the operator starts it. Handler refuses
-// requests that do not come from a loopback address or that lack the admin
-// bearer token (compared in constant time). Key bytes never cross this API:
+// requests that do not come from a loopback address, that name another
+// host than a loopback one in Host or come from a web origin other than a
+// loopback one (DNS rebinding), or that lack the admin bearer token
+// (compared in constant time). Key bytes never cross this API:
 // staging reads the key from the server's own keyring file, which the
 // operator distributes beforehand (for example with `weft keys generate`).
 package admin
@@ -23,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weftmcp/weft/internal/hostcheck"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -64,6 +67,16 @@ type Config struct {
 	Token string
 	// Logger receives an audit line per change (never key bytes).
 	Logger *slog.Logger
+	// AllowedHosts are Host header values accepted besides loopback names
+	// and addresses ("localhost", 127.0.0.0/8, ::1), with or without port:
+	// the names an operator reaches the listener by through a tunnel or
+	// proxy. Any other Host is refused (403), so that a web page whose
+	// name was rebound to 127.0.0.1 (DNS rebinding) cannot reach the API.
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted besides http and
+	// https origins of loopback hosts; a request with any other Origin is
+	// refused (403). Requests without Origin (non-browser clients) pass.
+	AllowedOrigins []string
 	// Extra handlers mounted beside the key API (for example /metrics),
 	// keyed by [http.ServeMux] pattern, behind the same loopback and token
 	// checks. A pattern that is invalid or conflicts with the key API makes
@@ -135,6 +148,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		writeError(w, http.StatusForbidden, "the admin API accepts loopback connections only")
+		return
+	}
+	// DNS rebinding: the page's own name and origin arrive with the request.
+	if !hostcheck.HostAllowed(r.Host, h.cfg.AllowedHosts) {
+		writeError(w, http.StatusForbidden, "the admin API accepts loopback host names only (Config.AllowedHosts)")
+		return
+	}
+	if !hostcheck.OriginAllowed(r.Header.Get("Origin"), h.cfg.AllowedOrigins) {
+		writeError(w, http.StatusForbidden, "the admin API refuses requests from this origin (Config.AllowedOrigins)")
 		return
 	}
 	auth := r.Header.Get("Authorization")

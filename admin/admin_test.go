@@ -120,6 +120,7 @@ func (f *fixture) do(method, path, body, remote, authz string) *httptest.Respons
 	}
 	r := httptest.NewRequest(method, path, rd)
 	r.RemoteAddr = remote
+	r.Host = "127.0.0.1:9090" // what a client of a loopback listener sends
 	if authz != "" {
 		r.Header.Set("Authorization", authz)
 	}
@@ -368,6 +369,7 @@ func TestHandlerKeyringFileErrors(t *testing.T) {
 			for _, op := range []string{"stage", "rotate"} {
 				r := httptest.NewRequest("POST", "/admin/keys/"+op, strings.NewReader(`{"id":"k1"}`))
 				r.RemoteAddr = "127.0.0.1:5000"
+				r.Host = "127.0.0.1:9090"
 				r.Header.Set("Authorization", "Bearer "+testToken)
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, r)
@@ -773,4 +775,60 @@ func TestConcurrentKeyOps(t *testing.T) {
 		t.Errorf("audit log: %d changes and %d refusals, want %d and %d", done, refused, answered[200]+1, wantRefused)
 	}
 	t.Logf("answers: %v", answered)
+}
+
+// TestHandlerHostAndOrigin: a page that rebinds its name to 127.0.0.1 still
+// sends its own name in Host and its origin in Origin; the admin API
+// refuses both (403, nothing changes) unless the operator listed them.
+func TestHandlerHostAndOrigin(t *testing.T) {
+	tests := []struct {
+		name, host, origin string
+		allowHosts         []string
+		allowOrigins       []string
+		want               int
+	}{
+		{"loopback address", "127.0.0.1:9090", "", nil, nil, http.StatusOK},
+		{"localhost", "localhost:9090", "", nil, nil, http.StatusOK},
+		{"IPv6 loopback", "[::1]:9090", "", nil, nil, http.StatusOK},
+		{"loopback origin", "127.0.0.1:9090", "http://localhost:3000", nil, nil, http.StatusOK},
+		{"rebound name", "attacker.example:9090", "", nil, nil, http.StatusForbidden},
+		{"rebound name with its origin", "attacker.example:9090", "http://attacker.example:9090", nil, nil, http.StatusForbidden},
+		{"foreign origin", "127.0.0.1:9090", "https://attacker.example", nil, nil, http.StatusForbidden},
+		{"opaque origin", "127.0.0.1:9090", "null", nil, nil, http.StatusForbidden},
+		{"listed host", "admin.internal:9090", "", []string{"admin.internal"}, nil, http.StatusOK},
+		{"listed origin", "127.0.0.1:9090", "https://console.internal", nil, []string{"https://console.internal"}, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			h, err := admin.Handler(admin.Config{Manager: f.mgr, KeyringPath: f.path, Token: testToken,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowedHosts: tt.allowHosts, AllowedOrigins: tt.allowOrigins})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := f.mgr.Snapshot()
+			for _, e := range endpoints[:5] {
+				var rd io.Reader
+				if e.body != "" {
+					rd = strings.NewReader(e.body)
+				}
+				r := httptest.NewRequest(e.method, e.path, rd)
+				r.RemoteAddr, r.Host = "127.0.0.1:5000", tt.host
+				r.Header.Set("Authorization", "Bearer "+testToken)
+				if tt.origin != "" {
+					r.Header.Set("Origin", tt.origin)
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if tt.want == http.StatusOK && w.Code == http.StatusForbidden || tt.want == http.StatusForbidden && w.Code != http.StatusForbidden {
+					t.Errorf("%s %s: HTTP %d %s, want %d", e.method, e.path, w.Code, w.Body, tt.want)
+				}
+			}
+			if tt.want == http.StatusForbidden {
+				if after := f.mgr.Snapshot(); !snapshotsEqual(before, after) {
+					t.Errorf("a refused request changed the keyring: %+v -> %+v", before, after)
+				}
+			}
+		})
+	}
 }

@@ -531,14 +531,52 @@ func appendCanonicalNumber(dst []byte, lit string) []byte {
 
 // checkLiteral verifies a number literal against the encoding ceilings.
 func checkLiteral(lit string) error {
-	if len(lit) > MaxNumberLengthCeiling {
-		return &LimitError{Limit: "MaxNumberLength", Max: MaxNumberLengthCeiling, Offset: -1}
+	return checkLiteralWithin(lit, MaxNumberLengthCeiling, MaxExponentCeiling)
+}
+
+// checkLiteralWithin verifies a number literal against a length and an
+// absolute adjusted exponent bound.
+func checkLiteralWithin(lit string, maxLen, maxExp int) error {
+	if len(lit) > maxLen {
+		return &LimitError{Limit: "MaxNumberLength", Max: maxLen, Offset: -1}
+	}
+	if len(lit) < maxExp && strings.IndexAny(lit, "eE") < 0 {
+		return nil // plain notation: |adjusted exponent| < its length
 	}
 	p := splitLiteral(lit)
 	first, _, nz := p.sigRange()
 	if nz {
-		if adj := p.adjusted(first); adj > MaxExponentCeiling || adj < -MaxExponentCeiling {
-			return &LimitError{Limit: "MaxExponent", Max: MaxExponentCeiling, Offset: -1}
+		if adj := p.adjusted(first); adj > int64(maxExp) || adj < -int64(maxExp) {
+			return &LimitError{Limit: "MaxExponent", Max: maxExp, Offset: -1}
+		}
+	}
+	return nil
+}
+
+// CheckNumbers reports the first number of v (at any depth, member names
+// aside) that a parser with limits l would refuse: longer than
+// l.MaxNumberLength or with an absolute adjusted exponent above
+// l.MaxExponent (zero fields: the defaults), as a *LimitError with a
+// negative Offset. The encoders check numbers only against the ceilings
+// (see "Encoding limits"), so a value built in code ([NumberFromDecimal])
+// can encode and still be refused by every reader using the default
+// limits; check such values with the readers' limits before sending them.
+func (l Limits) CheckNumbers(v Value) error {
+	l = l.resolved()
+	return checkNumbers(v, l.MaxNumberLength, l.MaxExponent)
+}
+
+func checkNumbers(v Value, maxLen, maxExp int) error {
+	switch v.kind {
+	case KindNumber:
+		return checkLiteralWithin(v.s, maxLen, maxExp)
+	case KindArray, KindObject:
+		for _, m := range v.members() {
+			if k := m.Value.kind; k == KindNumber || k == KindArray || k == KindObject {
+				if err := checkNumbers(m.Value, maxLen, maxExp); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

@@ -29,8 +29,10 @@ type CacheOptions struct {
 // each result's caching hint: a result is kept for its ttlMs (a result with
 // ttlMs 0 or no hint is not kept), and a private result (cacheScope
 // "private") only for the same caller (partition and principal), while a
-// public one is shared by all callers. Results are keyed by method, target
-// and the canonical params without _meta. Every catalog change the server
+// public one is shared by the callers of the same partition (callers
+// without a partition: of the same principal; anonymous callers with each
+// other). Results are keyed by protocol version, method, target, the
+// client's declared capabilities and the canonical params without _meta. Every catalog change the server
 // learns of ([weft.Server.CatalogVersion]: a registration, a removal, a
 // resource update, the fleet's events) invalidates the whole cache, so a
 // client never gets a list older than a change it was told about. Retries
@@ -104,9 +106,9 @@ func (c *Cache) Middleware() weft.Middleware {
 			if !ok {
 				return next(ctx, req)
 			}
-			private := base + "\x00p:" + strconv.Itoa(len(req.Identity.Partition)) + ":" + req.Identity.Partition + "\x00" + req.Identity.Principal
+			public, private := callerKeys(base, req.Identity)
 			now := time.Now()
-			if res, ok := c.get(now, base+"\x00public", private); ok {
+			if res, ok := c.get(now, public, private); ok {
 				return res, nil
 			}
 			res, err := next(ctx, req)
@@ -123,7 +125,7 @@ func (c *Cache) Middleware() weft.Middleware {
 			}
 			key := private
 			if hint.Public {
-				key = base + "\x00public"
+				key = public
 			}
 			c.put(key, res, now.Add(ttl))
 			return res, nil
@@ -131,9 +133,25 @@ func (c *Cache) Middleware() weft.Middleware {
 	}
 }
 
+// callerKeys extend a request's key with its caller: public is shared by
+// the callers of one partition (callers without a partition: by one
+// principal, since nothing else tells their authorization contexts apart;
+// anonymous callers by each other), private by one principal of one
+// partition.
+func callerKeys(base string, id weft.Identity) (public, private string) {
+	scope := "p:" + strconv.Itoa(len(id.Partition)) + ":" + id.Partition
+	if id.Partition == "" {
+		scope = "u:" + id.Principal
+	}
+	public = base + "\x00public\x00" + scope
+	private = base + "\x00private\x00p:" + strconv.Itoa(len(id.Partition)) + ":" + id.Partition + "\x00" + id.Principal
+	return public, private
+}
+
 // requestKey is the cache key of a request without its caller: the server's
-// catalog version, the method, the target and the canonical params without
-// _meta.
+// catalog version, the protocol version, the method, the target, the
+// client's declared capabilities (results may depend on them) and the
+// canonical params without _meta.
 func requestKey(req *weft.Request) (string, bool) {
 	params := req.Params
 	if params.Kind() == exactjson.KindObject {
@@ -146,12 +164,18 @@ func requestKey(req *weft.Request) (string, bool) {
 		b = append(b, srv.Implementation().Name...)
 		b = append(b, 0)
 	}
+	b = append(b, req.ProtocolVersion...)
+	b = append(b, 0)
 	b = append(b, req.Method...)
 	b = append(b, 0)
 	b = append(b, req.Name...)
 	b = append(b, 0)
-	b, err := exactjson.AppendCanonical(b, params)
+	b, err := exactjson.AppendCanonical(b, req.ClientCapabilities)
 	if err != nil {
+		return "", false
+	}
+	b = append(b, 0)
+	if b, err = exactjson.AppendCanonical(b, params); err != nil {
 		return "", false
 	}
 	return string(b), true

@@ -434,3 +434,56 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCacheKeyedByCallerAndCapabilities: a public result is shared only
+// within the caller's partition (callers without a partition: the same
+// principal), and no result is served to a request declaring other client
+// capabilities or another protocol version than the one it was made for.
+func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
+	ctx := context.Background()
+	principalOnly := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+		return weft.Identity{Principal: r.Header.Get("X-User")}, nil
+	}
+	var reads atomic.Int32
+	s := weft.NewServer(weft.Implementation{Name: "keyed"}, &weft.Options{Admission: principalOnly,
+		Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+	must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "file:///me", Name: "me"}, Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
+		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
+			reads.Add(1)
+			text := "for " + req.Identity.Principal
+			if req.ClientSupports(weft.Form(weft.ConditionalCapability)) {
+				text += " with forms"
+			}
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: text}}}, nil
+		}))
+	read := func(c *wefttest.Client) string {
+		t.Helper()
+		r, err := c.ReadResource(ctx, "file:///me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Contents[0].Text
+	}
+	forms := wefttest.WithCapabilities(exactjson.Object(exactjson.Field("elicitation", exactjson.Object())))
+	none := wefttest.WithCapabilities(exactjson.Object())
+	alice := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"), none)
+	aliceForms := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"), forms)
+	bob := wefttest.NewClient(s, wefttest.WithHeader("X-User", "bob"), none)
+	for _, c := range []struct {
+		who    string
+		client *wefttest.Client
+		want   string
+	}{
+		{"alice", alice, "for alice"},
+		{"bob after alice", bob, "for bob"},
+		{"alice with forms", aliceForms, "for alice with forms"},
+		{"alice again", alice, "for alice"},
+	} {
+		if got := read(c.client); got != c.want {
+			t.Errorf("%s: %q, want %q", c.who, got, c.want)
+		}
+	}
+	if n := reads.Load(); n != 3 {
+		t.Errorf("the handler ran %d times, want 3 (alice again is a hit)", n)
+	}
+}

@@ -122,38 +122,62 @@ func (m *Memory) live(id string, now time.Time) *Session {
 
 // Create implements Store.
 func (m *Memory) Create(ctx context.Context, s *Session) error {
-	if err := s.Validate(); err != nil {
+	now := m.now()
+	c, err := s.ForCreate(now)
+	if err != nil {
 		return err
 	}
-	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.live(s.ID, now) != nil {
+	if m.live(c.ID, now) != nil {
 		return ErrExists
 	}
 	if len(m.sessions) >= m.limits.MaxSessions || now.Sub(m.lastSweep) > time.Minute {
 		m.sweep(now)
 	}
-	if len(m.sessions) >= m.limits.MaxSessions {
+	full := len(m.sessions) >= m.limits.MaxSessions
+	var perOwner map[string]int // only a full store ranks the owners
+	if full && m.limits.EvictWhenFull {
+		perOwner = map[string]int{}
+	}
+	mine, partition := 0, 0
+	for _, o := range m.sessions {
+		if !o.Live(now) {
+			continue
+		}
+		if o.Owner == c.Owner {
+			mine++
+		}
+		if c.Partition != "" && o.Partition == c.Partition {
+			partition++
+		}
+		if perOwner != nil {
+			perOwner[o.Owner]++
+		}
+	}
+	if mine >= m.limits.MaxPerIdentity || (c.Partition != "" && partition >= m.limits.MaxPerPartition) {
 		return ErrLimit
 	}
-	if m.limits.MaxPerIdentity > 0 {
-		n := 0
-		for _, o := range m.sessions {
-			if o.IdentityDigest == s.IdentityDigest && o.Live(now) {
-				n++
-			}
-		}
-		if n >= m.limits.MaxPerIdentity {
+	if full {
+		if !m.limits.EvictWhenFull {
 			return ErrLimit
 		}
-	}
-	c := s.Clone()
-	if c.CreatedAt.IsZero() {
-		c.CreatedAt = now
-	}
-	if c.LastSeen.IsZero() {
-		c.LastSeen = now
+		top, most := "", 0
+		for owner, n := range perOwner {
+			if n > most || (n == most && owner < top) {
+				top, most = owner, n
+			}
+		}
+		if mine >= most {
+			return ErrLimit
+		}
+		var victim *Session
+		for _, o := range m.sessions {
+			if o.Owner == top && o.Live(now) && (victim == nil || o.LastSeen.Before(victim.LastSeen)) {
+				victim = o
+			}
+		}
+		m.removeLocked(victim.ID)
 	}
 	m.sessions[c.ID] = c
 	return nil

@@ -66,6 +66,15 @@ type Session struct {
 	// initialize (a digest of its partition and principal): requests whose
 	// identity differs are treated as if the session did not exist.
 	IdentityDigest string
+	// Owner is what Limits.MaxPerIdentity counts and what a full store
+	// with Limits.EvictWhenFull ranks: a digest of the admitted identity,
+	// or, for anonymous callers, of the identity their transport gives (the
+	// client's network address). Empty means IdentityDigest.
+	Owner string
+	// Partition is what Limits.MaxPerPartition counts: a digest of the
+	// admitted authorization partition, empty for sessions outside any
+	// partition (that bound does not count them).
+	Partition string
 	// LogLevel is the level set by logging/setLevel ("" = never set).
 	LogLevel string
 	// Subscriptions are the resource URIs of resources/subscribe, in order,
@@ -117,7 +126,8 @@ func (s *Session) Clone() *Session {
 
 // ForCreate validates s and returns the copy a store keeps when it
 // creates it: CreatedAt and LastSeen default to now, and nil capabilities,
-// client info and subscriptions become empty (never NULL in a database).
+// client info and subscriptions become empty (never NULL in a database),
+// and an empty Owner becomes IdentityDigest.
 // Stores call it at the start of Create.
 func (s *Session) ForCreate(now time.Time) (*Session, error) {
 	if err := s.Validate(); err != nil {
@@ -129,6 +139,9 @@ func (s *Session) ForCreate(now time.Time) (*Session, error) {
 	}
 	if c.LastSeen.IsZero() {
 		c.LastSeen = now
+	}
+	if c.Owner == "" {
+		c.Owner = c.IdentityDigest
 	}
 	if c.Subscriptions == nil {
 		c.Subscriptions = []string{}
@@ -160,10 +173,26 @@ type Limits struct {
 	// MaxSessions bounds the live sessions of the store (of the whole fleet
 	// for a shared store). Default 10,000.
 	MaxSessions int
-	// MaxPerIdentity bounds the live sessions bound to one identity
-	// digest. Default 0: no per-identity bound (anonymous servers share
-	// one identity).
+	// MaxPerIdentity bounds the live sessions of one owner (Session.Owner:
+	// one identity, or one network address of anonymous callers), so that
+	// one caller cannot take the sessions every caller shares. Default 100
+	// (DefaultMaxPerIdentity).
 	MaxPerIdentity int
+	// MaxPerPartition bounds the live sessions of one authorization
+	// partition (Session.Partition; sessions without one are not counted),
+	// so that one tenant's many principals cannot take the store. Default
+	// 2,500 (DefaultMaxPerPartition), a quarter of the default store.
+	MaxPerPartition int
+	// EvictWhenFull makes a store holding MaxSessions live sessions make
+	// room for a new one by deleting the least recently used session of
+	// the owner that holds the most; when the creator is (one of) the
+	// owners holding the most, it gets ErrLimit instead. So a full store
+	// refuses the caller that filled it, not everyone. Without it a full
+	// store refuses every Create. Weft's 2025-11-25 server sets it on its
+	// default store; set it on a shared store that serves sessions (not on
+	// one that holds work that must not vanish, such as a gateway's parked
+	// calls).
+	EvictWhenFull bool
 	// MaxPendingAnswers bounds the expected answers of one session.
 	// Default 256.
 	MaxPendingAnswers int
@@ -173,6 +202,8 @@ type Limits struct {
 const (
 	DefaultMaxSessions       = 10000
 	MaxSessionsCeiling       = 1_000_000
+	DefaultMaxPerIdentity    = 100
+	DefaultMaxPerPartition   = 2500
 	DefaultMaxPendingAnswers = 256
 	MaxPendingAnswersCeiling = 4096
 )
@@ -184,6 +215,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("%w: Limits.MaxSessions = %d is outside 0..%d", ErrInvalid, l.MaxSessions, MaxSessionsCeiling)
 	case l.MaxPerIdentity < 0 || l.MaxPerIdentity > MaxSessionsCeiling:
 		return fmt.Errorf("%w: Limits.MaxPerIdentity = %d is outside 0..%d", ErrInvalid, l.MaxPerIdentity, MaxSessionsCeiling)
+	case l.MaxPerPartition < 0 || l.MaxPerPartition > MaxSessionsCeiling:
+		return fmt.Errorf("%w: Limits.MaxPerPartition = %d is outside 0..%d", ErrInvalid, l.MaxPerPartition, MaxSessionsCeiling)
 	case l.MaxPendingAnswers < 0 || l.MaxPendingAnswers > MaxPendingAnswersCeiling:
 		return fmt.Errorf("%w: Limits.MaxPendingAnswers = %d is outside 0..%d", ErrInvalid, l.MaxPendingAnswers, MaxPendingAnswersCeiling)
 	}
@@ -195,8 +228,11 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxSessions <= 0 {
 		l.MaxSessions = DefaultMaxSessions
 	}
-	if l.MaxPerIdentity < 0 {
-		l.MaxPerIdentity = 0
+	if l.MaxPerIdentity <= 0 {
+		l.MaxPerIdentity = DefaultMaxPerIdentity
+	}
+	if l.MaxPerPartition <= 0 {
+		l.MaxPerPartition = DefaultMaxPerPartition
 	}
 	if l.MaxPendingAnswers <= 0 {
 		l.MaxPendingAnswers = DefaultMaxPendingAnswers
@@ -210,7 +246,8 @@ func (l Limits) WithDefaults() Limits {
 type Store interface {
 	// Create stores a new session. It fails with ErrExists when the id is
 	// taken and ErrLimit when a bound of Limits would be exceeded (expired
-	// sessions are purged first and do not count).
+	// sessions are purged first and do not count; with EvictWhenFull a
+	// full store evicts another owner's session instead, see Limits).
 	Create(ctx context.Context, s *Session) error
 	// Get returns the live session with the given id and refreshes its
 	// LastSeen (idle expiry). Unknown, expired and deleted sessions are

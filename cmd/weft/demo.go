@@ -14,6 +14,7 @@ import (
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/sessionstore"
 	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/pgstore"
@@ -72,7 +73,8 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 			return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
 		}
 		tasksStore, events = pg, pg
-		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger})
+		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger,
+			Limits: sessionstore.Limits{EvictWhenFull: true}})
 		if err != nil {
 			_ = pg.Close()
 			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
@@ -106,6 +108,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
+	stores.allowedHosts, stores.allowedOrigins = cfg.allowedHosts, cfg.allowedOrigins
 	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease, closers: closers}
 	if err := d.register(); err != nil {
 		_ = d.Close()

@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL database/sql driver
@@ -26,8 +23,11 @@ import (
 type demoStores struct {
 	db      *sql.DB
 	handles *handle.Store
-	links   sync.Map // handle -> struct{}: URL-elicitation links completed in the browser
-	baseURL string   // where the link page is served, e.g. http://127.0.0.1:8080
+	links   *linkRegistry // URL-elicitation link pages issued, and whether completed (demo_link.go)
+	baseURL string        // where the link page is served, e.g. http://127.0.0.1:8080
+	// allowedHosts and allowedOrigins are the demo's own beyond loopback
+	// (--allowed-hosts, --allowed-origins): the link page accepts them too.
+	allowedHosts, allowedOrigins []string
 }
 
 func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, error) {
@@ -40,7 +40,12 @@ func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, 
 		_ = db.Close()
 		return nil, err
 	}
-	return &demoStores{db: db, handles: hs, baseURL: baseURL}, nil
+	links, err := newLinkRegistry()
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &demoStores{db: db, handles: hs, links: links, baseURL: baseURL}, nil
 }
 
 // openDemoStoresPostgres keeps handles in PostgreSQL so every instance of a
@@ -73,7 +78,12 @@ func openDemoStoresPostgres(ctx context.Context, cfg demoConfig) (*demoStores, e
 		_ = db.Close()
 		return nil, err
 	}
-	return &demoStores{db: db, handles: hs, baseURL: cfg.baseURL}, nil
+	links, err := newLinkRegistry()
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &demoStores{db: db, handles: hs, links: links, baseURL: cfg.baseURL}, nil
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -183,42 +193,27 @@ func addAccountLink(s *weft.Server, st *demoStores) error {
 			case err != nil:
 				return nil, err
 			case !resumed:
-				h, err := st.handles.Issue(ctx, b, nil, 15*time.Minute)
+				h, err := st.handles.Issue(ctx, b, nil, linkLifetime)
 				if err != nil {
 					return nil, err
+				}
+				if err := st.links.issue(h); err != nil {
+					return nil, &weft.ToolError{Message: "Too many account links are pending; try again later."}
 				}
 				return nil, ask(h)
 			}
 			if outcome, present, err := link.Answer(req, "link"); present && (err != nil || outcome != elicit.Accepted) {
 				return text("Account linking was cancelled."), nil
 			}
-			if _, done := st.links.Load(state.Handle); !done {
+			if !st.links.done(state.Handle) {
 				return nil, ask(state.Handle) // not finished in the browser yet: ask again
 			}
 			if _, err := st.handles.Consume(ctx, state.Handle, b); err != nil {
 				return nil, &weft.ToolError{Message: "This link is invalid or has expired; start again."}
 			}
-			st.links.Delete(state.Handle)
+			st.links.remove(state.Handle)
 			return text("Account linked."), nil
 		})
-}
-
-// linkPage serves the demo's account-link page (development only: a real
-// server verifies that the browser user is the MCP user before completing).
-func (st *demoStores) linkPage(w http.ResponseWriter, r *http.Request) {
-	h := strings.TrimPrefix(r.URL.Path, "/link/")
-	if len(h) != 43 || strings.ContainsAny(h, "/?#") {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if r.Method == http.MethodPost {
-		st.links.Store(h, struct{}{})
-		fmt.Fprint(w, "<!doctype html><title>Linked</title><p>Account linked. Return to your assistant.</p>")
-		return
-	}
-	fmt.Fprintf(w, `<!doctype html><title>Link account</title><form method="post" action="/link/%s"><button>Link my account</button></form>`, html.EscapeString(h))
 }
 
 // addReport registers report.generate: a durable task with progress that

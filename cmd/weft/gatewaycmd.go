@@ -92,7 +92,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		defer pg.Close()
 		store = pg
-		sessions, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Logger: logger})
+		sessions, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Logger: logger, Limits: sessionstore.Limits{EvictWhenFull: true}})
 		if err != nil {
 			return fmt.Errorf("open PostgreSQL session store: %w", err)
 		}

@@ -176,6 +176,8 @@ func newQueries(schema, prefix string) queries {
 			client_capabilities bytea NOT NULL,
 			client_info bytea NOT NULL,
 			identity_digest text NOT NULL,
+			owner text NOT NULL,
+			partition_key text NOT NULL DEFAULT '',
 			log_level text NOT NULL DEFAULT '',
 			subscriptions text[] NOT NULL DEFAULT '{}',
 			initialized boolean NOT NULL DEFAULT false,
@@ -186,7 +188,8 @@ func newQueries(schema, prefix string) queries {
 			deadline timestamptz NOT NULL
 		)`,
 		`CREATE INDEX IF NOT EXISTS `+pgx.Identifier{prefix + "sessions_deadline"}.Sanitize()+` ON `+q.sessions+` (deadline)`,
-		`CREATE INDEX IF NOT EXISTS `+pgx.Identifier{prefix + "sessions_identity"}.Sanitize()+` ON `+q.sessions+` (identity_digest, deadline)`,
+		`CREATE INDEX IF NOT EXISTS `+pgx.Identifier{prefix + "sessions_owner"}.Sanitize()+` ON `+q.sessions+` (owner, deadline)`,
+		`CREATE INDEX IF NOT EXISTS `+pgx.Identifier{prefix + "sessions_partition"}.Sanitize()+` ON `+q.sessions+` (partition_key, deadline)`,
 		`CREATE TABLE IF NOT EXISTS `+q.answers+` (
 			session_id text NOT NULL REFERENCES `+q.sessions+` (id) ON DELETE CASCADE,
 			request_id text NOT NULL,
@@ -199,7 +202,7 @@ func newQueries(schema, prefix string) queries {
 	return q
 }
 
-const sessionCols = `id, protocol_version, client_capabilities, client_info, identity_digest, log_level,
+const sessionCols = `id, protocol_version, client_capabilities, client_info, identity_digest, owner, partition_key, log_level,
 	subscriptions, initialized, created_at, last_seen, idle_us, expires_at`
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -254,7 +257,7 @@ func scanSession(row pgx.Row) (*sessionstore.Session, error) {
 	var sess sessionstore.Session
 	var idleUS int64
 	err := row.Scan(&sess.ID, &sess.ProtocolVersion, &sess.ClientCapabilities, &sess.ClientInfo, &sess.IdentityDigest,
-		&sess.LogLevel, &sess.Subscriptions, &sess.Initialized, &sess.CreatedAt, &sess.LastSeen, &idleUS, &sess.ExpiresAt)
+		&sess.Owner, &sess.Partition, &sess.LogLevel, &sess.Subscriptions, &sess.Initialized, &sess.CreatedAt, &sess.LastSeen, &idleUS, &sess.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, sessionstore.ErrNotFound
 	}
@@ -293,17 +296,43 @@ func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
 			` WHERE expires_at <= $1 LIMIT $2)`, now, s.purge); err != nil {
 			return fmt.Errorf("pgstore: purge: %w", err)
 		}
-		var total, mine int
-		if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE identity_digest = $2) FROM `+s.q.sessions+
-			` WHERE deadline > $1`, now, sess.IdentityDigest).Scan(&total, &mine); err != nil {
+		var total, mine, partition int
+		if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE owner = $2),
+				count(*) FILTER (WHERE $3 <> '' AND partition_key = $3) FROM `+s.q.sessions+
+			` WHERE deadline > $1`, now, sess.Owner, sess.Partition).Scan(&total, &mine, &partition); err != nil {
 			return fmt.Errorf("pgstore: count sessions: %w", err)
 		}
-		if total >= s.limits.MaxSessions || (s.limits.MaxPerIdentity > 0 && mine >= s.limits.MaxPerIdentity) {
+		if mine >= s.limits.MaxPerIdentity || (sess.Partition != "" && partition >= s.limits.MaxPerPartition) {
 			return sessionstore.ErrLimit
 		}
+		if total >= s.limits.MaxSessions {
+			if !s.limits.EvictWhenFull {
+				return sessionstore.ErrLimit
+			}
+			// Evict the least recently used session of the owner holding
+			// the most, unless that is the creator.
+			var top string
+			var most int
+			if err := tx.QueryRow(ctx, `SELECT owner, count(*) AS n FROM `+s.q.sessions+` WHERE deadline > $1
+				GROUP BY owner ORDER BY n DESC, owner LIMIT 1`, now).Scan(&top, &most); err != nil {
+				return fmt.Errorf("pgstore: rank owners: %w", err)
+			}
+			if mine >= most {
+				return sessionstore.ErrLimit
+			}
+			var evicted string
+			if err := tx.QueryRow(ctx, `DELETE FROM `+s.q.sessions+` WHERE id = (SELECT id FROM `+s.q.sessions+`
+				WHERE owner = $1 AND deadline > $2 ORDER BY last_seen, id LIMIT 1) RETURNING id`, top, now).Scan(&evicted); err != nil {
+				return fmt.Errorf("pgstore: evict a session: %w", err)
+			}
+			// Wake the waiters of the evicted session (their slots are gone).
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, "D "+evicted); err != nil {
+				return fmt.Errorf("pgstore: notify: %w", err)
+			}
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO `+s.q.sessions+` (`+sessionCols+`, deadline)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.ProtocolVersion, sess.ClientCapabilities, sess.ClientInfo, sess.IdentityDigest, sess.LogLevel,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`,
+			sess.ID, sess.ProtocolVersion, sess.ClientCapabilities, sess.ClientInfo, sess.IdentityDigest, sess.Owner, sess.Partition, sess.LogLevel,
 			sess.Subscriptions, sess.Initialized, sess.CreatedAt, sess.LastSeen, sess.IdleTimeout.Microseconds(), sess.ExpiresAt,
 			deadline(sess))
 		if err != nil {

@@ -124,6 +124,8 @@ func (s *Store) migrate(ctx context.Context, prefix string) error {
 				client_capabilities BLOB NOT NULL,
 				client_info BLOB NOT NULL,
 				identity_digest TEXT NOT NULL,
+				owner TEXT NOT NULL,
+				partition_key TEXT NOT NULL DEFAULT '',
 				log_level TEXT NOT NULL DEFAULT '',
 				subscriptions TEXT NOT NULL DEFAULT '[]',
 				initialized INTEGER NOT NULL DEFAULT 0,
@@ -134,7 +136,8 @@ func (s *Store) migrate(ctx context.Context, prefix string) error {
 				deadline INTEGER NOT NULL
 			)`,
 			`CREATE INDEX IF NOT EXISTS ` + prefix + `sessions_deadline ON ` + s.sessions + ` (deadline)`,
-			`CREATE INDEX IF NOT EXISTS ` + prefix + `sessions_identity ON ` + s.sessions + ` (identity_digest, deadline)`,
+			`CREATE INDEX IF NOT EXISTS ` + prefix + `sessions_owner ON ` + s.sessions + ` (owner, deadline)`,
+			`CREATE INDEX IF NOT EXISTS ` + prefix + `sessions_partition ON ` + s.sessions + ` (partition_key, deadline)`,
 			`CREATE TABLE IF NOT EXISTS ` + s.answers + ` (
 				session_id TEXT NOT NULL REFERENCES ` + s.sessions + ` (id) ON DELETE CASCADE,
 				request_id TEXT NOT NULL,
@@ -180,7 +183,7 @@ func deadline(sess *sessionstore.Session) time.Time {
 	return d
 }
 
-const sessionCols = `id, protocol_version, client_capabilities, client_info, identity_digest, log_level,
+const sessionCols = `id, protocol_version, client_capabilities, client_info, identity_digest, owner, partition_key, log_level,
 	subscriptions, initialized, created_at, last_seen, idle_us, expires_at`
 
 func scanSession(row *sql.Row) (*sessionstore.Session, error) {
@@ -188,7 +191,7 @@ func scanSession(row *sql.Row) (*sessionstore.Session, error) {
 	var subs string
 	var created, seen, idle, expires int64
 	err := row.Scan(&sess.ID, &sess.ProtocolVersion, &sess.ClientCapabilities, &sess.ClientInfo, &sess.IdentityDigest,
-		&sess.LogLevel, &subs, &sess.Initialized, &created, &seen, &idle, &expires)
+		&sess.Owner, &sess.Partition, &sess.LogLevel, &subs, &sess.Initialized, &created, &seen, &idle, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sessionstore.ErrNotFound
 	}
@@ -228,7 +231,8 @@ func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
 	if err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	evicted := ""
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		// Purge a batch of expired sessions (their answers cascade) and of
 		// expired answer slots; the id being created is always purged if
 		// expired, so that it can be reused.
@@ -244,17 +248,37 @@ func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
 				return fmt.Errorf("sqlitestore: purge: %w", err)
 			}
 		}
-		var total, mine int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(identity_digest = ?), 0) FROM `+s.sessions+
-			` WHERE deadline > ?`, sess.IdentityDigest, us(now)).Scan(&total, &mine); err != nil {
+		var total, mine, partition int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(owner = ?2), 0), coalesce(sum(?3 <> '' AND partition_key = ?3), 0)
+			FROM `+s.sessions+` WHERE deadline > ?1`, us(now), sess.Owner, sess.Partition).Scan(&total, &mine, &partition); err != nil {
 			return fmt.Errorf("sqlitestore: count sessions: %w", err)
 		}
-		if total >= s.limits.MaxSessions || (s.limits.MaxPerIdentity > 0 && mine >= s.limits.MaxPerIdentity) {
+		if mine >= s.limits.MaxPerIdentity || (sess.Partition != "" && partition >= s.limits.MaxPerPartition) {
 			return sessionstore.ErrLimit
 		}
+		if total >= s.limits.MaxSessions {
+			if !s.limits.EvictWhenFull {
+				return sessionstore.ErrLimit
+			}
+			// Evict the least recently used session of the owner holding
+			// the most, unless that is the creator.
+			var top string
+			var most int
+			if err := tx.QueryRowContext(ctx, `SELECT owner, count(*) AS n FROM `+s.sessions+` WHERE deadline > ?
+				GROUP BY owner ORDER BY n DESC, owner LIMIT 1`, us(now)).Scan(&top, &most); err != nil {
+				return fmt.Errorf("sqlitestore: rank owners: %w", err)
+			}
+			if mine >= most {
+				return sessionstore.ErrLimit
+			}
+			if err := tx.QueryRowContext(ctx, `DELETE FROM `+s.sessions+` WHERE id = (SELECT id FROM `+s.sessions+`
+				WHERE owner = ? AND deadline > ? ORDER BY last_seen, id LIMIT 1) RETURNING id`, top, us(now)).Scan(&evicted); err != nil {
+				return fmt.Errorf("sqlitestore: evict a session: %w", err)
+			}
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO `+s.sessions+` (`+sessionCols+`, deadline)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			sess.ID, sess.ProtocolVersion, sess.ClientCapabilities, sess.ClientInfo, sess.IdentityDigest, sess.LogLevel,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			sess.ID, sess.ProtocolVersion, sess.ClientCapabilities, sess.ClientInfo, sess.IdentityDigest, sess.Owner, sess.Partition, sess.LogLevel,
 			subs, sess.Initialized, us(sess.CreatedAt), us(sess.LastSeen), sess.IdleTimeout.Microseconds(), us(sess.ExpiresAt),
 			us(deadline(sess)))
 		if err != nil {
@@ -265,6 +289,10 @@ func (s *Store) Create(ctx context.Context, in *sessionstore.Session) error {
 		}
 		return nil
 	})
+	if err == nil && evicted != "" {
+		s.waiters.WakeSession(evicted) // its slots are gone
+	}
+	return err
 }
 
 // Get implements sessionstore.Store.

@@ -42,6 +42,9 @@ func Run(t *testing.T, newStores Factory) {
 	t.Run("Update", func(t *testing.T) { testUpdate(t, newStores) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, newStores) })
 	t.Run("Limits", func(t *testing.T) { testLimits(t, newStores) })
+	t.Run("DefaultPerIdentity", func(t *testing.T) { testDefaultPerIdentity(t, newStores) })
+	t.Run("OwnerAndPartition", func(t *testing.T) { testOwnerAndPartition(t, newStores) })
+	t.Run("EvictWhenFull", func(t *testing.T) { testEvictWhenFull(t, newStores) })
 	t.Run("Mailbox", func(t *testing.T) { testMailbox(t, newStores) })
 	t.Run("MailboxCancel", func(t *testing.T) { testMailboxCancel(t, newStores) })
 	t.Run("MailboxSessionExpiry", func(t *testing.T) { testMailboxSessionExpiry(t, newStores) })
@@ -232,6 +235,102 @@ func testLimits(t *testing.T, newStores Factory) {
 	clock.Advance(11 * time.Minute)
 	for i := range 3 {
 		mustCreate(t, a, NewSession(clock, fmt.Sprintf("m%d", i), fmt.Sprintf("id%d", i)))
+	}
+}
+
+// With zero Limits, one identity cannot take more than
+// DefaultMaxPerIdentity sessions: another identity still gets one.
+func testDefaultPerIdentity(t *testing.T, newStores Factory) {
+	clock := NewClock()
+	a, b := newStores(t, clock, sessionstore.Limits{})
+	ctx := context.Background()
+	var err error
+	n := 0
+	for ; n <= sessionstore.DefaultMaxSessions; n++ {
+		if err = a.Create(ctx, NewSession(clock, fmt.Sprintf("flood-%d", n), "flooder")); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, sessionstore.ErrLimit) || n != sessionstore.DefaultMaxPerIdentity {
+		t.Fatalf("one identity created %d sessions, then %v; want %d, then ErrLimit", n, err, sessionstore.DefaultMaxPerIdentity)
+	}
+	mustCreate(t, b, NewSession(clock, "victim", "victim"))
+}
+
+// Owner (not IdentityDigest) is what the per-identity bound counts, and
+// Partition what the per-partition bound counts; sessions without a
+// partition are not counted by it.
+func testOwnerAndPartition(t *testing.T, newStores Factory) {
+	clock := NewClock()
+	a, b := newStores(t, clock, sessionstore.Limits{MaxPerIdentity: 1, MaxPerPartition: 2})
+	ctx := context.Background()
+	sess := func(id, owner, partition string) *sessionstore.Session {
+		s := NewSession(clock, id, "anonymous")
+		s.Owner, s.Partition = owner, partition
+		return s
+	}
+	mustCreate(t, a, sess("o1", "addr-1", ""))
+	mustCreate(t, b, sess("o2", "addr-2", "")) // same IdentityDigest, another owner
+	if err := a.Create(ctx, sess("o3", "addr-1", "")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("a second session of one owner past MaxPerIdentity 1 = %v, want ErrLimit", err)
+	}
+	got, err := b.Get(ctx, "o2")
+	if err != nil || got.Owner != "addr-2" || got.Partition != "" {
+		t.Fatalf("Get = %+v, %v; want owner addr-2, no partition", got, err)
+	}
+	mustCreate(t, a, sess("p1", "u1", "tenant-a"))
+	mustCreate(t, b, sess("p2", "u2", "tenant-a"))
+	if err := a.Create(ctx, sess("p3", "u3", "tenant-a")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("a third session of one partition past MaxPerPartition 2 = %v, want ErrLimit", err)
+	}
+	mustCreate(t, b, sess("p4", "u4", "tenant-b"))
+	mustCreate(t, a, sess("p5", "u5", "")) // no partition: not counted
+	// Without Owner the identity digest is the owner.
+	mustCreate(t, a, NewSession(clock, "d1", "ident"))
+	if got, err := b.Get(ctx, "d1"); err != nil || got.Owner != "ident" {
+		t.Fatalf("Get = %+v, %v; want owner = identity digest", got, err)
+	}
+	if err := b.Create(ctx, NewSession(clock, "d2", "ident")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("a second session of one identity = %v, want ErrLimit", err)
+	}
+}
+
+// A full store with EvictWhenFull makes room by evicting the least
+// recently used session of the owner holding the most, and refuses only
+// that owner; without it a full store refuses everyone.
+func testEvictWhenFull(t *testing.T, newStores Factory) {
+	clock := NewClock()
+	a, b := newStores(t, clock, sessionstore.Limits{MaxSessions: 4, MaxPerIdentity: 4, EvictWhenFull: true})
+	ctx := context.Background()
+	for i := range 4 {
+		mustCreate(t, a, NewSession(clock, fmt.Sprintf("x%d", i), "x"))
+		clock.Advance(time.Second)
+	}
+	if _, err := b.Get(ctx, "x0"); err != nil { // x1 is now the least recently used
+		t.Fatal(err)
+	}
+	if err := a.Create(ctx, NewSession(clock, "x4", "x")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("the owner holding the most, in a full store = %v, want ErrLimit", err)
+	}
+	mustCreate(t, b, NewSession(clock, "y0", "y"))
+	wantNotFound(t, a, "x1")
+	for _, id := range []string{"x0", "x2", "x3", "y0"} {
+		if _, err := a.Get(ctx, id); err != nil {
+			t.Fatalf("Get(%s) after the eviction: %v", id, err)
+		}
+	}
+	mustCreate(t, a, NewSession(clock, "y1", "y")) // x holds 3 > 1: evicts x again
+	if err := b.Create(ctx, NewSession(clock, "y2", "y")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("2 + 2 sessions, the third of y = %v, want ErrLimit", err)
+	}
+	mustCreate(t, b, NewSession(clock, "z0", "z")) // a newcomer still gets in
+
+	clock2 := NewClock()
+	c, _ := newStores(t, clock2, sessionstore.Limits{MaxSessions: 2, MaxPerIdentity: 2})
+	mustCreate(t, c, NewSession(clock2, "k0", "k"))
+	mustCreate(t, c, NewSession(clock2, "k1", "k"))
+	if err := c.Create(ctx, NewSession(clock2, "v0", "v")); !errors.Is(err, sessionstore.ErrLimit) {
+		t.Fatalf("a full store without EvictWhenFull = %v, want ErrLimit", err)
 	}
 }
 
