@@ -22,6 +22,13 @@ vet:
 postgres:
 	@bash scripts/ensure-postgres.sh
 
+## hydra: Ory Hydra v2.3.0, the upstream OpenID Connect provider of the
+## authorization server's tests, built once per machine into
+## ~/.cache/weft-hydra (about three minutes cold; internal/hydratest finds it).
+.PHONY: hydra
+hydra:
+	@bash scripts/ensure-hydra.sh >/dev/null
+
 ## check-ensure-postgres: every branch of scripts/ensure-postgres.sh in a
 ## fresh Debian root (install from nothing, running, database missing,
 ## stopped). It stops the local cluster while it runs, so it asks for
@@ -34,7 +41,7 @@ check-ensure-postgres:
 ## harness's, its own module), then the allocation-count tests once more
 ## without it (under -race sync.Pool drops a random share of what is put
 ## back, so pooled paths allocate more; those tests skip the count).
-unit: postgres
+unit: postgres hydra
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Allocat' ./seal
