@@ -423,7 +423,9 @@ func (c consentRecord) covers(req authRequest) bool {
 	return slices.Contains(c.Resources, req.Resource) && slices.Contains(c.Redirects, req.RedirectURI)
 }
 
-func consentID(subject, clientID string) string { return digest("consent\x00" + subject + "\x00" + clientID) }
+func consentID(subject, clientID string) string {
+	return digest("consent\x00" + subject + "\x00" + clientID)
+}
 
 func (s *Server) rememberedConsent(ctx context.Context, subject, clientID string) (consentRecord, bool) {
 	it, err := s.store.Get(ctx, kindRemember, consentID(subject, clientID))

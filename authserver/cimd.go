@@ -97,13 +97,13 @@ func newCIMDFetcher(cfg CIMDConfig, store Store, now func() time.Time) (*cimdFet
 	f := &cimdFetcher{cfg: cfg, store: store, now: now}
 	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: f.checkDial}
 	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would dial for us, unchecked
-		DialContext:           dialer.DialContext,
-		TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:   cfg.Timeout,
-		ResponseHeaderTimeout: cfg.Timeout,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
+		Proxy:                  nil, // a proxy would dial for us, unchecked
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    cfg.Timeout,
+		ResponseHeaderTimeout:  cfg.Timeout,
+		MaxIdleConns:           16,
+		IdleConnTimeout:        30 * time.Second,
 		MaxResponseHeaderBytes: 16 << 10,
 	}
 	f.http = &http.Client{

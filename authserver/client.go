@@ -142,15 +142,15 @@ func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 
 // Item kinds of the store.
 const (
-	kindPending = "pending" // an authorization request awaiting the upstream login
-	kindConsent = "consreq" // a signed-in request awaiting consent
-	kindCode    = "code"
-	kindRefresh = "refresh"
-	kindGrant   = "grant"   // the family: identity and encrypted upstream tokens
+	kindPending  = "pending" // an authorization request awaiting the upstream login
+	kindConsent  = "consreq" // a signed-in request awaiting consent
+	kindCode     = "code"
+	kindRefresh  = "refresh"
+	kindGrant    = "grant"   // the family: identity and encrypted upstream tokens
 	kindRemember = "consent" // a remembered consent
-	kindClient  = "client"
-	kindCIMD    = "cimd"
-	kindDPoPJTI = "dpopjti"
+	kindClient   = "client"
+	kindCIMD     = "cimd"
+	kindDPoPJTI  = "dpopjti"
 )
 
 // registration is an RFC 7591 request, as far as it is accepted.

@@ -97,7 +97,7 @@ func TestCIMDSSRF(t *testing.T) {
 	port := e.cimd.Listener.Addr().(interface{ String() string }).String()
 	port = port[strings.LastIndex(port, ":")+1:]
 	for _, id := range []string{
-		e.clientID,                                  // https://127.0.0.1:port/client.json
+		e.clientID, // https://127.0.0.1:port/client.json
 		"https://localhost:" + port + "/client.json", // a name: refused at dial time
 		"https://[::1]:" + port + "/client.json",
 		"https://10.0.0.1/client.json",
