@@ -2,6 +2,9 @@ package authserver
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -16,8 +19,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/auth"
@@ -79,6 +85,7 @@ type envOpts struct {
 	noHydra   bool
 	mutate    func(*Config)
 	resources []string // extra resources beyond the MCP server's
+	instances int      // authorization server instances behind a round-robin balancer (default 1)
 }
 
 // newEnv builds the setup. Hydra is started unless noHydra.
@@ -141,12 +148,30 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.mutate != nil {
 		o.mutate(&cfg)
 	}
-	as, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
+	if o.instances > 1 {
+		// A fleet shares keys: generate the signing key once.
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SigningKeys = []jose.JSONWebKey{{Key: k, KeyID: "k1", Algorithm: "ES256"}}
 	}
-	e.as = as
-	e.asMux.Handle("/", as.Handler())
+	var handlers []http.Handler
+	for i := 0; i < max(o.instances, 1); i++ {
+		as, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.as == nil {
+			e.as = as
+		}
+		handlers = append(handlers, as.Handler())
+	}
+	var next atomic.Int64
+	e.asMux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers[int(next.Add(1))%len(handlers)].ServeHTTP(w, r)
+	}))
+	as := e.as
 
 	// The Weft server, protected by auth.JWTValidator reading the JWKS.
 	keys, err := auth.JWKSURL(as.JWKSURL(), nil, 0, 0)
