@@ -53,7 +53,10 @@ fuzz:
 ## (and the tasks extension's) through `weft gateway` fronting the fixture,
 ## then every 2026-07-28 scenario
 ## (plus the tasks and skills extensions); the acceptance figure prints last.
+## First the authorization-server scenarios against authserver in front of
+## Ory Hydra (scripts/conformance-authserver.sh).
 conformance:
+	bash scripts/conformance-authserver.sh
 	bash scripts/conformance-legacy.sh
 	bash scripts/conformance-gateway.sh
 	bash scripts/conformance.sh
