@@ -98,6 +98,29 @@ func TestEndToEndHydra(t *testing.T) {
 		t.Fatalf("refresh after revocation: %d %v", st, out)
 	}
 
+	// Revoking the consent revokes the grants under it and brings the
+	// consent page back.
+	verifier, challenge = pkce()
+	q = e.login(b, e.authorizeURL(e.clientID, e.redirect, challenge, "st-4", nil))
+	if e.sawConsent {
+		t.Error("a remembered consent was asked again")
+	}
+	_, tok4 := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier}, "client_id": {e.clientID}}, nil)
+	if up, _, err := e.as.UpstreamTokens(t.Context(), claimOf(t, tok4["access_token"].(string), "gid")); err != nil || !strings.HasPrefix(up, "ory_at_") {
+		t.Errorf("upstream access token of a live grant: %q %v", up, err)
+	}
+	if err := e.as.RevokeConsent(t.Context(), "alice", e.clientID); err != nil {
+		t.Fatal(err)
+	}
+	if st, out := e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok4["refresh_token"].(string)}, "client_id": {e.clientID}}, nil); st != 400 {
+		t.Fatalf("refresh after consent revocation: %d %v", st, out)
+	}
+	_, challenge = pkce()
+	e.login(b, e.authorizeURL(e.clientID, e.redirect, challenge, "st-5", nil))
+	if !e.sawConsent {
+		t.Error("no consent page after the consent was revoked")
+	}
+
 	// The upstream tokens stay server-side, encrypted, for the server's
 	// own use.
 	gid := claimOf(t, tok["access_token"].(string), "gid")

@@ -45,6 +45,8 @@ type env struct {
 	clientID string
 	redirect string
 	docs     *docServer
+	// sawConsent says whether the last login showed the consent page.
+	sawConsent bool
 }
 
 // docServer serves client metadata documents the test sets.
@@ -272,6 +274,7 @@ func (e *env) login(b *browser, authURL string) url.Values {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	e.sawConsent = resp.StatusCode == http.StatusOK
 	if resp.StatusCode == http.StatusOK {
 		m := formAction.FindStringSubmatch(string(body))
 		if m == nil {
