@@ -298,8 +298,9 @@ func (c *jwtConfig) partition(cl *Claims) string {
 	return c.issuer + "|" + part
 }
 
-// neededScopes returns RequiredScopes plus the operation's scopes, without
-// duplicates, in order. A scope that is not a scope-token is an error: it
+// neededScopes returns RequiredScopes plus the operation's scopes (from
+// ScopeFunc and the target's declared scopes), without duplicates, in
+// order. A scope that is not a scope-token is an error: it
 // could be neither granted nor challenged, and dropping it would admit the
 // request without it.
 func (c *scopePolicy) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
@@ -312,6 +313,16 @@ func (c *scopePolicy) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
 			if !slices.Contains(out, s) {
 				out = append(out, s)
 			}
+		}
+	}
+	// The scopes the target's registration declares (weft.Tool.Scopes
+	// and the like): no ScopeFunc needed.
+	for i, s := range r.Scopes {
+		if !isScopeToken(s) {
+			return nil, fmt.Errorf("%w: the registration of %q declares scope %d %s, which is not an RFC 6749 scope-token", ErrConfig, r.Name, i, quoteUntrusted(s))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
 	return out, nil
