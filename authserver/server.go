@@ -497,3 +497,7 @@ func isScopeToken(s string) bool {
 // ctxNoCancel keeps values but not cancellation: a security revocation
 // must not be skipped because the client hung up.
 func ctxNoCancel(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// PublicKeys returns the public signing keys, for an auth.JWTValidator in
+// the same process (others read [Server.JWKSURL]).
+func (s *Server) PublicKeys() auth.StaticKeys { return auth.StaticKeys(s.public.Keys) }
