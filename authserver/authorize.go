@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
 
 // authRequest is an authorization request between the client's redirect
@@ -636,6 +634,3 @@ func (s *Server) UpstreamTokens(ctx context.Context, grantID string) (accessToke
 	}
 	return t.AccessToken, t.RefreshToken, nil
 }
-
-var _ = io.EOF
-var _ = time.Second

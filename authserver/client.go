@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Client is an OAuth client known to the server.
@@ -218,7 +217,6 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
 	})
-	_ = time.Second
 }
 
 // allowedRedirect reports whether redirect is exactly one of the client's.
