@@ -24,10 +24,12 @@ postgres:
 
 ## hydra: Ory Hydra v2.3.0, the upstream OpenID Connect provider of the
 ## authorization server's tests, built once per machine into
-## ~/.cache/weft-hydra (about three minutes cold; internal/hydratest finds it).
+## ~/.cache/weft-hydra (about three minutes cold; internal/hydratest finds it),
+## and headless Chromium (Debian's package) for the consent-page test.
 .PHONY: hydra
 hydra:
 	@bash scripts/ensure-hydra.sh >/dev/null
+	@bash scripts/ensure-chromium.sh
 
 ## check-ensure-postgres: every branch of scripts/ensure-postgres.sh in a
 ## fresh Debian root (install from nothing, running, database missing,

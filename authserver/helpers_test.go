@@ -138,10 +138,12 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Resources:           append([]string{e.resource}, o.resources...),
 		Scopes:              []string{"mcp:read", "mcp:write"},
 		DefaultScopes:       []string{"mcp:read"},
-		Upstream:            Upstream{Issuer: upIssuer, ClientID: "weft-as", ClientSecret: "weft-as-secret-0123456789"},
-		Identity:            IdentityMapping{Claims: []string{"email", "tenant"}},
-		Store:               store,
-		SecretKey:           []byte("0123456789abcdef0123456789abcdef"),
+		// A generous timeout: Hydra is slow on a loaded machine under -race.
+		Upstream: Upstream{Issuer: upIssuer, ClientID: "weft-as", ClientSecret: "weft-as-secret-0123456789",
+			HTTPClient: &http.Client{Timeout: time.Minute}},
+		Identity:  IdentityMapping{Claims: []string{"email", "tenant"}},
+		Store:     store,
+		SecretKey: []byte("0123456789abcdef0123456789abcdef"),
 		CIMD: CIMDConfig{
 			AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			RootCAs:         e.cimd.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
@@ -297,6 +299,9 @@ func (e *env) login(b *browser, authURL string) url.Values {
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil || !strings.HasPrefix(loc.String(), b.stop) {
 		e.t.Fatalf("flow redirected to %q, not the client", resp.Header.Get("Location"))
+	}
+	if q := loc.Query(); q.Get("error") != "" {
+		e.t.Fatalf("flow ended with error %s: %s", q.Get("error"), q.Get("error_description"))
 	}
 	return loc.Query()
 }

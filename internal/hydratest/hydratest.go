@@ -183,6 +183,13 @@ log:
 	if _, err := h.admin(context.Background(), http.MethodGet, "/health/ready", nil); err != nil {
 		t.Fatalf("hydra admin: %v", err)
 	}
+	// Hydra creates the access-token signing key set lazily, as RSA-4096,
+	// at the first token request: seconds of CPU on a loaded machine,
+	// inside that request. Create it now, as a quick ES256 key.
+	if _, err := h.admin(context.Background(), http.MethodPost, "/admin/keys/hydra.jwt.access-token",
+		map[string]any{"alg": "ES256", "use": "sig", "kid": "hydratest-at"}); err != nil {
+		t.Logf("hydra: pre-creating the access-token key set: %v", err)
+	}
 	return h
 }
 
