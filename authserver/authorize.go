@@ -225,6 +225,11 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Browser: s.mac("browser", s.browser(w, r, true)),
 		Nonce:   randomToken(), Verifier: randomToken(),
 	}
+	if s.requests.Add(1)%purgeEvery == 0 {
+		if err := s.store.Trim(ctx, kindPending, MaxPendingAuthorizations); err != nil {
+			s.log.Warn("authserver: purge", "error", err)
+		}
+	}
 	id := randomToken()
 	data, _ := json.Marshal(req)
 	if err := s.store.Put(ctx, Item{Kind: kindPending, ID: digest(id), Data: data, Expires: s.now().Add(s.cfg.LoginTTL)}); err != nil {

@@ -28,6 +28,7 @@ var serverLimits = []limitsdoc.Limit{
 	{Doc: "cached client metadata documents", Names: []string{"CIMDConfig.MaxCacheEntries", "DefaultCIMDCacheEntries"}, Default: limitsdoc.Num(DefaultCIMDCacheEntries), Past: []string{"dropped"}},
 	{Doc: "upstream provider answer", Names: []string{"MaxUpstreamBytes"}, Default: limitsdoc.Num(MaxUpstreamBytes), Past: []string{"access_denied"}},
 	{Doc: "identity assertion lifetime (exp − iat)", Names: []string{"MaxIDJAGLifetime"}, Default: limitsdoc.Dur(MaxIDJAGLifetime), Past: []string{"invalid_grant"}},
+	{Doc: "authorization requests awaiting sign-in and consent", Names: []string{"MaxPendingAuthorizations"}, Default: limitsdoc.Num(MaxPendingAuthorizations), Past: []string{"oldest are dropped"}},
 	{Doc: "grants revoked with a consent", Default: limitsdoc.Num(maxFamiliesPerConsent), Past: []string{"expire"}},
 	{Doc: "DPoP proof age", Names: []string{"auth.DPoPVerifier.MaxAge", "auth.DefaultDPoPMaxAge"}, Default: limitsdoc.Dur(auth.DefaultDPoPMaxAge), Past: []string{"invalid_dpop_proof"}},
 	{Doc: "DPoP nonce lifetime", Names: []string{"auth.DPoPVerifier.NonceLifetime", "auth.DefaultDPoPNonceLifetime"}, Default: limitsdoc.Dur(auth.DefaultDPoPNonceLifetime), Past: []string{"use_dpop_nonce"}},

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -60,6 +61,12 @@ const (
 	// DefaultDynamicClientTTL is how long a dynamically registered client
 	// lives.
 	DefaultDynamicClientTTL = 30 * 24 * time.Hour
+	// MaxPendingAuthorizations bounds the authorization requests waiting
+	// for their sign-in and consent (each /authorize stores one); beyond
+	// it the oldest are dropped. Expired records are purged at the same
+	// time, every purgeEvery authorization requests.
+	MaxPendingAuthorizations = 100000
+	purgeEvery               = 64
 )
 
 // ErrConfig reports an invalid configuration.
@@ -165,6 +172,7 @@ type Server struct {
 	log      *slog.Logger
 	idjag    *idjag
 	dpop     *auth.DPoPVerifier
+	requests atomic.Uint64 // authorization requests, for the periodic purge
 }
 
 // New checks cfg and returns a server. It does not contact the upstream

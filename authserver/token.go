@@ -281,8 +281,15 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
 		return
 	}
-	if _, err := s.store.Get(ctx, kindGrant, it.Family); err != nil {
+	grant, err := s.store.Get(ctx, kindGrant, it.Family)
+	if err != nil {
 		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the grant was revoked")
+		return
+	}
+	// The grant lives as long as its newest refresh token.
+	grant.Expires = s.now().Add(s.cfg.RefreshTokenTTL)
+	if err := s.store.Put(ctx, grant); err != nil {
+		s.serverError(w, r, err)
 		return
 	}
 	if rec.DPoPJKT != "" && (proof == nil || proof.JKT != rec.DPoPJKT) {
