@@ -9,12 +9,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/weftmcp/weft"
 )
 
 type proofOpts struct {
@@ -181,4 +185,32 @@ func FuzzDPoPVerify(f *testing.F) {
 			t.Fatalf("accepted %+v", p)
 		}
 	})
+}
+
+// TestJWTValidatorDPoPNonce: a resource server requiring DPoP nonces
+// answers a bound token's proof without one with 401 use_dpop_nonce and a
+// DPoP-Nonce header, and admits the retry carrying it.
+func TestJWTValidatorDPoPNonce(t *testing.T) {
+	f := newFixture(t)
+	f.v.Now = nil
+	f.v.DPoP = &DPoPVerifier{Replay: NewMemoryReplayCache(0), NonceKey: []byte("0123456789abcdef0123456789abcdef")}
+	adm := f.v.Admission(f.meta)
+	key := newProofKey(t)
+	jwk := jose.JSONWebKey{Key: key.Public()}
+	tp, _ := jwk.Thumbprint(crypto.SHA256)
+	tok := sign(t, f.ec, with(claimsAt(time.Now()), "cnf", map[string]any{"jkt": base64.RawURLEncoding.EncodeToString(tp)}), signOpts{})
+	call := func(nonce string) (weft.Identity, error) {
+		p := makeProof(t, key, proofOpts{htm: "POST", htu: testResource, iat: time.Now(), ath: athOf(tok), nonce: nonce})
+		return adm(context.Background(), &weft.AdmissionRequest{Method: "tools/call", Transport: "http",
+			Header: http.Header{"Authorization": {"DPoP " + tok}, "Dpop": {p}}})
+	}
+	_, err := call("")
+	var ae *weft.AdmissionError
+	if !errors.As(err, &ae) || ae.Status != 401 || !strings.Contains(ae.Challenge, `error="use_dpop_nonce"`) || ae.Header.Get("DPoP-Nonce") == "" {
+		t.Fatalf("without nonce: %v %+v", err, ae)
+	}
+	id, err := call(ae.Header.Get("DPoP-Nonce"))
+	if err != nil || id.Principal != "alice" {
+		t.Fatalf("with nonce: %v %v", id, err)
+	}
 }
