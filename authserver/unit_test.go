@@ -1,9 +1,9 @@
 package authserver
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto"
 	"crypto/rand"
 	"encoding/base64"
 	"net/http"
