@@ -81,7 +81,9 @@ type JWTValidator struct {
 	// RequiredScopes are needed for every request.
 	RequiredScopes []string
 	// ScopeFunc returns the scopes one operation needs beyond
-	// RequiredScopes, for example by method. A valid token lacking any
+	// RequiredScopes and the scopes its target's registration declares
+	// (weft.Tool.Scopes and the like, which need no ScopeFunc), for
+	// example by method. A valid token lacking any
 	// needed scope gets a 403 whose challenge lists all of them. Every
 	// returned scope must be an RFC 6749 scope-token: otherwise the request
 	// is refused with a 500 (fail closed). Optional.
