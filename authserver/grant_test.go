@@ -65,3 +65,18 @@ func TestPendingPurged(t *testing.T) {
 		t.Fatalf("%d pending requests kept after %d abandoned ones expired", n, 3*purgeEvery)
 	}
 }
+
+// TestUserinfoClaims: with UseUserinfo the upstream's userinfo answer
+// (same subject) is merged under the ID token's claims before mapping.
+func TestUserinfoClaims(t *testing.T) {
+	e := newEnv(t, envOpts{mutate: func(c *Config) {
+		c.Upstream.UseUserinfo = true
+		c.Identity.SubjectClaim = "sub"
+	}})
+	verifier, challenge := pkce()
+	q := e.login(newBrowser(t, e.redirect), e.authorizeURL(e.clientID, e.redirect, challenge, "u", nil))
+	st, tok := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier}, "client_id": {e.clientID}}, nil)
+	if st != 200 || claimOf(t, tok["access_token"].(string), "email") != "alice@example.com" {
+		t.Fatalf("token: %d %v", st, tok)
+	}
+}
