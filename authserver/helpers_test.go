@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -144,6 +145,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		Identity:  IdentityMapping{Claims: []string{"email", "tenant"}},
 		Store:     store,
 		SecretKey: []byte("0123456789abcdef0123456789abcdef"),
+		Logger:    slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		CIMD: CIMDConfig{
 			AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			RootCAs:         e.cimd.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,

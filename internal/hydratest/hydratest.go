@@ -179,6 +179,26 @@ log:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Hydra reports ready before it has generated its ID token signing
+	// keys (RSA-4096, seconds on a loaded machine), and answers discovery
+	// with an error meanwhile: wait for a key set with keys.
+	for {
+		resp, err := http.Get(h.PublicURL + "/.well-known/jwks.json")
+		if err == nil {
+			var set struct {
+				Keys []json.RawMessage `json:"keys"`
+			}
+			derr := json.NewDecoder(resp.Body).Decode(&set)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && derr == nil && len(set.Keys) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hydra published no signing keys within 90s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	// The admin listener starts with the public one, but check it too.
 	if _, err := h.admin(context.Background(), http.MethodGet, "/health/ready", nil); err != nil {
 		t.Fatalf("hydra admin: %v", err)
