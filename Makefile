@@ -22,6 +22,15 @@ vet:
 postgres:
 	@bash scripts/ensure-postgres.sh
 
+## hydra: Ory Hydra v2.3.0, the upstream OpenID Connect provider of the
+## authorization server's tests, built once per machine into
+## ~/.cache/weft-hydra (about three minutes cold; internal/hydratest finds it),
+## and headless Chromium (Debian's package) for the consent-page test.
+.PHONY: hydra
+hydra:
+	@bash scripts/ensure-hydra.sh >/dev/null
+	@bash scripts/ensure-chromium.sh
+
 ## check-ensure-postgres: every branch of scripts/ensure-postgres.sh in a
 ## fresh Debian root (install from nothing, running, database missing,
 ## stopped). It stops the local cluster while it runs, so it asks for
@@ -34,7 +43,7 @@ check-ensure-postgres:
 ## harness's, its own module), then the allocation-count tests once more
 ## without it (under -race sync.Pool drops a random share of what is put
 ## back, so pooled paths allocate more; those tests skip the count).
-unit: postgres
+unit: postgres hydra
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Allocat' ./seal
@@ -47,8 +56,10 @@ fuzz:
 ## the client scenarios against the Go client (2026-07-28 and 2025-11-25,
 ## plus the six authorization extensions), then every 2026-07-28 server
 ## scenario (plus the tasks and skills extensions); the acceptance figure
-## prints last.
+## prints last. First the authorization-server scenarios against authserver
+## in front of Ory Hydra (scripts/conformance-authserver.sh).
 conformance:
+	bash scripts/conformance-authserver.sh
 	bash scripts/conformance-legacy.sh
 	bash scripts/conformance-gateway.sh
 	bash scripts/conformance-client.sh

@@ -44,6 +44,10 @@ type AdmissionRequest struct {
 	Transport  string      // "http" or "stdio"
 	// BearerToken is the token of an "Authorization: Bearer" header, if any.
 	BearerToken string
+	// Scopes are the scopes the target's registration declares
+	// ([Tool].Scopes, [Prompt].Scopes, [Resource].Scopes or the matching
+	// [ResourceTemplate].Scopes); nil for other methods and unknown targets.
+	Scopes []string
 }
 
 // Admission turns a request into an identity, or rejects it. It runs for every
@@ -74,7 +78,8 @@ func (s *Server) admit(ctx context.Context, in *inbound, method, target string) 
 	if s.opts.Admission == nil {
 		return Identity{}, nil
 	}
-	ar := &AdmissionRequest{Method: method, Name: target, Header: in.header, RemoteAddr: in.remoteAddr, Transport: in.transport}
+	ar := &AdmissionRequest{Method: method, Name: target, Header: in.header, RemoteAddr: in.remoteAddr, Transport: in.transport,
+		Scopes: s.declaredScopes(method, target)}
 	if in.header != nil {
 		if len(in.header.Values("Authorization")) > 1 {
 			// RFC 6750: one method of presenting a token per request.

@@ -21,6 +21,8 @@ type Prompt struct {
 	StateMode StateMode
 	// Complete offers completions for the prompt's arguments.
 	Complete CompletionHandler
+	// Scopes are the OAuth scopes a caller needs, as [Tool].Scopes.
+	Scopes []string
 }
 
 // PromptArgument describes one string argument of a prompt.

@@ -46,6 +46,8 @@ type Resource struct {
 	Inputs []Input
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
+	// Scopes are the OAuth scopes a caller needs, as [Tool].Scopes.
+	Scopes []string
 }
 
 // ResourceHandler handles resources/read. Return [ResourceNotFound] for an
@@ -105,6 +107,9 @@ type ResourceTemplate struct {
 	StateMode StateMode
 	// Complete offers completions for template variables.
 	Complete CompletionHandler
+	// Scopes are the OAuth scopes a caller needs to read the template's
+	// resources, as [Tool].Scopes.
+	Scopes []string
 }
 
 type templateEntry struct {

@@ -551,6 +551,9 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 	if s.opts.Visible != nil && !s.opts.Visible(ctx, req, kind, name) {
 		return false
 	}
+	if !s.scopesShow(req, kind, name) { // scopes.go
+		return false
+	}
 	return s.filtersShow(ctx, req, kind, name) // gateway_api.go
 }
 

@@ -45,6 +45,10 @@ type Tool struct {
 	// Task declares whether the tool may continue as a durable task
 	// (see [RunAsTask] and [Server.EnableTasks]).
 	Task TaskSupport
+	// Scopes are the OAuth scopes a caller needs for this tool (see
+	// [AdmissionRequest].Scopes); with admission on, tools/list hides it
+	// from callers whose identity lacks one of them.
+	Scopes []string
 }
 
 // ToolAnnotations are hints about a tool's behaviour.

@@ -2,7 +2,7 @@
 // 2026-07-28 authorization specification asks of HTTP servers that protect
 // themselves.
 //
-// It has four parts:
+// It has these parts:
 //
 //   - [ResourceMetadata] is the OAuth 2.0 Protected Resource Metadata document
 //     (RFC 9728) that tells clients which authorization servers issue tokens
@@ -16,6 +16,9 @@
 //     the signing keys of one authorization server ([KeySource]: a JWKS file
 //     or URL), checks their audience (RFC 8707), lifetime and scopes, and
 //     turns them into a [weft.Identity].
+//   - [DPoPVerifier] validates DPoP proofs (RFC 9449); set as
+//     [JWTValidator].DPoP it admits sender-constrained tokens (cnf.jkt) only
+//     with a proof of their key, its jti remembered in a [ReplayCache].
 //   - [Introspector] validates opaque access tokens with the authorization
 //     server's token introspection endpoint (RFC 7662), applying the same
 //     checks to its answer and caching answers briefly (keyed by the

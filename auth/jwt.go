@@ -81,7 +81,9 @@ type JWTValidator struct {
 	// RequiredScopes are needed for every request.
 	RequiredScopes []string
 	// ScopeFunc returns the scopes one operation needs beyond
-	// RequiredScopes, for example by method. A valid token lacking any
+	// RequiredScopes and the scopes its target's registration declares
+	// (weft.Tool.Scopes and the like, which need no ScopeFunc), for
+	// example by method. A valid token lacking any
 	// needed scope gets a 403 whose challenge lists all of them. Every
 	// returned scope must be an RFC 6749 scope-token: otherwise the request
 	// is refused with a 500 (fail closed). Optional.
@@ -112,6 +114,14 @@ type JWTValidator struct {
 	// Logger, when set, receives one Info record per rejected token with
 	// the reason (never the token). Default: no logging.
 	Logger *slog.Logger
+	// DPoP, when set, accepts DPoP-bound tokens (RFC 9449): a token whose
+	// cnf claim holds a "jkt" is admitted only under the "DPoP"
+	// authorization scheme with a valid proof of that key for a POST to
+	// Audience, carrying the token's hash (ath). Bound tokens sent as
+	// Bearer, and unbound tokens sent as DPoP, are refused. Without it,
+	// every token with a cnf claim is refused. [JWTValidator.Validate]
+	// checks no proof: its caller must (see [Claims].DPoPJKT).
+	DPoP *DPoPVerifier
 }
 
 // Claims are the validated claims of an access token. [JWTValidator.Admission]
@@ -127,6 +137,9 @@ type Claims struct {
 	IssuedAt  time.Time // iat; zero when absent
 	ID        string    // jti; empty when absent
 	ClientID  string    // client_id; empty when absent
+	// DPoPJKT is the cnf.jkt of a DPoP-bound token (only with
+	// JWTValidator.DPoP set); empty for a bearer token.
+	DPoPJKT string
 	// Scopes are the granted scopes: the space-separated "scope" claim, or
 	// else the "scp" claim (an array, or a space-separated string).
 	Scopes []string
@@ -176,6 +189,7 @@ func (v *JWTValidator) compile(meta *ResourceMetadata) (*jwtConfig, error) {
 			scopeFunc: v.ScopeFunc,
 			implies:   v.ScopeImplies,
 			log:       v.Logger,
+			dpop:      v.DPoP,
 		},
 		issuer:         v.Issuer,
 		audience:       v.Audience,
@@ -194,6 +208,7 @@ func (v *JWTValidator) compile(meta *ResourceMetadata) (*jwtConfig, error) {
 	if c.audience == "" && meta != nil {
 		c.audience = meta.Resource
 	}
+	c.scopePolicy.audience = c.audience
 	if c.audience == "" {
 		return nil, fmt.Errorf("%w: JWTValidator.Audience is required (this server's canonical URI), or pass resource metadata to Admission", ErrConfig)
 	}
@@ -285,8 +300,9 @@ func (c *jwtConfig) partition(cl *Claims) string {
 	return c.issuer + "|" + part
 }
 
-// neededScopes returns RequiredScopes plus the operation's scopes, without
-// duplicates, in order. A scope that is not a scope-token is an error: it
+// neededScopes returns RequiredScopes plus the operation's scopes (from
+// ScopeFunc and the target's declared scopes), without duplicates, in
+// order. A scope that is not a scope-token is an error: it
 // could be neither granted nor challenged, and dropping it would admit the
 // request without it.
 func (c *scopePolicy) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
@@ -299,6 +315,16 @@ func (c *scopePolicy) neededScopes(r *weft.AdmissionRequest) ([]string, error) {
 			if !slices.Contains(out, s) {
 				out = append(out, s)
 			}
+		}
+	}
+	// The scopes the target's registration declares (weft.Tool.Scopes
+	// and the like): no ScopeFunc needed.
+	for i, s := range r.Scopes {
+		if !isScopeToken(s) {
+			return nil, fmt.Errorf("%w: the registration of %q declares scope %d %s, which is not an RFC 6749 scope-token", ErrConfig, r.Name, i, quoteUntrusted(s))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
 	return out, nil
@@ -695,10 +721,16 @@ func (c *jwtConfig) checkClaims(cl *Claims) error {
 	if cl.Subject == "" {
 		return fmt.Errorf("%w: the token has no sub claim", ErrClaims)
 	}
-	if _, ok := cl.Raw["cnf"]; ok {
-		// A sender-constrained token (DPoP, mTLS) used as a plain bearer
-		// token: its binding cannot be checked here, so it is refused.
-		return fmt.Errorf("%w: the token is sender-constrained (cnf claim); proof of possession is not supported", ErrClaims)
+	if raw, ok := cl.Raw["cnf"]; ok {
+		// A sender-constrained token: only a DPoP key binding can be
+		// checked (with a proof, in Admission); anything else (mTLS) is
+		// refused.
+		var cnf map[string]json.RawMessage
+		var jkt string
+		if c.dpop == nil || json.Unmarshal(raw, &cnf) != nil || len(cnf) != 1 || json.Unmarshal(cnf["jkt"], &jkt) != nil || jkt == "" {
+			return fmt.Errorf("%w: the token is sender-constrained (cnf claim) in a way this server cannot check", ErrClaims)
+		}
+		cl.DPoPJKT = jkt
 	}
 	part, err := claimString(cl.Raw, c.partitionClaim)
 	if err != nil {

@@ -133,6 +133,8 @@ var serveDoc = helpDoc{name: "serve",
 	synopsis: []string{
 		"weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]",
 		"           [--tokens FILE [--authorization-server URL]]",
+		"           [--auth-upstream URL --auth-client-id ID --auth-client-secret-file FILE",
+		"            [--auth-issuer URL] [--auth-scopes mcp] [--auth-dev]]",
 		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
 		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
 		"           [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s]",
@@ -158,6 +160,13 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated `HOSTS` (host or host:port) accepted in the Host header besides loopback, e.g. the name a proxy forwards")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
 	allowUnauth := addAllowUnauthenticated(fs)
+	var af authFlags
+	fs.StringVar(&af.upstream, "auth-upstream", "", "OpenID Connect issuer `URL` of the identity provider users sign in with: the demo gets its own authorization server (docs/authorization.md)")
+	fs.StringVar(&af.clientID, "auth-client-id", "", "client `ID` of the demo's static client at the --auth-upstream provider (redirect URI: <issuer>/callback)")
+	fs.StringVar(&af.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
+	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default http://<addr>, served on the same listener)")
+	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
+	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
 	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
 	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
@@ -165,7 +174,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
 	}
 	if !*stdio {
-		if err := checkExposure(*addr, *tokens != "", *allowUnauth, "--tokens FILE"); err != nil {
+		if err := checkExposure(*addr, *tokens != "" || af.enabled(), *allowUnauth, "--tokens FILE or --auth-upstream URL"); err != nil {
 			return err
 		}
 	}
@@ -190,6 +199,17 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	var admission weft.Admission
 	var prm *auth.ResourceMetadata
+	var asHandler http.Handler
+	if af.enabled() {
+		if *tokens != "" {
+			return errors.New("--tokens and --auth-upstream exclude each other")
+		}
+		var closeAS func()
+		if admission, prm, asHandler, closeAS, err = setupAuthServer(ctx, af, *addr, *data, *postgres, "http://"+*addr+"/mcp", logger); err != nil {
+			return err
+		}
+		defer closeAS()
+	}
 	if *tokens != "" {
 		if admission, prm, err = tokenAdmission(*tokens, "http://"+*addr+"/mcp", *authServer, logger); err != nil {
 			return err
@@ -217,6 +237,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		for _, p := range prm.WellKnownPaths() {
 			mux.Handle(p, h)
 		}
+	}
+	if asHandler != nil {
+		mux.Handle("/", asHandler) // the authorization server's endpoints
 	}
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)

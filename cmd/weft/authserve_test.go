@@ -1,0 +1,125 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/weftmcp/weft/internal/hydratest"
+)
+
+// TestServeBehindAuthServer: `weft serve --auth-upstream` puts the demo
+// behind its own authorization server in front of Hydra: a client
+// registering by metadata document signs in, consents and lists the
+// demo's tools with its token; without one it is sent to the server's
+// metadata.
+func TestServeBehindAuthServer(t *testing.T) {
+	hydra := hydratest.Start(t, hydratest.Options{})
+	addr := freeAddr(t)
+	base := "http://" + addr
+	hydra.CreateClient(t, hydratest.Client{ID: "weft-demo", Secret: "demo-secret-0123456789", RedirectURIs: []string{base + "/callback"}})
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("demo-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const redirect = "http://127.0.0.1:9/cb"
+	var docURL string
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "CLI test", "redirect_uris": []string{redirect}})
+	}))
+	defer docs.Close()
+	docURL = docs.URL + "/client.json"
+	startServe(t, "--addr", addr, "--data", filepath.Join(dir, "data"), "--auth-upstream", hydra.Issuer,
+		"--auth-client-id", "weft-demo", "--auth-client-secret-file", secret, "--auth-dev")
+	waitPort(t, addr)
+
+	list := func(token string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/list")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, _ := list("")
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), base+"/.well-known/oauth-protected-resource/mcp") {
+		t.Fatalf("no token: %d %v", resp.StatusCode, resp.Header)
+	}
+	mr, err := http.Get(base + "/.well-known/oauth-authorization-server")
+	if err != nil || mr.StatusCode != 200 {
+		t.Fatalf("metadata: %v %v", mr, err)
+	}
+	mr.Body.Close()
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(r.URL.String(), redirect) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	v := base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("v", 40)))
+	sum := sha256.Sum256([]byte(v))
+	q := url.Values{"response_type": {"code"}, "client_id": {docURL}, "redirect_uri": {redirect}, "state": {"s"},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {base + "/mcp"}}
+	resp, err = c.Get(base + "/authorize?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	form := url.Values{"action": {"approve"}}
+	for _, m := range regexp.MustCompile(`type="hidden" name="([a-z]+)" value="([^"]*)"`).FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if resp.StatusCode != 200 || form.Get("csrf") == "" {
+		t.Fatalf("consent page: %d %s", resp.StatusCode, page)
+	}
+	resp, err = c.PostForm(base+"/consent", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if loc == nil || loc.Query().Get("code") == "" || loc.Query().Get("iss") != base {
+		t.Fatalf("redirect %v", resp.Header.Get("Location"))
+	}
+	tr, err := http.PostForm(base+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
+		"code_verifier": {v}, "client_id": {docURL}, "redirect_uri": {redirect}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok map[string]any
+	_ = json.NewDecoder(tr.Body).Decode(&tok)
+	tr.Body.Close()
+	at, _ := tok["access_token"].(string)
+	if at == "" {
+		t.Fatalf("token: %d %v", tr.StatusCode, tok)
+	}
+	resp, body := list(at)
+	if resp.StatusCode != 200 || !strings.Contains(body, "catalog.continue") {
+		t.Fatalf("tools/list with the token: %d %s", resp.StatusCode, body)
+	}
+}
