@@ -124,13 +124,18 @@ type UpstreamConfig struct {
 	// processes at once (default half of MaxProcesses, at least 1): the
 	// others keep a share. Parked calls do not count.
 	MaxCallsPerCaller int `json:"maxCallsPerCaller,omitempty"`
-	// ExclusiveProcesses keeps a parked call's process to itself (a
-	// 2025-era command upstream): for servers that send several requests
-	// of one call at once without echoing the progress token, which the
-	// gateway could not tell from another call's once the process serves
-	// another call. Such a call counts toward MaxCallsPerCaller while it
-	// waits.
-	ExclusiveProcesses bool `json:"exclusiveProcesses,omitempty"`
+	// SharedProcesses lets the calls of a 2025-era command upstream that
+	// wait for their client's input leave their process to other calls
+	// (of any caller) meanwhile. Off by default: stdio does not say which
+	// call a server request belongs to, so a request of a call that is
+	// refused or cancelled while it waits, sent by the server after the
+	// gateway gave up on it, can reach the call then running on the
+	// process, which may be another caller's. Turn it on only for servers
+	// that echo the progress token in their requests, or whose callers
+	// trust each other. Without it a waiting call keeps its process and
+	// counts toward MaxCallsPerCaller, so one caller still holds at most
+	// its share of the processes.
+	SharedProcesses bool `json:"sharedProcesses,omitempty"`
 	// MaxParkedCalls bounds the calls of a 2025-era upstream waiting for
 	// their client's input on one gateway instance (default 64); they hold
 	// no process of their own. MaxParkedPerCaller bounds one caller's
@@ -603,8 +608,8 @@ func (u *UpstreamConfig) validate() error {
 	if u.MaxCallsPerCaller > 0 && u.Command == "" {
 		return errors.New("maxCallsPerCaller applies to command upstreams only")
 	}
-	if u.ExclusiveProcesses && u.Command == "" {
-		return errors.New("exclusiveProcesses applies to command upstreams only")
+	if u.SharedProcesses && u.Command == "" {
+		return errors.New("sharedProcesses applies to command upstreams only")
 	}
 	if u.MaxParkedCalls < 0 || u.MaxParkedCalls > MaxParkedCeiling {
 		return fmt.Errorf("maxParkedCalls = %d is outside 0..%d", u.MaxParkedCalls, MaxParkedCeiling)

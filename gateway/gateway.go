@@ -1029,7 +1029,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	before := noise.count()
 	po := parkOpts{digest: partitionDigest(req), supports: supports, notify: notify,
 		admit: func() (func(), error) { return u.admitParked(caller) }, check: u.checkURL}
-	if t != nil && !u.cfg.ExclusiveProcesses {
+	if t != nil && u.cfg.SharedProcesses {
 		po.onPark, po.onResume = t.park, t.resume
 	}
 	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (exactjson.Value, error) {
