@@ -250,6 +250,21 @@ func runWeftStdout(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+func TestDashArgs(t *testing.T) {
+	fs := newFlags("task get")
+	addTarget(fs)
+	got := dashArgs(fs, []string{"http://x/mcp", "-mLL5KD", "--json", "--header=A: b", "-h", "--"})
+	want := []string{"http://x/mcp", "--", "-mLL5KD", "--json", "--header=A: b", "-h", "--"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("dashArgs = %q, want %q", got, want)
+	}
+	// The id after the target stays positional through parseFlags.
+	pos, err := parseFlags(fs, taskDoc, got[:3], io.Discard)
+	if err != nil || strings.Join(pos, " ") != "http://x/mcp -mLL5KD" {
+		t.Errorf("parseFlags = %q, %v", pos, err)
+	}
+}
+
 func TestSplitCommand(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -663,7 +663,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fs := newFlags("task " + verb)
 	t := addTarget(fs)
-	pos, err := parseFlags(fs, taskDoc, args[1:], stdout)
+	pos, err := parseFlags(fs, taskDoc, dashArgs(fs, args[1:]), stdout)
 	if err != nil {
 		return err
 	}
@@ -721,6 +721,20 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return printJSON(stdout, res)
 	}
 	return printToolResult(stdout, res)
+}
+
+// dashArgs marks as positional the arguments that start with "-" but name
+// no flag of fs: task ids are base64url and may start with "-".
+func dashArgs(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && a != "--" && !isHelp(a) && fs.Lookup(name) == nil {
+			out = append(out, "--")
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // printToolResult prints a tools/call result given as JSON.
