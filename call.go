@@ -227,6 +227,11 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 		if err := s.checkElicitation(r); err != nil {
 			return programming(fmt.Errorf("input request %q: %w", k, err))
 		}
+		// Numbers the client's parser would refuse (both eras: a 2025-11-25
+		// client gets the params in a server-to-client request).
+		if err := s.limits.JSON.CheckNumbers(r.params); err != nil {
+			return programming(fmt.Errorf("input request %q: %w", k, err))
+		}
 	}
 	if missing.Kind() != exactjson.KindNull {
 		return reply{err: errMissingCapabilities(missing), outcome: OutcomeProtocolError}, false

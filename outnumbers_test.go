@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -98,5 +99,30 @@ func TestOutgoingNumbersWithinJSONLimits(t *testing.T) {
 				t.Errorf("state past the limits was sealed")
 			}
 		})
+	}
+}
+
+// TestOutgoingNumbersLegacyInputRequest: a 2025-11-25 client is never sent a
+// server-to-client request whose params hold a number past the limits: the
+// call fails with -32603 instead.
+func TestOutgoingNumbersLegacyInputRequest(t *testing.T) {
+	s, _ := legacyServerFor(t, &Options{Legacy: &LegacyOptions{InputTimeout: 2 * time.Second}})
+	form := Form(ConditionalCapability)
+	past := bigNumber(t, "1", 10001)
+	must(t, s.AddTool(Tool{Name: "ask", Description: "Asks with a huge maximum.", Inputs: []Input{form}},
+		func(ctx context.Context, req *Request) (*CallToolResult, error) {
+			sch := exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties",
+				exactjson.Object(exactjson.Field("n", exactjson.Object(exactjson.Field("type", exactjson.String("number")),
+					exactjson.Field("maximum", past))))))
+			return nil, AskInput("e", form.Ask("OK?", sch))
+		}))
+	c := newLegacyClient(t, startHTTP(t, s).URL)
+	c.initialize()
+	r := c.call(1, "tools/call", M{"name": "ask"})
+	if r.Msg.Error == nil || r.Msg.Error.Code != CodeInternalError {
+		t.Fatalf("got %v, want -32603", r)
+	}
+	if len(c.requests) != 0 {
+		t.Fatalf("the client was sent %d requests: %v", len(c.requests), c.requests)
 	}
 }
