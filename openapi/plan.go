@@ -60,7 +60,25 @@ type plan struct {
 // reservedHeaders are header parameters OpenAPI says to ignore.
 var reservedHeaders = map[string]bool{"accept": true, "content-type": true, "authorization": true}
 
-func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o *v3.Operation) (*plan, error) {
+// transportHeader reports whether a header belongs to the HTTP transport,
+// a proxy or the host rather than to the API: hop-by-hop headers (RFC 9110
+// section 7.6.1), framing (Content-Length, Transfer-Encoding), routing (Host),
+// proxy credentials, client-address headers a proxy writes (Forwarded,
+// X-Forwarded-*, X-Real-IP, Via) and Cookie (cookie parameters have their
+// own location). A tool argument must not set any of them: a header
+// parameter so named is dropped when the document is loaded, with a warning.
+func transportHeader(name string) bool {
+	switch n := strings.ToLower(name); n {
+	case "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
+		"te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect",
+		"forwarded", "via", "x-real-ip", "max-forwards", "cookie", "content-encoding":
+		return true
+	default:
+		return strings.HasPrefix(n, "x-forwarded-") || strings.HasPrefix(n, "proxy-")
+	}
+}
+
+func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o *v3.Operation, warn func(string)) (*plan, error) {
 	pl := &plan{method: method, path: p}
 	// Operation parameters override path-item ones with the same name and location.
 	var all []*v3.Parameter
@@ -94,6 +112,10 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 		}
 		if prm.In == "header" && reservedHeaders[strings.ToLower(prm.Name)] {
 			continue // OpenAPI: such header parameters are ignored
+		}
+		if prm.In == "header" && transportHeader(prm.Name) {
+			warn(fmt.Sprintf("header parameter %q is dropped: the HTTP transport, not a tool argument, sets that header", prm.Name))
+			continue
 		}
 		pm := param{name: prm.Name, in: prm.In, reserved: prm.AllowReserved}
 		pm.required = prm.In == "path" || (prm.Required != nil && *prm.Required)
