@@ -148,9 +148,6 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 			return nil, fmt.Errorf("parameter %q: %w", prm.Name, err)
 		}
 		pm.typ = schemaType(conv, s)
-		if pm.style == "deepObject" && pm.typ != "object" && pm.typ != "" {
-			return nil, fmt.Errorf("parameter %q: style deepObject needs an object schema", prm.Name)
-		}
 		s, err = annotate(conv, s, raw, prm.Description, prm.Deprecated)
 		if err != nil {
 			return nil, fmt.Errorf("parameter %q: %w", prm.Name, err)
