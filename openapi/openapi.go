@@ -385,6 +385,7 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 		op.Deprecated = *o.Deprecated
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv.omit = "readOnly"
 	for k, n := range o.Extensions.FromOldest() {
 		v, err := conv.data(n, 0)
 		if err != nil {

@@ -254,6 +254,7 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 		return nil // several 2xx answers (or none): no single output schema
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv.omit = "writeOnly"
 	s, err := conv.schema(schemaNode, 1)
 	if err != nil {
 		return fmt.Errorf("response schema: %w", err)
