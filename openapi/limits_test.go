@@ -20,6 +20,8 @@ var openapiLimits = []struct {
 		Names: []string{"Options.MaxDocumentDepth", "DefaultMaxDocumentDepth"}, Default: limitsdoc.Num(DefaultMaxDocumentDepth), Past: []string{"refused"}}},
 	{Limit: limitsdoc.Limit{Doc: "nodes one operation's schemas copy", Names: []string{"Options.MaxSchemaNodes", "DefaultMaxSchemaNodes"},
 		Default: limitsdoc.Num(DefaultMaxSchemaNodes), Past: []string{"left out", "Strict"}}},
+	{Limit: limitsdoc.Limit{Doc: "nodes one tool schema copies before references not yet expanded become stubs (a description, any value accepted)",
+		Names: []string{"Options.MaxExpandedNodes", "DefaultMaxExpandedNodes"}, Default: limitsdoc.Num(DefaultMaxExpandedNodes), Past: []string{"stub"}}},
 	{Limit: limitsdoc.Limit{Doc: "nesting in one converted schema", Default: limitsdoc.Num(maxDepth), Past: []string{"left out"}}, consts: []string{"maxDepth"}},
 	{Limit: limitsdoc.Limit{Doc: "schema references followed one inside the other", Default: limitsdoc.Num(maxChain), Past: []string{"left out"}}, consts: []string{"maxChain"}},
 	{Limit: limitsdoc.Limit{Doc: "one upstream request, body included", Names: []string{"Options.Timeout", "DefaultTimeout"},

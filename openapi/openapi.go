@@ -30,6 +30,9 @@ const (
 	DefaultMaxErrorBytes    = 2048
 	DefaultMaxDocumentBytes = 16 << 20
 	DefaultMaxSchemaNodes   = 200_000
+	// DefaultMaxExpandedNodes bounds the nodes of one tool schema after
+	// which references not yet expanded become stubs.
+	DefaultMaxExpandedNodes = 1_000
 	// DefaultMaxDocumentDepth bounds the nesting of the document's flow
 	// collections ({...} and [...]): room for schemas nested 128 levels
 	// (two collections each: the schema and its properties) under the
@@ -111,6 +114,12 @@ type Options struct {
 	// checked in one pass over the bytes before anything parses them
 	// (default 300).
 	MaxDocumentDepth int
+	// MaxExpandedNodes: once one tool schema (input or output) has copied
+	// this many nodes, a referenced schema not yet in its $defs is written
+	// as a stub that names it and accepts any value, so a document whose
+	// schemas all reach each other (Stripe) makes tools of bounded size
+	// (default 1,000).
+	MaxExpandedNodes int
 
 	// Authorize adds upstream credentials; nil sends none. See
 	// [StaticHeader], [BearerPassThrough] and docs/openapi.md on the
@@ -316,6 +325,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxSchemaNodes <= 0 {
 		o.MaxSchemaNodes = DefaultMaxSchemaNodes
 	}
+	if o.MaxExpandedNodes <= 0 {
+		o.MaxExpandedNodes = DefaultMaxExpandedNodes
+	}
 	if o.MaxDocumentDepth <= 0 {
 		o.MaxDocumentDepth = DefaultMaxDocumentDepth
 	}
@@ -386,6 +398,7 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
 	conv.omit = "readOnly"
+	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
 	for k, n := range o.Extensions.FromOldest() {
 		v, err := conv.data(n, 0)
 		if err != nil {

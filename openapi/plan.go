@@ -255,6 +255,7 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
 	conv.omit = "writeOnly"
+	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
 	s, err := conv.schema(schemaNode, 1)
 	if err != nil {
 		return fmt.Errorf("response schema: %w", err)

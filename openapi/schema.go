@@ -35,6 +35,9 @@ type converter struct {
 	// read-only properties are not sent in requests, nor write-only ones
 	// returned in responses.
 	omit string
+	// expand is the node budget left below which a reference not yet
+	// converted is written as a stub instead (Options.MaxExpandedNodes).
+	expand int
 }
 
 func newConverter(root *yaml.Node, v30 bool, budget int) *converter {
@@ -397,6 +400,13 @@ func (c *converter) ref(n *yaml.Node) (exactjson.Value, error) {
 		target, err := pointer(c.root, ref)
 		if err != nil {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: %w", n.Line, err)
+		}
+		if c.budget < c.expand {
+			// The tool's schema is large enough: a schema reached only
+			// from here on is described, not copied, so no tool carries
+			// a whole API's schemas (Stripe's reached 500 KB each).
+			return exactjson.Object(exactjson.Field("description",
+				exactjson.String(c.defName(ref)+" (not expanded here: the tool's schema reached Options.MaxExpandedNodes)"))), nil
 		}
 		if c.chain >= maxChain {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: more than %d schema references nested one inside the other", n.Line, maxChain)

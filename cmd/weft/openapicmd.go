@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,6 +89,14 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	for _, w := range api.Warnings() {
 		logger.Warn("openapi: "+w.Message, "operation", w.Operation)
 	}
+	// The catalog's size: what tools/list sends in all, page by page.
+	catalog := 0
+	for _, t := range api.Tools() {
+		if b, err := json.Marshal(t); err == nil {
+			catalog += len(b)
+		}
+	}
+	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog, "warnings", len(api.Warnings()))
 	kr, _, err := dataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
