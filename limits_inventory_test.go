@@ -228,8 +228,8 @@ var invLimits = []invLimit{
 // docs/limits.md
 
 // invOtherSections are the sections of docs/limits.md whose limits other
-// packages hold to it (TestLimitsDoc in middleware, task, gateway, client/oauth and authserver).
-var invOtherSections = []string{"Response cache", "Gateway", "Tasks", "Go client", "Authorization server"}
+// packages hold to it (TestLimitsDoc in middleware, task, gateway, openapi, client/oauth and authserver).
+var invOtherSections = []string{"Response cache", "Gateway", "Tasks", "OpenAPI", "Go client", "Authorization server"}
 
 func TestLimitsInventoryMatchesDoc(t *testing.T) {
 	all, err := limitsdoc.Parse("docs/limits.md")

@@ -210,7 +210,9 @@ components:
 	}
 }
 
-// Bad documents get a clear error.
+// Bad documents get a clear error. An operation Weft cannot serve is left
+// out with a warning naming it and why; with Options.Strict the whole
+// document is refused (issue 28, item 2).
 func TestDocumentErrors(t *testing.T) {
 	head := "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nservers: [{url: 'http://127.0.0.1:1'}]\n"
 	op := func(body string) string {
@@ -234,11 +236,34 @@ func TestDocumentErrors(t *testing.T) {
 		{"schema budget", op("      parameters: [{name: id, in: path, required: true, schema: {type: object, properties: {a: {}, b: {}, c: {}}}}]\n"), Options{MaxSchemaNodes: 3}, "MaxSchemaNodes"},
 		{"infinite number", op("      parameters: [{name: id, in: path, required: true, schema: {type: number, maximum: .inf}}]\n"), Options{}, "no JSON form"},
 	}
+	perOperation := map[string]bool{"missing path parameter": true, "bad style": true, "bad location": true, "schema budget": true, "infinite number": true}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New([]byte(tc.doc), tc.opts)
+			strict := tc.opts
+			strict.Strict = true
+			_, err := New([]byte(tc.doc), strict)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
+				t.Errorf("strict: error %v, want one containing %q", err, tc.want)
+			}
+			api, err := New([]byte(tc.doc), tc.opts)
+			if !perOperation[tc.name] {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("one operation's problem refused the document: %v", err)
+			}
+			ops, ws := api.Operations(), api.Warnings()
+			if len(ops) != 1 || ops[0].Kind != KindExcluded || !strings.Contains(ops[0].Problem, tc.want) {
+				t.Fatalf("operations %+v, want op excluded with a problem containing %q", ops[0], tc.want)
+			}
+			if len(ws) != 1 || ws[0].Operation != "op (GET /p/{id})" || !strings.Contains(ws[0].String(), "left out: ") {
+				t.Errorf("warnings %v", ws)
+			}
+			if len(api.Tools()) != 0 {
+				t.Errorf("tools %v", api.Tools())
 			}
 		})
 	}

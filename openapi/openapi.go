@@ -30,6 +30,14 @@ const (
 	DefaultMaxErrorBytes    = 2048
 	DefaultMaxDocumentBytes = 16 << 20
 	DefaultMaxSchemaNodes   = 200_000
+	// DefaultMaxExpandedNodes bounds the nodes of one tool schema after
+	// which references not yet expanded become stubs.
+	DefaultMaxExpandedNodes = 1_000
+	// DefaultMaxDocumentDepth bounds the nesting of the document's flow
+	// collections ({...} and [...]): room for schemas nested 128 levels
+	// (two collections each: the schema and its properties) under the
+	// document's own levels.
+	DefaultMaxDocumentDepth = 300
 	DefaultResourceScheme   = "openapi"
 	// ConfirmExtension is the operation extension that asks for (true) or
 	// waives (false) a confirmation round, whatever the method.
@@ -101,6 +109,17 @@ type Options struct {
 	// MaxSchemaNodes bounds the nodes of one operation's converted schemas
 	// (default 200,000).
 	MaxSchemaNodes int
+	// MaxDocumentDepth bounds the nesting of the document's flow
+	// collections ({...} and [...], all of a JSON document's nesting),
+	// checked in one pass over the bytes before anything parses them
+	// (default 300).
+	MaxDocumentDepth int
+	// MaxExpandedNodes: once one tool schema (input or output) has copied
+	// this many nodes, a referenced schema not yet in its $defs is written
+	// as a stub that names it and accepts any value, so a document whose
+	// schemas all reach each other (Stripe) makes tools of bounded size
+	// (default 1,000).
+	MaxExpandedNodes int
 
 	// Authorize adds upstream credentials; nil sends none. See
 	// [StaticHeader], [BearerPassThrough] and docs/openapi.md on the
@@ -127,7 +146,23 @@ type Options struct {
 	Confirm func(op *Operation) bool
 	// NoOutputSchemas leaves output schemas out of the tools.
 	NoOutputSchemas bool
+	// Strict refuses the whole document when one selected operation cannot
+	// be served. By default such an operation is left out (Kind
+	// KindExcluded, its Problem set) with a warning naming it and why.
+	Strict bool
 }
+
+// Warning is something New did not serve as the document says: an
+// operation left out, or a parameter dropped.
+type Warning struct {
+	// Operation names the operation: "operationId (METHOD /path)".
+	Operation string
+	// Message says what was not served and why.
+	Message string
+}
+
+// String renders the warning as one line.
+func (w Warning) String() string { return w.Operation + ": " + w.Message }
 
 // DefaultConfirm asks for confirmation before DELETE operations and before
 // any operation whose x-mcp-confirm extension is true; x-mcp-confirm: false
@@ -163,6 +198,10 @@ type Operation struct {
 	// documents (OutputSchema may be empty).
 	InputSchema  []byte
 	OutputSchema []byte
+	// Problem says why a selected operation is not served (Kind is then
+	// KindExcluded); empty for served operations and for those the
+	// selection options excluded.
+	Problem string
 
 	plan *plan
 }
@@ -173,6 +212,7 @@ type API struct {
 	version      string
 	base         *url.URL
 	ops          []*Operation
+	warnings     []Warning
 	confirmInput weft.TypedFormInput[confirmation]
 }
 
@@ -185,6 +225,11 @@ func New(doc []byte, opts Options) (*API, error) {
 	opts = opts.withDefaults()
 	if len(doc) > opts.MaxDocumentBytes {
 		return nil, fmt.Errorf("openapi: document is %d bytes, more than MaxDocumentBytes (%d)", len(doc), opts.MaxDocumentBytes)
+	}
+	// The YAML parser's and libopenapi's cost grows with nesting times
+	// size: refuse a deep document before either sees it.
+	if _, err := flowDepth(doc, opts.MaxDocumentDepth); err != nil {
+		return nil, err
 	}
 	d, err := libopenapi.NewDocumentWithConfiguration(doc, &datamodel.DocumentConfiguration{
 		IgnorePolymorphicCircularReferences: true,
@@ -228,7 +273,14 @@ func New(doc []byte, opts Options) (*API, error) {
 				}
 				op, err := a.operation(root, strings.HasPrefix(v, "3.0"), p, strings.ToUpper(method), item, o, names)
 				if err != nil {
-					return nil, err
+					if opts.Strict {
+						return nil, err
+					}
+					// Leave the operation out, saying which and why.
+					op = &Operation{Method: strings.ToUpper(method), Path: p, OperationID: o.OperationId, Tags: o.Tags,
+						Kind: KindExcluded}
+					op.Problem = strings.TrimPrefix(err.Error(), "openapi: "+where(op)+": ")
+					a.warnings = append(a.warnings, Warning{Operation: where(op), Message: "left out: " + op.Problem})
 				}
 				a.ops = append(a.ops, op)
 			}
@@ -272,6 +324,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSchemaNodes <= 0 {
 		o.MaxSchemaNodes = DefaultMaxSchemaNodes
+	}
+	if o.MaxExpandedNodes <= 0 {
+		o.MaxExpandedNodes = DefaultMaxExpandedNodes
+	}
+	if o.MaxDocumentDepth <= 0 {
+		o.MaxDocumentDepth = DefaultMaxDocumentDepth
 	}
 	if o.ResourceScheme == "" {
 		o.ResourceScheme = DefaultResourceScheme
@@ -339,6 +397,8 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 		op.Deprecated = *o.Deprecated
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv.omit = "readOnly"
+	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
 	for k, n := range o.Extensions.FromOldest() {
 		v, err := conv.data(n, 0)
 		if err != nil {
@@ -346,10 +406,8 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 		}
 		op.Extensions[k] = v
 	}
-	where := method + " " + p
-	if op.OperationID != "" {
-		where = op.OperationID + " (" + where + ")"
-	}
+	where := where(op)
+	warn := func(msg string) { a.warnings = append(a.warnings, Warning{Operation: where, Message: msg}) }
 	if !a.selected(op) {
 		op.Kind = KindExcluded
 		return op, nil
@@ -373,7 +431,7 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 	names[name] = true
 	op.Name = name
 
-	pl, err := a.buildPlan(conv, method, p, item, o)
+	pl, err := a.buildPlan(conv, method, p, item, o, warn)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
 	}
@@ -454,6 +512,20 @@ func (a *API) route(op *Operation) Kind {
 	}
 	return KindTool
 }
+
+// where names an operation in errors and warnings.
+func where(op *Operation) string {
+	w := op.Method + " " + op.Path
+	if op.OperationID != "" {
+		w = op.OperationID + " (" + w + ")"
+	}
+	return w
+}
+
+// Warnings returns what New did not serve as the document says, in
+// document order: operations left out (unless Options.Strict) and
+// parameters dropped.
+func (a *API) Warnings() []Warning { return slices.Clone(a.warnings) }
 
 // Operations returns every operation of the document in document order,
 // excluded ones included (with Kind KindExcluded). They are copies:

@@ -77,6 +77,18 @@ paths:
       operationId: queryDeep
       parameters: [{name: id, in: query, style: deepObject, explode: true, schema: {type: object}}]
       responses: {'200': {description: ok}}
+  /query-deep-stripe:
+    get:
+      operationId: queryDeepStripe
+      parameters:
+        - {name: expand, in: query, style: deepObject, explode: true, schema: {type: array, items: {type: string}}}
+        - name: created
+          in: query
+          style: deepObject
+          explode: true
+          schema: {anyOf: [{type: object, properties: {gt: {type: integer}, lte: {type: integer}}}, {type: integer}]}
+        - {name: metadata, in: query, style: deepObject, explode: true, schema: {type: object, additionalProperties: {type: object}}}
+      responses: {'200': {description: ok}}
   /query-reserved:
     get:
       operationId: queryReserved
@@ -159,6 +171,12 @@ func TestParameterSerialization(t *testing.T) {
 		{"spaceDelimited array", "querySpace", `{"id":` + arr + `}`, "/base/query-space", "id=3%204%205", nil, ""},
 		{"pipeDelimited array", "queryPipe", `{"id":` + arr + `}`, "/base/query-pipe", "id=3|4|5", nil, ""},
 		{"deepObject", "queryDeep", `{"id":` + obj + `}`, "/base/query-deep", "id%5Brole%5D=admin&id%5BfirstName%5D=Alex", nil, ""},
+		// Stripe's deviations (issue 28, item 2): deepObject on an array
+		// and on an anyOf of an object and an integer, and nested values.
+		{"deepObject array (Stripe)", "queryDeepStripe", `{"expand":["data.customer","data.invoice"]}`, "/base/query-deep-stripe", "expand%5B0%5D=data.customer&expand%5B1%5D=data.invoice", nil, ""},
+		{"deepObject anyOf object (Stripe)", "queryDeepStripe", `{"created":{"gt":1,"lte":9}}`, "/base/query-deep-stripe", "created%5Bgt%5D=1&created%5Blte%5D=9", nil, ""},
+		{"deepObject anyOf integer (Stripe)", "queryDeepStripe", `{"created":1700000000}`, "/base/query-deep-stripe", "created=1700000000", nil, ""},
+		{"deepObject nested", "queryDeepStripe", `{"metadata":{"a":{"b":[1,"x y"]}}}`, "/base/query-deep-stripe", "metadata%5Ba%5D%5Bb%5D%5B0%5D=1&metadata%5Ba%5D%5Bb%5D%5B1%5D=x%20y", nil, ""},
 		{"allowReserved", "queryReserved", `{"plain":"a/b:c","kept":"a/b:c"}`, "/base/query-reserved", "plain=a%2Fb%3Ac&kept=a/b:c", nil, ""},
 		{"content JSON", "queryContent", `{"filter":{"n":9007199254740993}}`, "/base/query-content", "filter=%7B%22n%22%3A9007199254740993%7D", nil, ""},
 		{"header primitive", "headerSimple", `{"X-Id":5}`, "/base/header", "", map[string]string{"X-Id": "5"}, ""},

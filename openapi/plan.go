@@ -60,7 +60,25 @@ type plan struct {
 // reservedHeaders are header parameters OpenAPI says to ignore.
 var reservedHeaders = map[string]bool{"accept": true, "content-type": true, "authorization": true}
 
-func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o *v3.Operation) (*plan, error) {
+// transportHeader reports whether a header belongs to the HTTP transport,
+// a proxy or the host rather than to the API: hop-by-hop headers (RFC 9110
+// section 7.6.1), framing (Content-Length, Transfer-Encoding), routing (Host),
+// proxy credentials, client-address headers a proxy writes (Forwarded,
+// X-Forwarded-*, X-Real-IP, Via) and Cookie (cookie parameters have their
+// own location). A tool argument must not set any of them: a header
+// parameter so named is dropped when the document is loaded, with a warning.
+func transportHeader(name string) bool {
+	switch n := strings.ToLower(name); n {
+	case "connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
+		"te", "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect",
+		"forwarded", "via", "x-real-ip", "max-forwards", "cookie", "content-encoding":
+		return true
+	default:
+		return strings.HasPrefix(n, "x-forwarded-") || strings.HasPrefix(n, "proxy-")
+	}
+}
+
+func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o *v3.Operation, warn func(string)) (*plan, error) {
 	pl := &plan{method: method, path: p}
 	// Operation parameters override path-item ones with the same name and location.
 	var all []*v3.Parameter
@@ -95,6 +113,10 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 		if prm.In == "header" && reservedHeaders[strings.ToLower(prm.Name)] {
 			continue // OpenAPI: such header parameters are ignored
 		}
+		if prm.In == "header" && transportHeader(prm.Name) {
+			warn(fmt.Sprintf("header parameter %q is dropped: the HTTP transport, not a tool argument, sets that header", prm.Name))
+			continue
+		}
 		pm := param{name: prm.Name, in: prm.In, reserved: prm.AllowReserved}
 		pm.required = prm.In == "path" || (prm.Required != nil && *prm.Required)
 		pm.style = prm.Style
@@ -126,9 +148,6 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 			return nil, fmt.Errorf("parameter %q: %w", prm.Name, err)
 		}
 		pm.typ = schemaType(conv, s)
-		if pm.style == "deepObject" && pm.typ != "object" && pm.typ != "" {
-			return nil, fmt.Errorf("parameter %q: style deepObject needs an object schema", prm.Name)
-		}
 		s, err = annotate(conv, s, raw, prm.Description, prm.Deprecated)
 		if err != nil {
 			return nil, fmt.Errorf("parameter %q: %w", prm.Name, err)
@@ -235,6 +254,8 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 		return nil // several 2xx answers (or none): no single output schema
 	}
 	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv.omit = "writeOnly"
+	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
 	s, err := conv.schema(schemaNode, 1)
 	if err != nil {
 		return fmt.Errorf("response schema: %w", err)

@@ -30,6 +30,14 @@ type converter struct {
 	names  map[string]string
 	taken  map[string]bool
 	defs   []exactjson.Member
+	// omit names the keyword (readOnly for input schemas, writeOnly for
+	// output schemas) whose properties are left out: OpenAPI says
+	// read-only properties are not sent in requests, nor write-only ones
+	// returned in responses.
+	omit string
+	// expand is the node budget left below which a reference not yet
+	// converted is written as a stub instead (Options.MaxExpandedNodes).
+	expand int
 }
 
 func newConverter(root *yaml.Node, v30 bool, budget int) *converter {
@@ -126,6 +134,9 @@ func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Valu
 	nullable := false
 	var exclMin, exclMax *bool
 	var example *exactjson.Value
+	var required *yaml.Node
+	requiredAt := 0
+	omitted := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
 		if k == nil || k.Kind != yaml.ScalarNode {
@@ -174,6 +185,15 @@ func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Valu
 		var val exactjson.Value
 		var err error
 		switch {
+		case name == "properties" && c.omit != "" && v.Kind == yaml.MappingNode:
+			var gone []string
+			val, gone, err = c.properties(v, depth+1)
+			for _, g := range gone {
+				omitted[g] = true
+			}
+		case name == "required" && c.omit != "":
+			required, requiredAt = v, len(members)
+			val, err = exactjson.Null(), nil // filled in below
 		case schemaMapKeywords[name]:
 			val, err = c.schemaMap(v, depth+1)
 			if name == "definitions" {
@@ -195,6 +215,24 @@ func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Valu
 			return exactjson.Value{}, err
 		}
 		members = append(members, exactjson.Field(name, val))
+	}
+	if required != nil {
+		// required, without the properties left out (a required read-only
+		// property would make every request invalid).
+		r, err := c.data(required, depth+1)
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		if r.Kind() == exactjson.KindArray {
+			var keep []exactjson.Value
+			for x := range r.Values() {
+				if xs, ok := x.AsString(); !ok || !omitted[xs] {
+					keep = append(keep, x)
+				}
+			}
+			r = exactjson.Array(keep...)
+		}
+		members[requiredAt] = exactjson.Field("required", r)
 	}
 	out := exactjson.Object(members...)
 	if example != nil && !out.Has("examples") {
@@ -279,6 +317,58 @@ func (c *converter) schemaMap(n *yaml.Node, depth int) (exactjson.Value, error) 
 	return exactjson.Object(members...), nil
 }
 
+// properties converts a properties map, leaving out the properties marked
+// with c.omit (on the property's schema or on the schema it references),
+// and returns their names.
+func (c *converter) properties(n *yaml.Node, depth int) (exactjson.Value, []string, error) {
+	var members []exactjson.Member
+	var gone []string
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := deref(n.Content[i])
+		if k == nil || k.Kind != yaml.ScalarNode {
+			return exactjson.Value{}, nil, errors.New("openapi: schema names must be strings")
+		}
+		if seen[k.Value] {
+			return exactjson.Value{}, nil, fmt.Errorf("openapi: line %d: duplicate name %q", k.Line, k.Value)
+		}
+		seen[k.Value] = true
+		if c.marked(n.Content[i+1]) {
+			gone = append(gone, k.Value)
+			continue
+		}
+		v, err := c.schema(n.Content[i+1], depth)
+		if err != nil {
+			return exactjson.Value{}, nil, err
+		}
+		members = append(members, exactjson.Field(k.Value, v))
+	}
+	return exactjson.Object(members...), gone, nil
+}
+
+// marked reports whether a property schema says c.omit: true, itself or
+// through the references it is (a few, followed one after the other).
+func (c *converter) marked(n *yaml.Node) bool {
+	for range 8 {
+		n = deref(n)
+		if v, ok := lookup(n, c.omit); ok {
+			if v = deref(v); v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" && strings.EqualFold(v.Value, "true") {
+				return true
+			}
+		}
+		r, ok := lookup(n, "$ref")
+		if !ok || deref(r).Kind != yaml.ScalarNode || !strings.HasPrefix(deref(r).Value, "#") {
+			return false
+		}
+		t, err := pointer(c.root, deref(r).Value)
+		if err != nil {
+			return false
+		}
+		n = t
+	}
+	return false
+}
+
 func (c *converter) schemaList(n *yaml.Node, depth int) (exactjson.Value, error) {
 	if n.Kind != yaml.SequenceNode {
 		return exactjson.Value{}, fmt.Errorf("openapi: line %d: expected a list of schemas", n.Line)
@@ -310,6 +400,13 @@ func (c *converter) ref(n *yaml.Node) (exactjson.Value, error) {
 		target, err := pointer(c.root, ref)
 		if err != nil {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: %w", n.Line, err)
+		}
+		if c.budget < c.expand {
+			// The tool's schema is large enough: a schema reached only
+			// from here on is described, not copied, so no tool carries
+			// a whole API's schemas (Stripe's reached 500 KB each).
+			return exactjson.Object(exactjson.Field("description",
+				exactjson.String(c.defName(ref)+" (not expanded here: the tool's schema reached Options.MaxExpandedNodes)"))), nil
 		}
 		if c.chain >= maxChain {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: more than %d schema references nested one inside the other", n.Line, maxChain)

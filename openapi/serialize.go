@@ -3,6 +3,7 @@ package openapi
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -142,6 +143,17 @@ func queryPairs(p param, v exactjson.Value) ([]string, error) {
 		s, err := jsonText(v)
 		return []string{name + "=" + esc(s)}, err
 	}
+	if p.style == "deepObject" {
+		// OpenAPI defines deepObject for objects only; Stripe and its SDKs
+		// also send arrays (expand[0]=a&expand[1]=b) and nested values this
+		// way, and a scalar of an anyOf union (created=5) as a plain pair.
+		if v.Kind() != exactjson.KindArray && v.Kind() != exactjson.KindObject {
+			return []string{name + "=" + esc(text(v))}, nil
+		}
+		var out []string
+		deepPairs(name, v, esc, &out)
+		return out, nil
+	}
 	switch v.Kind() {
 	case exactjson.KindArray:
 		items := make([]string, 0, v.Len())
@@ -160,18 +172,10 @@ func queryPairs(p param, v exactjson.Value) ([]string, error) {
 			return []string{name + "=" + strings.Join(items, "%20")}, nil
 		case "pipeDelimited":
 			return []string{name + "=" + strings.Join(items, "|")}, nil
-		case "deepObject":
-			return nil, fmt.Errorf("argument %q: style deepObject serializes objects, not arrays", p.arg)
 		}
 		return []string{name + "=" + strings.Join(items, ",")}, nil
 	case exactjson.KindObject:
 		switch {
-		case p.style == "deepObject":
-			var out []string
-			for k, e := range v.All() {
-				out = append(out, name+"%5B"+escape(k, false)+"%5D="+esc(text(e)))
-			}
-			return out, nil
 		case p.explode:
 			var out []string
 			for k, e := range v.All() {
@@ -193,6 +197,25 @@ func queryPairs(p param, v exactjson.Value) ([]string, error) {
 		return []string{name + "=" + strings.Join(parts, sep)}, nil
 	}
 	return []string{name + "=" + esc(text(v))}, nil
+}
+
+// deepPairs writes v under prefix in bracket notation: an object member as
+// prefix[name], an array element as prefix[index], nested to any depth.
+func deepPairs(prefix string, v exactjson.Value, esc func(string) string, out *[]string) {
+	switch v.Kind() {
+	case exactjson.KindObject:
+		for k, e := range v.All() {
+			deepPairs(prefix+"%5B"+escape(k, false)+"%5D", e, esc, out)
+		}
+	case exactjson.KindArray:
+		i := 0
+		for e := range v.Values() {
+			deepPairs(prefix+"%5B"+strconv.Itoa(i)+"%5D", e, esc, out)
+			i++
+		}
+	default:
+		*out = append(*out, prefix+"="+esc(text(v)))
+	}
 }
 
 // headerValue serializes a header parameter (style simple). Values with

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 
 const openapiUsage = `usage: weft openapi --spec FILE [--upstream URL] [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE]
                     [--include-tags a,b] [--exclude-operations x,y] [--timeout 30s] [--max-response-bytes N]
-                    [--upstream-token-file FILE] [--stdio] [--allow-unauthenticated]
+                    [--upstream-token-file FILE] [--strict] [--stdio] [--allow-unauthenticated]
        weft serve --openapi FILE [--upstream URL] ...   (the same)`
 
 // openapiServeRequested reports whether `weft serve` was asked to serve an
@@ -54,6 +55,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
 	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
 	allowUnauth := addAllowUnauthenticated(fs)
+	strict := fs.Bool("strict", false, "refuse the document when one operation cannot be served (default: leave it out with a warning)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // the usage is printed
@@ -74,7 +76,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("read the OpenAPI document: %w", err)
 	}
 	opts := openapi.Options{BaseURL: *upstream, Timeout: *timeout, MaxResponseBytes: *maxResp,
-		IncludeTags: splitList(*includeTags), ExcludeOperations: splitList(*excludeOps),
+		IncludeTags: splitList(*includeTags), ExcludeOperations: splitList(*excludeOps), Strict: *strict,
 		HTTPClient: &http.Client{Timeout: *timeout,
 			// Redirects are not followed: a 3xx is reported, and credentials
 			// never travel to a host the operator did not name.
@@ -91,6 +93,17 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	for _, w := range api.Warnings() {
+		logger.Warn("openapi: "+w.Message, "operation", w.Operation)
+	}
+	// The catalog's size: what tools/list sends in all, page by page.
+	catalog := 0
+	for _, t := range api.Tools() {
+		if b, err := json.Marshal(t); err == nil {
+			catalog += len(b)
+		}
+	}
+	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog, "warnings", len(api.Warnings()))
 	kr, _, err := dataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err

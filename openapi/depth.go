@@ -1,0 +1,153 @@
+package openapi
+
+import "fmt"
+
+// flowDepth returns the deepest nesting of flow collections ({...} and
+// [...], which is all of a JSON document's nesting) in a YAML or JSON
+// document, scanning its bytes once without parsing it, and stops with an
+// error as soon as the nesting passes limit.
+//
+// It runs before the YAML parser and libopenapi see the document: their
+// cost grows with depth times size (a 149 KB document of nested flow
+// mappings took 841 MB), so a document is refused here, in time and memory
+// linear in its size. Block-style nesting needs an indentation per level,
+// so its depth is bounded by the square root of the document's size and
+// needs no check of its own.
+//
+// The scan is lexical: it skips comments, quoted scalars and block
+// scalars (| and >), and a bracket opens a collection only where YAML
+// starts a value (in block context after "key: ", "- ", "? " or at the
+// start of a line; in flow context after "[", "{", "," or ":"). A bracket
+// inside a plain scalar ("pattern: ^[a-z]+$") is text. Where the scan and
+// a parser could disagree (an unbalanced bracket at the start of a plain
+// scalar's continuation line), it counts the bracket: it may refuse an odd
+// document, never admit a deeper one.
+func flowDepth(doc []byte, limit int) (int, error) {
+	depth, deepest := 0, 0
+	// atValue: the next non-blank byte starts a value (or a key).
+	atValue := true
+	lineIndent, col := 0, 0
+	lineStart := true
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		if c == '\n' || c == '\r' {
+			lineStart, col, lineIndent = true, 0, 0
+			if depth == 0 {
+				atValue = true
+			}
+			continue
+		}
+		if lineStart {
+			if c == ' ' || c == '\t' {
+				col++
+				continue
+			}
+			lineStart, lineIndent = false, col
+		}
+		switch c {
+		case ' ', '\t':
+			continue
+		case '#':
+			if i == 0 || isBlank(doc[i-1]) {
+				for i+1 < len(doc) && doc[i+1] != '\n' && doc[i+1] != '\r' {
+					i++
+				}
+				continue
+			}
+		}
+		if atValue {
+			switch c {
+			case '{', '[':
+				depth++
+				if depth > deepest {
+					deepest = depth
+				}
+				if depth > limit {
+					return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
+				}
+				continue // atValue stays true: a value starts next
+			case '"', '\'':
+				i = skipQuoted(doc, i)
+				atValue = false
+				continue
+			case '|', '>':
+				if depth == 0 {
+					i = skipBlockScalar(doc, i, lineIndent)
+					continue
+				}
+			case '-', '?':
+				if depth == 0 && (i+1 == len(doc) || isBlank(doc[i+1])) {
+					continue // a sequence entry or a complex key: a value follows
+				}
+			case '&', '!':
+				// an anchor or a tag: a value follows after it
+				for i+1 < len(doc) && !isBlank(doc[i+1]) && doc[i+1] != ',' && doc[i+1] != '[' && doc[i+1] != '{' {
+					i++
+				}
+				continue
+			}
+		}
+		switch c {
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+			atValue = false
+		case ',':
+			atValue = depth > 0
+		case ':':
+			if depth > 0 || i+1 == len(doc) || isBlank(doc[i+1]) {
+				atValue = true
+			}
+		default:
+			atValue = false
+		}
+	}
+	return deepest, nil
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipQuoted returns the index of the quote closing the scalar opened at i
+// (or the last index when it is never closed).
+func skipQuoted(doc []byte, i int) int {
+	q := doc[i]
+	for j := i + 1; j < len(doc); j++ {
+		switch {
+		case q == '"' && doc[j] == '\\':
+			j++
+		case doc[j] == q:
+			if q == '\'' && j+1 < len(doc) && doc[j+1] == '\'' {
+				j++ // '' is an escaped quote
+				continue
+			}
+			return j
+		}
+	}
+	return len(doc) - 1
+}
+
+// skipBlockScalar skips a block scalar whose indicator is at i on a line
+// indented by indent: the rest of that line, then every line that is blank
+// or indented more. It returns the index of the last byte skipped.
+func skipBlockScalar(doc []byte, i, indent int) int {
+	for i < len(doc) && doc[i] != '\n' {
+		i++
+	}
+	for i < len(doc) {
+		// doc[i] is a newline: look at the next line.
+		j, col := i+1, 0
+		for j < len(doc) && (doc[j] == ' ' || doc[j] == '\t') {
+			j++
+			col++
+		}
+		if j < len(doc) && doc[j] != '\n' && doc[j] != '\r' && col <= indent {
+			return i - 1 // the next line belongs to the parent
+		}
+		i = j
+		for i < len(doc) && doc[i] != '\n' {
+			i++
+		}
+	}
+	return len(doc) - 1
+}
