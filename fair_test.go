@@ -12,6 +12,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -313,5 +315,42 @@ func TestFairListenStreams(t *testing.T) {
 				t.Fatalf("tenant B's stream after A opened %d: %s", opened, r)
 			}
 		})
+	}
+}
+
+// TestRequestCaller: Request.Caller is the fairness key the server's own
+// shares use, so that components sharing a capacity (the gateway's
+// upstream processes) agree with it: the remote host of an anonymous
+// caller, IPv6 by /64, else the principal, else the partition.
+func TestRequestCaller(t *testing.T) {
+	s := NewServer(Implementation{Name: "t", Version: "1"}, &Options{QuietRequests: true})
+	if err := s.AddTool(Tool{Name: "caller", Description: "Names the caller."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		return &CallToolResult{Content: []Content{TextContent(req.Caller())}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	ctx := context.Background()
+	for tenant, want := range map[string]string{"a": "a:127.0.0.2", "b": "a:127.0.0.3"} {
+		r := fairCall(t, ctx, fairAddrClient(t, tenant), ts.URL, "caller")
+		if !strings.Contains(string(r.body), `"text":"`+want+`"`) {
+			t.Errorf("tenant %s: %s, want caller %s", tenant, r.body, want)
+		}
+	}
+	for _, tc := range []struct {
+		id   Identity
+		addr string
+		want string
+	}{
+		{Identity{Partition: "acme", Principal: "ada"}, "10.0.0.1:5", "p:acme"},
+		{Identity{Principal: "ada"}, "10.0.0.1:5", "u:ada"},
+		{Identity{}, "[2001:db8:1:2:3::4]:443", "a:2001:db8:1:2::/64"},
+		{Identity{}, "[2001:db8:1:2:ffff::9]:1", "a:2001:db8:1:2::/64"},
+		{Identity{}, "", "stdio"},
+	} {
+		if got := fairKeyOf(tc.id, tc.addr).String(); got != tc.want {
+			t.Errorf("fairKeyOf(%+v, %q) = %q, want %q", tc.id, tc.addr, got, tc.want)
+		}
 	}
 }

@@ -181,6 +181,14 @@ func (r *Request) Transport() string { return r.transport }
 // Server returns the server serving the request.
 func (r *Request) Server() *Server { return r.srv }
 
+// Caller is the key Weft's fair shares count the request's caller by: the
+// partition, else the principal, else, for an anonymous caller, the
+// transport's identity (the remote host over HTTP, IPv6 by /64; "stdio" for
+// a stdio connection). Components that share a capacity among callers (the
+// gateway's upstream processes, say) use it to agree with the server's own
+// shares (docs/security.md, "Fair shares among callers").
+func (r *Request) Caller() string { return fairKeyOf(r.Identity, r.remoteAddr).String() }
+
 // InputResponses returns the keyed responses of a retry (empty on a first call).
 func (r *Request) InputResponses() InputResponses {
 	if r.retry == nil {

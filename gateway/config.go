@@ -119,8 +119,8 @@ type UpstreamConfig struct {
 	// parked there wait for their clients (see docs/gateway.md); a call
 	// finding every process busy waits for one, within CallTimeout.
 	MaxProcesses int `json:"maxProcesses,omitempty"`
-	// MaxCallsPerCaller bounds the calls of one caller (principal,
-	// partition and rate key) running on a 2025-era command upstream's
+	// MaxCallsPerCaller bounds the calls of one caller (weft.Request.Caller
+	// and the rate key) running on a 2025-era command upstream's
 	// processes at once (default half of MaxProcesses, at least 1): the
 	// others keep a share. Parked calls do not count.
 	MaxCallsPerCaller int `json:"maxCallsPerCaller,omitempty"`

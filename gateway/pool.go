@@ -85,11 +85,11 @@ type turn struct {
 }
 
 // callerKey names the caller of req for the fair shares of an upstream:
-// its principal, partition and rate key (an anonymous caller without
-// either is one caller with every other such caller).
+// the server's own fairness key (weft.Request.Caller: partition, else
+// principal, else an anonymous caller's remote host), plus the rate key
+// when admission sets one.
 func callerKey(req *weft.Request) string {
-	id := req.Identity
-	return id.Principal + "\x00" + id.Partition + "\x00" + id.RateKey
+	return req.Caller() + "\x00" + req.Identity.RateKey
 }
 
 func (pp *procPool) alive(p *proc) bool {
