@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	weft "github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
@@ -156,11 +158,40 @@ func answerRounds(ctx context.Context, c *client.Client, who string, res exactjs
 // (Without the share, A's calls held every process and B's call waited
 // for one until callTimeout.)
 func TestSlowCallsDoNotStarveOtherCallers(t *testing.T) {
+	t.Run("bearer", func(t *testing.T) {
+		slowCallsDoNotStarve(t, tokenAdmission, func(in *instance, name string) *client.Client { return callerClient(t, in, name) })
+	})
+	// Without admission every caller is anonymous: the gateway tells them
+	// apart by address as the server does (weft.Request.Caller); before,
+	// all anonymous callers were one caller and B waited behind A.
+	t.Run("anonymous", func(t *testing.T) {
+		slowCallsDoNotStarve(t, nil, func(in *instance, name string) *client.Client { return addrClient(t, in, name) })
+	})
+}
+
+// addrClient is a 2026-07-28 client of the gateway whose connections come
+// from a loopback address of its own: "alice" from 127.0.0.2, "bob" from
+// 127.0.0.3 (Linux routes all of 127/8 to the loopback interface).
+func addrClient(t *testing.T, in *instance, name string) *client.Client {
+	t.Helper()
+	ip := net.IPv4(127, 0, 0, 2)
+	if name == "bob" {
+		ip = net.IPv4(127, 0, 0, 3)
+	}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := client.New(client.NewHTTPTransport(in.url, &http.Client{Transport: tr}), client.Options{})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func slowCallsDoNotStarve(t *testing.T, adm weft.Admission, newClient func(*instance, string) *client.Client) {
 	up, _ := fakeUpstream(t, "fake")
 	up.MaxProcesses = 2
 	up.CallTimeout = gateway.Duration(time.Minute)
-	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
-	a, b := callerClient(t, in, "alice"), callerClient(t, in, "bob")
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, adm)
+	a, b := newClient(in, "alice"), newClient(in, "bob")
 	actx, stopA := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
