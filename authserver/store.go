@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/weftmcp/weft/auth"
 	"github.com/weftmcp/weft/internal/sqlitedb"
+	"github.com/weftmcp/weft/internal/sqlq"
 )
 
 // Errors of a [Store].
@@ -112,17 +112,7 @@ func (s *SQLStore) q(query string) string {
 	if !s.pg {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, c := range query {
-		if c == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return sqlq.Dollar(query)
 }
 
 func (s *SQLStore) migrate(ctx context.Context) error {

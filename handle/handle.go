@@ -27,9 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftmcp/weft/internal/sqlq"
 )
 
 // ErrInvalid is the one error for every handle that cannot be redeemed:
@@ -119,17 +120,7 @@ func (s *Store) q(query string) string {
 	if s.dialect != Postgres {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlq.Dollar(query)
 }
 
 // NewHandle returns a fresh random handle (not stored).
