@@ -2,10 +2,14 @@ package openapi
 
 import "fmt"
 
-// flowDepth returns the deepest nesting of flow collections ({...} and
-// [...], which is all of a JSON document's nesting) in a YAML or JSON
-// document, scanning its bytes once without parsing it, and stops with an
-// error as soon as the nesting passes limit.
+// flowDepth returns an upper bound of the nesting the YAML parser builds
+// from the flow collections ({...} and [...], which is all of a JSON
+// document's nesting) of a YAML or JSON document, scanning its bytes once
+// without parsing it, and stops with an error as soon as it passes limit.
+// Each flow collection counts two levels: in YAML a flow collection can be
+// the key of an implicit single-pair mapping ("[a]: b" at the top, or
+// inside a flow sequence), which nests one level above it
+// (FuzzFlowDepth found "[]:", two levels for one bracket).
 //
 // It runs before the YAML parser and libopenapi see the document: their
 // cost grows with depth times size (a 149 KB document of nested flow
@@ -58,7 +62,7 @@ func flowDepth(doc []byte, limit int) (int, error) {
 		if atValue {
 			switch c {
 			case '{', '[':
-				depth++
+				depth += 2
 				if depth > deepest {
 					deepest = depth
 				}
@@ -90,7 +94,7 @@ func flowDepth(doc []byte, limit int) (int, error) {
 		switch c {
 		case '}', ']':
 			if depth > 0 {
-				depth--
+				depth -= 2
 			}
 			atValue = false
 		case ',':

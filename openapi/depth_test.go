@@ -61,15 +61,16 @@ func TestFlowDepth(t *testing.T) {
 		doc  string
 		want int
 	}{
-		{`{"a": [{"b": "[[[{{{"}]}`, 3},
-		{"a: [1, [2, {b: c}]]\n", 3},
+		{`{"a": [{"b": "[[[{{{"}]}`, 6},
+		{"a: [1, [2, {b: c}]]\n", 6},
 		{"pattern: ^[a-z]+$\nx: a [b\ny: it's [\n", 0},
 		{"# [[[[\na: 'x[[''y' # {{\nb: \"\\\"[[\"\n", 0},
-		{"a: |\n  [[[[\n  {{{\n\n  ]\nb: [c]\n", 1},
-		{"- >-\n   [[[\n- [x]\n- &a [y, *a]\n- !!seq [z]\n", 1},
-		{"a: {b: [c,\n  {d: [e]}]}\n", 4},
-		{"? [a]\n: {b: c}\n", 1},
-		{"a: b: [c]\n", 1},
+		{"a: |\n  [[[[\n  {{{\n\n  ]\nb: [c]\n", 2},
+		{"- >-\n   [[[\n- [x]\n- &a [y, *a]\n- !!seq [z]\n", 2},
+		{"a: {b: [c,\n  {d: [e]}]}\n", 8},
+		{"? [a]\n: {b: c}\n", 2},
+		{"a: b: [c]\n", 2},
+		{"[]:", 2}, // a flow key of an implicit mapping nests two levels (FuzzFlowDepth)
 	}
 	for _, tc := range tests {
 		got, err := flowDepth([]byte(tc.doc), 100)
@@ -77,8 +78,8 @@ func TestFlowDepth(t *testing.T) {
 			t.Errorf("flowDepth(%q) = %d, %v; want %d", tc.doc, got, err, tc.want)
 		}
 	}
-	if _, err := flowDepth([]byte("a: [[[[b]]]]"), 3); err == nil {
-		t.Error("depth 4 passed a limit of 3")
+	if _, err := flowDepth([]byte("a: [[[[b]]]]"), 7); err == nil {
+		t.Error("depth 8 passed a limit of 7")
 	}
 }
 

@@ -33,11 +33,12 @@ const (
 	// DefaultMaxExpandedNodes bounds the nodes of one tool schema after
 	// which references not yet expanded become stubs.
 	DefaultMaxExpandedNodes = 1_000
-	// DefaultMaxDocumentDepth bounds the nesting of the document's flow
-	// collections ({...} and [...]): room for schemas nested 128 levels
-	// (two collections each: the schema and its properties) under the
+	// DefaultMaxDocumentDepth bounds the nesting the document's flow
+	// collections ({...} and [...]) can build, two levels per collection
+	// (see MaxDocumentDepth): room for schemas nested 128 levels (two
+	// collections each: the schema and its properties) under the
 	// document's own levels.
-	DefaultMaxDocumentDepth = 300
+	DefaultMaxDocumentDepth = 600
 	DefaultResourceScheme   = "openapi"
 	// ConfirmExtension is the operation extension that asks for (true) or
 	// waives (false) a confirmation round, whatever the method.
@@ -111,8 +112,9 @@ type Options struct {
 	MaxSchemaNodes int
 	// MaxDocumentDepth bounds the nesting of the document's flow
 	// collections ({...} and [...], all of a JSON document's nesting),
-	// checked in one pass over the bytes before anything parses them
-	// (default 300).
+	// checked in one pass over the bytes before anything parses them.
+	// Each collection counts two levels, since YAML may wrap it in an
+	// implicit mapping as a key (default 600: 300 nested collections).
 	MaxDocumentDepth int
 	// MaxExpandedNodes: once one tool schema (input or output) has copied
 	// this many nodes, a referenced schema not yet in its $defs is written
