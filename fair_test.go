@@ -65,25 +65,7 @@ func fairAddrClient(t testing.TB, tenant string) *http.Client {
 
 // fairCall is one tools/call of tenant through client.
 func fairCall(t testing.TB, ctx context.Context, client *http.Client, url, tool string, mods ...func(http.Header)) invResp {
-	b := invBody(t, "tools/call", toolCall(nil, tool, nil))
-	h := stdHeaders(b)
-	for _, m := range mods {
-		m(h)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return invResp{err: err}
-	}
-	req.Header = h
-	res, err := client.Do(req)
-	if err != nil {
-		return invResp{err: err}
-	}
-	defer res.Body.Close()
-	rb, err := io.ReadAll(res.Body)
-	r := invResp{status: res.StatusCode, header: res.Header, body: rb, err: err}
-	invDecode(&r)
-	return r
+	return invSendWith(ctx, client, url, invBody(t, "tools/call", toolCall(nil, tool, nil)), mods...)
 }
 
 // fairStarted counts the requests the Observer saw start, per tenant

@@ -535,6 +535,11 @@ func invBody(t testing.TB, method string, p M) []byte {
 
 // invSend posts b with the conforming headers (edited by mods).
 func invSend(ctx context.Context, url string, b []byte, mods ...func(http.Header)) invResp {
+	return invSendWith(ctx, http.DefaultClient, url, b, mods...)
+}
+
+// invSendWith is invSend through client.
+func invSendWith(ctx context.Context, client *http.Client, url string, b []byte, mods ...func(http.Header)) invResp {
 	h := stdHeaders(b)
 	for _, m := range mods {
 		m(h)
@@ -544,7 +549,7 @@ func invSend(ctx context.Context, url string, b []byte, mods ...func(http.Header
 		return invResp{err: err}
 	}
 	req.Header = h
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return invResp{err: err}
 	}
