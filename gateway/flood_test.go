@@ -115,7 +115,7 @@ func TestUpstreamFloodsServerRequests(t *testing.T) {
 	waitFor(t, "the call's goroutines to end", func() bool {
 		buf := make([]byte, 1<<20)
 		stacks = string(buf[:runtime.Stack(buf, true)])
-		return !strings.Contains(stacks, "gateway.answerServerRequest") && !strings.Contains(stacks, "(*httpWire).readSSE") &&
+		return !strings.Contains(stacks, "(*HTTPTransport).answer") && !strings.Contains(stacks, "(*HTTPTransport).readEvents") &&
 			!strings.Contains(stacks, "(*parkedCall)")
 	})
 }

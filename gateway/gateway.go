@@ -385,14 +385,51 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			defer u.g.wg.Done()
 			c.listen(u.unrouted, u.resourceURIs, u.relisten, u.g.log.Info)
 		}()
-	} else if hw, ok := c.w.(*httpWire); ok {
+	} else if c.ct != nil {
 		u.g.wg.Add(1)
 		go func() {
 			defer u.g.wg.Done()
-			hw.listen(u.g.log.Info, u.kickRefresh)
+			u.sessionStream(c)
 		}()
 	}
 	return c, nil
+}
+
+// sessionStream holds the GET stream of a 2025 HTTP session open, on which
+// its upstream sends what belongs to no call (list changes, resource
+// updates, requests outside a call), until the connection ends. A server
+// without one (405) is left alone; the client reopens a broken one. Each
+// (re)opening refreshes the lists: what changed while none was open was
+// sent to nobody. An upstream that no longer knows the session ends the
+// connection: the next call, or the refresh this asks for, opens another.
+func (u *upstream) sessionStream(c *conn) {
+	ended := make(chan struct{})
+	err := c.ct.OpenSessionStream(client.SessionStreamHandlers{
+		Notify:  func(n client.Notification) { u.unrouted(n.Method, n.Params) },
+		Request: c.serverRequests(nil),
+		Opened:  u.kickRefresh,
+		Ended: func(err error) {
+			if errors.Is(err, client.ErrSessionExpired) {
+				u.g.log.Warn("gateway: the upstream no longer knows the session of its GET stream (it restarted or expired it); opening another",
+					"upstream", u.cfg.Name, "answer", err)
+				c.expire()
+				u.kickRefresh()
+			}
+			close(ended)
+		},
+	})
+	switch {
+	case errors.Is(err, client.ErrSessionExpired):
+		u.g.log.Warn("gateway: the upstream no longer knows the session of its GET stream (it restarted or expired it); opening another",
+			"upstream", u.cfg.Name, "answer", err)
+		c.expire()
+		u.kickRefresh()
+		return
+	case err != nil:
+		u.g.log.Info("gateway: no GET stream for the upstream's session; its changes outside calls are not seen", "upstream", u.cfg.Name, "err", err)
+		return
+	}
+	<-ended // c.close stops the stream
 }
 
 func (u *upstream) closeConn() error {
