@@ -45,8 +45,8 @@ type conn struct {
 	outside  outsideFunc
 	nextID   atomic.Int64
 	info     exactjson.Value // serverInfo
-	caps    exactjson.Value // server capabilities
-	instr   string
+	caps     exactjson.Value // server capabilities
+	instr    string
 	// subscribed are the resources a 2025 session subscribed to (guarded
 	// by the upstream's regMu).
 	subscribed map[string]bool
