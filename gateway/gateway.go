@@ -287,7 +287,9 @@ type upstream struct {
 
 	relisten chan struct{} // the registered resources changed: reopen the listen stream
 
-	hc *http.Client // g.hc, or g.hc authorizing as the gateway (cfg.OAuth)
+	// hc is g.hc, or g.hc authorizing as the gateway (cfg.OAuth): the one
+	// source of the HTTP client of the upstream's connections (dial).
+	hc *http.Client
 
 	mu        sync.Mutex // guards c; held while connecting
 	c         *conn
