@@ -84,6 +84,12 @@ func (e *HTTPError) Error() string {
 // wraps the [*HTTPError] (or [*RPCError]) the server answered.
 var ErrSessionExpired = errors.New("client: the server no longer knows the session")
 
+// ErrStreamEnded marks a request whose SSE response stream ended before
+// its response and could not be resumed (the server gave its events no
+// ids, or MaxSSEResumes was reached): the server may have stopped. It is
+// wrapped together with [ErrProtocol].
+var ErrStreamEnded = errors.New("the SSE stream ended before the response")
+
 // MissingHandlerError reports an input request (MRTR or task) whose method
 // has no registered handler.
 type MissingHandlerError struct {

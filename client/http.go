@@ -590,7 +590,7 @@ func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, req *Reques
 		}
 		// The stream ended before the response.
 		if sr.LastEventID() == "" || resumes >= MaxSSEResumes {
-			return nil, protocolErrorf("the SSE stream ended before the response")
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, ErrStreamEnded)
 		}
 		wait := sr.Retry()
 		if wait <= 0 {

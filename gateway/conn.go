@@ -171,6 +171,10 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 			c.expire()
 			return exactjson.Value{}, fmt.Errorf("%w: %w: upstream %q: %w", errUpstreamClosed, errSessionExpired, c.name, err)
 		}
+		if errors.Is(err, client.ErrStreamEnded) {
+			// The upstream stopped during the call, most likely.
+			return exactjson.Value{}, fmt.Errorf("%w: upstream %q: %w", errUpstreamClosed, c.name, err)
+		}
 		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: %w", c.name, err)
 	}
 	if resp.Error != nil {
