@@ -315,8 +315,8 @@ func (c *Client) roundTrip(ctx context.Context, method string, params exactjson.
 		e := c.currentEra()
 		if e.legacy {
 			if err = c.ensureInitialized(ctx); err != nil {
-				if attempt == 0 && errSessionGone(err, c.t) {
-					c.restartSession()
+				if attempt == 0 && errSessionGone(err) {
+					c.restartSession(err)
 					continue
 				}
 				return exactjson.Value{}, err
@@ -329,8 +329,8 @@ func (c *Client) roundTrip(ctx context.Context, method string, params exactjson.
 		}
 		var rerr *RPCError
 		switch {
-		case e.legacy && errSessionGone(err, c.t):
-			c.restartSession()
+		case e.legacy && errSessionGone(err):
+			c.restartSession(err)
 		case !e.legacy && errors.As(err, &rerr) && rerr.Code == CodeUnsupportedProtocolVersion:
 			supported := supportedVersions(rerr)
 			if !slices.Contains(supported, e.version) && !c.switchToLegacy(supported) {

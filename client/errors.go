@@ -75,6 +75,21 @@ func (e *HTTPError) Error() string {
 	return "client: HTTP " + e.Status + ": " + body
 }
 
+// ErrSessionExpired marks a request of a 2025-era session that the server
+// refused because it no longer knows the session (it restarted, or
+// expired it): HTTP 404, as the specification asks, or HTTP 400 whose body
+// speaks of the session, as the TypeScript SDK's servers and the many
+// built on them answer ("Bad Request: No valid session ID provided"). The
+// request was not run; a new session must be initialized. The error also
+// wraps the [*HTTPError] (or [*RPCError]) the server answered.
+var ErrSessionExpired = errors.New("client: the server no longer knows the session")
+
+// ErrStreamEnded marks a request whose SSE response stream ended before
+// its response and could not be resumed (the server gave its events no
+// ids, or MaxSSEResumes was reached): the server may have stopped. It is
+// wrapped together with [ErrProtocol].
+var ErrStreamEnded = errors.New("the SSE stream ended before the response")
+
 // MissingHandlerError reports an input request (MRTR or task) whose method
 // has no registered handler.
 type MissingHandlerError struct {

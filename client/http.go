@@ -35,7 +35,10 @@ type HTTPTransport struct {
 	stopGet    context.CancelFunc
 }
 
-func (t *HTTPTransport) setNegotiated(v string) {
+// SetProtocolVersion records the 2025-era revision initialize negotiated:
+// it is sent as MCP-Protocol-Version on the session's later requests
+// (unless their _meta names one), notifications, answers and GET stream.
+func (t *HTTPTransport) SetProtocolVersion(v string) {
 	t.mu.Lock()
 	t.negotiated = v
 	t.mu.Unlock()
@@ -53,6 +56,10 @@ const DefaultSSERetry = time.Second
 // MaxSSERetry caps the wait a server's retry field can impose.
 const MaxSSERetry = 30 * time.Second
 
+// DeleteSessionTimeout bounds the DELETE with which Close ends a 2025-era
+// session.
+const DeleteSessionTimeout = 5 * time.Second
+
 // SessionID returns the session the server assigned (2025-11-25), or "".
 func (t *HTTPTransport) SessionID() string {
 	t.mu.Lock()
@@ -60,11 +67,16 @@ func (t *HTTPTransport) SessionID() string {
 	return t.session
 }
 
-// ResetSession forgets the session (the server ended it).
+// ResetSession forgets the session (the server ended it) and stops its
+// GET stream.
 func (t *HTTPTransport) ResetSession() {
 	t.mu.Lock()
-	t.session = ""
+	stop := t.stopGet
+	t.session, t.stopGet = "", nil
 	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 func (t *HTTPTransport) noteSession(resp *http.Response) {
@@ -138,6 +150,9 @@ func (t *HTTPTransport) postMessage(ctx context.Context, body []byte, header htt
 		return err
 	}
 	defer resp.Body.Close()
+	if err := sessionRefused(resp, hr.Header.Get("Mcp-Session-Id") != ""); err != nil {
+		return err
+	}
 	data, _ := readBounded(resp.Body, 64<<10)
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return httpError(resp, data)
@@ -215,7 +230,7 @@ func (t *HTTPTransport) Close() error {
 	}
 	if session != "" {
 		// End the 2025-era session (best effort: a server may refuse).
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), DeleteSessionTimeout)
 		defer cancel()
 		if hr, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil); err == nil {
 			hr.Header.Set("Mcp-Session-Id", session)
@@ -233,13 +248,35 @@ func (t *HTTPTransport) Close() error {
 	return nil
 }
 
-// openListenStream opens the 2025-era GET stream on which the server
-// sends the requests and notifications that belong to no request, and
-// reads it until Close, resuming it (Last-Event-ID, after the server's
-// retry time) when it breaks, at most MaxSSEResumes times in a row. It
-// returns once the stream is open, or with the reason it is not (a
-// server without one answers 405).
-func (t *HTTPTransport) openListenStream(onNote func(Notification), onReq func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)) error {
+// SessionStreamHandlers receive what a 2025-era server sends on its
+// session's GET stream: the requests and notifications that belong to no
+// request of the client.
+type SessionStreamHandlers struct {
+	// Notify receives the notifications (list changes, resource updates,
+	// log messages), in order, on the stream's reader: it must not block
+	// for long.
+	Notify func(Notification)
+	// Request answers the server's requests (nil: refused with -32601).
+	// It runs on a goroutine of its own; ctx ends with the stream.
+	Request func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
+	// Opened, when set, is called each time the stream is opened or
+	// reopened: what the server sent while none was open reached nobody.
+	Opened func()
+	// Ended, when set, is called once when the stream ends for good: with
+	// an error wrapping [ErrSessionExpired] when the server no longer
+	// knows the session, nil when Close or ResetSession ended it.
+	Ended func(err error)
+}
+
+// OpenSessionStream opens the GET stream of the 2025-era session and
+// reads it until Close or ResetSession (opening another replaces it). A
+// stream that ends or breaks is reopened after the server's retry time
+// (DefaultSSERetry without one), resuming with Last-Event-ID when the
+// server gave its events ids; a stream that brought nothing, and a
+// reopening that fails, double the wait, up to MaxSSERetry. It returns
+// once the stream is open, or with the reason it is not: a server without
+// one answers 405, which is no failure of the session.
+func (t *HTTPTransport) OpenSessionStream(h SessionStreamHandlers) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.mu.Lock()
 	if t.stopGet != nil {
@@ -253,11 +290,18 @@ func (t *HTTPTransport) openListenStream(onNote func(Notification), onReq func(c
 		if err != nil {
 			return nil, err
 		}
+		if hr.Header.Get("Mcp-Session-Id") == "" {
+			return nil, errors.New("client: no session: a GET stream belongs to a 2025-era session (initialize first)")
+		}
 		if lastID != "" {
 			hr.Header.Set("Last-Event-ID", lastID)
 		}
 		resp, err := t.hc.Do(hr)
 		if err != nil {
+			return nil, err
+		}
+		if err := sessionRefused(resp, true); err != nil {
+			resp.Body.Close()
 			return nil, err
 		}
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -273,40 +317,93 @@ func (t *HTTPTransport) openListenStream(onNote func(Notification), onReq func(c
 		cancel()
 		return err
 	}
-	req := &Request{Header: http.Header{}, OnServerRequest: onReq}
+	req := &Request{Header: http.Header{}, OnServerRequest: h.Request}
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
 	}
 	go func() {
-		defer cancel()
+		var ended error
+		defer func() {
+			cancel()
+			if h.Ended != nil {
+				h.Ended(ended)
+			}
+		}()
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		answers := make(chan struct{}, MaxServerRequests)
-		failures := 0
+		pause := DefaultSSERetry
+		lastID := ""
 		for {
-			sr := jsonrpc.NewSSEReader(resp.Body, t.maxMessage)
-			_, err := t.readEvents(ctx, sr, req, onNote, &wg, answers)
-			resp.Body.Close()
-			if err != nil || ctx.Err() != nil || sr.LastEventID() == "" {
-				return
+			if h.Opened != nil {
+				h.Opened()
 			}
-			wait := min(max(sr.Retry(), DefaultSSERetry), MaxSSERetry)
+			sr := jsonrpc.NewSSEReader(resp.Body, t.maxMessage)
+			events := 0
+			notify := func(n Notification) {
+				events++
+				if h.Notify != nil {
+					h.Notify(n)
+				}
+			}
+			_, _ = t.readEvents(ctx, sr, req, notify, &wg, answers)
+			resp.Body.Close()
+			if id := sr.LastEventID(); id != "" {
+				lastID = id
+			}
+			wait := pause
+			if events > 0 {
+				wait = min(max(sr.Retry(), DefaultSSERetry), MaxSSERetry)
+				pause = DefaultSSERetry
+			} else {
+				pause = min(2*pause, MaxSSERetry)
+			}
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-time.After(wait):
 				}
-				if resp, err = open(sr.LastEventID()); err == nil {
-					failures = 0
+				resp, err = open(lastID)
+				if err == nil {
 					break
 				}
-				if failures++; failures > MaxSSEResumes {
+				if ctx.Err() != nil {
 					return
 				}
+				if errors.Is(err, ErrSessionExpired) {
+					ended = err
+					return
+				}
+				wait, pause = pause, min(2*pause, MaxSSERetry)
 			}
 		}
 	}()
+	return nil
+}
+
+// sessionRefused returns the error of resp, the answer to a request that
+// carried a session (sent), when it says that the server no longer knows
+// the session (see [ErrSessionExpired]); it reads such an answer's body.
+// Any other answer's body stays readable from its start.
+func sessionRefused(resp *http.Response, sent bool) error {
+	if !sent {
+		return nil
+	}
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("%w: %w", ErrSessionExpired, httpError(resp, data))
+	case http.StatusBadRequest:
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if bytes.Contains(bytes.ToLower(data), []byte("session")) {
+			return fmt.Errorf("%w: %w", ErrSessionExpired, httpError(resp, data))
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
+	}
 	return nil
 }
 
@@ -318,12 +415,53 @@ func (t *HTTPTransport) Do(ctx context.Context, req *Request, notify func(Notifi
 	}
 	version := str(metaOf(req.Params), metaProtocolVersion)
 	if version == "" {
+		t.mu.Lock()
+		version = t.negotiated
+		t.mu.Unlock()
+	}
+	if version == "" && req.Method != "initialize" {
 		version = ProtocolVersion
 	}
 	hr, err := t.newRequest(ctx, http.MethodPost, body, version, req.Header)
 	if err != nil {
 		return nil, err
 	}
+	resp, err := t.post(ctx, hr, req, notify)
+	if err != nil && ctx.Err() != nil {
+		if s := hr.Header.Get("Mcp-Session-Id"); s != "" && req.Method != "initialize" {
+			// A 2025-era server is told: closing the stream does not
+			// cancel the request in that era.
+			t.sendCancelled(ctx, req.ID, hr.Header.Get("MCP-Protocol-Version"))
+		}
+		return nil, ctx.Err()
+	}
+	return resp, err
+}
+
+// cancelledTimeout bounds the notifications/cancelled of a 2025-era
+// request.
+const cancelledTimeout = 5 * time.Second
+
+// sendCancelled tells the 2025-era server that request id is cancelled
+// (best effort, in the background: the caller has given up already).
+func (t *HTTPTransport) sendCancelled(ctx context.Context, id int64, version string) {
+	msg, err := jsonrpc.Cancelled(id, context.Cause(ctx).Error())
+	if err != nil {
+		return
+	}
+	h := http.Header{}
+	if version != "" {
+		h.Set("MCP-Protocol-Version", version)
+	}
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelledTimeout)
+		defer cancel()
+		_ = t.postMessage(cctx, msg, h)
+	}()
+}
+
+// post sends the request hr of req and reads its answer.
+func (t *HTTPTransport) post(ctx context.Context, hr *http.Request, req *Request, notify func(Notification)) (*Response, error) {
 	h := hr.Header
 	h.Set("Mcp-Method", req.Method)
 	if m := targetMember(req.Method); m != "" {
@@ -341,12 +479,15 @@ func (t *HTTPTransport) Do(ctx context.Context, req *Request, notify func(Notifi
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if err := sessionRefused(resp, h.Get("Mcp-Session-Id") != ""); err != nil {
+		return nil, err
+	}
 	t.noteSession(resp)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
 	case mt == "text/event-stream" && ok2xx:
-		out, err := t.readSSE(ctx, resp.Body, req, notify)
+		out, err := t.readSSE(ctx, resp.Body, req, h.Get("MCP-Protocol-Version"), notify)
 		if err != nil && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -435,16 +576,12 @@ func readBounded(r io.Reader, max int) ([]byte, error) {
 // are refused. A stream that ends before the response is resumed with a
 // GET carrying Last-Event-ID (after the server's retry time) when the
 // server gave its events ids, at most MaxSSEResumes times.
-func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, req *Request, notify func(Notification)) (*Response, error) {
+func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, req *Request, version string, notify func(Notification)) (*Response, error) {
 	var (
 		wg      sync.WaitGroup
 		answers = make(chan struct{}, MaxServerRequests)
 	)
 	defer wg.Wait()
-	version := str(metaOf(req.Params), metaProtocolVersion)
-	if v := req.Header.Get("MCP-Protocol-Version"); v != "" {
-		version = v
-	}
 	for resumes := 0; ; resumes++ {
 		sr := jsonrpc.NewSSEReader(body, t.maxMessage)
 		resp, err := t.readEvents(ctx, sr, req, notify, &wg, answers)
@@ -453,7 +590,7 @@ func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, req *Reques
 		}
 		// The stream ended before the response.
 		if sr.LastEventID() == "" || resumes >= MaxSSEResumes {
-			return nil, protocolErrorf("the SSE stream ended before the response")
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, ErrStreamEnded)
 		}
 		wait := sr.Retry()
 		if wait <= 0 {
@@ -477,6 +614,9 @@ func (t *HTTPTransport) readSSE(ctx context.Context, body io.Reader, req *Reques
 			return nil, err
 		}
 		defer gr.Body.Close()
+		if err := sessionRefused(gr, hr.Header.Get("Mcp-Session-Id") != ""); err != nil {
+			return nil, err
+		}
 		mt, _, _ := mime.ParseMediaType(gr.Header.Get("Content-Type"))
 		if gr.StatusCode != http.StatusOK || mt != "text/event-stream" {
 			data, _ := readBounded(gr.Body, 64<<10)

@@ -76,7 +76,7 @@ func (c *Client) ensureInitialized(ctx context.Context) error {
 		return protocolErrorf("initialize: the server chose protocol version %q, which this client does not speak", version)
 	}
 	if ht, ok := c.t.(*HTTPTransport); ok {
-		ht.setNegotiated(version)
+		ht.SetProtocolVersion(version)
 	}
 	if n, ok := c.t.(notifier); ok {
 		if err := n.Notify(ctx, "notifications/initialized", exactjson.Object()); err != nil {
@@ -89,7 +89,7 @@ func (c *Client) ensureInitialized(ctx context.Context) error {
 	if ht, ok := c.t.(*HTTPTransport); ok {
 		// The server's requests and notifications outside any request
 		// come on the GET stream; a server without one is fine.
-		if err := ht.openListenStream(c.dispatch, c.serveLegacy); err != nil {
+		if err := ht.OpenSessionStream(SessionStreamHandlers{Notify: c.dispatch, Request: c.serveLegacy}); err != nil {
 			c.log.Debug("client: no 2025-era GET stream", "err", err)
 		}
 	}
@@ -208,17 +208,14 @@ func withElicitationDefaults(params, res exactjson.Value) exactjson.Value {
 	return res.With("content", content)
 }
 
-// errSessionGone reports a 404 to a request that carried a session: the
-// server ended the session and a new one must be initialized.
-func errSessionGone(err error, t Transport) bool {
-	var he *HTTPError
-	ht, ok := t.(*HTTPTransport)
-	return ok && errors.As(err, &he) && he.StatusCode == http.StatusNotFound && ht.SessionID() != ""
-}
+// errSessionGone reports a request the server refused for an unknown
+// session (see [ErrSessionExpired]): a new one must be initialized.
+func errSessionGone(err error) bool { return errors.Is(err, ErrSessionExpired) }
 
 // restartSession forgets the ended session so that the next request
 // initializes a new one.
-func (c *Client) restartSession() {
+func (c *Client) restartSession(err error) {
+	c.log.Info("client: the server no longer knows the session (it restarted or expired it); initializing another and sending the request once more", "err", err)
 	if ht, ok := c.t.(*HTTPTransport); ok {
 		ht.ResetSession()
 	}

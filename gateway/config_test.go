@@ -162,30 +162,6 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-func FuzzParseMsg(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"result":{}}`,
-		`{"jsonrpc":"2.0","id":"x","method":"elicitation/create","params":{"message":"m","requestedSchema":{}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}`,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`,
-		`[1,2]`, `not json`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := parseMsg(b)
-		if err != nil {
-			return
-		}
-		if m.method == "" && !m.hasID {
-			t.Fatal("a response without id was accepted")
-		}
-		if m.isError {
-			_ = rpcError(m.errorObj).Error()
-		}
-	})
-}
-
 func TestCommandEnvironment(t *testing.T) {
 	t.Setenv("WEFT_GATEWAY_TEST_INHERITED", "yes")
 	t.Setenv("WEFT_GATEWAY_TEST_SECRET", "s3cret")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,13 +32,21 @@ var legacyVersions = []string{Version20251125, Version20250618, "2025-03-26"}
 type conn struct {
 	name    string
 	version string // the negotiated revision
-	w       wire   // stdio (both eras) and 2025 HTTP
-	ct      client.Transport
+	w       wire   // stdio (both eras)
+	// ct is an HTTP upstream's transport, both eras; in the 2025 era it
+	// holds the session (Mcp-Session-Id) and its GET stream.
+	ct      *client.HTTPTransport
 	ctDone  chan struct{}
-	nextID  atomic.Int64
-	info    exactjson.Value // serverInfo
-	caps    exactjson.Value // server capabilities
-	instr   string
+	endOnce sync.Once
+	expired atomic.Bool // a 2025 session the upstream no longer knows
+	// unrouted and outside take what a 2025 HTTP session sends outside a
+	// call, or during a call that has no sink for it.
+	unrouted func(method string, params exactjson.Value)
+	outside  outsideFunc
+	nextID   atomic.Int64
+	info     exactjson.Value // serverInfo
+	caps     exactjson.Value // server capabilities
+	instr    string
 	// subscribed are the resources a 2025 session subscribed to (guarded
 	// by the upstream's regMu).
 	subscribed map[string]bool
@@ -60,20 +69,36 @@ func (c *conn) err() error {
 	if c.w != nil {
 		return c.w.err()
 	}
+	if c.expired.Load() {
+		return fmt.Errorf("%w: %w: upstream %q", errUpstreamClosed, errSessionExpired, c.name)
+	}
 	return fmt.Errorf("%w: upstream %q", errUpstreamClosed, c.name)
+}
+
+// end marks an HTTP connection ended.
+func (c *conn) end() { c.endOnce.Do(func() { close(c.ctDone) }) }
+
+// expire ends a 2025 HTTP session the upstream no longer knows: the next
+// call opens another (upstream.get).
+func (c *conn) expire() {
+	c.expired.Store(true)
+	c.end()
 }
 
 func (c *conn) close() error {
 	if c.w != nil {
 		return c.w.close()
 	}
-	select {
-	case <-c.ctDone:
-	default:
-		close(c.ctDone)
+	c.end()
+	if c.expired.Load() {
+		c.ct.ResetSession() // nothing to DELETE
 	}
-	return c.ct.Close()
+	return c.ct.Close() // a 2025 session: DELETE, best effort
 }
+
+// errSessionExpired marks a request the upstream refused for an unknown
+// 2025 session (client.ErrSessionExpired): it was not run.
+var errSessionExpired = errors.New("the session expired")
 
 // clientInfo is how the gateway introduces itself upstream.
 var clientInfo = exactjson.Object(exactjson.Field("name", exactjson.String("weft-gateway")), exactjson.Field("version", exactjson.String("1")))
@@ -116,19 +141,39 @@ func (c *conn) do(ctx context.Context, method string, params exactjson.Value, o 
 		return c.w.call(ctx, method, params, o.sink)
 	}
 	id := c.nextID.Add(1)
-	if o.sink != nil {
-		meta, _ := params.Get("_meta")
-		params = params.With("_meta", meta.With("progressToken", exactjson.Int(id)))
-	}
+	params = withProgressToken(params, id, o.sink)
+	h, _ := ctx.Value(headerKey{}).(http.Header)
+	req := &client.Request{ID: id, Method: method, Params: params, Header: h}
 	var notify func(client.Notification)
-	if o.sink != nil && o.sink.notify != nil {
+	switch {
+	case !c.modern():
+		// A 2025 session: the call's stream carries the upstream's
+		// requests and notifications for it.
+		req.OnServerRequest = c.serverRequests(o.sink)
+		notify = func(n client.Notification) {
+			if strings.HasSuffix(n.Method, "/list_changed") || o.sink == nil || o.sink.notify == nil {
+				if c.unrouted != nil {
+					c.unrouted(n.Method, n.Params)
+				}
+				return
+			}
+			o.sink.notify(n.Method, n.Params)
+		}
+	case o.sink != nil && o.sink.notify != nil:
 		notify = func(n client.Notification) { o.sink.notify(n.Method, n.Params) }
 	}
-	h, _ := ctx.Value(headerKey{}).(http.Header)
-	resp, err := c.ct.Do(ctx, &client.Request{ID: id, Method: method, Params: params, Header: h}, notify)
+	resp, err := c.ct.Do(ctx, req, notify)
 	if err != nil {
 		if ctx.Err() != nil {
 			return exactjson.Value{}, ctx.Err()
+		}
+		if errors.Is(err, client.ErrSessionExpired) {
+			c.expire()
+			return exactjson.Value{}, fmt.Errorf("%w: %w: upstream %q: %w", errUpstreamClosed, errSessionExpired, c.name, err)
+		}
+		if errors.Is(err, client.ErrStreamEnded) {
+			// The upstream stopped during the call, most likely.
+			return exactjson.Value{}, fmt.Errorf("%w: upstream %q: %w", errUpstreamClosed, c.name, err)
 		}
 		return exactjson.Value{}, fmt.Errorf("gateway: upstream %q: %w", c.name, err)
 	}
@@ -161,7 +206,7 @@ func dial(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(
 }
 
 func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers func(context.Context, http.Header) error, unrouted func(string, exactjson.Value), outside outsideFunc, log *slog.Logger) (*conn, error) {
-	c := &conn{name: u.Name}
+	c := &conn{name: u.Name, unrouted: unrouted, outside: outside}
 	if u.Command != "" {
 		var noiseLog *slog.Logger // strict framing
 		if u.StdoutNoise == StdoutNoiseLog {
@@ -194,12 +239,12 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 		if u.Authorization == "passthrough" {
 			return nil, fmt.Errorf("gateway: upstream %q: authorization \"passthrough\" needs a 2026-07-28 upstream, and server/discover failed (%w): a 2025 session is bound to one identity", u.Name, err)
 		}
-		c = &conn{name: u.Name}
+		c = &conn{name: u.Name, unrouted: unrouted, outside: outside}
 	}
-	c.w = newHTTPWire(u.Name, u.URL, hc, headers, unrouted)
-	serveOutside(c, outside)
+	c.ct = client.NewHTTPTransport(u.URL, hc, client.WithHeaderFunc(headers))
+	c.ctDone = make(chan struct{})
 	if err := c.initialize(ctx, u); err != nil {
-		_ = c.w.close()
+		_ = c.close()
 		return nil, err
 	}
 	return c, nil
@@ -237,9 +282,6 @@ func (c *conn) handshake(ctx context.Context, u *UpstreamConfig) error {
 // revision is not configured.
 const autoDetectTimeout = 5 * time.Second
 
-// closeTimeout bounds the DELETE that ends a 2025 HTTP session.
-const closeTimeout = 5 * time.Second
-
 func (c *conn) discover(ctx context.Context) error {
 	res, err := c.do(ctx, "server/discover", exactjson.Object(), callOpts{})
 	if err != nil {
@@ -267,10 +309,10 @@ func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
 	if want == "" || want == Version20260728 {
 		want = Version20251125
 	}
-	res, err := c.w.call(ctx, "initialize", exactjson.Object(
+	res, err := c.do(ctx, "initialize", exactjson.Object(
 		exactjson.Field("protocolVersion", exactjson.String(want)),
 		exactjson.Field("capabilities", allInputCapabilities),
-		exactjson.Field("clientInfo", clientInfo)), nil)
+		exactjson.Field("clientInfo", clientInfo)), callOpts{})
 	if err != nil {
 		return fmt.Errorf("gateway: upstream %q: initialize: %w", c.name, err)
 	}
@@ -285,8 +327,14 @@ func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
 	c.caps, _ = res.Get("capabilities")
 	c.info, _ = res.Get("serverInfo")
 	c.instr = str(res, "instructions")
-	c.w.setSession("", got)
-	if err := c.w.notify(ctx, "notifications/initialized", exactjson.Object()); err != nil {
+	var nerr error
+	if c.w != nil {
+		nerr = c.w.notify(ctx, "notifications/initialized", exactjson.Object())
+	} else {
+		c.ct.SetProtocolVersion(got)
+		nerr = c.ct.Notify(ctx, "notifications/initialized", exactjson.Object())
+	}
+	if err := nerr; err != nil {
 		return fmt.Errorf("gateway: upstream %q: notifications/initialized: %w", c.name, err)
 	}
 	return nil

@@ -1,9 +1,11 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -115,7 +117,41 @@ func TestUpstreamFloodsServerRequests(t *testing.T) {
 	waitFor(t, "the call's goroutines to end", func() bool {
 		buf := make([]byte, 1<<20)
 		stacks = string(buf[:runtime.Stack(buf, true)])
-		return !strings.Contains(stacks, "gateway.answerServerRequest") && !strings.Contains(stacks, "(*httpWire).readSSE") &&
+		return !strings.Contains(stacks, "(*HTTPTransport).answer") && !strings.Contains(stacks, "(*HTTPTransport).readEvents") &&
 			!strings.Contains(stacks, "(*parkedCall)")
 	})
+}
+
+// A 2025 HTTP upstream whose call's stream ends before the response (it
+// stopped during the call) fails the call as a broken connection, not as
+// a protocol error.
+func TestLegacyHTTPStreamEndsEarly(t *testing.T) {
+	var answered atomic.Int64
+	flood := floodUpstream(0, &answered)
+	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			if strings.Contains(string(b), `"method":"tools/call"`) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.(http.Flusher).Flush()
+				return // the stream ends, without the response
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		flood.ServeHTTP(w, r)
+	}))
+	up := gateway.UpstreamConfig{Name: "up", URL: url, Protocol: gateway.Version20251125}
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.Call(ctx, "tools/call", map[string]any{"name": "flood", "arguments": map[string]any{}})
+	if rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "the connection to it broke") {
+		t.Fatalf("error %v, want code %d saying the connection to the upstream broke", err, gateway.CodeUpstreamUnavailable)
+	}
 }

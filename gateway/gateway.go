@@ -287,7 +287,9 @@ type upstream struct {
 
 	relisten chan struct{} // the registered resources changed: reopen the listen stream
 
-	hc *http.Client // g.hc, or g.hc authorizing as the gateway (cfg.OAuth)
+	// hc is g.hc, or g.hc authorizing as the gateway (cfg.OAuth): the one
+	// source of the HTTP client of the upstream's connections (dial).
+	hc *http.Client
 
 	mu        sync.Mutex // guards c; held while connecting
 	c         *conn
@@ -385,14 +387,71 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 			defer u.g.wg.Done()
 			c.listen(u.unrouted, u.resourceURIs, u.relisten, u.g.log.Info)
 		}()
-	} else if hw, ok := c.w.(*httpWire); ok {
+	} else if c.ct != nil {
 		u.g.wg.Add(1)
 		go func() {
 			defer u.g.wg.Done()
-			hw.listen(u.g.log.Info, u.kickRefresh)
+			u.sessionStream(c)
 		}()
 	}
 	return c, nil
+}
+
+// sessionStream holds the GET stream of a 2025 HTTP session open, on which
+// its upstream sends what belongs to no call (list changes, resource
+// updates, requests outside a call), until the connection ends. A server
+// without one (405) is left alone; one that fails to open it is asked
+// again after a pause (doubling up to a minute); the client reopens a
+// broken one. Each (re)opening refreshes the lists: what changed while
+// none was open was sent to nobody. An upstream that no longer knows the
+// session ends the connection: the next call, or the refresh this asks
+// for, opens another.
+func (u *upstream) sessionStream(c *conn) {
+	lost := func(err error) {
+		u.g.log.Warn("gateway: the upstream no longer knows the session of its GET stream (it restarted or expired it); opening another",
+			"upstream", u.cfg.Name, "answer", err)
+		c.expire()
+		u.kickRefresh()
+	}
+	pause := time.Second
+	for {
+		ended := make(chan struct{})
+		err := c.ct.OpenSessionStream(client.SessionStreamHandlers{
+			Notify:  func(n client.Notification) { u.unrouted(n.Method, n.Params) },
+			Request: c.serverRequests(nil),
+			Opened:  u.kickRefresh,
+			Ended: func(err error) {
+				if errors.Is(err, client.ErrSessionExpired) {
+					lost(err)
+				}
+				close(ended)
+			},
+		})
+		var he *client.HTTPError
+		switch {
+		case err == nil:
+			<-ended // c.close stops the stream
+			return
+		case errors.Is(err, client.ErrSessionExpired):
+			lost(err)
+			return
+		case errors.As(err, &he) && he.StatusCode == http.StatusMethodNotAllowed:
+			u.g.log.Debug("gateway: the upstream's session has no GET stream (HTTP 405); its changes are seen on calls' streams only", "upstream", u.cfg.Name)
+			return
+		}
+		select {
+		case <-c.done():
+			return
+		default:
+		}
+		u.g.log.Info("gateway: cannot open the GET stream of the upstream's session; trying again", "upstream", u.cfg.Name, "err", err, "in", pause)
+		select {
+		case <-c.done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Minute)
+	}
 }
 
 func (u *upstream) closeConn() error {

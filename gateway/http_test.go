@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,14 +146,28 @@ func TestHTTPUpstreams(t *testing.T) {
 // An upstream's list changes reach the gateway's clients: a 2026-07-28
 // upstream's through its subscriptions/listen stream, a 2025 session's
 // through its GET stream.
+//
+// A 2025 session whose GET stream fails to open (HTTP 503 the first time)
+// gets it on a later try.
 func TestListChangedRefresh(t *testing.T) {
 	for _, protocol := range []string{gateway.Version20260728, gateway.Version20251125} {
-		t.Run("protocol="+protocol, func(t *testing.T) { testListChangedRefresh(t, protocol) })
+		t.Run("protocol="+protocol, func(t *testing.T) { testListChangedRefresh(t, protocol, false) })
 	}
+	t.Run("protocol=2025-11-25,first GET 503", func(t *testing.T) { testListChangedRefresh(t, gateway.Version20251125, true) })
 }
 
-func testListChangedRefresh(t *testing.T, protocol string) {
+func testListChangedRefresh(t *testing.T, protocol string, firstGETFails bool) {
 	upSrv, url := httpUpstream(t)
+	var gets atomic.Int32
+	if firstGETFails {
+		url = serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && gets.Add(1) == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			upSrv.ServeHTTP(w, r)
+		}))
+	}
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_", Protocol: protocol}}}, testKeyring(t), nil)
 	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
 	defer c.Close()
@@ -163,6 +178,9 @@ func testListChangedRefresh(t *testing.T, protocol string) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
+	if firstGETFails {
+		waitFor(t, "the GET stream asked for again", func() bool { return gets.Load() >= 2 })
+	}
 	if err := upSrv.AddTool(weft.Tool{Name: "late", Description: "Added later."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("late")}}, nil

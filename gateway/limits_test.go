@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/limitsdoc"
 )
 
@@ -45,11 +46,10 @@ var gatewayLimits = []struct {
 	{Limit: limitsdoc.Limit{Doc: "configuration document", Default: limitsdoc.Num(maxConfigBytes), Past: []string{"configuration error"}},
 		consts: []string{"maxConfigBytes"}},
 	{Limit: limitsdoc.Limit{Doc: "upstream message (stdio line, HTTP body or SSE event)", Names: []string{"exactjson.MaxInputBytesCeiling"},
-		Default: limitsdoc.Num(maxLine), Past: []string{"-31050"}}, consts: []string{"maxLine"}},
+		Default: limitsdoc.Num(exactjson.MaxInputBytesCeiling), Past: []string{"-31050"}}},
 	{Limit: limitsdoc.Limit{Doc: "auto-detection probe", Default: limitsdoc.Dur(autoDetectTimeout), Past: []string{"initialize"}},
 		consts: []string{"autoDetectTimeout"}},
-	{Limit: limitsdoc.Limit{Doc: "closing a 2025 HTTP session", Default: limitsdoc.Dur(closeTimeout), Past: []string{"abandoned"}},
-		consts: []string{"closeTimeout"}},
+	{Limit: limitsdoc.Limit{Doc: "closing a 2025 HTTP session", Names: []string{"client.DeleteSessionTimeout"}, Default: limitsdoc.Dur(client.DeleteSessionTimeout), Past: []string{"abandoned"}}},
 	{Limit: limitsdoc.Limit{Doc: "resource subscriptions per upstream", Default: limitsdoc.Num(maxResourceSubscriptions), Past: []string{"not relayed"}},
 		consts: []string{"maxResourceSubscriptions"}},
 	{Limit: limitsdoc.Limit{Doc: "pages of a relayed directory read", Default: limitsdoc.Num(maxDirectoryPages), Past: []string{"-31050"}},
@@ -67,7 +67,6 @@ var notLimits = map[string]string{
 	"maxIdleConnsPerUpstream": "the idle connections kept for reuse; more are opened and closed as needed",
 	"callerListTTL":           "how long a caller's view of a mount is reused, a freshness window",
 	"failTimeout":             "a kind of failure, not a bound",
-	"maxSessionErrorBody":     "what is read of an upstream's HTTP 400 answer to tell a lost session; the answer is an error either way",
 }
 
 // TestLimitsDoc holds the gateway's limits to its section of

@@ -26,23 +26,51 @@ import (
 // outsideFunc answers a server request of no call.
 type outsideFunc func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError)
 
-// serveOutside makes c answer the server requests no call claims with
-// outside (nil: with an error).
+// serveOutside makes the stdio upstream c answer the server requests no
+// call claims with outside (nil: with an error). A 2025 HTTP session's
+// come on its GET stream, or on the stream of a call without a sink
+// (conn.serverRequests).
 func serveOutside(c *conn, outside outsideFunc) {
-	if outside == nil {
+	w, ok := c.w.(*stdioWire)
+	if outside == nil || !ok {
 		return
 	}
-	switch w := c.w.(type) {
-	case *stdioWire:
-		w.t.SetServerRequestHandler(func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
-			res, rerr := outside(ctx, method, params)
-			if rerr != nil {
-				return exactjson.Value{}, rerr
-			}
-			return res, nil
-		})
-	case *httpWire:
-		w.outside = outside
+	w.t.SetServerRequestHandler(func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+		res, rerr := outside(ctx, method, params)
+		if rerr != nil {
+			return exactjson.Value{}, rerr
+		}
+		return res, nil
+	})
+}
+
+// serverRequests answers the requests a 2025 HTTP session's upstream sends
+// on the stream of a call: through its sink s, else as requests outside a
+// call (c.outside); ping is answered here.
+func (c *conn) serverRequests(s *sink) func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+	return func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error) {
+		if params.Kind() != exactjson.KindObject {
+			params = exactjson.Object()
+		}
+		var (
+			res  exactjson.Value
+			rerr *client.RPCError
+		)
+		switch {
+		case method == "ping":
+			return exactjson.Object(), nil
+		case s != nil && s.request != nil:
+			res, rerr = s.request(ctx, method, params)
+		case c.outside != nil:
+			res, rerr = c.outside(ctx, method, params)
+		default:
+			rerr = &client.RPCError{Code: client.CodeMethodNotFound,
+				Message: "The gateway cannot route " + method + ": no call of this connection is waiting for it"}
+		}
+		if rerr != nil {
+			return exactjson.Value{}, rerr
+		}
+		return res, nil
 	}
 }
 

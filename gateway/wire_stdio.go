@@ -95,8 +95,6 @@ func (w *stdioWire) err() error {
 	return w.cause
 }
 
-func (w *stdioWire) setSession(string, string) {}
-
 // stdoutNoise returns the noise report of a stdio upstream's process (nil:
 // not a stdio upstream, or strict framing).
 func (c *conn) stdoutNoise() *stdoutNoise {

@@ -7,8 +7,25 @@
 # through the stdio fixture.
 set -euo pipefail
 shared=${WEFT_SHARED:-../shared}
-fixture_port=${CONFORMANCE_FIXTURE_PORT:-3921}
-port=${CONFORMANCE_PORT:-3922}
+# free_port prints a loopback port nothing listens on (and not $1): a
+# random one below the ephemeral range, so that several runs on one
+# machine (other worktrees, other suites) do not collide. Fixed ports can
+# still be given in CONFORMANCE_FIXTURE_PORT and CONFORMANCE_PORT.
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 12000))
+    if [ "$p" != "${1:-}" ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "conformance-gateway.sh: no free port found; set CONFORMANCE_PORT and CONFORMANCE_FIXTURE_PORT" >&2
+  return 1
+}
+fixture_port=${CONFORMANCE_FIXTURE_PORT:-$(free_port)}
+port=${CONFORMANCE_PORT:-$(free_port "$fixture_port")}
+echo "conformance-gateway.sh: gateway on 127.0.0.1:$port, HTTP fixture on 127.0.0.1:$fixture_port"
 mkdir -p bin .conformance
 go build -o bin/weft-conformance ./cmd/weft-conformance
 go build -o bin/weft ./cmd/weft
