@@ -242,7 +242,7 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 		if op.stateMode != StateApplication {
 			return programming(fmt.Errorf("%q returned application state but declares %s", op.name, op.stateMode))
 		}
-		if ir.appState == "" || len(ir.appState) > MaxApplicationStateBytes || !utf8Valid(ir.appState) {
+		if ir.appState == "" || len(ir.appState) > maxApplicationStateBytes || !utf8Valid(ir.appState) {
 			return programming(errors.New("application state must be a non-empty UTF-8 string of at most 65,536 bytes"))
 		}
 		token = ir.appState

@@ -226,7 +226,7 @@ func TestToolsListPagination(t *testing.T) {
 	if names, _ := toolNames(t, rpc(t, ts.URL, 1, "tools/list", params(M{"cursor": ""}))); strings.Join(names, ",") != "zeta" {
 		t.Errorf("empty cursor: %v", names)
 	}
-	for _, bad := range []any{"!!!", "bzoxMA", "bzo5OQ", "bzotMQ", "eDox", json.Number("1"), M{}, strings.Repeat("A", DefaultMaxCursorBytes+1)} {
+	for _, bad := range []any{"!!!", "bzoxMA", "bzo5OQ", "bzotMQ", "eDox", json.Number("1"), M{}, strings.Repeat("A", defaultMaxCursorBytes+1)} {
 		t.Run(fmt.Sprint(bad)[:min(len(fmt.Sprint(bad)), 12)], func(t *testing.T) {
 			for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
 				rpc(t, ts.URL, 9, m, params(M{"cursor": bad})).wantError(t, 400, CodeInvalidParams)

@@ -289,7 +289,7 @@ func TestFairListenStreams(t *testing.T) {
 					invFail(t, "tenant A's stream past its share", r, http.StatusTooManyRequests, CodeRateLimited)
 					break
 				}
-				if opened > 2*DefaultMaxSubscriptionsPerPartition {
+				if opened > 2*defaultMaxSubscriptionsPerPartition {
 					t.Fatalf("tenant A opened %d streams", opened)
 				}
 			}

@@ -306,8 +306,8 @@ func (d inputDecl) failed(err error) InputRequest {
 	return InputRequest{decl: d, kind: d.kind, err: err}
 }
 
-// MaxApplicationStateBytes bounds application-protected request state.
-const MaxApplicationStateBytes = 65536
+// maxApplicationStateBytes bounds application-protected request state.
+const maxApplicationStateBytes = 65536
 
 // InputRequired is the result a handler returns, through its error result,
 // when it needs the client's input before it can complete:

@@ -89,7 +89,10 @@ func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration,
 			return weft.Identity{Partition: r.Header.Get(fairTenantHeader)}, nil
 		}}
 	if shared {
-		opts.MaxConcurrentPerIdentity, opts.MaxQueuePerIdentity = weft.DefaultMaxConcurrent, weft.DefaultMaxQueue
+		// The defaults of MaxConcurrent and MaxQueue, named so that the
+		// per-caller bounds can equal them (which turns those bounds off).
+		opts.MaxConcurrent, opts.MaxQueue = 64, 256
+		opts.MaxConcurrentPerIdentity, opts.MaxQueuePerIdentity = opts.MaxConcurrent, opts.MaxQueue
 	}
 	s := weft.NewServer(weft.Implementation{Name: "bench-fair", Version: "1"}, opts)
 	type sum struct {
