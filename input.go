@@ -352,7 +352,7 @@ func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 		default:
 			for _, k := range ir.keys {
 				if k == key {
-					ir.err = fmt.Errorf("weft: duplicate input request key %q", key)
+					ir.err = fmt.Errorf("weft: duplicate input request key %q: give each InputRequired.Ask of one result its own key", key)
 				}
 			}
 		}
