@@ -694,8 +694,8 @@ func TestLegacyTelemetry(t *testing.T) {
 	c.initialize()
 	c.call(3, "tools/call", M{"name": "hello"})
 	c.call(4, "ping", nil)
-	if lc.count(slog.LevelInfo, "method=tools/call name=hello id=3 outcome=complete") != 1 ||
-		lc.count(slog.LevelInfo, "method=ping") != 1 || lc.count(slog.LevelInfo, "method=initialize") != 1 {
+	if lc.count(slog.LevelDebug, "method=tools/call name=hello id=3 outcome=complete") != 1 ||
+		lc.count(slog.LevelDebug, "method=ping") != 1 || lc.count(slog.LevelDebug, "method=initialize") != 1 {
 		for _, r := range lc.records() {
 			t.Log(r)
 		}

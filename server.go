@@ -158,9 +158,6 @@ type Options struct {
 	// subscription metrics (docs/operations.md; package metrics exports
 	// them for Prometheus). Nil: no metrics.
 	MeterProvider metric.MeterProvider
-	// QuietRequests turns off the one Info line ("mcp request") that the
-	// Logger gets per finished request.
-	QuietRequests bool
 }
 
 // StateLimits bound framework-protected request state.
