@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/progerr"
 )
 
 // Handler serves one admitted MCP request of any method and returns its
@@ -430,6 +431,8 @@ func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encode
 				attrs = append(attrs, "task", req.task.ID)
 			}
 			s.log.Error("weft: handler panic", attrs...)
+			progerr.Report(ctx, &ProgrammingError{Method: req.Method, Name: req.Name,
+				Err: fmt.Errorf("the handler panicked: %v (the stack is in the server's log, message \"weft: handler panic\")", p)})
 			rep = reply{err: internalError(fmt.Errorf("panic: %v", p)), outcome: OutcomeInternalError}
 		}
 	}()

@@ -169,9 +169,10 @@ func ToolErrorf(format string, args ...any) error {
 // when a request runs: an input request the operation does not declare,
 // state of a kind its StateMode does not allow, two input requests under
 // one key, structured content that does not match the tool's output
-// schema, an application error posing with a reserved code. The client gets
-// the sanitized -32603 "Internal error"; the server logs the
-// ProgrammingError at Error and reports it to a client in the same process
+// schema, an application error posing with a reserved code, a handler that
+// panics. The client gets the sanitized -32603 "Internal error"; the server
+// logs the error at Error (a panic with its stack, as "weft: handler
+// panic") and reports the ProgrammingError to a client in the same process
 // (package wefttest fails the test with it). Its message says what to
 // change.
 type ProgrammingError struct {

@@ -65,6 +65,11 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{StructuredContent: exactjson.Object(exactjson.Field("n", exactjson.String("one")))}, nil
 		}))
+	// A handler that panics.
+	must(srv.AddTool(weft.Tool{Name: "panics", Description: "Panics."},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			panic("index out of range")
+		}))
 	must(srv.AddTool(weft.Tool{Name: "fine", Description: "Works."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) { return text("ok"), nil }))
 
@@ -78,6 +83,7 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 		{"stateless", `returned framework state but declares none: set weft.Tool.StateMode (weft.StateFramework)`},
 		{"undeclared", `add weft.Roots(...) to weft.Tool.Inputs`},
 		{"off_schema", `fix the handler's CallToolResult.StructuredContent or Tool.OutputSchema`},
+		{"panics", `the handler panicked: index out of range`},
 	} {
 		t.Run(c.tool, func(t *testing.T) {
 			tb := &fakeTB{TB: t}
