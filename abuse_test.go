@@ -62,7 +62,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 		sessions = 2000
 		parked   = 64
 		tasks    = 500
-		listens  = DefaultMaxSubscriptionsPerIdentity // one anonymous caller's share binds first
+		listens  = defaultMaxSubscriptionsPerIdentity // one anonymous caller's share binds first
 	)
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })

@@ -93,8 +93,8 @@ func (s *Server) admit(ctx context.Context, in *inbound, method, target string) 
 	}
 	id, err := s.opts.Admission(ctx, ar)
 	if err == nil {
-		if len(id.Partition) > MaxPartitionBytes {
-			s.log.Error("weft: admission returned a partition longer than MaxPartitionBytes")
+		if len(id.Partition) > maxPartitionBytes {
+			s.log.Error("weft: admission returned a partition longer than maxPartitionBytes")
 			r := errReply(ID{}, internalError(errors.New("partition too long")))
 			return Identity{}, &r
 		}

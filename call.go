@@ -192,20 +192,19 @@ func (s *Server) prepareOperation(ctx context.Context, req *Request, op *operati
 func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *InputRequired) (reply, bool) {
 	op := req.op
 	programming := func(err error) (reply, bool) {
-		s.log.Error("weft: handler returned an invalid input_required result (programming error)", "method", req.Method, "name", req.Name, "err", err)
-		return reply{err: internalError(err), outcome: OutcomeInternalError}, false
+		return reply{err: s.programmingError(ctx, req, fmt.Errorf("invalid input_required result: %w", err)), outcome: OutcomeInternalError}, false
 	}
 	if ir.err != nil {
 		return programming(ir.err)
 	}
 	if op == nil {
-		return programming(errors.New("input_required is allowed only for tools/call, prompts/get and resources/read"))
+		return programming(errors.New("input_required is allowed only for tools/call, prompts/get and resources/read: return it from a tool, prompt or resource handler"))
 	}
 	if len(ir.keys) == 0 && ir.mode == StateNone {
-		return programming(errors.New("an input_required result needs at least one input request or state"))
+		return programming(errors.New("an input_required result needs at least one input request or state: build it with weft.AskInput (InputRequired.Ask) or set state with WithFrameworkState or WithApplicationState"))
 	}
 	if len(ir.keys) > s.limits.MaxInputResponses {
-		return programming(fmt.Errorf("%d input requests exceed MaxInputResponses", len(ir.keys)))
+		return programming(fmt.Errorf("%d input requests exceed MaxInputResponses (%d): ask fewer at once, or raise Options.Limits.MaxInputResponses", len(ir.keys), s.limits.MaxInputResponses))
 	}
 	// Every emitted request must be declared; collect missing capabilities
 	// before anything of the result is exposed.
@@ -214,11 +213,11 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 		r := ir.requests[i]
 		d, ok := op.declaration(r.decl.kind)
 		if !ok || d != r.decl {
-			return programming(fmt.Errorf("input request %q (%s) is not declared by %q", k, r.decl.kind, op.name))
+			return programming(fmt.Errorf("input request %q (%s) is not declared by %q: add %s to %s.Inputs and ask through that declaration", k, r.decl.kind, op.name, declarationCall(r.decl.kind), declaringType(op.kind)))
 		}
 		if r.kind != r.decl.kind {
 			if _, ok := op.declaration(r.kind); !ok {
-				return programming(fmt.Errorf("input request %q needs %s, which %q does not declare", k, r.kind, op.name))
+				return programming(fmt.Errorf("input request %q needs %s, which %q does not declare: add %s to %s.Inputs", k, r.kind, op.name, declarationCall(r.kind), declaringType(op.kind)))
 			}
 		}
 		if !clientSupports(req.ClientCapabilities, r.kind) {
@@ -240,15 +239,15 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 	switch ir.mode {
 	case StateApplication:
 		if op.stateMode != StateApplication {
-			return programming(fmt.Errorf("%q returned application state but declares %s", op.name, op.stateMode))
+			return programming(fmt.Errorf("%q returned application state but declares %s: set %s.StateMode (weft.StateApplication)", op.name, op.stateMode, declaringType(op.kind)))
 		}
-		if ir.appState == "" || len(ir.appState) > MaxApplicationStateBytes || !utf8Valid(ir.appState) {
-			return programming(errors.New("application state must be a non-empty UTF-8 string of at most 65,536 bytes"))
+		if ir.appState == "" || len(ir.appState) > maxApplicationStateBytes || !utf8Valid(ir.appState) {
+			return programming(errors.New("application state must be a non-empty UTF-8 string of at most 65,536 bytes: pass one to WithApplicationState, or keep larger state with WithFrameworkState (weft.StateFramework)"))
 		}
 		token = ir.appState
 	case StateFramework:
 		if op.stateMode != StateFramework {
-			return programming(fmt.Errorf("%q returned framework state but declares %s", op.name, op.stateMode))
+			return programming(fmt.Errorf("%q returned framework state but declares %s: set %s.StateMode (weft.StateFramework)", op.name, op.stateMode, declaringType(op.kind)))
 		}
 		var e *Error
 		if token, e = s.sealStateObserved(ctx, req, ir); e != nil { // state.go, in the mcp.state.seal span
@@ -309,12 +308,10 @@ func (s *Server) handleToolsCall(ctx context.Context, req *Request) (Result, err
 	}
 	if ct, ok := res.(*CallToolResult); ok && ct != nil && t.output != nil && !ct.IsError && !t.trustedOutput {
 		if ct.StructuredContent.Kind() == exactjson.KindNull {
-			s.log.Error("weft: tool with an output schema returned no structuredContent", "tool", req.Name)
-			return nil, internalError(errors.New("missing structuredContent"))
+			return nil, s.programmingError(ctx, req, errors.New("the tool declares an OutputSchema but returned no structuredContent: set CallToolResult.StructuredContent (the generic weft.AddTool sets it from the handler's output), or drop Tool.OutputSchema"))
 		}
 		if err := t.output.Validate(ct.StructuredContent.Any()); err != nil {
-			s.log.Error("weft: tool output does not match its outputSchema", "tool", req.Name, "err", err)
-			return nil, internalError(err)
+			return nil, s.programmingError(ctx, req, fmt.Errorf("structuredContent does not match the tool's outputSchema: fix the handler's CallToolResult.StructuredContent or Tool.OutputSchema: %w", err))
 		}
 	}
 	return res, nil

@@ -37,6 +37,12 @@ type Annotations struct {
 // TextContent returns a text block.
 func TextContent(text string) Content { return Content{Type: "text", Text: text} }
 
+// TextResult returns a tool result of one text block, the most common
+// answer of an untyped tool handler.
+func TextResult(text string) *CallToolResult {
+	return &CallToolResult{Content: []Content{TextContent(text)}}
+}
+
 // ImageContent returns an image block.
 func ImageContent(data []byte, mimeType string) Content {
 	return Content{Type: "image", Data: data, MimeType: mimeType}

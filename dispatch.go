@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/progerr"
 )
 
 // Handler serves one admitted MCP request of any method and returns its
@@ -430,6 +431,8 @@ func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encode
 				attrs = append(attrs, "task", req.task.ID)
 			}
 			s.log.Error("weft: handler panic", attrs...)
+			progerr.Report(ctx, &ProgrammingError{Method: req.Method, Name: req.Name,
+				Err: fmt.Errorf("the handler panicked: %v (the stack is in the server's log, message \"weft: handler panic\")", p)})
 			rep = reply{err: internalError(fmt.Errorf("panic: %v", p)), outcome: OutcomeInternalError}
 		}
 	}()
@@ -438,8 +441,7 @@ func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encode
 		return s.errorReply(ctx, req, err)
 	}
 	if res == nil || isNilResult(res) {
-		s.log.Error("weft: handler returned no result", "method", req.Method, "name", req.Name)
-		return reply{err: internalError(errors.New("handler returned no result")), outcome: OutcomeInternalError}
+		return reply{err: s.programmingError(ctx, req, errors.New("handler returned no result and no error: return a result, or an error")), outcome: OutcomeInternalError}
 	}
 	if fin == nil {
 		return reply{res: res, outcome: outcomeOf(res)}
@@ -470,12 +472,15 @@ func (s *Server) errorReply(ctx context.Context, req *Request, err error) reply 
 		e = internalError(err)
 	}
 	if checked := checkedError(e); checked != e {
-		e, err = checked, checked
+		e = s.programmingError(ctx, req, fmt.Errorf("%w: use weft.NewError with a code outside -32768..-32000 (and not %d)", checked.cause, CodeRateLimited))
+		return reply{err: e, outcome: OutcomeInternalError}
 	}
 	rep := errReply(ID{}, e)
 	switch {
 	case e.reserved && e.Code == CodeInternalError:
-		s.log.Error("weft: handler failed", "method", req.Method, "name", req.Name, "err", err)
+		if _, ok := e.cause.(*ProgrammingError); !ok {
+			s.log.Error("weft: handler failed", "method", req.Method, "name", req.Name, "err", err)
+		}
 		rep.outcome = OutcomeInternalError
 	case e.reserved && e.Code == CodeRateLimited:
 		rep.outcome = OutcomeRejected

@@ -226,7 +226,7 @@ func TestToolsListPagination(t *testing.T) {
 	if names, _ := toolNames(t, rpc(t, ts.URL, 1, "tools/list", params(M{"cursor": ""}))); strings.Join(names, ",") != "zeta" {
 		t.Errorf("empty cursor: %v", names)
 	}
-	for _, bad := range []any{"!!!", "bzoxMA", "bzo5OQ", "bzotMQ", "eDox", json.Number("1"), M{}, strings.Repeat("A", DefaultMaxCursorBytes+1)} {
+	for _, bad := range []any{"!!!", "bzoxMA", "bzo5OQ", "bzotMQ", "eDox", json.Number("1"), M{}, strings.Repeat("A", defaultMaxCursorBytes+1)} {
 		t.Run(fmt.Sprint(bad)[:min(len(fmt.Sprint(bad)), 12)], func(t *testing.T) {
 			for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
 				rpc(t, ts.URL, 9, m, params(M{"cursor": bad})).wantError(t, 400, CodeInvalidParams)
@@ -591,7 +591,7 @@ func TestToolRegistrationRules(t *testing.T) {
 		{"space in name", Tool{Name: "a b", Description: "d"}, h, false},
 		{"129 characters", Tool{Name: strings.Repeat("a", 129), Description: "d"}, h, false},
 		{"128 characters", Tool{Name: strings.Repeat("a", 128), Description: "d"}, h, true},
-		{"no description", Tool{Name: "a", Description: " "}, h, false},
+		{"no description (recommended, not required)", Tool{Name: "a", Description: " "}, h, true},
 		{"nil handler", Tool{Name: "a", Description: "d"}, nil, false},
 		{"schema not an object type", Tool{Name: "a", Description: "d", InputSchema: []byte(`{"type":"string"}`)}, h, false},
 		{"schema not JSON", Tool{Name: "a", Description: "d", InputSchema: []byte(`{"type":`)}, h, false},
@@ -608,6 +608,21 @@ func TestToolRegistrationRules(t *testing.T) {
 				t.Errorf("AddTool: %v, want ok=%v", err, c.ok)
 			}
 		})
+	}
+}
+
+// TestToolWithoutDescription: a tool without a description is registered,
+// and the registration says at Debug what to set.
+func TestToolWithoutDescription(t *testing.T) {
+	h := func(ctx context.Context, req *Request) (*CallToolResult, error) { return textResult("x"), nil }
+	s, logs := newServer(t, nil)
+	must(t, s.AddTool(Tool{Name: "bare"}, h))
+	must(t, s.AddTool(Tool{Name: "described", Description: "d"}, h))
+	if n := logs.count(slog.LevelDebug, "set Tool.Description"); n != 1 {
+		t.Errorf("%d Debug lines naming Tool.Description, want 1 (for the tool without one): %v", n, logs.records())
+	}
+	if n := logs.count(slog.LevelWarn, "") + logs.count(slog.LevelInfo, "") + logs.count(slog.LevelError, ""); n != 0 {
+		t.Errorf("registration logged above Debug: %v", logs.records())
 	}
 }
 

@@ -1,11 +1,13 @@
 package weft
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/progerr"
 )
 
 // JSON-RPC and MCP error codes used by Weft.
@@ -161,4 +163,88 @@ func (e *ToolError) Error() string { return e.Message }
 // ToolErrorf formats a [ToolError].
 func ToolErrorf(format string, args ...any) error {
 	return &ToolError{Message: fmt.Sprintf(format, args...)}
+}
+
+// ProgrammingError is a mistake in the application's code that shows only
+// when a request runs: an input request the operation does not declare,
+// state of a kind its StateMode does not allow, two input requests under
+// one key, structured content that does not match the tool's output
+// schema, an application error posing with a reserved code, a handler that
+// panics. The client gets the sanitized -32603 "Internal error"; the server
+// logs the error at Error (a panic with its stack, as "weft: handler
+// panic") and reports the ProgrammingError to a client in the same process
+// (package wefttest fails the test with it). Its message says what to
+// change.
+type ProgrammingError struct {
+	// Method is the request's method (tools/call, prompts/get, ...).
+	Method string
+	// Name is the tool, prompt, resource or template the request named;
+	// "" when there is none.
+	Name string
+	// Err is what is wrong, naming the setting or call that fixes it.
+	Err error
+}
+
+// Error implements error.
+func (e *ProgrammingError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("weft: programming error in %s: %v", e.Method, e.Err)
+	}
+	return fmt.Sprintf("weft: programming error in %s %q: %v", e.Method, e.Name, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *ProgrammingError) Unwrap() error { return e.Err }
+
+// programmingError logs err as a programming error of the application,
+// reports it to the in-process client that sent the request (package
+// wefttest, through the request's context) and returns the sanitized error
+// for the client.
+func (s *Server) programmingError(ctx context.Context, req *Request, err error) *Error {
+	pe := &ProgrammingError{Method: req.Method, Name: req.Name, Err: err}
+	s.log.Error("weft: programming error", "method", req.Method, "name", req.Name, "err", err)
+	progerr.Report(ctx, pe)
+	return internalError(pe)
+}
+
+// declaringType names the Go type whose fields declare an operation of kind
+// k (its Inputs and StateMode), for the messages of programming errors.
+func declaringType(k ItemKind) string {
+	switch k {
+	case KindPrompt:
+		return "weft.Prompt"
+	case KindResource:
+		return "weft.Resource"
+	case KindResourceTemplate:
+		return "weft.ResourceTemplate"
+	}
+	return "weft.Tool"
+}
+
+// declarationCall names the call that declares input requests of kind k.
+func declarationCall(k inputKind) string {
+	switch k {
+	case inputForm:
+		return "weft.Form(...) or weft.FormOf[T](...)"
+	case inputURL:
+		return "weft.URL(...)"
+	case inputSampling:
+		return "weft.Sampling(...)"
+	case inputSamplingTools:
+		return "weft.Sampling(...).WithTools()"
+	case inputRoots:
+		return "weft.Roots(...)"
+	}
+	return k.String()
+}
+
+// stateModeName is the Go name of a StateMode.
+func stateModeName(m StateMode) string {
+	switch m {
+	case StateApplication:
+		return "weft.StateApplication"
+	case StateFramework:
+		return "weft.StateFramework"
+	}
+	return "weft.StateNone"
 }

@@ -181,3 +181,32 @@ func ExampleInputRequest_Declaration() {
 	// true false
 	// conditional form elicitation
 }
+
+// An untyped tool (an authored input schema) reads its arguments as a Go
+// value with ArgumentsAs, and answers text with TextResult.
+func ExampleArgumentsAs() {
+	s := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	err := s.AddTool(weft.Tool{Name: "greet", Description: "Greets someone.",
+		InputSchema: []byte(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			in, err := weft.ArgumentsAs[struct {
+				Name string `json:"name"`
+			}](req)
+			if err != nil {
+				return nil, err
+			}
+			return weft.TextResult("Hello, " + in.Name + "!"), nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+
+	_, body := postMCP(ts.URL, "tools/call", "greet", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`+
+		`"name":"greet","arguments":{"name":"Ada"}}}`)
+	fmt.Println(strings.Contains(string(body), `"text":"Hello, Ada!"`))
+	// Output:
+	// true
+}

@@ -60,7 +60,7 @@ func discoveredExtensions(t *testing.T, s *Server) map[string]bool {
 // last disable runs, a disable counts once, and RelayTasks' removal
 // withdraws the tasks extension only while nothing else enabled it.
 func TestEnableExtensionCounted(t *testing.T) {
-	s := NewServer(Implementation{Name: "x", Version: "1"}, &Options{QuietRequests: true})
+	s := NewServer(Implementation{Name: "x", Version: "1"}, &Options{})
 	const id = "example.com/ext"
 	d1 := s.EnableExtension(id, exactjson.Value{})
 	d2 := s.EnableExtension(id, exactjson.Object(exactjson.Field("v", exactjson.Int(2))))
@@ -83,7 +83,7 @@ func TestEnableExtensionCounted(t *testing.T) {
 		}
 	}
 
-	r := NewServer(Implementation{Name: "r", Version: "1"}, &Options{QuietRequests: true})
+	r := NewServer(Implementation{Name: "r", Version: "1"}, &Options{})
 	rmA, err := r.RelayTasks("a", nopRelay{})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func (nopRelay) CancelTask(context.Context, *Request, string) error { return tas
 // found", as before it was registered), counts once, and leaves a later
 // registration of the method in place.
 func TestHandleMethodRemove(t *testing.T) {
-	s, _ := newServer(t, &Options{QuietRequests: true})
+	s, _ := newServer(t, &Options{})
 	handler := func(v int64) MethodHandler {
 		return func(ctx context.Context, req *Request) (*MethodResult, error) {
 			return &MethodResult{Body: exactjson.Object(exactjson.Field("v", exactjson.Int(v)))}, nil

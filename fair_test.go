@@ -289,7 +289,7 @@ func TestFairListenStreams(t *testing.T) {
 					invFail(t, "tenant A's stream past its share", r, http.StatusTooManyRequests, CodeRateLimited)
 					break
 				}
-				if opened > 2*DefaultMaxSubscriptionsPerPartition {
+				if opened > 2*defaultMaxSubscriptionsPerPartition {
 					t.Fatalf("tenant A opened %d streams", opened)
 				}
 			}
@@ -305,7 +305,7 @@ func TestFairListenStreams(t *testing.T) {
 // upstream processes) agree with it: the remote host of an anonymous
 // caller, IPv6 by /64, else the principal, else the partition.
 func TestRequestCaller(t *testing.T) {
-	s := NewServer(Implementation{Name: "t", Version: "1"}, &Options{QuietRequests: true})
+	s := NewServer(Implementation{Name: "t", Version: "1"}, &Options{})
 	if err := s.AddTool(Tool{Name: "caller", Description: "Names the caller."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(req.Caller())}}, nil
 	}); err != nil {

@@ -37,7 +37,6 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		Protector:      seal.NewManager(kr),
 		PageSize:       1,
 		Logger:         slog.New(slog.DiscardHandler),
-		QuietRequests:  true,
 		RequestTimeout: 2 * time.Second,
 	})
 	form := Form(ConditionalCapability)

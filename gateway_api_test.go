@@ -107,7 +107,7 @@ func (f *fakeRelay) CancelTask(_ context.Context, _ *weft.Request, id string) er
 // this server, bound to the caller, through which the relay serves
 // tasks/get, tasks/update and tasks/cancel.
 func TestRelayTasks(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{QuietRequests: true,
+	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			return weft.Identity{Principal: r.BearerToken, Partition: r.BearerToken}, nil
 		}})
@@ -220,7 +220,7 @@ func TestRelayTasks(t *testing.T) {
 // AddVisibilityFilter hides items from the lists of the requests it
 // refuses, makes list caching private, and is removable.
 func TestAddVisibilityFilter(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{QuietRequests: true})
+	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{})
 	for _, name := range []string{"a", "b"} {
 		if err := srv.AddTool(weft.Tool{Name: name, Description: "A tool."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {

@@ -13,8 +13,8 @@ import (
 // Health: liveness and readiness for load balancers and orchestrators, and
 // the drain that takes an instance out of rotation before it stops.
 
-// ReadinessTimeout bounds one readiness check of the configured stores.
-const ReadinessTimeout = 2 * time.Second
+// readinessTimeout bounds one readiness check of the configured stores.
+const readinessTimeout = 2 * time.Second
 
 // LivenessHandler answers GET and HEAD with 200 {"status":"alive"} while the
 // server has not been shut down, and 503 {"status":"stopped"} after. It
@@ -34,7 +34,7 @@ func (s *Server) LivenessHandler() http.Handler {
 // ReadinessHandler answers GET and HEAD with 200 {"status":"ready"} when the
 // server should get new requests, and 503 otherwise: while it drains
 // ({"status":"draining"}: after [Server.Drain] or [Server.Shutdown]), or
-// while a configured store does not answer within [ReadinessTimeout] or
+// while a configured store does not answer within 2 seconds or
 // [Options.ReadinessCheck] fails ({"status":"unavailable","check":NAME};
 // the error is logged, not sent). Like LivenessHandler it applies no Host
 // or Origin check.
@@ -44,7 +44,7 @@ func (s *Server) ReadinessHandler() http.Handler {
 			writeHealth(w, r, http.StatusServiceUnavailable, "draining")
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), ReadinessTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
 		defer cancel()
 		if name, err := s.checkReady(ctx); err != nil {
 			s.log.Warn("weft: not ready", "check", name, "err", err)

@@ -306,8 +306,8 @@ func (d inputDecl) failed(err error) InputRequest {
 	return InputRequest{decl: d, kind: d.kind, err: err}
 }
 
-// MaxApplicationStateBytes bounds application-protected request state.
-const MaxApplicationStateBytes = 65536
+// maxApplicationStateBytes bounds application-protected request state.
+const maxApplicationStateBytes = 65536
 
 // InputRequired is the result a handler returns, through its error result,
 // when it needs the client's input before it can complete:
@@ -352,7 +352,7 @@ func (ir *InputRequired) Ask(key string, r InputRequest) *InputRequired {
 		default:
 			for _, k := range ir.keys {
 				if k == key {
-					ir.err = fmt.Errorf("weft: duplicate input request key %q", key)
+					ir.err = fmt.Errorf("weft: duplicate input request key %q: give each InputRequired.Ask of one result its own key", key)
 				}
 			}
 		}

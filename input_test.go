@@ -1,11 +1,14 @@
 package weft
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/progerr"
 	"github.com/weftmcp/weft/internal/race"
 	"github.com/weftmcp/weft/seal"
 )
@@ -188,7 +192,10 @@ func TestInputResponseShapeBoundByState(t *testing.T) {
 }
 
 // TestInvalidInputRequiredIsProgrammingError: results a handler may not
-// return become -32603 with an error log line; nothing of them is sent.
+// return become -32603 with an error log line; nothing of them is sent. The
+// in-process client that sent the request is told the cause (a
+// *ProgrammingError through the request's context), and the message names
+// the setting or call that fixes it.
 func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 	form := Form(ConditionalCapability)
 	sampling := Sampling(ConditionalCapability)
@@ -253,6 +260,21 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 			return AskInput("u", URL(ConditionalCapability).Ask("Sign in", "https://evil.example/login"))
 		}},
 	}
+	// The fix each message names, for the mistakes issue #26 lists (the
+	// others must still report a *ProgrammingError).
+	fixes := map[string]string{
+		"undeclared kind":                          "add weft.Roots(...) to weft.Tool.Inputs",
+		"declared kind with another requirement":   "ask through that declaration",
+		"sampling with tools declared as Sampling": "without WithTools",
+		"duplicate key":                            "give each InputRequired.Ask of one result its own key",
+		"nothing at all":                           "build it with weft.AskInput",
+		"framework state on a stateless tool":      "returned framework state but declares none: set weft.Tool.StateMode (weft.StateFramework)",
+		"application state on a framework tool":    "set weft.Tool.StateMode (weft.StateApplication)",
+		"framework state on an application tool":   "set weft.Tool.StateMode (weft.StateFramework)",
+		"URL outside the URL policy":               "Options.URLElicitation",
+		"framework state that does not encode":     "framework state",
+		"undeclared typed form with a secret":      "request secrets with URL mode",
+	}
 	caps := M{"elicitation": M{"form": M{}, "url": M{}}, "sampling": M{"tools": M{}}, "roots": M{}}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -267,10 +289,23 @@ func TestInvalidInputRequiredIsProgrammingError(t *testing.T) {
 					}
 					return nil, ir
 				}))
-			r := rpcRec(t, s, "/mcp", i, "tools/call", toolCall(caps, "bad", nil))
+			var reported []error
+			b := body(t, i, "tools/call", toolCall(caps, "bad", nil))
+			hreq := httptest.NewRequestWithContext(progerr.WithReporter(context.Background(), func(err error) { reported = append(reported, err) }),
+				http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader(b))
+			hreq.Header = stdHeaders(b)
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, hreq)
 			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Internal error"}}`, i)
-			if r.Status != 500 || string(r.Body) != want {
-				t.Errorf("got %v, want 500 %s", r, want)
+			if got := strings.TrimSpace(rec.Body.String()); rec.Code != 500 || got != want {
+				t.Errorf("got %d %s, want 500 %s", rec.Code, got, want)
+			}
+			var pe *ProgrammingError
+			if len(reported) != 1 || !errors.As(reported[0], &pe) || pe.Method != "tools/call" || pe.Name != "bad" {
+				t.Fatalf("reported %v, want one *ProgrammingError of tools/call \"bad\"", reported)
+			}
+			if fix := fixes[c.name]; !strings.Contains(pe.Error(), fix) {
+				t.Errorf("message %q does not name the fix %q", pe.Error(), fix)
 			}
 			if lc.count(slog.LevelError, "programming error") != 1 {
 				t.Errorf("want one error log line about the programming error, got %v", lc.records())

@@ -73,13 +73,13 @@ type LegacyOptions struct {
 
 // Defaults and ceilings of LegacyOptions.
 const (
-	DefaultLegacyIdleTimeout  = 30 * time.Minute
-	DefaultLegacyMaxLifetime  = 24 * time.Hour
-	LegacyMaxLifetimeCeiling  = 30 * 24 * time.Hour
-	DefaultLegacyMaxRounds    = 10
-	LegacyMaxRoundsCeiling    = 100
-	DefaultLegacyInputTimeout = 10 * time.Minute
-	LegacyInputTimeoutCeiling = 24 * time.Hour
+	defaultLegacyIdleTimeout  = 30 * time.Minute
+	defaultLegacyMaxLifetime  = 24 * time.Hour
+	legacyMaxLifetimeCeiling  = 30 * 24 * time.Hour
+	defaultLegacyMaxRounds    = 10
+	legacyMaxRoundsCeiling    = 100
+	defaultLegacyInputTimeout = 10 * time.Minute
+	legacyInputTimeoutCeiling = 24 * time.Hour
 )
 
 // legacyServer is the legacy era of one Server.
@@ -134,26 +134,26 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 		}
 	}
 	if l.opts.IdleTimeout == 0 {
-		l.opts.IdleTimeout = DefaultLegacyIdleTimeout
+		l.opts.IdleTimeout = defaultLegacyIdleTimeout
 	}
 	if l.opts.MaxLifetime == 0 {
-		l.opts.MaxLifetime = DefaultLegacyMaxLifetime
+		l.opts.MaxLifetime = defaultLegacyMaxLifetime
 	}
 	if l.opts.MaxRounds == 0 {
-		l.opts.MaxRounds = DefaultLegacyMaxRounds
+		l.opts.MaxRounds = defaultLegacyMaxRounds
 	}
 	if l.opts.InputTimeout == 0 {
-		l.opts.InputTimeout = DefaultLegacyInputTimeout
+		l.opts.InputTimeout = defaultLegacyInputTimeout
 	}
 	switch {
 	case l.opts.IdleTimeout < 0 || l.opts.IdleTimeout > l.opts.MaxLifetime:
 		return nil, fmt.Errorf("weft: LegacyOptions.IdleTimeout = %v is outside 1ns..MaxLifetime (%v)", l.opts.IdleTimeout, l.opts.MaxLifetime)
-	case l.opts.MaxLifetime < 0 || l.opts.MaxLifetime > LegacyMaxLifetimeCeiling:
-		return nil, fmt.Errorf("weft: LegacyOptions.MaxLifetime = %v is outside 1ns..%v", l.opts.MaxLifetime, LegacyMaxLifetimeCeiling)
-	case l.opts.MaxRounds < 0 || l.opts.MaxRounds > LegacyMaxRoundsCeiling:
-		return nil, fmt.Errorf("weft: LegacyOptions.MaxRounds = %d is outside 1..%d", l.opts.MaxRounds, LegacyMaxRoundsCeiling)
-	case l.opts.InputTimeout < 0 || l.opts.InputTimeout > LegacyInputTimeoutCeiling:
-		return nil, fmt.Errorf("weft: LegacyOptions.InputTimeout = %v is outside 1ns..%v", l.opts.InputTimeout, LegacyInputTimeoutCeiling)
+	case l.opts.MaxLifetime < 0 || l.opts.MaxLifetime > legacyMaxLifetimeCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.MaxLifetime = %v is outside 1ns..%v", l.opts.MaxLifetime, legacyMaxLifetimeCeiling)
+	case l.opts.MaxRounds < 0 || l.opts.MaxRounds > legacyMaxRoundsCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.MaxRounds = %d is outside 1..%d", l.opts.MaxRounds, legacyMaxRoundsCeiling)
+	case l.opts.InputTimeout < 0 || l.opts.InputTimeout > legacyInputTimeoutCeiling:
+		return nil, fmt.Errorf("weft: LegacyOptions.InputTimeout = %v is outside 1ns..%v", l.opts.InputTimeout, legacyInputTimeoutCeiling)
 	}
 	if err := l.opts.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("weft: LegacyOptions.Limits: %w", err)
@@ -438,15 +438,15 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 func legacyError(e *Error) *Error {
 	if e.notFound {
 		c := *e
-		c.Code = CodeResourceNotFoundLegacy
+		c.Code = codeResourceNotFoundLegacy
 		return &c
 	}
 	return e
 }
 
-// CodeResourceNotFoundLegacy is the resource-not-found code of 2025-11-25
+// codeResourceNotFoundLegacy is the resource-not-found code of 2025-11-25
 // (2026-07-28 uses -32602).
-const CodeResourceNotFoundLegacy = -32002
+const codeResourceNotFoundLegacy = -32002
 
 // open loads the session of a message and checks that it belongs to the
 // admitted identity and protocol version. An unknown, expired, deleted or
@@ -565,14 +565,14 @@ func (l *legacyServer) notification(ctx context.Context, c *legacyConn, m messag
 	}
 }
 
-// LegacyCancelChannel is the channel of [Options.Events] on which the
+// legacyCancelChannel is the channel of [Options.Events] on which the
 // instances of a fleet pass on 2025-11-25 cancellations: a
 // notifications/cancelled or a session DELETE that one instance receives
 // also cancels the session's calls running on the others. Payloads name
 // sessions and calls by digests ("call <session> <call>", "session
 // <session>"), never by session id. Delivery is best effort, as for every
 // event on the bus.
-const LegacyCancelChannel = "weft.legacy.cancel"
+const legacyCancelChannel = "weft.legacy.cancel"
 
 // publishCancel passes a cancellation on to the fleet, when there is one.
 func (l *legacyServer) publishCancel(ctx context.Context, payload string) {
@@ -582,7 +582,7 @@ func (l *legacyServer) publishCancel(ctx context.Context, payload string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := bus.Publish(ctx, LegacyCancelChannel, payload); err != nil {
+	if err := bus.Publish(ctx, legacyCancelChannel, payload); err != nil {
 		l.srv.log.Warn("weft: passing a cancellation on to the fleet failed", "err", err)
 	}
 }
@@ -590,7 +590,7 @@ func (l *legacyServer) publishCancel(ctx context.Context, payload string) {
 // relayCancels applies the fleet's cancellations to the calls and streams of
 // this instance until done.
 func (l *legacyServer) relayCancels(done <-chan struct{}) {
-	listenFleet(done, l.srv.opts.Events, LegacyCancelChannel, l.srv.log, func(payload string) {
+	listenFleet(done, l.srv.opts.Events, legacyCancelChannel, l.srv.log, func(payload string) {
 		f := strings.Fields(payload)
 		switch {
 		case len(f) == 3 && f[0] == "call":

@@ -19,12 +19,12 @@ import (
 // context value handlers can read, and the node-local registry of what cannot
 // move between instances (open GET streams, in-flight calls).
 
-// SessionIDBytes is the entropy of a legacy session id (256 bits). Ids are
+// sessionIDBytes is the entropy of a legacy session id (256 bits). Ids are
 // base64url without padding: 43 visible ASCII characters.
-const SessionIDBytes = 32
+const sessionIDBytes = 32
 
 func newSessionID() (string, error) {
-	var b [SessionIDBytes]byte
+	var b [sessionIDBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}

@@ -141,7 +141,7 @@ func TestLegacyEraSelection(t *testing.T) {
 
 func TestLegacyOptionsValidation(t *testing.T) {
 	for _, o := range []LegacyOptions{{Versions: []string{"2024-11-05"}}, {IdleTimeout: -1}, {MaxRounds: -1},
-		{MaxRounds: LegacyMaxRoundsCeiling + 1}, {InputTimeout: 25 * time.Hour}, {MaxLifetime: 31 * 24 * time.Hour},
+		{MaxRounds: legacyMaxRoundsCeiling + 1}, {InputTimeout: 25 * time.Hour}, {MaxLifetime: 31 * 24 * time.Hour},
 		{IdleTimeout: 2 * time.Hour, MaxLifetime: time.Hour}, {Limits: sessionstore.Limits{MaxSessions: -1}},
 		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}} {
 		s := NewServer(Implementation{}, &Options{Legacy: &o})
@@ -278,7 +278,7 @@ func TestLegacyMethods(t *testing.T) {
 	}
 
 	// Error codes: JSON-RPC errors with HTTP 200; resource-not-found is -32002.
-	e := c.call(10, "resources/read", M{"uri": "test://missing"}).wantError(t, 200, CodeResourceNotFoundLegacy)
+	e := c.call(10, "resources/read", M{"uri": "test://missing"}).wantError(t, 200, codeResourceNotFoundLegacy)
 	if string(e.Data) != `{"uri":"test://missing"}` {
 		t.Fatalf("not-found data %s", e.Data)
 	}
@@ -648,7 +648,7 @@ func TestLegacySubscriptionLimits(t *testing.T) {
 	c.call(5, "resources/unsubscribe", M{"uri": "test://a"})
 	c.call(6, "resources/subscribe", M{"uri": "test://c"})
 	// A handler's ResourceNotFound is -32002 too.
-	c.call(7, "resources/read", M{"uri": "test://a"}).wantError(t, 200, CodeResourceNotFoundLegacy)
+	c.call(7, "resources/read", M{"uri": "test://a"}).wantError(t, 200, codeResourceNotFoundLegacy)
 }
 
 func TestLegacyAnswers(t *testing.T) {
@@ -694,8 +694,8 @@ func TestLegacyTelemetry(t *testing.T) {
 	c.initialize()
 	c.call(3, "tools/call", M{"name": "hello"})
 	c.call(4, "ping", nil)
-	if lc.count(slog.LevelInfo, "method=tools/call name=hello id=3 outcome=complete") != 1 ||
-		lc.count(slog.LevelInfo, "method=ping") != 1 || lc.count(slog.LevelInfo, "method=initialize") != 1 {
+	if lc.count(slog.LevelDebug, "method=tools/call name=hello id=3 outcome=complete") != 1 ||
+		lc.count(slog.LevelDebug, "method=ping") != 1 || lc.count(slog.LevelDebug, "method=initialize") != 1 {
 		for _, r := range lc.records() {
 			t.Log(r)
 		}

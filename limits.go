@@ -48,49 +48,49 @@ type Limits struct {
 
 // Limit defaults and ceilings.
 const (
-	// MaxPartitionBytes bounds Identity.Partition (an admission returning a
+	// maxPartitionBytes bounds Identity.Partition (an admission returning a
 	// longer one is a server bug: -32603).
-	MaxPartitionBytes = 256
-	// MaxCompletionValues is the most completion values sent in one result
+	maxPartitionBytes = 256
+	// maxCompletionValues is the most completion values sent in one result
 	// (more are cut, with hasMore set).
-	MaxCompletionValues = 100
-	// DefaultPageSize is the default Options.PageSize.
-	DefaultPageSize = 256
-	// DefaultBodyTimeout is the default Options.BodyTimeout.
-	DefaultBodyTimeout = 60 * time.Second
-	// DefaultWriteTimeout is the default Options.WriteTimeout.
-	DefaultWriteTimeout = 30 * time.Second
-	// DefaultKeepAlive is the default Options.KeepAlive.
-	DefaultKeepAlive = 15 * time.Second
-	// DefaultReadHeaderTimeout is NewHTTPServer's header read timeout.
-	DefaultReadHeaderTimeout = 10 * time.Second
-	// MaxConcurrentCeiling and MaxQueueCeiling bound Options.MaxConcurrent
-	// and Options.MaxQueue; MaxTimeoutCeiling bounds every Options timeout.
-	MaxConcurrentCeiling = 65536
-	MaxQueueCeiling      = 1 << 20
-	MaxTimeoutCeiling    = 24 * time.Hour
+	maxCompletionValues = 100
+	// defaultPageSize is the default Options.PageSize.
+	defaultPageSize = 256
+	// defaultBodyTimeout is the default Options.BodyTimeout.
+	defaultBodyTimeout = 60 * time.Second
+	// defaultWriteTimeout is the default Options.WriteTimeout.
+	defaultWriteTimeout = 30 * time.Second
+	// defaultKeepAlive is the default Options.KeepAlive.
+	defaultKeepAlive = 15 * time.Second
+	// defaultReadHeaderTimeout is NewHTTPServer's header read timeout.
+	defaultReadHeaderTimeout = 10 * time.Second
+	// maxConcurrentCeiling and maxQueueCeiling bound Options.MaxConcurrent
+	// and Options.MaxQueue; maxTimeoutCeiling bounds every Options timeout.
+	maxConcurrentCeiling = 65536
+	maxQueueCeiling      = 1 << 20
+	maxTimeoutCeiling    = 24 * time.Hour
 
-	DefaultMaxBodyBytes                 = 10 << 20
-	MaxBodyBytesCeiling                 = 16 << 20
-	DefaultMaxOutputBytes               = 4 << 20
-	MaxOutputBytesCeiling               = 16 << 20
-	DefaultMaxHeaderCount               = 100
-	MaxHeaderCountCeiling               = 1000
-	DefaultMaxHeaderBytes               = 64 << 10
-	DefaultMaxCursorBytes               = 4096
-	MaxCursorBytesCeiling               = 174762
-	DefaultMaxURIBytes                  = 65536
-	MaxURIBytesCeiling                  = 1 << 20
-	DefaultMaxInputResponses            = 64
-	MaxInputResponsesCeiling            = 1024
-	DefaultMaxResourceSubscriptions     = 256
-	MaxResourceSubscriptionsCeiling     = 4096
-	DefaultMaxSubscriptionsPerPartition = 32
-	MaxSubscriptionsPerPartitionCeiling = 4096
-	DefaultMaxSubscriptionsPerIdentity  = 8
-	MaxSubscriptionsPerIdentityCeiling  = 4096
-	DefaultMaxSubscriptions             = 16384
-	MaxSubscriptionsCeiling             = 1 << 20
+	defaultMaxBodyBytes                 = 10 << 20
+	maxBodyBytesCeiling                 = 16 << 20
+	defaultMaxOutputBytes               = 4 << 20
+	maxOutputBytesCeiling               = 16 << 20
+	defaultMaxHeaderCount               = 100
+	maxHeaderCountCeiling               = 1000
+	defaultMaxHeaderBytes               = 64 << 10
+	defaultMaxCursorBytes               = 4096
+	maxCursorBytesCeiling               = 174762
+	defaultMaxURIBytes                  = 65536
+	maxURIBytesCeiling                  = 1 << 20
+	defaultMaxInputResponses            = 64
+	maxInputResponsesCeiling            = 1024
+	defaultMaxResourceSubscriptions     = 256
+	maxResourceSubscriptionsCeiling     = 4096
+	defaultMaxSubscriptionsPerPartition = 32
+	maxSubscriptionsPerPartitionCeiling = 4096
+	defaultMaxSubscriptionsPerIdentity  = 8
+	maxSubscriptionsPerIdentityCeiling  = 4096
+	defaultMaxSubscriptions             = 16384
+	maxSubscriptionsCeiling             = 1 << 20
 )
 
 func limitField(name string, v *int, def, ceiling int) error {
@@ -109,16 +109,16 @@ func (l Limits) withDefaults() (Limits, error) {
 		v        *int
 		def, max int
 	}{
-		{"MaxBodyBytes", &l.MaxBodyBytes, DefaultMaxBodyBytes, MaxBodyBytesCeiling},
-		{"MaxOutputBytes", &l.MaxOutputBytes, DefaultMaxOutputBytes, MaxOutputBytesCeiling},
-		{"MaxHeaderCount", &l.MaxHeaderCount, DefaultMaxHeaderCount, MaxHeaderCountCeiling},
-		{"MaxCursorBytes", &l.MaxCursorBytes, DefaultMaxCursorBytes, MaxCursorBytesCeiling},
-		{"MaxURIBytes", &l.MaxURIBytes, DefaultMaxURIBytes, MaxURIBytesCeiling},
-		{"MaxInputResponses", &l.MaxInputResponses, DefaultMaxInputResponses, MaxInputResponsesCeiling},
-		{"MaxResourceSubscriptions", &l.MaxResourceSubscriptions, DefaultMaxResourceSubscriptions, MaxResourceSubscriptionsCeiling},
-		{"MaxSubscriptionsPerPartition", &l.MaxSubscriptionsPerPartition, DefaultMaxSubscriptionsPerPartition, MaxSubscriptionsPerPartitionCeiling},
-		{"MaxSubscriptionsPerIdentity", &l.MaxSubscriptionsPerIdentity, DefaultMaxSubscriptionsPerIdentity, MaxSubscriptionsPerIdentityCeiling},
-		{"MaxSubscriptions", &l.MaxSubscriptions, DefaultMaxSubscriptions, MaxSubscriptionsCeiling},
+		{"MaxBodyBytes", &l.MaxBodyBytes, defaultMaxBodyBytes, maxBodyBytesCeiling},
+		{"MaxOutputBytes", &l.MaxOutputBytes, defaultMaxOutputBytes, maxOutputBytesCeiling},
+		{"MaxHeaderCount", &l.MaxHeaderCount, defaultMaxHeaderCount, maxHeaderCountCeiling},
+		{"MaxCursorBytes", &l.MaxCursorBytes, defaultMaxCursorBytes, maxCursorBytesCeiling},
+		{"MaxURIBytes", &l.MaxURIBytes, defaultMaxURIBytes, maxURIBytesCeiling},
+		{"MaxInputResponses", &l.MaxInputResponses, defaultMaxInputResponses, maxInputResponsesCeiling},
+		{"MaxResourceSubscriptions", &l.MaxResourceSubscriptions, defaultMaxResourceSubscriptions, maxResourceSubscriptionsCeiling},
+		{"MaxSubscriptionsPerPartition", &l.MaxSubscriptionsPerPartition, defaultMaxSubscriptionsPerPartition, maxSubscriptionsPerPartitionCeiling},
+		{"MaxSubscriptionsPerIdentity", &l.MaxSubscriptionsPerIdentity, defaultMaxSubscriptionsPerIdentity, maxSubscriptionsPerIdentityCeiling},
+		{"MaxSubscriptions", &l.MaxSubscriptions, defaultMaxSubscriptions, maxSubscriptionsCeiling},
 	} {
 		if err := limitField(f.name, f.v, f.def, f.max); err != nil {
 			return l, err

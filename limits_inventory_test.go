@@ -88,64 +88,64 @@ var invDefaults = NewServer(Implementation{}, nil)
 // invLimits is the inventory. Keep it in the order of docs/limits.md.
 var invLimits = []invLimit{
 	// Transport and pipeline.
-	{doc: "HTTP request body / stdio line", names: []string{"Limits.MaxBodyBytes", "DefaultMaxBodyBytes", "MaxBodyBytesCeiling"},
-		def: invNumI(DefaultMaxBodyBytes), ceil: invNumI(MaxBodyBytesCeiling), past: []string{"413", "-32700"}, check: checkBodyBytes},
-	{doc: "response size", names: []string{"Limits.MaxOutputBytes"}, consts: []string{"DefaultMaxOutputBytes", "MaxOutputBytesCeiling"},
-		def: invNumI(DefaultMaxOutputBytes), ceil: invNumI(MaxOutputBytesCeiling), past: []string{"-32603"}, check: checkOutputBytes},
-	{doc: "header fields", names: []string{"Limits.MaxHeaderCount"}, consts: []string{"DefaultMaxHeaderCount", "MaxHeaderCountCeiling"},
-		def: invNumI(DefaultMaxHeaderCount), ceil: invNumI(MaxHeaderCountCeiling), past: []string{"431"}, check: checkHeaderCount},
-	{doc: "header bytes", names: []string{"NewHTTPServer", "MaxHeaderBytes", "DefaultMaxHeaderBytes"},
-		def: invNumI(DefaultMaxHeaderBytes), past: []string{"431"}, check: checkHeaderBytes},
-	{doc: "pagination cursor", names: []string{"Limits.MaxCursorBytes"}, consts: []string{"DefaultMaxCursorBytes", "MaxCursorBytesCeiling"},
-		def: invNumI(DefaultMaxCursorBytes), ceil: invNumI(MaxCursorBytesCeiling), past: []string{"-32602"}, check: checkCursorBytes},
-	{doc: "resource URI", names: []string{"Limits.MaxURIBytes", "hdr.MaxDecodedValueBytes"}, consts: []string{"DefaultMaxURIBytes", "MaxURIBytesCeiling"},
-		def: invNumI(DefaultMaxURIBytes), ceil: invNumI(MaxURIBytesCeiling), past: []string{"-32602"}, check: checkURIBytes},
+	{doc: "HTTP request body / stdio line", consts: []string{"defaultMaxBodyBytes", "maxBodyBytesCeiling"}, names: []string{"Limits.MaxBodyBytes"},
+		def: invNumI(defaultMaxBodyBytes), ceil: invNumI(maxBodyBytesCeiling), past: []string{"413", "-32700"}, check: checkBodyBytes},
+	{doc: "response size", names: []string{"Limits.MaxOutputBytes"}, consts: []string{"defaultMaxOutputBytes", "maxOutputBytesCeiling"},
+		def: invNumI(defaultMaxOutputBytes), ceil: invNumI(maxOutputBytesCeiling), past: []string{"-32603"}, check: checkOutputBytes},
+	{doc: "header fields", names: []string{"Limits.MaxHeaderCount"}, consts: []string{"defaultMaxHeaderCount", "maxHeaderCountCeiling"},
+		def: invNumI(defaultMaxHeaderCount), ceil: invNumI(maxHeaderCountCeiling), past: []string{"431"}, check: checkHeaderCount},
+	{doc: "header bytes", consts: []string{"defaultMaxHeaderBytes"}, names: []string{"NewHTTPServer", "MaxHeaderBytes"},
+		def: invNumI(defaultMaxHeaderBytes), past: []string{"431"}, check: checkHeaderBytes},
+	{doc: "pagination cursor", names: []string{"Limits.MaxCursorBytes"}, consts: []string{"defaultMaxCursorBytes", "maxCursorBytesCeiling"},
+		def: invNumI(defaultMaxCursorBytes), ceil: invNumI(maxCursorBytesCeiling), past: []string{"-32602"}, check: checkCursorBytes},
+	{doc: "resource URI", names: []string{"Limits.MaxURIBytes", "hdr.MaxDecodedValueBytes"}, consts: []string{"defaultMaxURIBytes", "maxURIBytesCeiling"},
+		def: invNumI(defaultMaxURIBytes), ceil: invNumI(maxURIBytesCeiling), past: []string{"-32602"}, check: checkURIBytes},
 	{doc: "input responses per retry / input requests per result", names: []string{"Limits.MaxInputResponses"},
-		consts: []string{"DefaultMaxInputResponses", "MaxInputResponsesCeiling"},
-		def:    invNumI(DefaultMaxInputResponses), ceil: invNumI(MaxInputResponsesCeiling), past: []string{"-32602", "-32603"}, check: checkInputResponses},
+		consts: []string{"defaultMaxInputResponses", "maxInputResponsesCeiling"},
+		def:    invNumI(defaultMaxInputResponses), ceil: invNumI(maxInputResponsesCeiling), past: []string{"-32602", "-32603"}, check: checkInputResponses},
 	{doc: "URIs per `subscriptions/listen`", names: []string{"Limits.MaxResourceSubscriptions"},
-		consts: []string{"DefaultMaxResourceSubscriptions", "MaxResourceSubscriptionsCeiling"},
-		def:    invNumI(DefaultMaxResourceSubscriptions), ceil: invNumI(MaxResourceSubscriptionsCeiling), past: []string{"-32602"}, check: checkResourceSubscriptions},
-	{doc: "body read time", names: []string{"Options.BodyTimeout", "DefaultBodyTimeout", "MaxTimeoutCeiling"},
-		def: invDur(DefaultBodyTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"400"}, check: checkBodyTimeout},
-	{doc: "header read time", names: []string{"NewHTTPServer", "ReadHeaderTimeout", "DefaultReadHeaderTimeout"},
-		def: invDur(DefaultReadHeaderTimeout), past: []string{"connection closed"}, check: checkReadHeaderTimeout},
-	{doc: "SSE keep-alive", names: []string{"Options.KeepAlive", "DefaultKeepAlive"},
-		def: invDur(DefaultKeepAlive), check: checkKeepAlive},
-	{doc: "response write time", names: []string{"Options.WriteTimeout", "DefaultWriteTimeout"},
-		def: invDur(DefaultWriteTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"cut"}, check: checkWriteTimeout},
-	{doc: "list page size", names: []string{"Options.PageSize", "DefaultPageSize"},
-		def: invNumI(DefaultPageSize), check: checkPageSize},
-	{doc: "authorization partition", names: []string{"Identity.Partition", "MaxPartitionBytes"},
-		ceil: invNumI(MaxPartitionBytes), past: []string{"-32603"}, check: checkPartition},
-	{doc: "completion values", names: []string{"MaxCompletionValues"}, def: invNumI(MaxCompletionValues), past: []string{"hasMore"}, check: checkCompletionValues},
+		consts: []string{"defaultMaxResourceSubscriptions", "maxResourceSubscriptionsCeiling"},
+		def:    invNumI(defaultMaxResourceSubscriptions), ceil: invNumI(maxResourceSubscriptionsCeiling), past: []string{"-32602"}, check: checkResourceSubscriptions},
+	{doc: "body read time", consts: []string{"defaultBodyTimeout", "maxTimeoutCeiling"}, names: []string{"Options.BodyTimeout"},
+		def: invDur(defaultBodyTimeout), ceil: invDur(maxTimeoutCeiling), past: []string{"400"}, check: checkBodyTimeout},
+	{doc: "header read time", consts: []string{"defaultReadHeaderTimeout"}, names: []string{"NewHTTPServer", "ReadHeaderTimeout"},
+		def: invDur(defaultReadHeaderTimeout), past: []string{"connection closed"}, check: checkReadHeaderTimeout},
+	{doc: "SSE keep-alive", consts: []string{"defaultKeepAlive"}, names: []string{"Options.KeepAlive"},
+		def: invDur(defaultKeepAlive), check: checkKeepAlive},
+	{doc: "response write time", consts: []string{"defaultWriteTimeout"}, names: []string{"Options.WriteTimeout"},
+		def: invDur(defaultWriteTimeout), ceil: invDur(maxTimeoutCeiling), past: []string{"cut"}, check: checkWriteTimeout},
+	{doc: "list page size", consts: []string{"defaultPageSize"}, names: []string{"Options.PageSize"},
+		def: invNumI(defaultPageSize), check: checkPageSize},
+	{doc: "authorization partition", consts: []string{"maxPartitionBytes"}, names: []string{"Identity.Partition"},
+		ceil: invNumI(maxPartitionBytes), past: []string{"-32603"}, check: checkPartition},
+	{doc: "completion values", consts: []string{"maxCompletionValues"}, def: invNumI(maxCompletionValues), past: []string{"hasMore"}, check: checkCompletionValues},
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
-		consts: []string{"DefaultMaxSubscriptionsPerPartition", "MaxSubscriptionsPerPartitionCeiling"},
-		def:    invNumI(DefaultMaxSubscriptionsPerPartition), ceil: invNumI(MaxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
-	{doc: "listen streams per caller", names: []string{"Limits.MaxSubscriptionsPerIdentity", "DefaultMaxSubscriptionsPerIdentity", "MaxSubscriptionsPerIdentityCeiling"},
-		def: invNumI(DefaultMaxSubscriptionsPerIdentity), ceil: invNumI(MaxSubscriptionsPerIdentityCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerIdentity},
-	{doc: "listen streams", names: []string{"Limits.MaxSubscriptions", "DefaultMaxSubscriptions", "MaxSubscriptionsCeiling"},
-		def: invNumI(DefaultMaxSubscriptions), ceil: invNumI(MaxSubscriptionsCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptions},
-	{doc: "task ids per listen stream", names: []string{"MaxTaskSubscriptions"},
-		def: invNumI(MaxTaskSubscriptions), past: []string{"-32602"}, check: checkTaskSubscriptions},
-	{doc: "concurrent handlers", names: []string{"Options.MaxConcurrent", "DefaultMaxConcurrent", "MaxConcurrentCeiling"},
-		def: invNumI(DefaultMaxConcurrent), ceil: invNumI(MaxConcurrentCeiling), past: []string{"queued"}, check: checkGate},
-	{doc: "queued requests", names: []string{"Options.MaxQueue", "DefaultMaxQueue", "MaxQueueCeiling"},
-		def: invNumI(DefaultMaxQueue), ceil: invNumI(MaxQueueCeiling), past: []string{"503", "Retry-After"}, check: checkGate},
-	{doc: "concurrent handlers per caller", names: []string{"Options.MaxConcurrentPerIdentity", "DefaultMaxConcurrentPerIdentity", "Options.MaxConcurrent"},
-		def: invNumI(DefaultMaxConcurrentPerIdentity), ceil: invRef("Options.MaxConcurrent"), past: []string{"queued"}, check: checkGatePerIdentity},
-	{doc: "queued requests per caller", names: []string{"Options.MaxQueuePerIdentity", "DefaultMaxQueuePerIdentity", "Options.MaxQueue"},
-		def: invNumI(DefaultMaxQueuePerIdentity), ceil: invRef("Options.MaxQueue"), past: []string{"503", "Retry-After"}, check: checkGatePerIdentity},
-	{doc: "time in the queue", names: []string{"Options.QueueTimeout", "DefaultQueueTimeout"},
-		def: invDur(DefaultQueueTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"503", "Retry-After"}, check: checkQueueTimeout},
-	{doc: "request deadline", names: []string{"Options.RequestTimeout", "DefaultRequestTimeout"},
-		def: invDur(DefaultRequestTimeout), ceil: invDur(MaxTimeoutCeiling), past: []string{"504"}, check: checkRequestTimeout},
+		consts: []string{"defaultMaxSubscriptionsPerPartition", "maxSubscriptionsPerPartitionCeiling"},
+		def:    invNumI(defaultMaxSubscriptionsPerPartition), ceil: invNumI(maxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
+	{doc: "listen streams per caller", consts: []string{"defaultMaxSubscriptionsPerIdentity", "maxSubscriptionsPerIdentityCeiling"}, names: []string{"Limits.MaxSubscriptionsPerIdentity"},
+		def: invNumI(defaultMaxSubscriptionsPerIdentity), ceil: invNumI(maxSubscriptionsPerIdentityCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerIdentity},
+	{doc: "listen streams", consts: []string{"defaultMaxSubscriptions", "maxSubscriptionsCeiling"}, names: []string{"Limits.MaxSubscriptions"},
+		def: invNumI(defaultMaxSubscriptions), ceil: invNumI(maxSubscriptionsCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptions},
+	{doc: "task ids per listen stream", consts: []string{"maxTaskSubscriptions"},
+		def: invNumI(maxTaskSubscriptions), past: []string{"-32602"}, check: checkTaskSubscriptions},
+	{doc: "concurrent handlers", consts: []string{"defaultMaxConcurrent", "maxConcurrentCeiling"}, names: []string{"Options.MaxConcurrent"},
+		def: invNumI(defaultMaxConcurrent), ceil: invNumI(maxConcurrentCeiling), past: []string{"queued"}, check: checkGate},
+	{doc: "queued requests", consts: []string{"defaultMaxQueue", "maxQueueCeiling"}, names: []string{"Options.MaxQueue"},
+		def: invNumI(defaultMaxQueue), ceil: invNumI(maxQueueCeiling), past: []string{"503", "Retry-After"}, check: checkGate},
+	{doc: "concurrent handlers per caller", consts: []string{"defaultMaxConcurrentPerIdentity"}, names: []string{"Options.MaxConcurrentPerIdentity", "Options.MaxConcurrent"},
+		def: invNumI(defaultMaxConcurrentPerIdentity), ceil: invRef("Options.MaxConcurrent"), past: []string{"queued"}, check: checkGatePerIdentity},
+	{doc: "queued requests per caller", consts: []string{"defaultMaxQueuePerIdentity"}, names: []string{"Options.MaxQueuePerIdentity", "Options.MaxQueue"},
+		def: invNumI(defaultMaxQueuePerIdentity), ceil: invRef("Options.MaxQueue"), past: []string{"503", "Retry-After"}, check: checkGatePerIdentity},
+	{doc: "time in the queue", consts: []string{"defaultQueueTimeout"}, names: []string{"Options.QueueTimeout"},
+		def: invDur(defaultQueueTimeout), ceil: invDur(maxTimeoutCeiling), past: []string{"503", "Retry-After"}, check: checkQueueTimeout},
+	{doc: "request deadline", consts: []string{"defaultRequestTimeout"}, names: []string{"Options.RequestTimeout"},
+		def: invDur(defaultRequestTimeout), ceil: invDur(maxTimeoutCeiling), past: []string{"504"}, check: checkRequestTimeout},
 	{doc: "rate", names: []string{"Options.RateLimiter", "NewTokenBucket"},
 		past: []string{"429", "-31999", "Retry-After"}, check: checkRateLimit},
-	{doc: "rate-limit buckets", names: []string{"DefaultTokenBucketMaxKeys", "TokenBucket.MaxKeys"},
-		def: invNumI(DefaultTokenBucketMaxKeys), past: []string{"dropped"}, why: "eviction is internal; the constant is checked against the doc"},
-	{doc: "readiness check", names: []string{"ReadinessTimeout", "ReadinessHandler", "Options.ReadinessCheck"},
-		def: invDur(ReadinessTimeout), past: []string{"503", "unavailable"}, check: checkReadinessTimeout},
+	{doc: "rate-limit buckets", consts: []string{"defaultTokenBucketMaxKeys"}, names: []string{"TokenBucket.MaxKeys"},
+		def: invNumI(defaultTokenBucketMaxKeys), past: []string{"dropped"}, why: "eviction is internal; the constant is checked against the doc"},
+	{doc: "readiness check", consts: []string{"readinessTimeout"}, names: []string{"ReadinessHandler", "Options.ReadinessCheck"},
+		def: invDur(readinessTimeout), past: []string{"503", "unavailable"}, check: checkReadinessTimeout},
 	{doc: "`traceparent` in `_meta`", def: invNum(maxTraceparentBytes), past: []string{"ignored"}, consts: []string{"maxTraceparentBytes"},
 		why: "a longer value is ignored (a new trace): TestTracingBoundsAndTransportLink (telemetry_trace_test.go)"},
 	{doc: "`tracestate` in `_meta`", def: invNum(maxTracestateBytes), past: []string{"ignored"}, consts: []string{"maxTracestateBytes"},
@@ -174,16 +174,16 @@ var invLimits = []invLimit{
 		def: invNumI(exactjson.DefaultMaxOutputBytes), past: []string{"encoding error"}, check: checkJSONOutput},
 
 	// Request state.
-	{doc: "encoded `requestState`", names: []string{"StateLimits.MaxEncodedBytes", "StateMaxEncodedBytesCeiling"}, consts: []string{"DefaultStateMaxEncodedBytes"},
-		def: invNumI(DefaultStateMaxEncodedBytes), ceil: invNumI(StateMaxEncodedBytesCeiling), past: []string{"-32602", "-32603"}, check: checkStateEncoded},
-	{doc: "sealed plaintext", names: []string{"StateLimits.MaxDecodedBytes"}, consts: []string{"DefaultStateMaxDecodedBytes"},
-		def: invNumI(DefaultStateMaxDecodedBytes), past: []string{"same"}, check: checkStateDecoded},
-	{doc: "lifetime from first emission", names: []string{"StateLimits.Lifetime", "StateLifetimeCeiling"}, consts: []string{"DefaultStateLifetime"},
-		def: invDur(DefaultStateLifetime), ceil: invDur(StateLifetimeCeiling), past: []string{"same"}, check: checkStateLifetime},
-	{doc: "emitted rounds", names: []string{"StateLimits.Rounds", "StateRoundsCeiling"}, consts: []string{"DefaultStateRounds"},
-		def: invNumI(DefaultStateRounds), ceil: invNumI(StateRoundsCeiling), past: []string{"same"}, check: checkStateRounds},
-	{doc: "application-protected state", names: []string{"MaxApplicationStateBytes"},
-		def: invNumI(MaxApplicationStateBytes), past: []string{"-32602", "-32603"}, check: checkApplicationState},
+	{doc: "encoded `requestState`", names: []string{"StateLimits.MaxEncodedBytes"}, consts: []string{"stateMaxEncodedBytesCeiling", "defaultStateMaxEncodedBytes"},
+		def: invNumI(defaultStateMaxEncodedBytes), ceil: invNumI(stateMaxEncodedBytesCeiling), past: []string{"-32602", "-32603"}, check: checkStateEncoded},
+	{doc: "sealed plaintext", names: []string{"StateLimits.MaxDecodedBytes"}, consts: []string{"defaultStateMaxDecodedBytes"},
+		def: invNumI(defaultStateMaxDecodedBytes), past: []string{"same"}, check: checkStateDecoded},
+	{doc: "lifetime from first emission", names: []string{"StateLimits.Lifetime"}, consts: []string{"stateLifetimeCeiling", "defaultStateLifetime"},
+		def: invDur(defaultStateLifetime), ceil: invDur(stateLifetimeCeiling), past: []string{"same"}, check: checkStateLifetime},
+	{doc: "emitted rounds", names: []string{"StateLimits.Rounds"}, consts: []string{"stateRoundsCeiling", "defaultStateRounds"},
+		def: invNumI(defaultStateRounds), ceil: invNumI(stateRoundsCeiling), past: []string{"same"}, check: checkStateRounds},
+	{doc: "application-protected state", consts: []string{"maxApplicationStateBytes"}, names: []string{"StateApplication"},
+		def: invNumI(maxApplicationStateBytes), past: []string{"-32602", "-32603"}, check: checkApplicationState},
 	{doc: "seal token (package seal)", names: []string{"seal.WithMaxTokenBytes"},
 		def: invNumI(seal.DefaultMaxTokenBytes), past: []string{"invalid state"}, check: checkSealTokenBytes},
 	{doc: "key id", names: []string{"seal.MaxKeyIDLength"},
@@ -212,15 +212,15 @@ var invLimits = []invLimit{
 		def: invNumI(sessionstore.DefaultMaxPendingAnswers), ceil: invNumI(sessionstore.MaxPendingAnswersCeiling), past: []string{"-32603"}, check: checkLegacyPendingAnswers},
 	{doc: "session id length", names: []string{"sessionstore.MaxIDBytes"},
 		def: invNumI(sessionstore.MaxIDBytes), past: []string{"404"}, check: checkLegacySessionID},
-	{doc: "idle lifetime", names: []string{"LegacyOptions.IdleTimeout", "MaxLifetime"}, consts: []string{"DefaultLegacyIdleTimeout"},
-		def: invDur(DefaultLegacyIdleTimeout), ceil: invRef("MaxLifetime"), past: []string{"404"}, check: checkLegacyLifetimes},
-	{doc: "absolute lifetime", names: []string{"LegacyOptions.MaxLifetime"}, consts: []string{"DefaultLegacyMaxLifetime", "LegacyMaxLifetimeCeiling"},
-		def: invDur(DefaultLegacyMaxLifetime), ceil: invDur(LegacyMaxLifetimeCeiling), past: []string{"404"}, check: checkLegacyLifetimes},
-	{doc: "input rounds per call", names: []string{"LegacyOptions.MaxRounds"}, consts: []string{"DefaultLegacyMaxRounds", "LegacyMaxRoundsCeiling"},
-		def: invNumI(DefaultLegacyMaxRounds), ceil: invNumI(LegacyMaxRoundsCeiling), past: []string{"-32603"},
+	{doc: "idle lifetime", names: []string{"LegacyOptions.IdleTimeout", "MaxLifetime"}, consts: []string{"defaultLegacyIdleTimeout"},
+		def: invDur(defaultLegacyIdleTimeout), ceil: invRef("MaxLifetime"), past: []string{"404"}, check: checkLegacyLifetimes},
+	{doc: "absolute lifetime", names: []string{"LegacyOptions.MaxLifetime"}, consts: []string{"defaultLegacyMaxLifetime", "legacyMaxLifetimeCeiling"},
+		def: invDur(defaultLegacyMaxLifetime), ceil: invDur(legacyMaxLifetimeCeiling), past: []string{"404"}, check: checkLegacyLifetimes},
+	{doc: "input rounds per call", names: []string{"LegacyOptions.MaxRounds"}, consts: []string{"defaultLegacyMaxRounds", "legacyMaxRoundsCeiling"},
+		def: invNumI(defaultLegacyMaxRounds), ceil: invNumI(legacyMaxRoundsCeiling), past: []string{"-32603"},
 		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
-	{doc: "wait for one round of answers", names: []string{"LegacyOptions.InputTimeout"}, consts: []string{"DefaultLegacyInputTimeout", "LegacyInputTimeoutCeiling"},
-		def: invDur(DefaultLegacyInputTimeout), ceil: invDur(LegacyInputTimeoutCeiling), past: []string{"-32603"},
+	{doc: "wait for one round of answers", names: []string{"LegacyOptions.InputTimeout"}, consts: []string{"defaultLegacyInputTimeout", "legacyInputTimeoutCeiling"},
+		def: invDur(defaultLegacyInputTimeout), ceil: invDur(legacyInputTimeoutCeiling), past: []string{"-32603"},
 		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
 }
 
@@ -311,26 +311,26 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.limits
-	want := Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxOutputBytes: DefaultMaxOutputBytes, MaxHeaderCount: DefaultMaxHeaderCount,
-		MaxCursorBytes: DefaultMaxCursorBytes, MaxURIBytes: DefaultMaxURIBytes, MaxInputResponses: DefaultMaxInputResponses,
-		MaxResourceSubscriptions: DefaultMaxResourceSubscriptions, MaxSubscriptionsPerPartition: DefaultMaxSubscriptionsPerPartition,
-		MaxSubscriptionsPerIdentity: DefaultMaxSubscriptionsPerIdentity, MaxSubscriptions: DefaultMaxSubscriptions,
-		JSON: exactjson.Limits{MaxInputBytes: DefaultMaxBodyBytes}}
+	want := Limits{MaxBodyBytes: defaultMaxBodyBytes, MaxOutputBytes: defaultMaxOutputBytes, MaxHeaderCount: defaultMaxHeaderCount,
+		MaxCursorBytes: defaultMaxCursorBytes, MaxURIBytes: defaultMaxURIBytes, MaxInputResponses: defaultMaxInputResponses,
+		MaxResourceSubscriptions: defaultMaxResourceSubscriptions, MaxSubscriptionsPerPartition: defaultMaxSubscriptionsPerPartition,
+		MaxSubscriptionsPerIdentity: defaultMaxSubscriptionsPerIdentity, MaxSubscriptions: defaultMaxSubscriptions,
+		JSON: exactjson.Limits{MaxInputBytes: defaultMaxBodyBytes}}
 	if got != want {
 		t.Errorf("default Limits:\n got %+v\nwant %+v", got, want)
 	}
-	if s.state != (StateLimits{Lifetime: DefaultStateLifetime, Rounds: DefaultStateRounds,
-		MaxEncodedBytes: DefaultStateMaxEncodedBytes, MaxDecodedBytes: DefaultStateMaxDecodedBytes}) {
+	if s.state != (StateLimits{Lifetime: defaultStateLifetime, Rounds: defaultStateRounds,
+		MaxEncodedBytes: defaultStateMaxEncodedBytes, MaxDecodedBytes: defaultStateMaxDecodedBytes}) {
 		t.Errorf("default StateLimits: %+v", s.state)
 	}
-	if s.opts.MaxConcurrentPerIdentity != DefaultMaxConcurrentPerIdentity || s.opts.MaxQueuePerIdentity != DefaultMaxQueuePerIdentity {
+	if s.opts.MaxConcurrentPerIdentity != defaultMaxConcurrentPerIdentity || s.opts.MaxQueuePerIdentity != defaultMaxQueuePerIdentity {
 		t.Errorf("default per-caller shares: %d %d", s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueuePerIdentity)
 	}
-	if s.opts.MaxConcurrent != DefaultMaxConcurrent || s.opts.MaxQueue != DefaultMaxQueue ||
-		s.opts.QueueTimeout != DefaultQueueTimeout || s.opts.RequestTimeout != DefaultRequestTimeout {
+	if s.opts.MaxConcurrent != defaultMaxConcurrent || s.opts.MaxQueue != defaultMaxQueue ||
+		s.opts.QueueTimeout != defaultQueueTimeout || s.opts.RequestTimeout != defaultRequestTimeout {
 		t.Errorf("default overload options: %d %d %s %s", s.opts.MaxConcurrent, s.opts.MaxQueue, s.opts.QueueTimeout, s.opts.RequestTimeout)
 	}
-	if hs := NewHTTPServer("127.0.0.1:0", nil); hs.MaxHeaderBytes != DefaultMaxHeaderBytes {
+	if hs := NewHTTPServer("127.0.0.1:0", nil); hs.MaxHeaderBytes != defaultMaxHeaderBytes {
 		t.Errorf("NewHTTPServer MaxHeaderBytes = %d", hs.MaxHeaderBytes)
 	}
 	// A configured JSON.MaxInputBytes is always replaced by MaxBodyBytes.
@@ -345,16 +345,16 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		ceiling int
 	}
 	fields := []field{
-		{"MaxBodyBytes", func(l *Limits, v int) { l.MaxBodyBytes = v }, MaxBodyBytesCeiling},
-		{"MaxOutputBytes", func(l *Limits, v int) { l.MaxOutputBytes = v }, MaxOutputBytesCeiling},
-		{"MaxHeaderCount", func(l *Limits, v int) { l.MaxHeaderCount = v }, MaxHeaderCountCeiling},
-		{"MaxCursorBytes", func(l *Limits, v int) { l.MaxCursorBytes = v }, MaxCursorBytesCeiling},
-		{"MaxURIBytes", func(l *Limits, v int) { l.MaxURIBytes = v }, MaxURIBytesCeiling},
-		{"MaxInputResponses", func(l *Limits, v int) { l.MaxInputResponses = v }, MaxInputResponsesCeiling},
-		{"MaxResourceSubscriptions", func(l *Limits, v int) { l.MaxResourceSubscriptions = v }, MaxResourceSubscriptionsCeiling},
-		{"MaxSubscriptionsPerPartition", func(l *Limits, v int) { l.MaxSubscriptionsPerPartition = v }, MaxSubscriptionsPerPartitionCeiling},
-		{"MaxSubscriptionsPerIdentity", func(l *Limits, v int) { l.MaxSubscriptionsPerIdentity = v }, MaxSubscriptionsPerIdentityCeiling},
-		{"MaxSubscriptions", func(l *Limits, v int) { l.MaxSubscriptions = v }, MaxSubscriptionsCeiling},
+		{"MaxBodyBytes", func(l *Limits, v int) { l.MaxBodyBytes = v }, maxBodyBytesCeiling},
+		{"MaxOutputBytes", func(l *Limits, v int) { l.MaxOutputBytes = v }, maxOutputBytesCeiling},
+		{"MaxHeaderCount", func(l *Limits, v int) { l.MaxHeaderCount = v }, maxHeaderCountCeiling},
+		{"MaxCursorBytes", func(l *Limits, v int) { l.MaxCursorBytes = v }, maxCursorBytesCeiling},
+		{"MaxURIBytes", func(l *Limits, v int) { l.MaxURIBytes = v }, maxURIBytesCeiling},
+		{"MaxInputResponses", func(l *Limits, v int) { l.MaxInputResponses = v }, maxInputResponsesCeiling},
+		{"MaxResourceSubscriptions", func(l *Limits, v int) { l.MaxResourceSubscriptions = v }, maxResourceSubscriptionsCeiling},
+		{"MaxSubscriptionsPerPartition", func(l *Limits, v int) { l.MaxSubscriptionsPerPartition = v }, maxSubscriptionsPerPartitionCeiling},
+		{"MaxSubscriptionsPerIdentity", func(l *Limits, v int) { l.MaxSubscriptionsPerIdentity = v }, maxSubscriptionsPerIdentityCeiling},
+		{"MaxSubscriptions", func(l *Limits, v int) { l.MaxSubscriptions = v }, maxSubscriptionsCeiling},
 		// JSON.MaxInputBytes is overwritten by MaxBodyBytes (checked above).
 		{"MaxDepth", func(l *Limits, v int) { l.JSON.MaxDepth = v }, exactjson.MaxDepthCeiling},
 		{"MaxNodes", func(l *Limits, v int) { l.JSON.MaxNodes = v }, exactjson.MaxNodesCeiling},
@@ -402,12 +402,12 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		set           func(o *Options, v int64)
 		def, ceil, at int64
 	}{
-		{"MaxConcurrent", func(o *Options, v int64) { o.MaxConcurrent = int(v) }, DefaultMaxConcurrent, MaxConcurrentCeiling, int64(s.opts.MaxConcurrent)},
-		{"MaxQueue", func(o *Options, v int64) { o.MaxQueue = int(v) }, DefaultMaxQueue, MaxQueueCeiling, int64(s.opts.MaxQueue)},
-		{"QueueTimeout", func(o *Options, v int64) { o.QueueTimeout = time.Duration(v) }, int64(DefaultQueueTimeout), int64(MaxTimeoutCeiling), int64(s.opts.QueueTimeout)},
-		{"RequestTimeout", func(o *Options, v int64) { o.RequestTimeout = time.Duration(v) }, int64(DefaultRequestTimeout), int64(MaxTimeoutCeiling), int64(s.opts.RequestTimeout)},
-		{"BodyTimeout", func(o *Options, v int64) { o.BodyTimeout = time.Duration(v) }, int64(DefaultBodyTimeout), int64(MaxTimeoutCeiling), int64(s.opts.BodyTimeout)},
-		{"WriteTimeout", func(o *Options, v int64) { o.WriteTimeout = time.Duration(v) }, int64(DefaultWriteTimeout), int64(MaxTimeoutCeiling), int64(s.opts.WriteTimeout)},
+		{"MaxConcurrent", func(o *Options, v int64) { o.MaxConcurrent = int(v) }, defaultMaxConcurrent, maxConcurrentCeiling, int64(s.opts.MaxConcurrent)},
+		{"MaxQueue", func(o *Options, v int64) { o.MaxQueue = int(v) }, defaultMaxQueue, maxQueueCeiling, int64(s.opts.MaxQueue)},
+		{"QueueTimeout", func(o *Options, v int64) { o.QueueTimeout = time.Duration(v) }, int64(defaultQueueTimeout), int64(maxTimeoutCeiling), int64(s.opts.QueueTimeout)},
+		{"RequestTimeout", func(o *Options, v int64) { o.RequestTimeout = time.Duration(v) }, int64(defaultRequestTimeout), int64(maxTimeoutCeiling), int64(s.opts.RequestTimeout)},
+		{"BodyTimeout", func(o *Options, v int64) { o.BodyTimeout = time.Duration(v) }, int64(defaultBodyTimeout), int64(maxTimeoutCeiling), int64(s.opts.BodyTimeout)},
+		{"WriteTimeout", func(o *Options, v int64) { o.WriteTimeout = time.Duration(v) }, int64(defaultWriteTimeout), int64(maxTimeoutCeiling), int64(s.opts.WriteTimeout)},
 	} {
 		if c.at != c.def {
 			t.Errorf("Options.%s defaults to %d, want %d", c.name, c.at, c.def)
@@ -443,7 +443,7 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 	if s := NewServer(Implementation{}, &Options{MaxConcurrent: 10, MaxQueue: 40}); s.opts.MaxConcurrentPerIdentity != 5 || s.opts.MaxQueuePerIdentity != 10 {
 		t.Errorf("shares of MaxConcurrent 10, MaxQueue 40: %d, %d; want 5, 10", s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueuePerIdentity)
 	}
-	if s.opts.PageSize != DefaultPageSize || s.opts.KeepAlive != DefaultKeepAlive {
+	if s.opts.PageSize != defaultPageSize || s.opts.KeepAlive != defaultKeepAlive {
 		t.Errorf("default PageSize %d, KeepAlive %s", s.opts.PageSize, s.opts.KeepAlive)
 	}
 	// The 2025-11-25 session limits.
@@ -452,14 +452,14 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		l    LegacyOptions
 		ok   bool
 	}{
-		{"MaxLifetime at the ceiling", LegacyOptions{MaxLifetime: LegacyMaxLifetimeCeiling}, true},
-		{"MaxLifetime past the ceiling", LegacyOptions{MaxLifetime: LegacyMaxLifetimeCeiling + 1}, false},
+		{"MaxLifetime at the ceiling", LegacyOptions{MaxLifetime: legacyMaxLifetimeCeiling}, true},
+		{"MaxLifetime past the ceiling", LegacyOptions{MaxLifetime: legacyMaxLifetimeCeiling + 1}, false},
 		{"IdleTimeout = MaxLifetime", LegacyOptions{IdleTimeout: time.Hour, MaxLifetime: time.Hour}, true},
 		{"IdleTimeout past MaxLifetime", LegacyOptions{IdleTimeout: time.Hour + 1, MaxLifetime: time.Hour}, false},
-		{"MaxRounds at the ceiling", LegacyOptions{MaxRounds: LegacyMaxRoundsCeiling}, true},
-		{"MaxRounds past the ceiling", LegacyOptions{MaxRounds: LegacyMaxRoundsCeiling + 1}, false},
-		{"InputTimeout at the ceiling", LegacyOptions{InputTimeout: LegacyInputTimeoutCeiling}, true},
-		{"InputTimeout past the ceiling", LegacyOptions{InputTimeout: LegacyInputTimeoutCeiling + 1}, false},
+		{"MaxRounds at the ceiling", LegacyOptions{MaxRounds: legacyMaxRoundsCeiling}, true},
+		{"MaxRounds past the ceiling", LegacyOptions{MaxRounds: legacyMaxRoundsCeiling + 1}, false},
+		{"InputTimeout at the ceiling", LegacyOptions{InputTimeout: legacyInputTimeoutCeiling}, true},
+		{"InputTimeout past the ceiling", LegacyOptions{InputTimeout: legacyInputTimeoutCeiling + 1}, false},
 		{"MaxSessions at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling}}, true},
 		{"MaxSessions past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling + 1}}, false},
 		{"MaxPerIdentity at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling}}, true},
@@ -484,11 +484,11 @@ func TestLimitsMisconfiguredServerOverHTTP(t *testing.T) {
 		name string
 		l    Limits
 	}{
-		{"MaxBodyBytes", Limits{MaxBodyBytes: MaxBodyBytesCeiling + 1}},
-		{"MaxOutputBytes", Limits{MaxOutputBytes: MaxOutputBytesCeiling + 1}},
-		{"MaxHeaderCount", Limits{MaxHeaderCount: MaxHeaderCountCeiling + 1}},
-		{"MaxCursorBytes", Limits{MaxCursorBytes: MaxCursorBytesCeiling + 1}},
-		{"MaxSubscriptionsPerPartition", Limits{MaxSubscriptionsPerPartition: MaxSubscriptionsPerPartitionCeiling + 1}},
+		{"MaxBodyBytes", Limits{MaxBodyBytes: maxBodyBytesCeiling + 1}},
+		{"MaxOutputBytes", Limits{MaxOutputBytes: maxOutputBytesCeiling + 1}},
+		{"MaxHeaderCount", Limits{MaxHeaderCount: maxHeaderCountCeiling + 1}},
+		{"MaxCursorBytes", Limits{MaxCursorBytes: maxCursorBytesCeiling + 1}},
+		{"MaxSubscriptionsPerPartition", Limits{MaxSubscriptionsPerPartition: maxSubscriptionsPerPartitionCeiling + 1}},
 		{"JSON.MaxDepth", Limits{JSON: exactjson.Limits{MaxDepth: exactjson.MaxDepthCeiling + 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -723,8 +723,8 @@ func checkBodyBytes(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		s, _ := newServer(t, nil)
 		url := invServe(t, s)
-		at, past := big(t, DefaultMaxBodyBytes), big(t, DefaultMaxBodyBytes+1)
-		if len(at) != DefaultMaxBodyBytes || len(past) != DefaultMaxBodyBytes+1 {
+		at, past := big(t, defaultMaxBodyBytes), big(t, defaultMaxBodyBytes+1)
+		if len(at) != defaultMaxBodyBytes || len(past) != defaultMaxBodyBytes+1 {
 			t.Fatalf("built %d and %d bytes", len(at), len(past))
 		}
 		invOK(t, "body at the default limit", invSend(context.Background(), url, at))
@@ -864,12 +864,12 @@ func checkHeaderBytes(t *testing.T) {
 		return line
 	}
 	// The documented limit passes (an empty body then answers 400/-32700).
-	if st := status(DefaultMaxHeaderBytes); strings.Contains(st, "431") {
-		t.Fatalf("a %d-byte header block: %s", DefaultMaxHeaderBytes, st)
+	if st := status(defaultMaxHeaderBytes); strings.Contains(st, "431") {
+		t.Fatalf("a %d-byte header block: %s", defaultMaxHeaderBytes, st)
 	}
 	// net/http adds 4,096 bytes of read slop to MaxHeaderBytes: that is the
 	// enforced boundary.
-	enforced := DefaultMaxHeaderBytes + 4096
+	enforced := defaultMaxHeaderBytes + 4096
 	if st := status(enforced); strings.Contains(st, "431") {
 		t.Fatalf("a %d-byte header block: %s", enforced, st)
 	}
@@ -933,12 +933,12 @@ func checkURIBytes(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		res, st := openStream(t, ctx, url, invIDs.Add(1), "subscriptions/listen",
-			params(M{"notifications": M{"resourceSubscriptions": []string{uri(DefaultMaxURIBytes)}}}))
+			params(M{"notifications": M{"resourceSubscriptions": []string{uri(defaultMaxURIBytes)}}}))
 		defer res.Body.Close()
 		if m, _ := st.nextMsg(); m.Method != "notifications/subscriptions/acknowledged" {
 			t.Fatalf("want the acknowledgement, got %+v", m)
 		}
-		r := invCall(t, url, "subscriptions/listen", params(M{"notifications": M{"resourceSubscriptions": []string{uri(DefaultMaxURIBytes + 1)}}}))
+		r := invCall(t, url, "subscriptions/listen", params(M{"notifications": M{"resourceSubscriptions": []string{uri(defaultMaxURIBytes + 1)}}}))
 		invFail(t, "a 65,537-byte subscription URI", r, http.StatusBadRequest, CodeInvalidParams)
 	})
 	// Over HTTP, resources/read mirrors the URI in Mcp-Name: the header
@@ -1232,12 +1232,12 @@ func checkTaskSubscriptions(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, st := openStream(t, ctx, url, invIDs.Add(1), "subscriptions/listen", paramsCaps(invTasksCaps(), M{"notifications": M{"taskIds": ids(MaxTaskSubscriptions)}}))
+	res, st := openStream(t, ctx, url, invIDs.Add(1), "subscriptions/listen", paramsCaps(invTasksCaps(), M{"notifications": M{"taskIds": ids(maxTaskSubscriptions)}}))
 	defer res.Body.Close()
 	if m, _ := st.nextMsg(); m.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("256 task ids: %+v", m)
 	}
-	invFail(t, "257 task ids", invCall(t, url, "subscriptions/listen", paramsCaps(invTasksCaps(), M{"notifications": M{"taskIds": ids(MaxTaskSubscriptions + 1)}})),
+	invFail(t, "257 task ids", invCall(t, url, "subscriptions/listen", paramsCaps(invTasksCaps(), M{"notifications": M{"taskIds": ids(maxTaskSubscriptions + 1)}})),
 		http.StatusBadRequest, CodeInvalidParams)
 }
 
@@ -1366,12 +1366,12 @@ func checkQueueTimeout(t *testing.T) {
 }
 
 // checkReadinessTimeout: a readiness check answering just within
-// ReadinessTimeout is ready; one still waiting then is cut off, unavailable.
+// readinessTimeout is ready; one still waiting then is cut off, unavailable.
 func checkReadinessTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		takes time.Duration
 		code  int
-	}{{ReadinessTimeout - time.Millisecond, http.StatusOK}, {ReadinessTimeout + time.Millisecond, http.StatusServiceUnavailable}} {
+	}{{readinessTimeout - time.Millisecond, http.StatusOK}, {readinessTimeout + time.Millisecond, http.StatusServiceUnavailable}} {
 		t.Run(tc.takes.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s, _ := newServer(t, &Options{ReadinessCheck: func(ctx context.Context) error {
@@ -1388,8 +1388,8 @@ func checkReadinessTimeout(t *testing.T) {
 				if rec.Code != tc.code {
 					t.Errorf("a check taking %v: HTTP %d %s, want %d", tc.takes, rec.Code, rec.Body, tc.code)
 				}
-				if took := time.Since(start); took > ReadinessTimeout {
-					t.Errorf("answered after %v, past ReadinessTimeout", took)
+				if took := time.Since(start); took > readinessTimeout {
+					t.Errorf("answered after %v, past readinessTimeout", took)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
@@ -1570,7 +1570,7 @@ func newInvStateFixture(t testing.TB) *invStateFixture {
 	must(t, err)
 	kr, err := seal.NewKeyring(k)
 	must(t, err)
-	return &invStateFixture{mgr: seal.NewManager(kr, seal.WithMaxTokenBytes(MaxBodyBytesCeiling)), params: toolCall(invFormCaps, "st", M{"pad": 100})}
+	return &invStateFixture{mgr: seal.NewManager(kr, seal.WithMaxTokenBytes(maxBodyBytesCeiling)), params: toolCall(invFormCaps, "st", M{"pad": 100})}
 }
 
 func (f *invStateFixture) server(t testing.TB, opts Options) string {
@@ -1712,13 +1712,13 @@ func checkApplicationState(t *testing.T) {
 	})
 	url := invServe(t, s)
 	// Retry side: UTF-8 bytes, not characters.
-	at := strings.Repeat("é", MaxApplicationStateBytes/2)
+	at := strings.Repeat("é", maxApplicationStateBytes/2)
 	invOK(t, "application state of 65,536 bytes", invCall(t, url, "tools/call", paramsCaps(invFormCaps, M{"name": "app", "requestState": at})))
 	invFail(t, "application state of 65,537 bytes", invCall(t, url, "tools/call", paramsCaps(invFormCaps, M{"name": "app", "requestState": at + "a"})),
 		http.StatusBadRequest, CodeInvalidParams)
 	// Result side.
-	invOK(t, "emitting 65,536 bytes", invCall(t, url, "tools/call", toolCall(invFormCaps, "app", M{"n": MaxApplicationStateBytes})))
-	invFail(t, "emitting 65,537 bytes", invCall(t, url, "tools/call", toolCall(invFormCaps, "app", M{"n": MaxApplicationStateBytes + 1})),
+	invOK(t, "emitting 65,536 bytes", invCall(t, url, "tools/call", toolCall(invFormCaps, "app", M{"n": maxApplicationStateBytes})))
+	invFail(t, "emitting 65,537 bytes", invCall(t, url, "tools/call", toolCall(invFormCaps, "app", M{"n": maxApplicationStateBytes + 1})),
 		http.StatusInternalServerError, CodeInternalError)
 }
 
@@ -1879,7 +1879,7 @@ func checkLegacySessions(t *testing.T) {
 
 func checkReadHeaderTimeout(t *testing.T) {
 	// Enforcement is net/http's (a 10 s wait); the value is NewHTTPServer's.
-	if hs := NewHTTPServer("127.0.0.1:0", nil); hs.ReadHeaderTimeout != DefaultReadHeaderTimeout {
+	if hs := NewHTTPServer("127.0.0.1:0", nil); hs.ReadHeaderTimeout != defaultReadHeaderTimeout {
 		t.Fatalf("NewHTTPServer ReadHeaderTimeout = %s", hs.ReadHeaderTimeout)
 	}
 }

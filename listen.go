@@ -240,9 +240,9 @@ func (b *bus) unsubscribe(s *subscriber) {
 	b.mu.Unlock()
 }
 
-// EventsChannel is the channel of [Options.Events] on which catalog and
+// eventsChannel is the channel of [Options.Events] on which catalog and
 // resource events travel between the instances of a fleet.
-const EventsChannel = "weft.events"
+const eventsChannel = "weft.events"
 
 func (ev event) encode() string {
 	switch ev.kind {
@@ -278,7 +278,7 @@ func decodeEvent(s string) (event, bool) {
 func (b *bus) publish(ev event) {
 	if b.remote != nil && b.serving.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := b.remote.Publish(ctx, EventsChannel, ev.encode())
+		err := b.remote.Publish(ctx, eventsChannel, ev.encode())
 		cancel()
 		if err == nil {
 			return
@@ -292,7 +292,7 @@ func (b *bus) publish(ev event) {
 
 // relay feeds events from the external bus to local listeners until done.
 func (b *bus) relay(done <-chan struct{}) {
-	listenFleet(done, b.remote, EventsChannel, b.log, func(payload string) {
+	listenFleet(done, b.remote, eventsChannel, b.log, func(payload string) {
 		if ev, ok := decodeEvent(payload); ok {
 			b.deliver(ev)
 		}
@@ -639,8 +639,8 @@ func (s *Server) taskFrame(ctx context.Context, req *Request, st *listenState, i
 	return frame{method: "notifications/tasks", params: pv}, true
 }
 
-// MaxTaskSubscriptions bounds the task ids of one subscriptions/listen.
-const MaxTaskSubscriptions = 256
+// maxTaskSubscriptions bounds the task ids of one subscriptions/listen.
+const maxTaskSubscriptions = 256
 
 // listenTaskIDs validates notifications.taskIds and keeps the ids the caller
 // may see (a fresh authorization check; others are left out of the ack).
@@ -653,8 +653,8 @@ func (s *Server) listenTaskIDs(ctx context.Context, req *Request, nv exactjson.V
 	if !declaresTasks(req.ClientCapabilities) || engine == nil && !s.hasTaskRelays() {
 		return nil, errMissingCapabilities(tasksCapability())
 	}
-	if tv.Kind() != exactjson.KindArray || tv.Len() > MaxTaskSubscriptions {
-		return nil, InvalidParams("params.notifications.taskIds must be an array of at most " + strconv.Itoa(MaxTaskSubscriptions) + " task ids")
+	if tv.Kind() != exactjson.KindArray || tv.Len() > maxTaskSubscriptions {
+		return nil, InvalidParams("params.notifications.taskIds must be an array of at most " + strconv.Itoa(maxTaskSubscriptions) + " task ids")
 	}
 	ids := map[string]bool{}
 	for v := range tv.Values() {

@@ -16,19 +16,19 @@ import (
 
 // Defaults of the overload controls in [Options].
 const (
-	DefaultMaxConcurrent = 64
-	DefaultMaxQueue      = 256
-	// DefaultMaxConcurrentPerIdentity is Options.MaxConcurrentPerIdentity
+	defaultMaxConcurrent = 64
+	defaultMaxQueue      = 256
+	// defaultMaxConcurrentPerIdentity is Options.MaxConcurrentPerIdentity
 	// at the default MaxConcurrent: half of it, so one caller never holds
 	// more than half the handler slots and the other half stays free for
 	// everyone else. When MaxConcurrent is set, the default is half of it.
-	DefaultMaxConcurrentPerIdentity = DefaultMaxConcurrent / 2
-	// DefaultMaxQueuePerIdentity is Options.MaxQueuePerIdentity at the
+	defaultMaxConcurrentPerIdentity = defaultMaxConcurrent / 2
+	// defaultMaxQueuePerIdentity is Options.MaxQueuePerIdentity at the
 	// default MaxQueue: a quarter of it. When MaxQueue is set, the default
 	// is a quarter of it.
-	DefaultMaxQueuePerIdentity = DefaultMaxQueue / 4
-	DefaultQueueTimeout        = 5 * time.Second
-	DefaultRequestTimeout      = 60 * time.Second
+	defaultMaxQueuePerIdentity = defaultMaxQueue / 4
+	defaultQueueTimeout        = 5 * time.Second
+	defaultRequestTimeout      = 60 * time.Second
 )
 
 // RateLimiter decides whether a request may proceed. Allow is called once per
@@ -58,14 +58,14 @@ type bucket struct {
 	last   time.Time
 }
 
-// DefaultTokenBucketMaxKeys is the number of buckets NewTokenBucket keeps
+// defaultTokenBucketMaxKeys is the number of buckets NewTokenBucket keeps
 // (clients choose the keys through their addresses, so the map is bounded).
-const DefaultTokenBucketMaxKeys = 65536
+const defaultTokenBucketMaxKeys = 65536
 
-// NewTokenBucket returns a token-bucket limiter keeping at most
-// DefaultTokenBucketMaxKeys buckets.
+// NewTokenBucket returns a token-bucket limiter keeping at most 65,536
+// buckets (TokenBucket.MaxKeys).
 func NewTokenBucket(perSecond float64, burst int) *TokenBucket {
-	return &TokenBucket{Rate: perSecond, Burst: burst, MaxKeys: DefaultTokenBucketMaxKeys}
+	return &TokenBucket{Rate: perSecond, Burst: burst, MaxKeys: defaultTokenBucketMaxKeys}
 }
 
 // Allow implements RateLimiter.

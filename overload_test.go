@@ -149,7 +149,7 @@ func BenchmarkGate(b *testing.B) {
 	ctx := context.Background()
 	id := Identity{}
 	b.Run("fair", func(b *testing.B) {
-		g := newGate(DefaultMaxConcurrent, DefaultMaxConcurrentPerIdentity, DefaultMaxQueue, DefaultMaxQueuePerIdentity, time.Second)
+		g := newGate(defaultMaxConcurrent, defaultMaxConcurrentPerIdentity, defaultMaxQueue, defaultMaxQueuePerIdentity, time.Second)
 		b.ReportAllocs()
 		for b.Loop() {
 			tn, err := g.acquire(ctx, fairKeyOf(id, "127.0.0.1:40000"))
@@ -160,7 +160,7 @@ func BenchmarkGate(b *testing.B) {
 		}
 	})
 	b.Run("channel", func(b *testing.B) {
-		slots := make(chan struct{}, DefaultMaxConcurrent)
+		slots := make(chan struct{}, defaultMaxConcurrent)
 		b.ReportAllocs()
 		for b.Loop() {
 			select {

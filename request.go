@@ -228,6 +228,35 @@ func (r *Request) Arguments() exactjson.Value {
 	return a
 }
 
+// ArgumentsAs decodes params.arguments into a T (github.com/go-json-experiment/json,
+// as the generic [AddTool] decodes its argument type), for untyped handlers
+// that want Go values rather than JSON. Absent arguments decode as {}.
+func ArgumentsAs[T any](req *Request) (T, error) {
+	a := req.Arguments()
+	if a.Kind() == exactjson.KindNull {
+		a = exactjson.Object()
+	}
+	v, err := exactjson.Decode[T](a)
+	if err != nil {
+		return v, fmt.Errorf("weft: arguments: %w", err)
+	}
+	return v, nil
+}
+
+// ParamsAs decodes the request's params into a T, for methods registered
+// with [Server.HandleMethod]. Absent params decode as {}.
+func ParamsAs[T any](req *Request) (T, error) {
+	p := req.Params
+	if p.Kind() == exactjson.KindNull {
+		p = exactjson.Object()
+	}
+	v, err := exactjson.Decode[T](p)
+	if err != nil {
+		return v, fmt.Errorf("weft: params: %w", err)
+	}
+	return v, nil
+}
+
 // ClientSupports reports whether the client declared, on this request, the
 // capability that the declared input needs (for a [SamplingInput] made
 // WithTools, sampling.tools).

@@ -83,8 +83,8 @@ func TestRequestLogRedaction(t *testing.T) {
 	}
 	for i, w := range want {
 		r := reqs[i]
-		if r["level"] != "INFO" || r["id"] != w.id || r["outcome"] != w.outcome || r["transport"] != "http" {
-			t.Errorf("line %d: %v, want id %s outcome %s at INFO", i, r, w.id, w.outcome)
+		if r["level"] != "DEBUG" || r["id"] != w.id || r["outcome"] != w.outcome || r["transport"] != "http" {
+			t.Errorf("line %d: %v, want id %s outcome %s at DEBUG", i, r, w.id, w.outcome)
 		}
 		if name, _ := r["name"].(string); name != w.name {
 			t.Errorf("line %d: name %q, want %q", i, name, w.name)
@@ -118,16 +118,17 @@ func TestRequestLogRedaction(t *testing.T) {
 	}
 }
 
-// TestQuietRequests turns the request line off.
-func TestQuietRequests(t *testing.T) {
+// TestRequestLogQuietByDefault: like net/http, a server whose logger is at
+// the default level (Info) logs nothing per request; the line is at Debug.
+func TestRequestLogQuietByDefault(t *testing.T) {
 	buf := &lockedBuffer{}
-	logger := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, _ := httpTestServer(t, &Options{Logger: logger, QuietRequests: true})
+	logger := slog.New(slog.NewJSONHandler(buf, nil))
+	s, _ := httpTestServer(t, &Options{Logger: logger})
 	ts := startHTTP(t, s)
 	if r := rpc(t, ts.URL, 1, "tools/call", toolCall(nil, "echo", nil)); r.Status != 200 {
 		t.Fatalf("%v", r)
 	}
 	if _, reqs := jsonLogs(t, buf); len(reqs) != 0 {
-		t.Errorf("QuietRequests still logged %v", reqs)
+		t.Errorf("an Info logger got request lines %v", reqs)
 	}
 }

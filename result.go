@@ -199,8 +199,8 @@ func (*CompleteResult) resultType() string { return "complete" }
 func (r *CompleteResult) encodeBody(e *enc, legacy bool) {
 	c := r.Completion
 	values, hasMore := c.Values, c.HasMore
-	if len(values) > MaxCompletionValues {
-		values, hasMore = values[:MaxCompletionValues], true
+	if len(values) > maxCompletionValues {
+		values, hasMore = values[:maxCompletionValues], true
 	}
 	if values == nil {
 		values = []string{}

@@ -42,7 +42,7 @@ type Options struct {
 	// ReadinessCheck, when set, is part of [Server.ReadinessHandler]: the
 	// server is not ready while it fails (for example when a database the
 	// tools need is unreachable). It is called with a deadline of
-	// ReadinessTimeout.
+	// 2 seconds.
 	ReadinessCheck func(ctx context.Context) error
 	// Middleware wraps the handler of every method of both protocol eras
 	// and every task step, outermost first (see [Middleware] for what they
@@ -90,8 +90,9 @@ type Options struct {
 
 	// Events, when set, carries list-changed and resource-updated events
 	// between the instances of a fleet, so that a subscriptions/listen stream
-	// on one instance hears about changes made on another, and 2025-11-25
-	// cancellations ([LegacyCancelChannel]), so that a cancellation reaching
+	// on one instance hears about changes made on another (channel
+	// "weft.events"), and 2025-11-25 cancellations (channel
+	// "weft.legacy.cancel"), so that a cancellation reaching
 	// one instance stops the call running on another. The PostgreSQL task
 	// store (task/pgstore) is such a bus (LISTEN/NOTIFY).
 	Events task.Bus
@@ -126,12 +127,12 @@ type Options struct {
 	QueueTimeout  time.Duration
 	// MaxConcurrentPerIdentity bounds the handlers one caller (fairness
 	// key, above) runs at once; its further requests queue. Default: half
-	// of MaxConcurrent (DefaultMaxConcurrentPerIdentity at the defaults); at
+	// of MaxConcurrent (32 at the defaults); at
 	// most MaxConcurrent, which turns the per-caller bound off.
 	MaxConcurrentPerIdentity int
 	// MaxQueuePerIdentity bounds the requests one caller has queued; past
 	// it HTTP 503 with Retry-After. Default: a quarter of MaxQueue
-	// (DefaultMaxQueuePerIdentity at the defaults); at most MaxQueue. Freed
+	// (64 at the defaults); at most MaxQueue. Freed
 	// slots go to the queued callers in turn, one request each, so one
 	// caller's backlog never waits in front of another caller's first
 	// request; when the whole queue is full, the caller with the longest
@@ -157,9 +158,6 @@ type Options struct {
 	// subscription metrics (docs/operations.md; package metrics exports
 	// them for Prometheus). Nil: no metrics.
 	MeterProvider metric.MeterProvider
-	// QuietRequests turns off the one Info line ("mcp request") that the
-	// Logger gets per finished request.
-	QuietRequests bool
 }
 
 // StateLimits bound framework-protected request state.
@@ -178,29 +176,29 @@ type StateLimits struct {
 
 // Defaults for StateLimits.
 const (
-	DefaultStateLifetime        = 15 * time.Minute
-	DefaultStateRounds          = 10
-	DefaultStateMaxEncodedBytes = 65536
-	DefaultStateMaxDecodedBytes = 49152
+	defaultStateLifetime        = 15 * time.Minute
+	defaultStateRounds          = 10
+	defaultStateMaxEncodedBytes = 65536
+	defaultStateMaxDecodedBytes = 49152
 
 	// Ceilings of StateLimits.
-	StateLifetimeCeiling        = 24 * time.Hour
-	StateRoundsCeiling          = 1000
-	StateMaxEncodedBytesCeiling = 1 << 20
+	stateLifetimeCeiling        = 24 * time.Hour
+	stateRoundsCeiling          = 1000
+	stateMaxEncodedBytesCeiling = 1 << 20
 )
 
 func (l StateLimits) withDefaults() (StateLimits, error) {
 	if l.Lifetime == 0 {
-		l.Lifetime = DefaultStateLifetime
+		l.Lifetime = defaultStateLifetime
 	}
 	if l.Rounds == 0 {
-		l.Rounds = DefaultStateRounds
+		l.Rounds = defaultStateRounds
 	}
 	if l.MaxEncodedBytes == 0 {
-		l.MaxEncodedBytes = DefaultStateMaxEncodedBytes
+		l.MaxEncodedBytes = defaultStateMaxEncodedBytes
 	}
 	if l.MaxDecodedBytes == 0 {
-		l.MaxDecodedBytes = DefaultStateMaxDecodedBytes
+		l.MaxDecodedBytes = defaultStateMaxDecodedBytes
 	}
 	switch {
 	case l.Lifetime < 0:
@@ -209,12 +207,12 @@ func (l StateLimits) withDefaults() (StateLimits, error) {
 		return l, errors.New("weft: StateLimits.Rounds must be positive")
 	case l.MaxEncodedBytes < 0 || l.MaxDecodedBytes < 0:
 		return l, errors.New("weft: StateLimits sizes must be positive")
-	case l.Lifetime > StateLifetimeCeiling:
-		return l, errors.New("weft: StateLimits.Lifetime exceeds StateLifetimeCeiling (24h)")
-	case l.Rounds > StateRoundsCeiling:
-		return l, errors.New("weft: StateLimits.Rounds exceeds StateRoundsCeiling (1000)")
-	case l.MaxEncodedBytes > StateMaxEncodedBytesCeiling:
-		return l, errors.New("weft: StateLimits.MaxEncodedBytes exceeds StateMaxEncodedBytesCeiling (1 MiB)")
+	case l.Lifetime > stateLifetimeCeiling:
+		return l, errors.New("weft: StateLimits.Lifetime exceeds stateLifetimeCeiling (24h)")
+	case l.Rounds > stateRoundsCeiling:
+		return l, errors.New("weft: StateLimits.Rounds exceeds stateRoundsCeiling (1000)")
+	case l.MaxEncodedBytes > stateMaxEncodedBytesCeiling:
+		return l, errors.New("weft: StateLimits.MaxEncodedBytes exceeds stateMaxEncodedBytesCeiling (1 MiB)")
 	case l.MaxDecodedBytes > l.MaxEncodedBytes:
 		return l, errors.New("weft: StateLimits.MaxDecodedBytes must not exceed MaxEncodedBytes")
 	}
@@ -307,32 +305,32 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.cfgErr = errors.Join(s.cfgErr, err)
 	}
 	if s.opts.PageSize <= 0 {
-		s.opts.PageSize = DefaultPageSize
+		s.opts.PageSize = defaultPageSize
 	}
 	for _, c := range []struct {
 		name string
 		v    int64
 		max  int64
 	}{
-		{"MaxConcurrent", int64(s.opts.MaxConcurrent), MaxConcurrentCeiling},
-		{"MaxQueue", int64(s.opts.MaxQueue), MaxQueueCeiling},
-		{"QueueTimeout", int64(s.opts.QueueTimeout), int64(MaxTimeoutCeiling)},
-		{"RequestTimeout", int64(s.opts.RequestTimeout), int64(MaxTimeoutCeiling)},
-		{"BodyTimeout", int64(s.opts.BodyTimeout), int64(MaxTimeoutCeiling)},
-		{"WriteTimeout", int64(s.opts.WriteTimeout), int64(MaxTimeoutCeiling)},
+		{"MaxConcurrent", int64(s.opts.MaxConcurrent), maxConcurrentCeiling},
+		{"MaxQueue", int64(s.opts.MaxQueue), maxQueueCeiling},
+		{"QueueTimeout", int64(s.opts.QueueTimeout), int64(maxTimeoutCeiling)},
+		{"RequestTimeout", int64(s.opts.RequestTimeout), int64(maxTimeoutCeiling)},
+		{"BodyTimeout", int64(s.opts.BodyTimeout), int64(maxTimeoutCeiling)},
+		{"WriteTimeout", int64(s.opts.WriteTimeout), int64(maxTimeoutCeiling)},
 	} {
 		if c.v < 0 || c.v > c.max {
 			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%d (0 means the default)", c.name, c.v, c.max))
 		}
 	}
 	if s.opts.MaxConcurrent <= 0 {
-		s.opts.MaxConcurrent = DefaultMaxConcurrent
+		s.opts.MaxConcurrent = defaultMaxConcurrent
 	}
 	if s.opts.MaxQueue <= 0 {
-		s.opts.MaxQueue = DefaultMaxQueue
+		s.opts.MaxQueue = defaultMaxQueue
 	}
 	if s.opts.QueueTimeout <= 0 {
-		s.opts.QueueTimeout = DefaultQueueTimeout
+		s.opts.QueueTimeout = defaultQueueTimeout
 	}
 	for _, c := range []struct {
 		name      string
@@ -353,17 +351,17 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		}
 	}
 	if s.opts.RequestTimeout <= 0 {
-		s.opts.RequestTimeout = DefaultRequestTimeout
+		s.opts.RequestTimeout = defaultRequestTimeout
 	}
 	s.gate = newGate(s.opts.MaxConcurrent, s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueue, s.opts.MaxQueuePerIdentity, s.opts.QueueTimeout)
 	if s.opts.WriteTimeout <= 0 {
-		s.opts.WriteTimeout = DefaultWriteTimeout
+		s.opts.WriteTimeout = defaultWriteTimeout
 	}
 	if s.opts.BodyTimeout <= 0 {
-		s.opts.BodyTimeout = DefaultBodyTimeout
+		s.opts.BodyTimeout = defaultBodyTimeout
 	}
 	if s.opts.KeepAlive <= 0 {
-		s.opts.KeepAlive = DefaultKeepAlive
+		s.opts.KeepAlive = defaultKeepAlive
 	}
 	if s.opts.KeepAlive >= s.opts.WriteTimeout {
 		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))

@@ -177,7 +177,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 	case StateNone:
 		return fail("state sent to an operation without state")
 	case StateApplication:
-		if token == "" || len(token) > MaxApplicationStateBytes || !utf8.ValidString(token) {
+		if token == "" || len(token) > maxApplicationStateBytes || !utf8.ValidString(token) {
 			return fail("application state empty or too large")
 		}
 		req.retried().appState, req.retry.hasAppState = token, true

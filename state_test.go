@@ -454,10 +454,10 @@ func TestStateBindingNoOracle(t *testing.T) {
 		"null":                      f.retry(t, "/mcp", 99, "flow", nil, nil, alice),
 		"application string":        f.retry(t, "/mcp", 99, "flow", nil, "opaque-app-state", alice),
 		"to a tool without state":   f.retry(t, "/mcp", 99, "none", nil, tokFlow, alice),
-		"too large":                 f.retry(t, "/mcp", 99, "flow", nil, seal.TokenPrefix+strings.Repeat("A", DefaultStateMaxEncodedBytes), alice),
+		"too large":                 f.retry(t, "/mcp", 99, "flow", nil, seal.TokenPrefix+strings.Repeat("A", defaultStateMaxEncodedBytes), alice),
 	}
 	// Expiry last, since it applies to every token above.
-	f.clock.advance(DefaultStateLifetime - time.Millisecond)
+	f.clock.advance(defaultStateLifetime - time.Millisecond)
 	if r := f.retry(t, "/mcp", 99, "flow", nil, tokExpiring, alice); r.Status != 200 {
 		t.Errorf("state one millisecond before expiry: %v", r)
 	}
@@ -490,7 +490,7 @@ func (f *stateFixture) craft(t testing.TB, p seal.Protector, endpoint, version, 
 	bind, err := stateBinding(endpoint, version, "tools/call", partition, pv)
 	must(t, err)
 	now := f.clock.now()
-	plain, err := stateplain.Encode(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(DefaultStateLifetime).UnixMilli(),
+	plain, err := stateplain.Encode(&stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(defaultStateLifetime).UnixMilli(),
 		Round: 1, RequestID: exactjson.Int(1), Keys: []stateKey{{Name: "approve", Method: "elicitation/create"}}}, state)
 	must(t, err)
 	tok, err := p.Seal(context.Background(), bind, plain)
@@ -569,7 +569,7 @@ func TestApplicationState(t *testing.T) {
 	f := newStateFixture(t, nil)
 	f.serveHTTP(t)
 	weird := "  weft1.opaque/+=é\u2028\"quoted\"\t "
-	for _, tok := range []string{weird, "x", strings.Repeat("é", MaxApplicationStateBytes/2)} {
+	for _, tok := range []string{weird, "x", strings.Repeat("é", maxApplicationStateBytes/2)} {
 		r := f.call(t, "/mcp", 1, "app", M{"token": tok, "ask": true}, nil)
 		if got := tokenOf(t, r); got != tok {
 			t.Fatalf("requestState %q, want it untouched %q", got, tok)
@@ -587,7 +587,7 @@ func TestApplicationState(t *testing.T) {
 		t.Errorf("state-only result: %q", got)
 	}
 	// The handler may not emit empty or oversized state.
-	for _, bad := range []string{"", strings.Repeat("a", MaxApplicationStateBytes+1)} {
+	for _, bad := range []string{"", strings.Repeat("a", maxApplicationStateBytes+1)} {
 		r := f.call(t, "/mcp", 1, "app", M{"token": bad, "ask": true}, nil)
 		r.wantError(t, 500, CodeInternalError)
 		if strings.Contains(string(r.Body), "requestState") {
@@ -596,7 +596,7 @@ func TestApplicationState(t *testing.T) {
 	}
 	// The client may not send empty or oversized state.
 	before := f.calls()
-	for _, bad := range []any{"", strings.Repeat("a", MaxApplicationStateBytes+1), 7} {
+	for _, bad := range []any{"", strings.Repeat("a", maxApplicationStateBytes+1), 7} {
 		r := f.call(t, "/mcp", 99, "app", M{"token": "x"}, M{"requestState": bad})
 		if r.Status != 400 || string(r.Body) != invalidState {
 			t.Errorf("state %.20v: %v", bad, r)

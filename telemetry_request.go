@@ -29,7 +29,7 @@ type requestTelemetry struct {
 
 // begin starts following a message; it is called before the body is parsed.
 func (t *telemetry) begin(ctx context.Context, in *inbound) *requestTelemetry {
-	if t == nil || (t.tracer == nil && t.m == nil && (!t.logReq || !t.s.log.Enabled(ctx, slog.LevelInfo))) {
+	if t == nil || (t.tracer == nil && t.m == nil && !t.s.log.Enabled(ctx, slog.LevelDebug)) {
 		return nil // nothing to record: no allocation
 	}
 	return &requestTelemetry{t: t, start: time.Now(), ctx: ctx, transport: in.transport}
@@ -139,7 +139,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 		}
 		span.End()
 	}
-	if t.logReq && s.log.Enabled(ctx, slog.LevelInfo) {
+	if s.log.Enabled(ctx, slog.LevelDebug) {
 		attrs := make([]slog.Attr, 0, 9)
 		attrs = append(attrs, slog.String("method", method))
 		if name != "" {
@@ -158,6 +158,6 @@ func (rt *requestTelemetry) end(rep *reply) {
 				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 			}
 		}
-		s.log.LogAttrs(ctx, slog.LevelInfo, "mcp request", attrs...)
+		s.log.LogAttrs(ctx, slog.LevelDebug, "mcp request", attrs...)
 	}
 }

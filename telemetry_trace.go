@@ -45,13 +45,12 @@ type telemetry struct {
 	s      *Server
 	tracer trace.Tracer // nil: no tracing
 	prop   propagation.TextMapPropagator
-	logReq bool                  // the "mcp request" line
 	m      *otelinst.Instruments // nil: no metrics
 	tasks  taskgauge.Gauge
 }
 
 func newTelemetry(s *Server) *telemetry {
-	t := &telemetry{s: s, logReq: !s.opts.QuietRequests}
+	t := &telemetry{s: s}
 	if tp := s.opts.TracerProvider; tp != nil {
 		t.tracer = tp.Tracer(instrumentationName)
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})

@@ -20,7 +20,9 @@ import (
 	"github.com/weftmcp/weft/internal/mirror"
 )
 
-// Tool describes a tool. Name and Description are required. An empty
+// Tool describes a tool. Name is required; a Description is recommended
+// (clients and models choose tools by it; a tool without one is logged at
+// Debug when registered). An empty
 // InputSchema is sent as {"type":"object"} by [Server.AddTool] and inferred
 // from the Go argument type by the generic [AddTool].
 type Tool struct {
@@ -115,7 +117,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 		return fmt.Errorf("weft: tool name %q must be 1-128 characters of A-Z a-z 0-9 _ . -", t.Name)
 	}
 	if strings.TrimSpace(t.Description) == "" {
-		return fmt.Errorf("weft: tool %q needs a description", t.Name)
+		s.log.Debug("weft: tool has no description; models choose tools by it: set Tool.Description", "tool", t.Name)
 	}
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = []byte(`{"type":"object"}`)

@@ -335,9 +335,9 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadHeaderTimeout: defaultReadHeaderTimeout,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		MaxHeaderBytes:    defaultMaxHeaderBytes,
 	}
 }
 

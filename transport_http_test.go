@@ -366,11 +366,11 @@ func TestHTTPTooManyHeaders(t *testing.T) {
 		return h
 	}
 	// The exact boundary, in process: the limit counts header fields.
-	if r := serveRec(t, s, "/mcp", b, withFields(DefaultMaxHeaderCount)); r.Status != 200 {
-		t.Fatalf("%d header fields must be accepted: %v", DefaultMaxHeaderCount, r)
+	if r := serveRec(t, s, "/mcp", b, withFields(defaultMaxHeaderCount)); r.Status != 200 {
+		t.Fatalf("%d header fields must be accepted: %v", defaultMaxHeaderCount, r)
 	}
-	if r := serveRec(t, s, "/mcp", b, withFields(DefaultMaxHeaderCount+1)); r.Status != http.StatusRequestHeaderFieldsTooLarge {
-		t.Fatalf("%d header fields: want 431, got %v", DefaultMaxHeaderCount+1, r)
+	if r := serveRec(t, s, "/mcp", b, withFields(defaultMaxHeaderCount+1)); r.Status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("%d header fields: want 431, got %v", defaultMaxHeaderCount+1, r)
 	}
 	// Over real HTTP.
 	ts := startHTTP(t, s)

@@ -31,7 +31,7 @@ upstreams:
 
 func ExampleMount() {
 	ctx := context.Background()
-	billing := weft.NewServer(weft.Implementation{Name: "billing", Version: "1"}, &weft.Options{QuietRequests: true})
+	billing := weft.NewServer(weft.Implementation{Name: "billing", Version: "1"}, &weft.Options{})
 	_ = billing.AddTool(weft.Tool{Name: "balance", Description: "Returns the balance."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("42.00 EUR")}}, nil
@@ -40,7 +40,7 @@ func ExampleMount() {
 		func(_ context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/plain", "INV-7")}}, nil
 		})
-	app := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{QuietRequests: true})
+	app := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{})
 	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, gateway.Options{})
 	if err != nil {
 		fmt.Println(err)

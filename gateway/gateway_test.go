@@ -92,7 +92,7 @@ func testKeyring(t *testing.T) seal.Protector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))
+	return seal.NewManager(kr)
 }
 
 type instance struct {

@@ -277,7 +277,7 @@ func (s sessionRecorder) Flush() {
 
 func legacyHTTPSessionExpired(t *testing.T, status int) {
 	newUpstream := func() http.Handler {
-		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}, QuietRequests: true})
+		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}})
 		if err := up.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil

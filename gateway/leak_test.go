@@ -21,7 +21,7 @@ func TestNothingLeaks(t *testing.T) {
 	before := runtime.NumGoroutine()
 	up, log := fakeUpstream(t, "fake")
 	up.CallTimeout = gateway.Duration(300 * time.Millisecond)
-	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{Protector: testKeyring(t), QuietRequests: true})
+	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{Protector: testKeyring(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, gateway.Options{})

@@ -29,7 +29,7 @@ const tasksEnv = "WEFT_GATEWAY_TASKS"
 // runs until it is cancelled, "linked" links a resource from its task's
 // result, "inline" answers without a task.
 func tasksServer(t testing.TB) *weft.Server {
-	s := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{QuietRequests: true})
+	s := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{})
 	fail := func(err error) {
 		if err != nil {
 			if t != nil {
@@ -121,7 +121,7 @@ func TestTasksRelayed(t *testing.T) {
 			return setup{urls: []string{startGatewayAdmitting(t, cfg, kr, nil, tokenAdmission).url}}
 		},
 		"mount": func(t *testing.T) setup {
-			parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{Protector: kr, Admission: tokenAdmission, QuietRequests: true})
+			parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{Protector: kr, Admission: tokenAdmission})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			gw, err := gateway.Mount(ctx, parent, "jobs", "jobs.", tasksServer(t), gateway.Options{})

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
 	"github.com/weftmcp/weft/internal/mirror"
+	"github.com/weftmcp/weft/internal/progerr"
 )
 
 // Defaults and fixed values of the in-memory transport.
@@ -48,6 +50,12 @@ var (
 	// handler has not returned within [CancelGrace]: the server does not
 	// stop work promptly on cancellation.
 	ErrHandlerRunning = errors.New("wefttest: the handler did not return within CancelGrace of cancellation")
+	// ErrProgramming is wrapped, with the server's *weft.ProgrammingError,
+	// by the error of a call during which the server found a mistake in the
+	// application's code (an undeclared input request, state its StateMode
+	// does not allow, output that fails the tool's output schema, ...): the
+	// response itself only carries the sanitized -32603.
+	ErrProgramming = errors.New("wefttest: the server reported a programming error")
 )
 
 // Client sends MCP requests to an http.Handler (normally a *weft.Server)
@@ -62,6 +70,7 @@ type Client struct {
 	meta     []exactjson.Member
 	progress bool
 	onNote   func(Notification)
+	t        testing.TB // nil: programming errors are only returned
 
 	nextID atomic.Int64
 
@@ -150,6 +159,14 @@ func WithLogLevel(level weft.LogLevel) Option {
 // capabilities, clientInfo, progressToken).
 func WithMeta(key string, v exactjson.Value) Option {
 	return func(c *Client) { c.meta = append(c.meta, exactjson.Field(key, v)) }
+}
+
+// WithTest reports the programming errors the server finds while serving
+// the client's requests to t with t.Errorf, so that a test fails with their
+// cause even where it expects an error response (they are also returned,
+// wrapping [ErrProgramming]).
+func WithTest(t testing.TB) Option {
+	return func(c *Client) { c.t = t }
 }
 
 // WithNotificationHandler calls f for every notification on a request's
@@ -242,7 +259,10 @@ func (e *RPCError) Error() string {
 // metadata headers from the final body.
 //
 // A JSON-RPC error is not an error of Call: it is in [Response.Error]. The
-// error is non-nil for a transport or protocol failure, and when ctx is done
+// error is non-nil for a transport or protocol failure, when the server
+// reported a programming error of the application (wrapping
+// [ErrProgramming] and the *weft.ProgrammingError, whose message says what
+// to fix; the response is returned too), and when ctx is done
 // before the handler returns: the handler sees the cancellation (its request
 // context is ctx) and Call returns the partial response (the notifications
 // received so far) with ctx's error once the handler returned, or after
@@ -422,7 +442,27 @@ func (c *Client) lookupTool(ctx context.Context, name string) (Tool, bool) {
 
 // post runs one exchange through the handler.
 func (c *Client) post(ctx context.Context, body []byte, header http.Header, id exactjson.Value, notification bool) (*Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+Host+c.endpoint, bytes.NewReader(body))
+	var pmu sync.Mutex
+	var perrs []error // the programming errors the server reports
+	reported := func(resp *Response, err error) (*Response, error) {
+		pmu.Lock()
+		defer pmu.Unlock()
+		if len(perrs) == 0 {
+			return resp, err
+		}
+		perr := fmt.Errorf("%w: %w", ErrProgramming, errors.Join(perrs...))
+		if c.t != nil {
+			c.t.Helper()
+			c.t.Errorf("%v", perr)
+		}
+		return resp, errors.Join(perr, err)
+	}
+	sctx := progerr.WithReporter(ctx, func(err error) {
+		pmu.Lock()
+		perrs = append(perrs, err)
+		pmu.Unlock()
+	})
+	req, err := http.NewRequestWithContext(sctx, http.MethodPost, "http://"+Host+c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("wefttest: build request: %w", err)
 	}
@@ -448,9 +488,9 @@ func (c *Client) post(ctx context.Context, body []byte, header http.Header, id e
 	case <-done:
 		rec.close()
 		if cancelled {
-			return rec.partial(id), ctx.Err()
+			return reported(rec.partial(id), ctx.Err())
 		}
-		return rec.response(id, notification)
+		return reported(rec.response(id, notification))
 	case <-ctx.Done():
 	}
 	t := time.NewTimer(CancelGrace)
@@ -458,10 +498,10 @@ func (c *Client) post(ctx context.Context, body []byte, header http.Header, id e
 	select {
 	case <-done:
 		rec.close()
-		return rec.partial(id), ctx.Err()
+		return reported(rec.partial(id), ctx.Err())
 	case <-t.C:
 		rec.close()
-		return rec.partial(id), errors.Join(ctx.Err(), ErrHandlerRunning)
+		return reported(rec.partial(id), errors.Join(ctx.Err(), ErrHandlerRunning))
 	}
 }
 

@@ -25,9 +25,18 @@
 //
 //	srv := weft.NewServer(weft.Implementation{Name: "demo"}, nil)
 //	_ = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."}, add)
-//	c := wefttest.NewClient(srv)
+//	c := wefttest.NewClient(srv, wefttest.WithTest(t))
 //	res, err := c.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})
-//	// res.Text(), res.StructuredContent, res.IsError ...
+//	sum, err := wefttest.StructuredAs[addOutput](res)
+//	// res.Text(), res.IsError ...
+//
+// Programming errors reach the test: when the server finds a mistake in the
+// application's code that it can only see while serving a request (an input
+// request the tool does not declare, framework state without a StateMode,
+// structured content outside the output schema, ...), the client still gets
+// the sanitized -32603 a real client would, but the call's error wraps
+// [ErrProgramming] and the *weft.ProgrammingError, whose message names the
+// fix, and [WithTest] fails the test with it.
 //
 // Multi round-trip requests (input_required results) are driven by hand with
 // [Client.Retry] or automatically with [Client.CallToolWithInput] and a

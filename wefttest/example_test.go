@@ -37,7 +37,11 @@ func ExampleClient_CallTool() {
 		panic(err)
 	}
 	fmt.Println("text:", res.Text())
-	fmt.Println("structured:", res.StructuredContent)
+	out, err := wefttest.StructuredAs[sumOut](res)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("sum:", out.Sum)
 	fmt.Println("isError:", res.IsError)
 
 	_, err = c.CallTool(ctx, "divide", map[string]int{"a": 1, "b": 0})
@@ -47,7 +51,7 @@ func ExampleClient_CallTool() {
 	}
 	// Output:
 	// text: {"sum":5}
-	// structured: {"sum":5}
+	// sum: 5
 	// isError: false
 	// error: -32602 Unknown tool HTTP 400
 }

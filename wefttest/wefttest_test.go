@@ -349,6 +349,9 @@ func TestCallTypedTool(t *testing.T) {
 		if got := res.StructuredContent.String(); got != `{"sum":5}` {
 			t.Errorf("structuredContent = %s", got)
 		}
+		if out, err := wefttest.StructuredAs[addOut](res); err != nil || out.Sum != 5 {
+			t.Errorf("StructuredAs = %+v, %v", out, err)
+		}
 		if res.Text() != `{"sum":5}` || len(res.Content) != 1 || res.Content[0].Type != "text" {
 			t.Errorf("content = %+v", res.Content)
 		}
@@ -366,6 +369,18 @@ func TestCallTypedTool(t *testing.T) {
 	}
 	if !res.IsError || !strings.Contains(res.Text(), "inputSchema") {
 		t.Errorf("schema violation = %s", res.Raw)
+	}
+	// A result without structuredContent, or of another shape, is an error
+	// of StructuredAs.
+	if _, err := wefttest.StructuredAs[addOut](res); err == nil || !strings.Contains(err.Error(), "no structuredContent") {
+		t.Errorf("StructuredAs without structuredContent: %v", err)
+	}
+	ok, err := c.CallTool(t.Context(), "add", addIn{A: 1, B: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wefttest.StructuredAs[[]string](ok); err == nil {
+		t.Error("StructuredAs decoded an object into a slice")
 	}
 }
 

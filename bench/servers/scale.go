@@ -91,7 +91,7 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 	}
 	legacy := func(store sessionstore.Store) (*weft.Server, error) {
 		s := weft.NewServer(weft.Implementation{Name: "bench-sessions", Version: "1"}, &weft.Options{
-			Logger: discard, QuietRequests: true,
+			Logger: discard,
 			Legacy: &weft.LegacyOptions{Store: store, Limits: sessionstore.Limits{MaxSessions: ScaleSessions}},
 		})
 		return s, addText(s, "t")
@@ -99,7 +99,7 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 	switch impl {
 	case "weft-listen":
 		s := weft.NewServer(weft.Implementation{Name: "bench-listen", Version: "1"}, &weft.Options{
-			Logger: discard, QuietRequests: true,
+			Logger: discard,
 			Admission: func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 				return weft.Identity{Partition: r.Header.Get(PartitionHeader)}, nil
 			},

@@ -109,7 +109,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
-		&weft.Options{Logger: logger, Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(weft.DefaultStateMaxEncodedBytes))})
+		&weft.Options{Logger: logger, Protector: seal.NewManager(kr)})
 	if err := api.Register(srv); err != nil {
 		return err
 	}

@@ -346,9 +346,10 @@ func Uncovered(dir string, limits []Limit, also []string, notLimits map[string]s
 }
 
 // LimitName reports whether a constant's name reads as a limit's: it starts
-// with Default or Max (or max), or ends with Timeout, TTL or Ceiling.
+// with Default or Max (or default or max), or ends with Timeout, TTL or
+// Ceiling.
 func LimitName(name string) bool {
-	for _, p := range []string{"Default", "Max", "max"} {
+	for _, p := range []string{"Default", "Max", "default", "max"} {
 		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && rest[0] >= 'A' && rest[0] <= 'Z' {
 			return true
 		}

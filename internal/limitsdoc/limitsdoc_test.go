@@ -82,7 +82,7 @@ func TestCheck(t *testing.T) {
 func TestLimitName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"DefaultMaxBodyBytes": true, "MaxQueueCeiling": true, "maxLine": true, "ReadinessTimeout": true,
-		"callerListTTL": true, "Maximum": false, "Defaults": false, "codeURLElicitationRequired": false,
+		"callerListTTL": true, "defaultPageSize": true, "Maximum": false, "Defaults": false, "defaults": false, "codeURLElicitationRequired": false,
 	} {
 		if got := LimitName(name); got != want {
 			t.Errorf("LimitName(%q) = %v, want %v", name, got, want)

@@ -84,12 +84,15 @@ func fairnessRows(ctx context.Context, rounds, n int) ([]fairRow, error) {
 // fairPhase starts a server, optionally floods it as tenant A, and times
 // n sequential calls of tenant B (the latencies of the successful ones).
 func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration, fairRow, error) {
-	opts := &weft.Options{Logger: slog.New(slog.DiscardHandler), QuietRequests: true,
+	opts := &weft.Options{Logger: slog.New(slog.DiscardHandler),
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			return weft.Identity{Partition: r.Header.Get(fairTenantHeader)}, nil
 		}}
 	if shared {
-		opts.MaxConcurrentPerIdentity, opts.MaxQueuePerIdentity = weft.DefaultMaxConcurrent, weft.DefaultMaxQueue
+		// The defaults of MaxConcurrent and MaxQueue, named so that the
+		// per-caller bounds can equal them (which turns those bounds off).
+		opts.MaxConcurrent, opts.MaxQueue = 64, 256
+		opts.MaxConcurrentPerIdentity, opts.MaxQueuePerIdentity = opts.MaxConcurrent, opts.MaxQueue
 	}
 	s := weft.NewServer(weft.Implementation{Name: "bench-fair", Version: "1"}, opts)
 	type sum struct {
