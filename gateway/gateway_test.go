@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -117,6 +118,13 @@ func startGatewayAdmitting(t *testing.T, cfg *gateway.Config, prot seal.Protecto
 // stderr with -v, else nowhere).
 func startGatewayLogging(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store, adm weft.Admission, log *slog.Logger) *instance {
 	t.Helper()
+	return startGatewayHTTP(t, cfg, prot, store, adm, log, nil)
+}
+
+// startGatewayHTTP is startGatewayLogging reaching URL upstreams with hc
+// (nil: the gateway's default client).
+func startGatewayHTTP(t *testing.T, cfg *gateway.Config, prot seal.Protector, store sessionstore.Store, adm weft.Admission, log *slog.Logger, hc *http.Client) *instance {
+	t.Helper()
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 		if testing.Verbose() {
@@ -127,7 +135,7 @@ func startGatewayLogging(t *testing.T, cfg *gateway.Config, prot seal.Protector,
 		Legacy: &weft.LegacyOptions{}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log})
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}

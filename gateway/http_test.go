@@ -291,7 +291,12 @@ func legacyHTTPSessionExpired(t *testing.T, status int) {
 	}
 	hs := httptest.NewServer(newUpstream())
 	addr := hs.Listener.Addr().String()
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20251125}}}, testKeyring(t), nil)
+	// No idle connections kept: one the restart closed could otherwise be
+	// reused before the gateway's HTTP client noticed (within
+	// milliseconds, as fast as this test restarts), failing the call with
+	// EOF, which says nothing of whether the upstream ran it.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	in := startGatewayHTTP(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20251125}}}, testKeyring(t), nil, nil, nil, hc)
 	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
