@@ -42,7 +42,7 @@ func (l *wireLog) lines() []string {
 // defaults filled in, and DELETE of the session on Close.
 func TestLegacyEra(t *testing.T) {
 	srv := weft.NewServer(weft.Implementation{Name: "legacy-only", Version: "1"},
-		&weft.Options{Logger: quietLogger(), Legacy: &weft.LegacyOptions{Only: true}})
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{InMemorySessions: true, Only: true}})
 	form := weft.Form(weft.ConditionalCapability)
 	type noArgs struct{}
 	schema := exactjson.Object(

@@ -124,7 +124,7 @@ func startGatewayLogging(t *testing.T, cfg *gateway.Config, prot seal.Protector,
 		}
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
-		Legacy: &weft.LegacyOptions{}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+		Legacy: weft.LegacyOptions{InMemorySessions: true}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log})

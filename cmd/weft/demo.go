@@ -64,7 +64,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		events     task.Bus
 		stores     *demoStores
 		err        error
-		legacy     = &weft.LegacyOptions{} // 2025-11-25 clients on the same endpoint
+		legacy     = weft.LegacyOptions{InMemorySessions: true} // 2025-11-25 clients with sessions: one process, or PostgreSQL below
 		closers    []func() error
 	)
 	if cfg.postgres != "" {
@@ -79,7 +79,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 			_ = pg.Close()
 			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
 		}
-		legacy.Store = sessions
+		legacy.Store, legacy.InMemorySessions = sessions, false
 		closers = append(closers, sessions.Close)
 		if stores, err = openDemoStoresPostgres(ctx, cfg); err != nil {
 			_ = pg.Close()
