@@ -272,6 +272,9 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 			status: http.StatusBadRequest}, true
 	}
 	if len(sids) == 0 && method != "initialize" {
+		if l.stateless() && method != "" && !v.Has("id") {
+			return reply{none: true}, true // a notification: there is no session it could concern
+		}
 		if l.stateless() && v.Has("id") && method != "" {
 			// A stateless 2025-era request names its revision in the
 			// MCP-Protocol-Version header.
