@@ -272,8 +272,13 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 			status: http.StatusBadRequest}, true
 	}
 	if len(sids) == 0 && method != "initialize" {
-		if l.stateless() && method != "" && !v.Has("id") {
-			return reply{none: true}, true // a notification: there is no session it could concern
+		if l.stateless() && l.opts.Only && method != "" && !v.Has("id") {
+			// A notification (both eras: the modern path accepts it):
+			// there is no session it could concern.
+			if m, perr := parseMessage(v); perr != nil {
+				return reply{id: m.id, err: perr, status: http.StatusBadRequest}, true
+			}
+			return reply{none: true}, true
 		}
 		if l.stateless() && v.Has("id") && method != "" {
 			// A stateless 2025-era request names its revision in the
