@@ -142,6 +142,8 @@ func TestProtocolCommands(t *testing.T) {
 		{"header-with-command", []string{"tools", "--command", "x", "--header", "A: b"}, "apply to HTTP servers"},
 		{"unclosed-quote", []string{"tools", "--command", "x 'y"}, "unclosed ' quote"},
 		{"task-verb", []string{"task", "frob", url, "id"}, `unknown task command "frob"`},
+		{"bad-protocol", []string{"tools", url, "--protocol", "2024-11-05"}, "--protocol is 2026-07-28, 2025-11-25 or 2025-06-18"},
+		{"bad-eras", []string{"serve", "--eras", "2024", "--data", t.TempDir()}, "--eras is both, 2026 or 2025"},
 	} {
 		t.Run("error/"+tc.name, func(t *testing.T) {
 			out, err := exec.Command(weftBin, tc.args...).CombinedOutput()
