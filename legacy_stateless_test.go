@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
 
@@ -31,11 +32,31 @@ func statelessFleet(t *testing.T) [2]string {
 	must(t, err)
 	var urls [2]string
 	for i := range urls {
-		s, _ := newServer(t, &Options{PageSize: 1, Protector: seal.NewManager(kr)})
+		s, lc := newServer(t, &Options{PageSize: 1, Protector: seal.NewManager(kr)})
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, r := range lc.records() {
+					t.Logf("instance %d: %v", i, r)
+				}
+			}
+		})
 		addText(t, s, "hello", "hi")
 		addText(t, s, "bye", "see you")
 		must(t, s.AddTool(Tool{Name: "confirm", Description: "Needs a form.", Inputs: []Input{Form(RequiredCapability)}},
 			func(ctx context.Context, req *Request) (*CallToolResult, error) { return textResult("confirmed"), nil }))
+		// A conditional form: the handler sees no capability, and one
+		// that asks all the same is refused naming the setting too.
+		maybe := Form(ConditionalCapability)
+		must(t, s.AddTool(Tool{Name: "maybe", Description: "Asks when it can.", Inputs: []Input{maybe}},
+			func(ctx context.Context, req *Request) (*CallToolResult, error) {
+				if req.ClientCapabilities.Has("elicitation") {
+					t.Error("a stateless request claims the client's elicitation capability")
+				}
+				if req.Arguments().Has("ask") {
+					return nil, AskInput("ok", maybe.Ask("Sure?", exactjson.Object(exactjson.Field("type", exactjson.String("object")), exactjson.Field("properties", exactjson.Object()))))
+				}
+				return textResult("did without"), nil
+			}))
 		urls[i] = startHTTP(t, s).URL
 	}
 	return urls
@@ -92,6 +113,19 @@ func TestLegacyStatelessByDefault(t *testing.T) {
 				e := r.wantError(t, 200, CodeMissingRequiredCapability)
 				if !strings.Contains(e.Message, "LegacyOptions.Store") || !strings.Contains(string(e.Data), "elicitation") {
 					t.Fatalf("the error does not say what the call needs and what enables it: %q %s", e.Message, e.Data)
+				}
+			}},
+		{name: "conditional input done without", instance: 1, version: "2025-11-25", req: body(t, 12, "tools/call", M{"name": "maybe"}),
+			check: func(t *testing.T, r resp) {
+				if r.text(t) != "did without" {
+					t.Fatalf("a conditional tool answered %v", r)
+				}
+			}},
+		{name: "conditional input asked all the same", instance: 0, version: "2025-11-25",
+			req: body(t, 13, "tools/call", M{"name": "maybe", "arguments": M{"ask": true}}), check: func(t *testing.T, r resp) {
+				e := r.wantError(t, 200, CodeMissingRequiredCapability)
+				if !strings.Contains(e.Message, "LegacyOptions.Store") {
+					t.Fatalf("the error does not name the setting: %q", e.Message)
 				}
 			}},
 		{name: "logging/setLevel has no session to keep its level", instance: 1, version: "2025-11-25",
