@@ -69,7 +69,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 	// Sessions live on a clock of the test's: none expires while the test
 	// fills the store, and all expire at once when it moves the clock on.
 	clock := &fakeClock{t: time.Now()}
-	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: &LegacyOptions{
+	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: LegacyOptions{
 		IdleTimeout: time.Minute, MaxLifetime: 2 * time.Minute, InputTimeout: time.Second,
 		Limits: sessionstore.Limits{MaxSessions: sessions, MaxPerIdentity: sessions}, // one client fills the store
 	}})

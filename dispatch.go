@@ -230,7 +230,12 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	}
 	meta, _ := m.params.Get("_meta")
 	if legacyOnly(m.method) && !meta.Has(metaProtocolVersion) {
-		return errReply(m.id, methodNotFound(m.method))
+		e := methodNotFound(m.method)
+		if m.method == "initialize" && s.legacy == nil {
+			// Say how to opt in (the era is served unless disabled).
+			e.Message = "Method not found: this server serves MCP 2026-07-28 only; its operator serves 2025-era clients by leaving weft.Options.Legacy.Disabled unset"
+		}
+		return errReply(m.id, e)
 	}
 	// 1. Required _meta.
 	version, caps, e := requiredMeta(meta)

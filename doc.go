@@ -1,6 +1,6 @@
 // Package weft is a Model Context Protocol (MCP) server framework: one
-// [Server] serves MCP 2026-07-28 clients, and with [Options.Legacy] also
-// 2025-11-25 clients, on the same endpoint, over Streamable HTTP
+// [Server] serves MCP 2026-07-28 clients and, unless [Options.Legacy] says
+// otherwise, 2025-11-25 clients on the same endpoint, over Streamable HTTP
 // ([Server.ServeHTTP], an [net/http.Handler]) and stdio ([Server.ServeStdio]).
 //
 // # Registration

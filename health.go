@@ -74,7 +74,7 @@ func (s *Server) checkReady(ctx context.Context) (string, error) {
 			return "tasks", err
 		}
 	}
-	if l := s.legacy; l != nil {
+	if l := s.legacy; l != nil && l.store != nil {
 		if _, err := l.store.Get(ctx, readinessProbeID); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
 			return "sessions", err
 		}

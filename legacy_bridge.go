@@ -83,6 +83,11 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 		// State only (e.g. a hand-off): retry at once.
 		return exactjson.Object(), nil
 	}
+	if c.sess == nil {
+		// Unreachable: a stateless request has no client capabilities, so
+		// prepareInputRequired refuses every input request first.
+		return exactjson.Value{}, internalError(errors.New("weft: input requested of a stateless 2025-era request"))
+	}
 	// The slot outlives the wait a little (in the store's clock), so that
 	// the wait's own deadline decides a timeout.
 	slotExpiry := s.now().Add(l.opts.InputTimeout + 30*time.Second)

@@ -204,7 +204,7 @@ func TestLegacyBridgeInputKinds(t *testing.T) {
 
 func TestLegacyBridgeLimits(t *testing.T) {
 	s, lc := legacyServerFor(t, &Options{URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}},
-		Legacy: &LegacyOptions{MaxRounds: 2, InputTimeout: 300 * time.Millisecond}})
+		Legacy: LegacyOptions{InMemorySessions: true, MaxRounds: 2, InputTimeout: 300 * time.Millisecond}})
 	defer func() {
 		if t.Failed() {
 			for _, r := range lc.records() {
@@ -325,7 +325,7 @@ func testLegacyFleet(t *testing.T, storeA, storeB sessionstore.Store) {
 	must(t, err)
 	var urls []string
 	for _, st := range []sessionstore.Store{storeA, storeB} {
-		s, _ := legacyServerFor(t, &Options{PageSize: 1, Protector: seal.NewManager(kr), Legacy: &LegacyOptions{Store: st}})
+		s, _ := legacyServerFor(t, &Options{PageSize: 1, Protector: seal.NewManager(kr), Legacy: LegacyOptions{Store: st}})
 		addWizard(t, s, "wizard", StateFramework)
 		addText(t, s, "other", "x")
 		urls = append(urls, startHTTP(t, s).URL)

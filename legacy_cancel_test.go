@@ -36,7 +36,7 @@ func TestLegacyCancel(t *testing.T) {
 	started, cancelled := make(chan string, 8), make(chan string, 8)
 	var urls []string
 	for range 2 {
-		s, _ := legacyServerFor(t, &Options{Events: events, Legacy: &LegacyOptions{Store: sessions}})
+		s, _ := legacyServerFor(t, &Options{Events: events, Legacy: LegacyOptions{Store: sessions}})
 		addBlocking(t, s, started, cancelled)
 		urls = append(urls, startHTTP(t, s).URL)
 		t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

@@ -50,7 +50,7 @@ func TestLegacySessionsNoisyNeighbour(t *testing.T) {
 			a: func(c *legacyClient) { c.token = "a" }, b: func(c *legacyClient) { c.token = "b" }, flood: 51},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, url := invLegacyServer(t, &Options{Admission: tc.admission, Legacy: &LegacyOptions{Limits: tc.limits}})
+			_, url := invLegacyServer(t, &Options{Admission: tc.admission, Legacy: LegacyOptions{InMemorySessions: true, Limits: tc.limits}})
 			var first *legacyClient
 			opened, status := 0, 0
 			for range tc.flood {
@@ -85,7 +85,7 @@ func checkLegacySessionsPerPartition(t *testing.T) {
 		Admission: func(ctx context.Context, r *AdmissionRequest) (Identity, error) {
 			return Identity{Principal: r.BearerToken, Partition: "tenant"}, nil
 		},
-		Legacy: &LegacyOptions{Limits: sessionstore.Limits{MaxPerPartition: 2}}})
+		Legacy: LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerPartition: 2}}})
 	for i, tok := range []string{"u1", "u2", "u3"} {
 		c := newLegacyClient(t, url)
 		c.token = tok

@@ -226,8 +226,8 @@ func legacyServerFor(t testing.TB, opts *Options) (*Server, *logCapture) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Legacy == nil {
-		o.Legacy = &LegacyOptions{}
+	if o.Legacy.Store == nil {
+		o.Legacy.InMemorySessions = true // the sessions these tests exercise
 	}
 	return newServer(t, &o)
 }

@@ -28,6 +28,10 @@ func (s *Server) serveLegacyHTTP(w http.ResponseWriter, r *http.Request) bool {
 		writePlainError(w, http.StatusBadRequest, "Mcp-Session-Id appears more than once")
 		return true
 	}
+	if l.stateless() && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
+		writeReply(w, errNoSession()) // this server gives 2025-era HTTP clients no sessions
+		return true
+	}
 	switch r.Method {
 	case http.MethodGet:
 		l.serveGet(w, r, sids[0])

@@ -34,28 +34,48 @@ const (
 
 var knownLegacyVersions = []string{LegacyVersion20251125, LegacyVersion20250618}
 
-// LegacyOptions enable and configure the legacy era. Set [Options.Legacy]
-// to a non-nil value to serve both eras on one endpoint.
+// LegacyOptions configure the legacy era. The zero value serves both eras
+// on one endpoint, and serves 2025-era HTTP clients statelessly (see Store),
+// which is correct behind any load balancer.
 type LegacyOptions struct {
+	// Disabled serves 2026-07-28 alone: an initialize request is answered
+	// with -32601 naming this setting.
+	Disabled bool
+	// Only serves the legacy era alone: 2026-07-28 requests are answered
+	// with -32022 naming the legacy versions.
+	Only bool
 	// Versions are the legacy revisions served, preferred first. An
 	// initialize asking for another revision is answered with the first.
 	// Default: 2025-11-25, 2025-06-18.
 	Versions []string
-	// Only serves the legacy era alone: 2026-07-28 requests are answered
-	// with -32022 naming the legacy versions.
-	Only bool
-	// Store persists sessions; every legacy message reads its session from
-	// it (and refreshes its idle deadline). Default: an in-memory store
-	// bounded by Limits. Use a shared store (sessionstore/pgstore) for a
-	// fleet, and give every instance the same Options.Protector keyring:
-	// legacy pagination cursors are sealed with it. The server does not
-	// close a configured store.
+	// Store keeps the sessions of 2025-era HTTP clients; every legacy
+	// message reads its session from it (and refreshes its idle deadline).
+	// Use a shared store (sessionstore/pgstore) for a fleet, and give every
+	// instance the same Options.Protector keyring: legacy pagination
+	// cursors are sealed with it. The server does not close a configured
+	// store.
+	//
+	// Nil (the default, without InMemorySessions): 2025-era HTTP clients
+	// get no session. initialize is answered without Mcp-Session-Id and
+	// every request is served on its own by whichever instance receives it
+	// (the client's MCP-Protocol-Version header names its revision), so a
+	// fleet needs nothing shared. Without a session the server cannot ask
+	// such a client for input (a server-to-client request must be answered
+	// to the instance that waits for it), holds no subscriptions, log level
+	// or event stream: a call that needs input fails with -32021 naming
+	// this setting (docs/legacy.md). stdio connections always have a
+	// session.
 	Store sessionstore.Store
-	// Limits bound the default in-memory store (a configured Store has its
-	// own limits). Each identity (each network address of anonymous HTTP
-	// callers) may hold MaxPerIdentity sessions, each partition
-	// MaxPerPartition, and the default store always evicts when full
-	// (sessionstore.Limits.EvictWhenFull).
+	// InMemorySessions keeps the sessions of 2025-era HTTP clients in this
+	// process, bounded by Limits: correct for a single instance (or a
+	// balancer that routes every request of a session to one instance),
+	// not for a round-robin fleet, which needs Store.
+	InMemorySessions bool
+	// Limits bound the in-memory store of InMemorySessions (a configured
+	// Store has its own limits). Each identity (each network address of
+	// anonymous HTTP callers) may hold MaxPerIdentity sessions, each
+	// partition MaxPerPartition, and the in-memory store always evicts
+	// when full (sessionstore.Limits.EvictWhenFull).
 	Limits sessionstore.Limits
 	// IdleTimeout ends a session unused this long. Default 30 minutes.
 	IdleTimeout time.Duration
@@ -119,11 +139,18 @@ func (l *legacyServer) sweep() {
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
-func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
-	if o == nil {
+func newLegacyServer(s *Server, o LegacyOptions) (*legacyServer, error) {
+	switch {
+	case o.Disabled && o.Only:
+		return nil, errors.New("weft: LegacyOptions.Disabled and LegacyOptions.Only are both set: no era would be served")
+	case o.Disabled:
 		return nil, nil
+	case o.Store != nil && o.InMemorySessions:
+		return nil, errors.New("weft: LegacyOptions.Store and LegacyOptions.InMemorySessions are both set: choose one session store")
+	case o.Limits != (sessionstore.Limits{}) && !o.InMemorySessions:
+		return nil, errors.New("weft: LegacyOptions.Limits bound the in-memory session store: set LegacyOptions.InMemorySessions, or the limits of your Store")
 	}
-	l := &legacyServer{srv: s, opts: *o, local: localsess.New[*legacyStream, *stdioWriter](s.opts.Events != nil)}
+	l := &legacyServer{srv: s, opts: o, local: localsess.New[*legacyStream, *stdioWriter](s.opts.Events != nil)}
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}
@@ -159,8 +186,8 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 		return nil, fmt.Errorf("weft: LegacyOptions.Limits: %w", err)
 	}
 	l.store = l.opts.Store
-	if l.store == nil {
-		// A full default store evicts a session of the caller holding the
+	if l.opts.InMemorySessions {
+		// A full in-memory store evicts a session of the caller holding the
 		// most rather than refusing everyone (sessionstore.Limits).
 		lim := l.opts.Limits
 		lim.EvictWhenFull = true
@@ -173,13 +200,36 @@ func newLegacyServer(s *Server, o *LegacyOptions) (*legacyServer, error) {
 
 // legacyConn is one legacy message's view of its session.
 type legacyConn struct {
-	store     sessionstore.Store
-	sess      *sessionstore.Session // nil while initialize opens it
+	store     sessionstore.Store    // nil for a stateless request
+	sess      *sessionstore.Session // nil while initialize opens it, and for a stateless request
+	version   string                // the revision of a stateless request
 	ident     Identity
 	caps      exactjson.Value
 	info      exactjson.Value
 	in        *inbound
 	transport string
+}
+
+// stateless reports whether c is a stateless request (no session; not
+// initialize).
+func (c *legacyConn) stateless() bool { return c.store == nil && c.version != "" }
+
+// sessionID is the id of c's session, "" for a stateless request.
+func (c *legacyConn) sessionID() string {
+	if c.sess == nil {
+		return ""
+	}
+	return c.sess.ID
+}
+
+// errStatelessInput replaces a missing-capability error of a stateless
+// request: the client may well have the capability, but without a session
+// the server neither knows it nor can ask.
+func errStatelessInput(e *Error) *Error {
+	c := *e
+	c.Message = "This request needs input from the client, which this server asks 2025-era HTTP clients only in a session; " +
+		"its operator enables sessions with weft.LegacyOptions.Store (or InMemorySessions on a single instance)"
+	return &c
 }
 
 // serveLegacy is the legacy hook of serve: it reports false for messages of
@@ -214,7 +264,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 		if !open && method != "initialize" {
 			return reply{}, false
 		}
-		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt), true
+		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt, ""), true
 	}
 	sids := in.header.Values("Mcp-Session-Id")
 	if len(sids) > 1 {
@@ -222,6 +272,24 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 			status: http.StatusBadRequest}, true
 	}
 	if len(sids) == 0 && method != "initialize" {
+		if l.stateless() && l.opts.Only && method != "" && !v.Has("id") {
+			// A notification (both eras: the modern path accepts it):
+			// there is no session it could concern.
+			if m, perr := parseMessage(v); perr != nil {
+				return reply{id: m.id, err: perr, status: http.StatusBadRequest}, true
+			}
+			return reply{none: true}, true
+		}
+		if l.stateless() && v.Has("id") && method != "" {
+			// A stateless 2025-era request names its revision in the
+			// MCP-Protocol-Version header.
+			if version, ok := l.statelessVersion(in.header); ok {
+				if version == "" {
+					return transportError(http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version (supported: "+strings.Join(l.opts.Versions, ", ")+")"), true
+				}
+				return l.serveMessage(ctx, in, v, "", nil, "http", rt, version), true
+			}
+		}
 		if l.opts.Only {
 			return reply{err: protocolError(CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", exactjson.Value{}),
 				status: http.StatusBadRequest}, true
@@ -231,9 +299,38 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 	sid := ""
 	if len(sids) == 1 {
 		sid = sids[0]
+		if l.stateless() {
+			return errNoSession(), true // this server gives 2025-era HTTP clients no sessions
+		}
 	}
-	return l.serveMessage(ctx, in, v, sid, l.store, "http", rt), true
+	return l.serveMessage(ctx, in, v, sid, l.store, "http", rt, ""), true
 }
+
+// stateless reports whether 2025-era HTTP clients are served without
+// sessions (LegacyOptions.Store).
+func (l *legacyServer) stateless() bool { return l.store == nil }
+
+// statelessVersion reads the revision of a stateless 2025-era request from
+// its MCP-Protocol-Version header: ok is false when the header names no
+// legacy revision (the request is left to the modern era), version is ""
+// when it names one this server does not serve. A server serving only the
+// legacy era takes a request without the header as its preferred revision.
+func (l *legacyServer) statelessVersion(h http.Header) (version string, ok bool) {
+	pv := h.Values("MCP-Protocol-Version")
+	switch {
+	case len(pv) == 0 && l.opts.Only:
+		return l.opts.Versions[0], true
+	case len(pv) != 1 || !isLegacy(pv[0]):
+		return "", false
+	case slices.Contains(l.opts.Versions, pv[0]):
+		return pv[0], true
+	}
+	return "", true
+}
+
+// isLegacy reports whether a protocol version names a revision before
+// 2026-07-28 (revisions are dates).
+func isLegacy(v string) bool { return len(v) == len("2025-11-25") && v < "2026-07-28" }
 
 func transportError(status int, msg string) reply {
 	return reply{err: protocolError(CodeInvalidRequest, msg, exactjson.Value{}), status: status}
@@ -244,7 +341,9 @@ func errNoSession() reply { return transportError(http.StatusNotFound, "Session 
 // serveMessage serves one legacy message of session sid ("" before
 // initialize) kept in store. Requests are recorded by the telemetry of
 // serve (rt), like modern ones, and dispatched by the same core.
-func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry) reply {
+//
+// A nil store serves one stateless request of revision version.
+func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
 	s := l.srv
 	l.janitor.Do(func() { go l.sweep() })
 	if s.closing.Load() {
@@ -275,6 +374,10 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 		c = &legacyConn{store: store, in: in, transport: transport, caps: exactjson.Object()}
 		c.caps, _ = params.Get("capabilities")
 		c.info, _ = params.Get("clientInfo")
+	} else if store == nil {
+		// Stateless: the client's capabilities are unknown (it sent them
+		// with initialize, to whichever instance), so none are assumed.
+		c = &legacyConn{in: in, transport: transport, caps: exactjson.Object(), version: version}
 	} else if sid == "" {
 		return transportError(http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
@@ -302,6 +405,9 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 	rep.id = m.id
 	if e := rep.err; e != nil {
 		rep.err = legacyError(e)
+		if c.stateless() && e.Code == CodeMissingRequiredCapability {
+			rep.err = errStatelessInput(e)
+		}
 		if rep.status == 0 {
 			switch {
 			case e.status != 0:
@@ -344,6 +450,8 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 		defer cancel()
 		defer l.local.AddCall(c.sess.ID, m.id.key(), cancel)()
 		ctx = context.WithValue(ctx, sessionKey{}, SessionInfo{ID: c.sess.ID, ProtocolVersion: c.sess.ProtocolVersion, ClientInfo: c.info, Transport: c.transport})
+	} else if c.stateless() {
+		ctx = context.WithValue(ctx, sessionKey{}, SessionInfo{ProtocolVersion: c.version, Transport: c.transport})
 	}
 	switch m.method {
 	case "tools/call", "prompts/get", "resources/read":
@@ -359,6 +467,8 @@ func (l *legacyServer) request(c *legacyConn, method string, id ID, name string,
 	if c.sess != nil {
 		version = c.sess.ProtocolVersion
 		logLevel = levelIndex(LogLevel(c.sess.LogLevel))
+	} else if c.stateless() {
+		version = c.version
 	}
 	req := l.srv.newRequest(c.in, method, id, version, name, params, c.caps, c.ident)
 	req.ClientInfo = c.info
@@ -369,9 +479,13 @@ func (l *legacyServer) request(c *legacyConn, method string, id ID, name string,
 
 // handler returns the middleware-wrapped handler of a method a session may
 // call: the session methods, and the 2026-07-28 methods that also exist in
-// 2025-11-25 (not discovery, listen or the tasks extension).
+// 2025-11-25 (not discovery, listen or the tasks extension). Without
+// sessions there is nothing to keep a log level or subscriptions in.
 func (l *legacyServer) handler(method string) (Handler, bool) {
 	if h, ok := l.handlers[method]; ok {
+		if l.stateless() && (method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe") {
+			return nil, false
+		}
 		if method == "resources/subscribe" || method == "resources/unsubscribe" {
 			_, _, nr := l.srv.catalogSizes()
 			return h, nr > 0
@@ -428,7 +542,7 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 		return reply{err: internalError(err), outcome: OutcomeInternalError}
 	}
 	rep := reply{result: b}
-	if ir, ok := res.(*InitializeResult); ok && req.legacy.transport == "http" {
+	if ir, ok := res.(*InitializeResult); ok && req.legacy.transport == "http" && ir.sessionID != "" {
 		rep.header = http.Header{"Mcp-Session-Id": {ir.sessionID}}
 	}
 	return rep
@@ -504,6 +618,17 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	if slices.Contains(l.opts.Versions, requested) {
 		version = requested
 	}
+	capabilities := s.capabilities(false) // 2025-11-25 capabilities have no extensions
+	if c.store == nil {
+		// Stateless: no session, so no event stream for list changes, no
+		// subscriptions and no log level.
+		return &InitializeResult{
+			ProtocolVersion: version,
+			Capabilities:    statelessCapabilities(capabilities),
+			ServerInfo:      s.impl,
+			Instructions:    s.opts.Instructions,
+		}, nil
+	}
 	sid, err := newSessionID()
 	if err != nil {
 		return nil, err
@@ -538,11 +663,23 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	}
 	return &InitializeResult{
 		ProtocolVersion: version,
-		Capabilities:    s.capabilities(false), // 2025-11-25 capabilities have no extensions
+		Capabilities:    capabilities,
 		ServerInfo:      s.impl,
 		Instructions:    s.opts.Instructions,
 		sessionID:       sid,
 	}, nil
+}
+
+// statelessCapabilities are the server capabilities offered without a
+// session: the lists without listChanged, resources without subscribe, no
+// logging.
+func statelessCapabilities(caps exactjson.Value) exactjson.Value {
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if caps.Has(k) {
+			caps = caps.With(k, exactjson.Object())
+		}
+	}
+	return caps.Without("logging")
 }
 
 // notification handles a client notification of a session.
@@ -705,7 +842,7 @@ func cursorBinding(endpoint, sid, method string) []byte {
 }
 
 func (l *legacyServer) sealCursor(ctx context.Context, c *legacyConn, method, inner string) (string, *Error) {
-	tok, err := l.srv.stateProtector().Seal(ctx, cursorBinding(c.in.endpoint, c.sess.ID, method), []byte(inner))
+	tok, err := l.srv.stateProtector().Seal(ctx, cursorBinding(c.in.endpoint, c.sessionID(), method), []byte(inner))
 	if err != nil {
 		l.srv.log.Error("weft: sealing a pagination cursor failed", "err", err)
 		return "", internalError(err)
@@ -721,7 +858,7 @@ func (l *legacyServer) openCursor(ctx context.Context, c *legacyConn, method str
 	if tok == "" {
 		return "", nil
 	}
-	plain, err := l.srv.stateProtector().Open(ctx, tok, cursorBinding(c.in.endpoint, c.sess.ID, method))
+	plain, err := l.srv.stateProtector().Open(ctx, tok, cursorBinding(c.in.endpoint, c.sessionID(), method))
 	if err != nil {
 		return "", InvalidParams("Invalid cursor")
 	}

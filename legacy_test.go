@@ -86,8 +86,9 @@ func (c *legacyClient) headersWithout() http.Header {
 }
 
 func TestLegacyEraSelection(t *testing.T) {
-	// A modern-only endpoint names its versions in its answer to initialize.
-	modern, _ := newServer(t, nil)
+	// A modern-only endpoint names its versions, and the setting that
+	// serves 2025-era clients, in its answer to initialize.
+	modern, _ := newServer(t, &Options{Legacy: LegacyOptions{Disabled: true}})
 	addText(t, modern, "hello", "hi")
 	mts := startHTTP(t, modern)
 	c := newLegacyClient(t, mts.URL)
@@ -96,6 +97,9 @@ func TestLegacyEraSelection(t *testing.T) {
 	e := r.wantError(t, 404, CodeMethodNotFound)
 	if !strings.Contains(string(e.Data), `"supported":["2026-07-28"]`) {
 		t.Fatalf("modern-only initialize error names no versions: %s", e.Data)
+	}
+	if !strings.Contains(e.Message, "Options.Legacy.Disabled") {
+		t.Fatalf("modern-only initialize error does not say how to serve 2025-era clients: %q", e.Message)
 	}
 	if r := c.raw(http.MethodGet, func(h http.Header) { h.Set("Mcp-Session-Id", "abc") }); r.Status != 405 {
 		t.Fatalf("GET on a modern-only endpoint: %v", r)
@@ -124,7 +128,7 @@ func TestLegacyEraSelection(t *testing.T) {
 	}
 
 	// Legacy only: modern requests get -32022 naming the legacy versions.
-	only, _ := legacyServerFor(t, &Options{Legacy: &LegacyOptions{Only: true, Versions: []string{"2025-11-25"}}})
+	only, _ := legacyServerFor(t, &Options{Legacy: LegacyOptions{Only: true, Versions: []string{"2025-11-25"}}})
 	addText(t, only, "hello", "hi")
 	ots := startHTTP(t, only)
 	e = rpc(t, ots.URL, 1, "tools/list", params(nil)).wantError(t, 400, CodeUnsupportedProtocolVersion)
@@ -143,8 +147,10 @@ func TestLegacyOptionsValidation(t *testing.T) {
 	for _, o := range []LegacyOptions{{Versions: []string{"2024-11-05"}}, {IdleTimeout: -1}, {MaxRounds: -1},
 		{MaxRounds: legacyMaxRoundsCeiling + 1}, {InputTimeout: 25 * time.Hour}, {MaxLifetime: 31 * 24 * time.Hour},
 		{IdleTimeout: 2 * time.Hour, MaxLifetime: time.Hour}, {Limits: sessionstore.Limits{MaxSessions: -1}},
-		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}} {
-		s := NewServer(Implementation{}, &Options{Legacy: &o})
+		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}},
+		{Disabled: true, Only: true}, {InMemorySessions: true, Store: sessionstore.NewMemory(sessionstore.MemoryOptions{})},
+		{Limits: sessionstore.Limits{MaxSessions: 5}}} {
+		s := NewServer(Implementation{}, &Options{Legacy: o})
 		if s.Err() == nil {
 			t.Errorf("LegacyOptions %+v accepted", o)
 		}
@@ -153,7 +159,7 @@ func TestLegacyOptionsValidation(t *testing.T) {
 
 func TestLegacySessionChecks(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)}
-	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: &LegacyOptions{IdleTimeout: time.Minute, MaxLifetime: 5 * time.Minute}})
+	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: LegacyOptions{IdleTimeout: time.Minute, MaxLifetime: 5 * time.Minute}})
 	addText(t, s, "hello", "hi")
 	ts := startHTTP(t, s)
 	c := newLegacyClient(t, ts.URL)
@@ -514,7 +520,7 @@ func TestLegacyDelete(t *testing.T) {
 }
 
 func TestLegacySessionLimit(t *testing.T) {
-	s, _ := legacyServerFor(t, &Options{Legacy: &LegacyOptions{Limits: sessionstore.Limits{MaxSessions: 2}}})
+	s, _ := legacyServerFor(t, &Options{Legacy: LegacyOptions{Limits: sessionstore.Limits{MaxSessions: 2}}})
 	addText(t, s, "hello", "hi")
 	ts := startHTTP(t, s)
 	a := newLegacyClient(t, ts.URL)

@@ -452,25 +452,25 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		l    LegacyOptions
 		ok   bool
 	}{
-		{"MaxLifetime at the ceiling", LegacyOptions{MaxLifetime: legacyMaxLifetimeCeiling}, true},
-		{"MaxLifetime past the ceiling", LegacyOptions{MaxLifetime: legacyMaxLifetimeCeiling + 1}, false},
-		{"IdleTimeout = MaxLifetime", LegacyOptions{IdleTimeout: time.Hour, MaxLifetime: time.Hour}, true},
-		{"IdleTimeout past MaxLifetime", LegacyOptions{IdleTimeout: time.Hour + 1, MaxLifetime: time.Hour}, false},
-		{"MaxRounds at the ceiling", LegacyOptions{MaxRounds: legacyMaxRoundsCeiling}, true},
-		{"MaxRounds past the ceiling", LegacyOptions{MaxRounds: legacyMaxRoundsCeiling + 1}, false},
-		{"InputTimeout at the ceiling", LegacyOptions{InputTimeout: legacyInputTimeoutCeiling}, true},
-		{"InputTimeout past the ceiling", LegacyOptions{InputTimeout: legacyInputTimeoutCeiling + 1}, false},
-		{"MaxSessions at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling}}, true},
-		{"MaxSessions past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling + 1}}, false},
-		{"MaxPerIdentity at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling}}, true},
-		{"MaxPerIdentity past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling + 1}}, false},
-		{"MaxPerPartition at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling}}, true},
-		{"MaxPerPartition past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling + 1}}, false},
-		{"MaxPendingAnswers at the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling}}, true},
-		{"MaxPendingAnswers past the ceiling", LegacyOptions{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}, false},
+		{"MaxLifetime at the ceiling", LegacyOptions{InMemorySessions: true, MaxLifetime: legacyMaxLifetimeCeiling}, true},
+		{"MaxLifetime past the ceiling", LegacyOptions{InMemorySessions: true, MaxLifetime: legacyMaxLifetimeCeiling + 1}, false},
+		{"IdleTimeout = MaxLifetime", LegacyOptions{InMemorySessions: true, IdleTimeout: time.Hour, MaxLifetime: time.Hour}, true},
+		{"IdleTimeout past MaxLifetime", LegacyOptions{InMemorySessions: true, IdleTimeout: time.Hour + 1, MaxLifetime: time.Hour}, false},
+		{"MaxRounds at the ceiling", LegacyOptions{InMemorySessions: true, MaxRounds: legacyMaxRoundsCeiling}, true},
+		{"MaxRounds past the ceiling", LegacyOptions{InMemorySessions: true, MaxRounds: legacyMaxRoundsCeiling + 1}, false},
+		{"InputTimeout at the ceiling", LegacyOptions{InMemorySessions: true, InputTimeout: legacyInputTimeoutCeiling}, true},
+		{"InputTimeout past the ceiling", LegacyOptions{InMemorySessions: true, InputTimeout: legacyInputTimeoutCeiling + 1}, false},
+		{"MaxSessions at the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling}}, true},
+		{"MaxSessions past the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxSessions: sessionstore.MaxSessionsCeiling + 1}}, false},
+		{"MaxPerIdentity at the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling}}, true},
+		{"MaxPerIdentity past the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerIdentity: sessionstore.MaxSessionsCeiling + 1}}, false},
+		{"MaxPerPartition at the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling}}, true},
+		{"MaxPerPartition past the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerPartition: sessionstore.MaxSessionsCeiling + 1}}, false},
+		{"MaxPendingAnswers at the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling}}, true},
+		{"MaxPendingAnswers past the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}, false},
 	} {
 		l := c.l
-		if err := NewServer(Implementation{}, &Options{Legacy: &l}).Err(); c.ok != (err == nil) {
+		if err := NewServer(Implementation{}, &Options{Legacy: l}).Err(); c.ok != (err == nil) {
 			t.Errorf("LegacyOptions %s: configuration error %v", c.name, err)
 		}
 	}
@@ -1852,7 +1852,7 @@ func checkTemplateMatchWork(t *testing.T) {
 // Legacy sessions
 
 func checkLegacySessions(t *testing.T) {
-	s, _ := newServer(t, &Options{Legacy: &LegacyOptions{Limits: sessionstore.Limits{MaxSessions: 2}}})
+	s, _ := newServer(t, &Options{Legacy: LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxSessions: 2}}})
 	addText(t, s, "t", "ok")
 	url := invServe(t, s)
 	initialize := func() invResp {
@@ -1954,7 +1954,7 @@ func checkLegacySessionsPerIdentity(t *testing.T) {
 		Admission: func(ctx context.Context, r *AdmissionRequest) (Identity, error) {
 			return Identity{Principal: "alice"}, nil
 		},
-		Legacy: &LegacyOptions{Limits: sessionstore.Limits{MaxPerIdentity: 1}}})
+		Legacy: LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPerIdentity: 1}}})
 	newLegacyClient(t, url).initialize()
 	c := newLegacyClient(t, url)
 	r := c.send(body(t, 0, "initialize", M{"protocolVersion": c.version, "capabilities": c.caps,
@@ -1965,7 +1965,7 @@ func checkLegacySessionsPerIdentity(t *testing.T) {
 }
 
 func checkLegacyPendingAnswers(t *testing.T) {
-	s, url := invLegacyServer(t, &Options{Legacy: &LegacyOptions{Limits: sessionstore.Limits{MaxPendingAnswers: 2}}})
+	s, url := invLegacyServer(t, &Options{Legacy: LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPendingAnswers: 2}}})
 	c := newLegacyClient(t, url)
 	c.initialize()
 	ctx := context.Background()
@@ -1987,7 +1987,7 @@ func checkLegacySessionID(t *testing.T) {
 	if sessionstore.ValidID(strings.Repeat("a", sessionstore.MaxIDBytes+1)) {
 		t.Fatalf("a %d-byte session id is valid", sessionstore.MaxIDBytes+1)
 	}
-	_, url := invLegacyServer(t, &Options{Legacy: &LegacyOptions{}})
+	_, url := invLegacyServer(t, &Options{Legacy: LegacyOptions{InMemorySessions: true}})
 	c := newLegacyClient(t, url)
 	c.initialize()
 	r := c.send(body(t, 1, "tools/list", nil), func(h http.Header) { h.Set("Mcp-Session-Id", strings.Repeat("a", sessionstore.MaxIDBytes+1)) })
@@ -2001,7 +2001,7 @@ func checkLegacyLifetimes(t *testing.T) {
 	now := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	_, url := invLegacyServer(t, &Options{Now: clock, Legacy: &LegacyOptions{IdleTimeout: time.Minute, MaxLifetime: 3 * time.Minute}})
+	_, url := invLegacyServer(t, &Options{Now: clock, Legacy: LegacyOptions{InMemorySessions: true, IdleTimeout: time.Minute, MaxLifetime: 3 * time.Minute}})
 	ping := func(c *legacyClient, what string, want int) {
 		t.Helper()
 		if r := c.call(invIDs.Add(1), "ping", nil); r.Status != want {

@@ -106,7 +106,7 @@ func TestOutgoingNumbersWithinJSONLimits(t *testing.T) {
 // server-to-client request whose params hold a number past the limits: the
 // call fails with -32603 instead.
 func TestOutgoingNumbersLegacyInputRequest(t *testing.T) {
-	s, _ := legacyServerFor(t, &Options{Legacy: &LegacyOptions{InputTimeout: 2 * time.Second}})
+	s, _ := legacyServerFor(t, &Options{Legacy: LegacyOptions{InputTimeout: 2 * time.Second}})
 	form := Form(ConditionalCapability)
 	past := bigNumber(t, "1", 10001)
 	must(t, s.AddTool(Tool{Name: "ask", Description: "Asks with a huge maximum.", Inputs: []Input{form}},

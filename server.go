@@ -97,10 +97,11 @@ type Options struct {
 	// store (task/pgstore) is such a bus (LISTEN/NOTIFY).
 	Events task.Bus
 
-	// Legacy, when set, also serves MCP 2025-11-25 clients (initialize,
-	// sessions, server-to-client requests) on the same endpoint with the
-	// same registrations (legacy_serve.go, docs/legacy.md). Nil: 2026-07-28 only.
-	Legacy *LegacyOptions
+	// Legacy configures serving MCP 2025-11-25 (and 2025-06-18) clients on
+	// the same endpoint with the same registrations (legacy_serve.go,
+	// docs/legacy.md). The zero value serves them, statelessly over HTTP;
+	// Legacy.Disabled serves 2026-07-28 alone.
+	Legacy LegacyOptions
 
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger

@@ -409,8 +409,13 @@ func (c *Client) Discover(ctx context.Context) (*DiscoverResult, error) {
 		return legacyDiscover(c.currentEra()), nil
 	}
 	res, err := c.roundTrip(ctx, "server/discover", exactjson.Object(), nil, nil)
-	if e := c.currentEra(); e.legacy && err == nil {
-		return legacyDiscover(e), nil
+	if e := c.currentEra(); e.legacy {
+		// The server refused 2026-07-28 and the client fell back: the
+		// 2025 era has no server/discover, initialize says it all.
+		if err := c.ensureInitialized(ctx); err != nil {
+			return nil, err
+		}
+		return legacyDiscover(c.currentEra()), nil
 	}
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func (l *wireLog) lines() []string {
 // defaults filled in, and DELETE of the session on Close.
 func TestLegacyEra(t *testing.T) {
 	srv := weft.NewServer(weft.Implementation{Name: "legacy-only", Version: "1"},
-		&weft.Options{Logger: quietLogger(), Legacy: &weft.LegacyOptions{Only: true}})
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{InMemorySessions: true, Only: true}})
 	form := weft.Form(weft.ConditionalCapability)
 	type noArgs struct{}
 	schema := exactjson.Object(
@@ -155,5 +155,41 @@ func TestSSEResume(t *testing.T) {
 	}
 	if d := resumedAt.Sub(closedAt); d < 150*time.Millisecond {
 		t.Errorf("resumed %v after the stream ended, before the 200 ms retry time", d)
+	}
+}
+
+// TestDiscoverFallsBackStateless: Discover against a server that serves
+// only the 2025 revisions, statelessly (no session store): the client
+// falls back from 2026-07-28 and reports what initialize said, then lists
+// and calls without a session.
+func TestDiscoverFallsBackStateless(t *testing.T) {
+	srv := weft.NewServer(weft.Implementation{Name: "legacy-stateless", Version: "2"},
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true}, Instructions: "Say hi."})
+	if err := weft.AddTool(srv, weft.Tool{Name: "hi", Description: "Says hi."},
+		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c := New(NewHTTPTransport(hs.URL, nil), Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := c.Discover(ctx)
+	if err != nil {
+		t.Fatalf("Discover against a 2025-only server: %v", err)
+	}
+	if len(d.SupportedVersions) != 1 || d.SupportedVersions[0] != "2025-11-25" || d.Instructions != "Say hi." || str(d.ServerInfo, "name") != "legacy-stateless" {
+		t.Errorf("Discover = %+v, want what initialize answered", d)
+	}
+	tools, err := c.ListTools(ctx)
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("ListTools: %v %v", tools, err)
+	}
+	res, err := c.CallTool(ctx, "hi", nil)
+	if err != nil || res.Text() != "hi" {
+		t.Fatalf("CallTool: %v %v", res, err)
 	}
 }

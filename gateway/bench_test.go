@@ -15,7 +15,7 @@ import (
 // spoken to as a 2026-07-28 server, and as a 2025-11-25 session): the
 // difference is the gateway's overhead per call.
 func BenchmarkToolsCall(b *testing.B) {
-	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: &weft.LegacyOptions{}})
+	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
 	if err := up.AddTool(weft.Tool{Name: "echo", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"s":{"type":"string"}}}`)},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("ok")}}, nil

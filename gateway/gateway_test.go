@@ -132,7 +132,7 @@ func startGatewayHTTP(t *testing.T, cfg *gateway.Config, prot seal.Protector, st
 		}
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
-		Legacy: &weft.LegacyOptions{}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+		Legacy: weft.LegacyOptions{InMemorySessions: true}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log, HTTPClient: hc})

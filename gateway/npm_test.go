@@ -145,7 +145,7 @@ func mustJSON(s string) exactjson.Value {
 func startBareGateway(t *testing.T, cfg *gateway.Config, opts gateway.Options) *instance {
 	t.Helper()
 	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: testKeyring(t),
-		Legacy: &weft.LegacyOptions{}})
+		Legacy: weft.LegacyOptions{InMemorySessions: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, opts)

@@ -92,7 +92,7 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 	legacy := func(store sessionstore.Store) (*weft.Server, error) {
 		s := weft.NewServer(weft.Implementation{Name: "bench-sessions", Version: "1"}, &weft.Options{
 			Logger: discard,
-			Legacy: &weft.LegacyOptions{Store: store, Limits: sessionstore.Limits{MaxSessions: ScaleSessions}},
+			Legacy: weft.LegacyOptions{Store: store}, // the store has its own limits
 		})
 		return s, addText(s, "t")
 	}

@@ -80,7 +80,7 @@ func New(impl string) (http.Handler, error) {
 	case "bare":
 		h = http.HandlerFunc(bare)
 	case "weft-legacy": // Weft serving 2025-11-25 sessions too (the gateway's upstream)
-		s, err := NewWeftWith(weft.Options{Legacy: &weft.LegacyOptions{}})
+		s, err := NewWeftWith(weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
 		if err != nil {
 			return nil, err
 		}

@@ -42,12 +42,13 @@ func fixtureOptions(logger *slog.Logger) *weft.Options {
 	}
 	switch *erasFlag {
 	case "modern":
+		opts.Legacy.Disabled = true
 		return opts
 	case "both", "legacy":
 	default:
 		fail("bad -eras", fmt.Errorf("unknown value %q", *erasFlag))
 	}
-	opts.Legacy = &weft.LegacyOptions{Only: *erasFlag == "legacy"}
+	opts.Legacy = weft.LegacyOptions{InMemorySessions: true, Only: *erasFlag == "legacy"}
 	if *sessionsDSN != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -55,7 +56,7 @@ func fixtureOptions(logger *slog.Logger) *weft.Options {
 		if err != nil {
 			fail("opening the session store failed", err)
 		}
-		opts.Legacy.Store = st
+		opts.Legacy.Store, opts.Legacy.InMemorySessions = st, false
 	}
 	return opts
 }

@@ -54,6 +54,23 @@ type demoConfig struct {
 
 	// meter records metrics (serve --admin serves them at /metrics); nil: none.
 	meter metric.MeterProvider
+	// eras are the protocol eras served (serve --eras): "both" (or empty),
+	// "2026" or "2025".
+	eras string
+}
+
+// demoEras checks serve --eras and returns the versions it serves, for
+// the start-up message.
+func demoEras(eras string) (string, error) {
+	switch eras {
+	case "both", "":
+		return weft.ProtocolVersion + ", " + weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
+	case "2026":
+		return weft.ProtocolVersion, nil
+	case "2025":
+		return weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
+	}
+	return "", fmt.Errorf("--eras is both, 2026 or 2025, got %q", eras)
 }
 
 // newDemo builds the demo: every tool shows one capability. State lives in
@@ -64,8 +81,10 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 		events     task.Bus
 		stores     *demoStores
 		err        error
-		legacy     = &weft.LegacyOptions{} // 2025-11-25 clients on the same endpoint
-		closers    []func() error
+		// 2025-era clients with sessions: in this process, or in
+		// PostgreSQL below (a fleet).
+		legacy  = weft.LegacyOptions{InMemorySessions: true, Disabled: cfg.eras == "2026", Only: cfg.eras == "2025"}
+		closers []func() error
 	)
 	if cfg.postgres != "" {
 		pg, err := pgstore.Open(ctx, cfg.postgres, pgstore.Options{Schema: cfg.schema, Logger: logger})
@@ -79,7 +98,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 			_ = pg.Close()
 			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
 		}
-		legacy.Store = sessions
+		legacy.Store, legacy.InMemorySessions = sessions, false
 		closers = append(closers, sessions.Close)
 		if stores, err = openDemoStoresPostgres(ctx, cfg); err != nil {
 			_ = pg.Close()

@@ -84,7 +84,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	in := cfg.Input
 	parkedLimits := sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}
 	var store sessionstore.Store
-	legacy := &weft.LegacyOptions{}
+	var legacy weft.LegacyOptions // sessions in the store below
 	if *postgres != "" {
 		pg, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
 		if err != nil {

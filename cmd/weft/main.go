@@ -167,11 +167,16 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default http://<addr>, served on the same listener)")
 	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
 	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
+	eras := fs.String("eras", "both", "protocol `ERAS` served: both (2026-07-28, and 2025-11-25/2025-06-18 with sessions), 2026 (2026-07-28 alone) or 2025 (the 2025 revisions alone)")
 	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
 	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usageError(serveDoc, fmt.Errorf("serve takes no arguments, got %q", pos))
+	}
+	versions, err := demoEras(*eras)
+	if err != nil {
+		return usageError(serveDoc, err)
 	}
 	if !*stdio {
 		if err := checkExposure(*addr, *tokens != "" || af.enabled(), *allowUnauth, "--tokens FILE or --auth-upstream URL"); err != nil {
@@ -217,14 +222,14 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	}
 	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
 		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission,
-		allowedHosts: splitList(*allowedHosts), allowedOrigins: splitList(*allowedOrigins)})
+		allowedHosts: splitList(*allowedHosts), allowedOrigins: splitList(*allowedOrigins), eras: *eras})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	srv := d.srv
 	if *stdio {
-		logger.Info("weft demo on stdio", "versions", weft.ProtocolVersion, "keyring", kr.Fingerprint().String())
+		logger.Info("weft demo on stdio", "versions", versions, "keyring", kr.Fingerprint().String())
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
 	mux := mcpMux(srv)
@@ -253,7 +258,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", *adminAddr, *adminAddr)
 	}
 	go func() { errc <- hs.ListenAndServe() }()
-	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, weft.ProtocolVersion, *data, kr.Fingerprint())
+	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, versions, *data, kr.Fingerprint())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -16,53 +16,111 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
-// TestProtocolCommands runs every read-only protocol command of the CLI
-// against the demo, over HTTP and over stdio (--command), in text and
-// --json form.
+// TestProtocolCommands runs every protocol command of the CLI against the
+// demo, over HTTP and over stdio (--command), in text and --json form, in
+// both eras: against the demo serving both (the CLI speaks 2026-07-28),
+// the same demo with --protocol 2025-11-25, and a demo serving only the
+// 2025 revisions (the CLI falls back on its own). Commands of what only
+// 2026-07-28 has (listen, task) say so in the 2025 era.
 func TestProtocolCommands(t *testing.T) {
-	addr := freeAddr(t)
+	addr, addr2025 := freeAddr(t), freeAddr(t)
 	startServe(t, "--addr", addr, "--data", t.TempDir())
+	startServe(t, "--addr", addr2025, "--data", t.TempDir(), "--eras", "2025")
 	waitPort(t, addr)
+	waitPort(t, addr2025)
 	url := "http://" + addr + "/mcp"
-	stdio := []string{"--command", weftBin + " serve --stdio --data " + t.TempDir()}
 
-	cases := []struct {
-		name string
-		args []string // after the target
-		want []string // in the text output
-	}{
-		{"discover", []string{"discover"}, []string{"server        weft-demo 0.1.0", "versions      2026-07-28", "io.modelcontextprotocol/tasks"}},
-		{"tools", []string{"tools"}, []string{"catalog.continue", "refund.request"}},
-		{"prompts", []string{"prompts"}, []string{"summarize", "arguments: text*, tone"}},
-		{"resources", []string{"resources"}, []string{"weft://demo/readme", "text/markdown"}},
-		{"templates", []string{"templates"}, []string{"weft://demo/orders/{id}"}},
-		{"prompt", []string{"prompt", "summarize", "--arg", "text=the tide", "--arg", "tone=formal"}, []string{"[user]", "in a formal tone", "the tide"}},
-		{"read", []string{"read", "weft://demo/readme"}, []string{"# Weft demo"}},
-		{"read-template", []string{"read", "weft://demo/orders/A-9"}, []string{`"id":"A-9"`}},
-		{"complete-prompt", []string{"complete", "--prompt", "summarize", "tone", "f"}, []string{"formal\nfriendly\n"}},
-		{"complete-none", []string{"complete", "--prompt", "summarize", "tone", "zzz"}, []string{"No completions."}},
+	type era struct {
+		name      string
+		url       string
+		serve     []string // the stdio server's serve flags
+		flags     []string // the CLI's flags
+		discover  []string // in discover's output
+		modernErr string   // what listen and task say; "" where the era has them
 	}
-	for _, transport := range []struct {
-		name   string
-		target func(cmd string, rest []string) []string
-	}{
-		{"http", func(cmd string, rest []string) []string { return append([]string{cmd, url}, rest...) }},
-		{"stdio", func(cmd string, rest []string) []string { return append(append([]string{cmd}, stdio...), rest...) }},
-	} {
-		for _, tc := range cases {
-			t.Run(transport.name+"/"+tc.name, func(t *testing.T) {
-				out := runWeft(t, transport.target(tc.args[0], tc.args[1:])...)
-				for _, w := range tc.want {
-					if !strings.Contains(out, w) {
-						t.Errorf("weft %s: output %q lacks %q", strings.Join(tc.args, " "), out, w)
+	eras := []era{
+		{name: "2026", url: url, discover: []string{"versions      2026-07-28", "io.modelcontextprotocol/tasks"}},
+		{name: "2025-pinned", url: url, flags: []string{"--protocol", "2025-11-25"}, discover: []string{"versions      2025-11-25"},
+			modernErr: "MCP 2025-11-25 has no %s: it needs 2026-07-28"},
+		{name: "2025-only", url: "http://" + addr2025 + "/mcp", serve: []string{"--eras", "2025"}, discover: []string{"versions      2025-11-25"},
+			modernErr: "speaks MCP 2025-11-25, which has no %s"},
+	}
+	for _, e := range eras {
+		cases := []struct {
+			name  string
+			args  []string // after the target
+			stdin string   // answers at the terminal
+			want  []string // in the text output
+		}{
+			{"discover", []string{"discover"}, "", append([]string{"server        weft-demo 0.1.0"}, e.discover...)},
+			{"tools", []string{"tools"}, "", []string{"catalog.continue", "refund.request"}},
+			{"prompts", []string{"prompts"}, "", []string{"summarize", "arguments: text*, tone"}},
+			{"resources", []string{"resources"}, "", []string{"weft://demo/readme", "text/markdown"}},
+			{"templates", []string{"templates"}, "", []string{"weft://demo/orders/{id}"}},
+			{"prompt", []string{"prompt", "summarize", "--arg", "text=the tide", "--arg", "tone=formal"}, "", []string{"[user]", "in a formal tone", "the tide"}},
+			{"read", []string{"read", "weft://demo/readme"}, "", []string{"# Weft demo"}},
+			{"read-template", []string{"read", "weft://demo/orders/A-9"}, "", []string{`"id":"A-9"`}},
+			{"complete-prompt", []string{"complete", "--prompt", "summarize", "tone", "f"}, "", []string{"formal\nfriendly\n"}},
+			{"complete-none", []string{"complete", "--prompt", "summarize", "tone", "zzz"}, "", []string{"No completions."}},
+			{"call", []string{"call", "refund.request", "--args", `{"orderId":"A-1"}`}, "a\n3.50\n", []string{"Refund of 3.50 for order A-1 requested."}},
+		}
+		transports := []struct {
+			name   string
+			target func(cmd string, rest []string) []string
+		}{
+			{"http", func(cmd string, rest []string) []string {
+				return append(append([]string{cmd, e.url}, e.flags...), rest...)
+			}},
+			{"stdio", func(cmd string, rest []string) []string {
+				stdio := []string{"--command", weftBin + " serve --stdio --data " + t.TempDir() + " " + strings.Join(e.serve, " ")}
+				return append(append(append([]string{cmd}, stdio...), e.flags...), rest...)
+			}},
+		}
+		for _, transport := range transports {
+			for _, tc := range cases {
+				t.Run(e.name+"/"+transport.name+"/"+tc.name, func(t *testing.T) {
+					args := transport.target(tc.args[0], tc.args[1:])
+					out := runWeftInput(t, tc.stdin, args...)
+					for _, w := range tc.want {
+						if !strings.Contains(out, w) {
+							t.Errorf("weft %s: output %q lacks %q", strings.Join(args, " "), out, w)
+						}
 					}
-				}
-				// --json prints one JSON value a script can parse.
-				js := runWeftStdout(t, transport.target(tc.args[0], append(tc.args[1:], "--json"))...)
-				if !json.Valid([]byte(js)) {
-					t.Errorf("weft %s --json: not JSON: %q", strings.Join(tc.args, " "), js)
-				}
-			})
+					if tc.stdin != "" {
+						return
+					}
+					// --json prints one JSON value a script can parse.
+					js := runWeftStdout(t, append(args, "--json")...)
+					if !json.Valid([]byte(js)) {
+						t.Errorf("weft %s --json: not JSON: %q", strings.Join(args, " "), js)
+					}
+				})
+			}
+			if e.modernErr == "" {
+				continue // TestProtocolTasksAndListen runs them in 2026-07-28
+			}
+			for _, tc := range []struct {
+				args []string
+				what string
+			}{
+				{[]string{"listen", "--count", "1"}, "subscriptions/listen"},
+				{[]string{"task", "get", "T1"}, "tasks"},
+				{[]string{"task", "follow", "T1"}, "tasks"},
+				{[]string{"task", "cancel", "T1"}, "tasks"},
+			} {
+				t.Run(e.name+"/"+transport.name+"/"+strings.Join(tc.args[:len(tc.args)-1], "-"), func(t *testing.T) {
+					var args []string
+					if tc.args[0] == "task" {
+						args = append([]string{"task"}, transport.target(tc.args[1], tc.args[2:])...)
+					} else {
+						args = transport.target(tc.args[0], tc.args[1:])
+					}
+					out, err := exec.Command(weftBin, args...).CombinedOutput()
+					if want := fmt.Sprintf(e.modernErr, tc.what); err == nil || !strings.Contains(string(out), want) {
+						t.Errorf("weft %s: %v %q, want a failure saying %q", strings.Join(args, " "), err, out, want)
+					}
+				})
+			}
 		}
 	}
 
@@ -84,6 +142,8 @@ func TestProtocolCommands(t *testing.T) {
 		{"header-with-command", []string{"tools", "--command", "x", "--header", "A: b"}, "apply to HTTP servers"},
 		{"unclosed-quote", []string{"tools", "--command", "x 'y"}, "unclosed ' quote"},
 		{"task-verb", []string{"task", "frob", url, "id"}, `unknown task command "frob"`},
+		{"bad-protocol", []string{"tools", url, "--protocol", "2024-11-05"}, "--protocol is 2026-07-28, 2025-11-25 or 2025-06-18"},
+		{"bad-eras", []string{"serve", "--eras", "2024", "--data", t.TempDir()}, "--eras is both, 2026 or 2025"},
 	} {
 		t.Run("error/"+tc.name, func(t *testing.T) {
 			out, err := exec.Command(weftBin, tc.args...).CombinedOutput()
@@ -238,6 +298,19 @@ func TestFormFieldRetry(t *testing.T) {
 
 // runWeftStdout runs weft and returns its standard output alone (a stdio
 // server's log lines go to standard error).
+// runWeftInput runs weft with stdin as its terminal input and returns its
+// combined output; it fails the test when weft fails.
+func runWeftInput(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(weftBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("weft %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 func runWeftStdout(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(weftBin, args...)

@@ -88,6 +88,7 @@ type target struct {
 	bearerFn string
 	json     bool
 	login    bool
+	protocol string
 
 	url     string // set by resolve for HTTP targets
 	release func() // set by connect: frees the --login loopback listener
@@ -109,6 +110,7 @@ func addTarget(fs *flag.FlagSet) *target {
 	fs.StringVar(&t.bearer, "bearer", "", "send Authorization: Bearer `TOKEN` (visible in the process list: prefer --bearer-file)")
 	fs.StringVar(&t.bearerFn, "bearer-file", "", "read the bearer token from `FILE`")
 	fs.BoolVar(&t.json, "json", false, "print the result as JSON (for scripts)")
+	fs.StringVar(&t.protocol, "protocol", "", "speak protocol `VERSION` (2026-07-28, 2025-11-25 or 2025-06-18) instead of trying 2026-07-28 and falling back to the newest 2025 revision the server lists")
 	fs.BoolVar(&t.login, "login", false, "authorize in the browser when the server asks (OAuth; tokens cached per server, refreshed; weft logout URL forgets them)")
 	return t
 }
@@ -123,6 +125,11 @@ func addTargetFlagSet() *flag.FlagSet {
 // resolve takes the target off the positional arguments and returns the
 // rest.
 func (t *target) resolve(doc helpDoc, pos []string) ([]string, error) {
+	switch t.protocol {
+	case "", client.ProtocolVersion, "2025-11-25", "2025-06-18":
+	default:
+		return nil, usageError(doc, fmt.Errorf("--protocol is 2026-07-28, 2025-11-25 or 2025-06-18, got %q", t.protocol))
+	}
 	if t.command != "" {
 		if len(t.headers) > 0 || t.bearer != "" || t.bearerFn != "" || t.login {
 			return nil, usageError(doc, errors.New("--header, --bearer and --login apply to HTTP servers, not to --command"))
@@ -161,6 +168,7 @@ func (t *target) connect(opts client.Options, stderr io.Writer) (*client.Client,
 	if opts.ClientInfo.Name == "" {
 		opts.ClientInfo = client.Implementation{Name: "weft-cli", Version: "0.1.0"}
 	}
+	opts.ProtocolVersion = t.protocol
 	if t.command != "" {
 		words, err := splitCommand(t.command)
 		if err != nil {
@@ -248,6 +256,20 @@ func splitCommand(s string) ([]string, error) {
 		return nil, errors.New("--command is empty")
 	}
 	return words, nil
+}
+
+// explainEra explains the failure of a request that exists only in
+// 2026-07-28 (subscriptions/listen, the tasks extension) when the client
+// speaks a 2025 revision with the server.
+func (t *target) explainEra(c *client.Client, err error, what string) error {
+	var rpc *client.RPCError
+	if v := c.ProtocolVersion(); v < client.ProtocolVersion && errors.As(err, &rpc) && rpc.Code == client.CodeMethodNotFound {
+		if t.protocol != "" {
+			return fmt.Errorf("MCP %s has no %s: it needs 2026-07-28 (leave out --protocol %s if the server speaks it)", v, what, t.protocol)
+		}
+		return fmt.Errorf("the server at %s speaks MCP %s, which has no %s (it needs a server speaking 2026-07-28)", t.where(), v, what)
+	}
+	return t.explain(err, what)
 }
 
 // explain turns a client error into what happened, in the user's terms.
@@ -599,7 +621,7 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		sub, err := c.Listen(ctx, f)
 		if err != nil {
-			return t.explain(err, "subscriptions/listen")
+			return t.explainEra(c, err, "subscriptions/listen")
 		}
 		defer sub.Close()
 		if !t.json {
@@ -623,7 +645,7 @@ func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil // interrupted: a normal end
 		}
 		if err := sub.Err(); err != nil {
-			return t.explain(err, "subscriptions/listen")
+			return t.explainEra(c, err, "subscriptions/listen")
 		}
 		return errors.New("the server ended the stream")
 	})
@@ -684,7 +706,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case "get":
 		tk, err := c.GetTask(ctx, id)
 		if err != nil {
-			return t.explain(err, "tasks")
+			return t.explainEra(c, err, "tasks")
 		}
 		if t.json {
 			return printJSON(stdout, tk.Raw)
@@ -703,7 +725,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return nil
 	case "cancel":
 		if err := c.CancelTask(ctx, id); err != nil {
-			return t.explain(err, "tasks")
+			return t.explainEra(c, err, "tasks")
 		}
 		fmt.Fprintf(stdout, "Asked the server to cancel task %s.\n", id)
 		return nil
@@ -715,7 +737,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if errors.As(err, &te) {
 			return fmt.Errorf("the task ended without a result: %w", err)
 		}
-		return t.explain(err, "tasks")
+		return t.explainEra(c, err, "tasks")
 	}
 	if t.json {
 		return printJSON(stdout, res)
