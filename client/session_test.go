@@ -84,7 +84,7 @@ func (s sessionRecorder) Flush() {
 func pingServer(t *testing.T) http.Handler {
 	t.Helper()
 	srv := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
-		&weft.Options{Logger: quietLogger(), Legacy: &weft.LegacyOptions{Only: true}})
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true, InMemorySessions: true}})
 	if err := srv.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
@@ -183,7 +183,7 @@ func (l *bodyLog) find(s string) string {
 // with notifications/cancelled naming it, posted in its session.
 func TestLegacyCancelNotifies(t *testing.T) {
 	srv := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
-		&weft.Options{Logger: quietLogger(), Legacy: &weft.LegacyOptions{Only: true}})
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true, InMemorySessions: true}})
 	started := make(chan struct{}, 1)
 	if err := srv.AddTool(weft.Tool{Name: "wait", Description: "Waits until cancelled."},
 		func(ctx context.Context, _ *weft.Request) (*weft.CallToolResult, error) {
