@@ -77,6 +77,12 @@ func (t taskRelay) call(ctx context.Context, req *weft.Request, method string, p
 }
 
 func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*task.Record, error) {
+	if lt, ok, err := t.legacy(id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return lt.view(), nil
+	}
 	res, err := t.call(ctx, req, "tasks/get", taskIDParams(id))
 	if err != nil {
 		return nil, err
@@ -99,11 +105,23 @@ func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*
 }
 
 func (t taskRelay) UpdateTask(ctx context.Context, req *weft.Request, id string, inputResponses exactjson.Value) error {
+	if lt, ok, err := t.legacy(id); ok {
+		if err == nil {
+			lt.answer(inputResponses)
+		}
+		return err
+	}
 	_, err := t.call(ctx, req, "tasks/update", taskIDParams(id).With("inputResponses", inputResponses))
 	return err
 }
 
 func (t taskRelay) CancelTask(ctx context.Context, req *weft.Request, id string) error {
+	if lt, ok, err := t.legacy(id); ok {
+		if err == nil {
+			err = lt.cancelTask(ctx)
+		}
+		return err
+	}
 	_, err := t.call(ctx, req, "tasks/cancel", taskIDParams(id))
 	return err
 }
