@@ -78,7 +78,9 @@ type legacyTask struct {
 	pending map[string]*pendingInput
 	order   []string // keys of pending, in order
 	seq     int
-	ended   time.Time // zero while running
+	// started is when the gateway created the task (its clock, not the
+	// upstream's: the TTL counts from it); ended is zero while running.
+	started, ended time.Time
 }
 
 // pendingInput is a request of the upstream waiting for the client.
@@ -163,7 +165,7 @@ func (u *upstream) callAsTask(ctx context.Context, req *weft.Request, params exa
 	}
 	lctx, lcancel := context.WithCancel(g.park.ctx)
 	lt := &legacyTask{u: u, id: legacyTaskPrefix + strings.TrimPrefix(id, "gw-"), upID: rec.ID, c: c, caller: caller,
-		supports: supportsNow(req, u.cfg.Inputs), ctx: lctx, cancel: lcancel, pending: map[string]*pendingInput{}}
+		supports: supportsNow(req, u.cfg.Inputs), ctx: lctx, cancel: lcancel, pending: map[string]*pendingInput{}, started: time.Now()}
 	if rec.Status == task.InputRequired {
 		rec.Status = task.Working // until its requests are known
 	}
@@ -230,8 +232,8 @@ func (lt *legacyTask) expired(now time.Time) bool {
 		return false
 	}
 	until := lt.ended.Add(legacyTaskKeep)
-	if lt.rec.ExpiresAt.After(until) {
-		until = lt.rec.ExpiresAt
+	if lt.rec.TTL > 0 && lt.started.Add(lt.rec.TTL).After(until) {
+		until = lt.started.Add(lt.rec.TTL)
 	}
 	return now.After(until)
 }
@@ -271,14 +273,15 @@ func (lt *legacyTask) pollInterval() time.Duration {
 	return min(max(d, minLegacyPoll), maxLegacyPoll)
 }
 
-// deadline bounds the driver: the task's TTL, else InputConfig.Lifetime.
+// deadline bounds the driver: the task's TTL from its creation, else
+// InputConfig.Lifetime.
 func (lt *legacyTask) deadline() time.Time {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	if !lt.rec.ExpiresAt.IsZero() {
-		return lt.rec.ExpiresAt
+	if lt.rec.TTL > 0 {
+		return lt.started.Add(lt.rec.TTL)
 	}
-	return lt.rec.CreatedAt.Add(lt.u.g.park.lim.Lifetime.D())
+	return lt.started.Add(lt.u.g.park.lim.Lifetime.D())
 }
 
 // run drives the task until it ends: tasks/get every pollInterval while it
