@@ -17,7 +17,9 @@ import (
 // gateway's server seals (weft.RelayTasks: bound to the caller, carrying
 // the relay's name, which names the upstream, and the upstream's task id),
 // so that tasks/get, tasks/update and tasks/cancel on any instance of the
-// fleet reach the upstream's task.
+// fleet reach the upstream's task. The same relay serves the tasks of a
+// 2025-era upstream, which the instance holding its session drives
+// (tasks_legacy.go).
 
 // relayName is the name of the upstream's task relay on the server.
 func (u *upstream) relayName() string { return "gateway/" + u.cfg.Name }
