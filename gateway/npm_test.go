@@ -302,9 +302,22 @@ func TestEverythingHTTPRestarted(t *testing.T) {
 // item 3): the gateway creates the upstream's task, polls it, relays the
 // elicitation the upstream sends for it through tasks/result as the task's
 // input request, and returns its result. A client without the extension is
-// told it is required (-32021).
+// told it is required (-32021). Over stdio and over Streamable HTTP.
 func TestEverythingTaskRequiredTool(t *testing.T) {
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{everythingStdio(t, "every")}}, testKeyring(t), nil)
+	for name, up := range map[string]func(t *testing.T) gateway.UpstreamConfig{
+		"stdio": func(t *testing.T) gateway.UpstreamConfig { return everythingStdio(t, "every") },
+		"http": func(t *testing.T) gateway.UpstreamConfig {
+			port := freePort(t)
+			everythingHTTP(t, port)
+			return gateway.UpstreamConfig{Name: "every", URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) { everythingTask(t, up(t)) })
+	}
+}
+
+func everythingTask(t *testing.T, up gateway.UpstreamConfig) {
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var asked []exactjson.Value
