@@ -78,6 +78,9 @@ type legacyTask struct {
 	pending map[string]*pendingInput
 	order   []string // keys of pending, in order
 	seq     int
+	// leave ends the task's place among the upstream's calls waiting for
+	// input (admitParked), taken at its first request; nil before.
+	leave func()
 	// started is when the gateway created the task (its clock, not the
 	// upstream's: the TTL counts from it); ended is zero while running.
 	started, ended time.Time
@@ -377,6 +380,15 @@ func (lt *legacyTask) result(ctx context.Context) (exactjson.Value, error) {
 		}
 		defer t.done()
 	}
+	defer func() {
+		lt.mu.Lock()
+		leave := lt.leave
+		lt.leave = nil
+		lt.mu.Unlock()
+		if leave != nil {
+			leave()
+		}
+	}()
 	s := &sink{request: func(rctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
 		return lt.request(rctx, t, method, params)
 	}, notify: func(string, exactjson.Value) {}} // progress and logs are not relayed on tasks
@@ -414,6 +426,15 @@ func (lt *legacyTask) request(ctx context.Context, t *turn, method string, param
 	}
 	p := &pendingInput{method: method, params: params, answer: make(chan exactjson.Value, 1)}
 	lt.mu.Lock()
+	if lt.leave == nil {
+		// Waiting for input counts among the upstream's parked calls.
+		leave, err := u.admitParked(lt.caller)
+		if err != nil {
+			lt.mu.Unlock()
+			return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: err.Error()}
+		}
+		lt.leave = leave
+	}
 	lt.seq++
 	key := shortMethod(method) + "-" + strconv.Itoa(lt.seq)
 	lt.pending[key] = p

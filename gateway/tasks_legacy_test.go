@@ -91,6 +91,35 @@ func TestLegacyTasks(t *testing.T) {
 		}
 	})
 
+	t.Run("cancelled waiting for input", func(t *testing.T) {
+		id := create("asktask")
+		var tk *client.Task
+		waitFor(t, "input_required", func() bool {
+			var err error
+			if tk, err = c.GetTask(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			return tk.Status == client.TaskInputRequired
+		})
+		if tk.InputRequests.Len() != 1 || !tk.InputRequests.Has("elicit-1") {
+			t.Fatalf("task %s", tk.Raw)
+		}
+		if err := c.CancelTask(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := c.GetTask(ctx, id)
+		if err != nil || tk.Status != client.TaskCancelled || tk.InputRequests.Len() != 0 {
+			t.Fatalf("after tasks/cancel: %v %v", tk, err)
+		}
+		// A late answer is ignored.
+		if err := c.UpdateTask(ctx, id, exactjson.Object(exactjson.Field("elicit-1", exactjson.Object(exactjson.Field("action", exactjson.String("decline")))))); err != nil {
+			t.Fatal(err)
+		}
+		if tk, err := c.GetTask(ctx, id); err != nil || tk.Status != client.TaskCancelled {
+			t.Fatalf("after a late answer: %v %v", tk, err)
+		}
+	})
+
 	t.Run("process died", func(t *testing.T) {
 		tk := settle(create("crashtask"))
 		if tk.Status != client.TaskFailed || tk.Error == nil || tk.Error.Code != gateway.CodeUpstreamUnavailable {
