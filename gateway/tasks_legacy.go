@@ -67,6 +67,7 @@ type legacyTask struct {
 	id     string // the relay id (legacyTaskPrefix...)
 	upID   string // the upstream's taskId
 	c      *conn  // the session (process) holding the task
+	unpin  func() // ends the task's count on its process (procPool.pin)
 	caller string // callerKey of its creator (the process's fair shares)
 	// supports reports whether the creator's client can answer a request.
 	supports func(method string, params exactjson.Value) bool
@@ -139,8 +140,13 @@ func (u *upstream) callAsTask(ctx context.Context, req *weft.Request, params exa
 	tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 	res, err := c.do(tctx, "tools/call", params.With("task", exactjson.Object()), callOpts{})
 	cancel()
+	unpin := func() {}
+	if t != nil {
+		unpin = u.pool.pin(c) // the process carries the task until it ends
+	}
 	t.done()
 	if err != nil {
+		unpin()
 		u.legacy.unreserve()
 		var re *client.RPCError
 		if errors.As(err, &re) {
@@ -153,21 +159,24 @@ func (u *upstream) callAsTask(ctx context.Context, req *weft.Request, params exa
 	}
 	tv, ok := res.Get("task")
 	if !ok {
+		unpin()
 		u.legacy.unreserve()
 		return res, nil // run in line after all
 	}
 	rec, err := legacyTaskRecord(tv)
 	if err != nil {
+		unpin()
 		u.legacy.unreserve()
 		return exactjson.Value{}, g.unavailable(u, fmt.Errorf("tools/call: %w", err))
 	}
 	id, err := newID()
 	if err != nil {
+		unpin()
 		u.legacy.unreserve()
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
 	lctx, lcancel := context.WithCancel(g.park.ctx)
-	lt := &legacyTask{u: u, id: legacyTaskPrefix + strings.TrimPrefix(id, "gw-"), upID: rec.ID, c: c, caller: caller,
+	lt := &legacyTask{u: u, id: legacyTaskPrefix + strings.TrimPrefix(id, "gw-"), upID: rec.ID, c: c, unpin: unpin, caller: caller,
 		supports: supportsNow(req, u.cfg.Inputs), ctx: lctx, cancel: lcancel, pending: map[string]*pendingInput{}, started: time.Now()}
 	if rec.Status == task.InputRequired {
 		rec.Status = task.Working // until its requests are known
@@ -294,6 +303,9 @@ func (lt *legacyTask) run() {
 	ctx, cancel := context.WithDeadline(lt.ctx, lt.deadline())
 	defer cancel()
 	defer lt.cancel()
+	if lt.unpin != nil {
+		defer lt.unpin()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -662,6 +674,25 @@ func (t taskRelay) legacy(id string) (*legacyTask, bool, error) {
 		return nil, true, weft.InvalidParams("Unknown task")
 	}
 	return lt, true, nil
+}
+
+// pin counts a task on the process running c (so that it is kept while
+// the task runs) until the returned function is called.
+func (pp *procPool) pin(c *conn) (unpin func()) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	for _, p := range pp.procs {
+		if p.c == c {
+			p.calls++
+			return sync.OnceFunc(func() {
+				pp.mu.Lock()
+				defer pp.mu.Unlock()
+				p.calls--
+				pp.dispatch()
+			})
+		}
+	}
+	return func() {}
 }
 
 // acquireOn gives a call of caller the turn of the process running c (a
