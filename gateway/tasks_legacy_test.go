@@ -20,7 +20,8 @@ func TestLegacyTasks(t *testing.T) {
 	up, log := fakeUpstream(t, "fake")
 	up.Env[fakeTasksEnv] = "1"
 	up.MaxProcesses = 1
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	kr := testKeyring(t)
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, kr, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var asked []exactjson.Value
@@ -151,6 +152,21 @@ func TestLegacyTasks(t *testing.T) {
 			if !errors.As(err, &re) || re.Code != client.CodeInvalidParams {
 				t.Fatalf("tasks/get %q: %v", id, err)
 			}
+		}
+		// Another instance (same keyring, same upstream configuration)
+		// opens the id but does not hold the task: it lives in the
+		// upstream session of the instance that created it.
+		id := create("slowtask")
+		other := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, kr, nil)
+		oc := client.New(client.NewHTTPTransport(other.url, nil), client.Options{TasksEnabled: true})
+		defer oc.Close()
+		_, err := oc.GetTask(ctx, id)
+		var re *client.RPCError
+		if !errors.As(err, &re) || re.Code != client.CodeInvalidParams || re.Message != "Unknown task" {
+			t.Fatalf("tasks/get on another instance: %v", err)
+		}
+		if tk, err := c.GetTask(ctx, id); err != nil || tk.Status != client.TaskWorking {
+			t.Fatalf("tasks/get on its instance: %v %v", tk, err)
 		}
 	})
 }
