@@ -103,3 +103,41 @@ func TestLegacyTaskPollInterval(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLegacyTaskRecord: a 2025 upstream's Task object (untrusted) is read
+// or refused, never half-read: an accepted task has an id, a status of the
+// extension, and the upstream's ttl and pollInterval as durations.
+func FuzzLegacyTaskRecord(f *testing.F) {
+	for _, s := range []string{
+		`{"taskId":"t1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00.5Z","ttl":null,"pollInterval":20}`,
+		`{"taskId":"t2","status":"input_required","statusMessage":"m","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":300000}`,
+		`{"taskId":"t3","status":"failed","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":1,"result":{},"error":[]}`,
+		`{"taskId":"","status":"completed"}`, `{"taskId":"t","status":"unknown"}`, `[]`, `"x"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := exactjson.Parse(b, parseLimits)
+		if err != nil {
+			return
+		}
+		rec, err := legacyTaskRecord(v)
+		if err != nil {
+			return
+		}
+		if rec.ID == "" {
+			t.Fatal("a task without taskId was accepted")
+		}
+		switch rec.Status {
+		case task.Working, task.InputRequired, task.Completed, task.Failed, task.Cancelled:
+		default:
+			t.Fatalf("status %q", rec.Status)
+		}
+		if rec.TTL < 0 || rec.PollInterval < 0 || rec.Result != nil || rec.Error != nil || rec.InputRequests != nil {
+			t.Fatalf("record %+v", rec)
+		}
+		if ms, ok := intMember(v, "ttl"); ok && ms > 0 && ms < 1<<40 && rec.TTL != time.Duration(ms)*time.Millisecond {
+			t.Fatalf("ttl %d read as %s", ms, rec.TTL)
+		}
+	})
+}
