@@ -664,16 +664,22 @@ func rpcErrorJSON(e *client.RPCError) []byte {
 	return b
 }
 
-// legacyRelay serves the relay's 2025-era tasks (ok false for another id).
+// legacy returns the relay's 2025-era task of id; ok is false for the id
+// of a 2026-07-28 upstream's task (even one starting like ours).
 func (t taskRelay) legacy(id string) (*legacyTask, bool, error) {
+	if lt, ok := t.u.legacy.get(id); ok {
+		return lt, true, nil
+	}
 	if !strings.HasPrefix(id, legacyTaskPrefix) {
 		return nil, false, nil
 	}
-	lt, ok := t.u.legacy.get(id)
-	if !ok {
-		return nil, true, weft.InvalidParams("Unknown task")
+	t.u.mu.Lock()
+	c := t.u.c
+	t.u.mu.Unlock()
+	if c != nil && c.modern() {
+		return nil, false, nil
 	}
-	return lt, true, nil
+	return nil, true, weft.InvalidParams("Unknown task")
 }
 
 // pin counts a task on the process running c (so that it is kept while
