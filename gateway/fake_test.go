@@ -105,7 +105,8 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			`,{"name":"slowtask","description":"Works until cancelled.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
 			`,{"name":"failtask","description":"Fails.","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}` +
 			`,{"name":"asktask","description":"Asks in its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
-			`,{"name":"crashtask","description":"Exits during its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}`
+			`,{"name":"crashtask","description":"Exits during its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
+			`,{"name":"urltask","description":"Asks for a URL interaction in its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}`
 	}
 	if noisy {
 		tools = strings.TrimSuffix(tools, "]}") +
@@ -162,7 +163,7 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 				case ft.status != "working":
 				case ft.tool == "failtask":
 					ft.status, ft.message = "failed", "boom"
-				case ft.tool == "asktask":
+				case ft.tool == "asktask" || ft.tool == "urltask":
 					ft.status = "input_required"
 				case ft.tool == "crashtask" && ft.polls >= 2:
 					logf("crashtask exits")
@@ -174,19 +175,27 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 				ft.status = "cancelled"
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, idJSON, ft.json()))
 			case "tasks/result":
-				if ft.tool != "asktask" || ft.status != "input_required" {
+				if ft.tool != "asktask" && ft.tool != "urltask" || ft.status != "input_required" {
 					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"The task has no result"}}`, idJSON))
 					break
 				}
 				related := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/related-task":{"taskId":%q}}`, ft.id)
+				asking := `{"mode":"form","message":"proceed?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}},` + related + `}`
+				if ft.tool == "urltask" {
+					asking = `{"mode":"url","message":"Connect.","url":"https://elsewhere.example/connect","elicitationId":"e1",` + related + `}`
+				}
 				go func(idJSON string) {
-					r := ask("t"+ft.id, "elicitation/create", `{"mode":"form","message":"proceed?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}},`+related+`}`)
-					c, _ := r.Get("content")
-					a, _ := c.Get("answer")
+					r := ask("t"+ft.id, "elicitation/create", asking)
+					text := "refused"
+					if !r.IsNull() {
+						c, _ := r.Get("content")
+						a, _ := c.Get("answer")
+						text = "asked " + a.String()
+					}
 					tmu.Lock()
 					ft.status = "completed"
 					tmu.Unlock()
-					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}],%s}}`, idJSON, "asked "+a.String(), related))
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}],%s}}`, idJSON, text, related))
 				}(idJSON)
 			}
 			tmu.Unlock()
@@ -219,7 +228,7 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			}
 			if tp, ok := params.Get("task"); ok && withTasks && tp.Kind() == exactjson.KindObject {
 				switch name {
-				case "slowtask", "failtask", "asktask", "crashtask":
+				case "slowtask", "failtask", "asktask", "crashtask", "urltask":
 					tmu.Lock()
 					ft := &fakeTask{id: fmt.Sprintf("task-%d", len(tasks)+1), tool: name, status: "working"}
 					tasks[ft.id] = ft

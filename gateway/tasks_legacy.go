@@ -425,6 +425,12 @@ func (lt *legacyTask) request(ctx context.Context, t *turn, method string, param
 	if err := u.checkURL(method, params); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway does not relay this request: " + err.Error()}
 	}
+	// The server's own policies (its URL policy when the upstream has
+	// none, secret form fields): nothing emits these requests but us.
+	if err := checkRelayed(u.g.srv, method, params, u.urlPolicy); err != nil {
+		u.g.log.Warn("gateway: refused an upstream's request for a task", "upstream", u.cfg.Name, "method", method, "err", err)
+		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway does not relay this request: " + err.Error()}
+	}
 	if !lt.supports(method, params) {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeMethodNotFound, Message: "The client behind the gateway does not support " + method}
 	}

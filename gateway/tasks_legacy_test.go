@@ -69,6 +69,16 @@ func TestLegacyTasks(t *testing.T) {
 		}
 	})
 
+	t.Run("URL refused", func(t *testing.T) {
+		// The task's URL elicitation names an origin the URL policy does
+		// not allow: the upstream is refused, the client never asked.
+		n := len(asked)
+		res, err := c.CallTool(ctx, "urltask", nil)
+		if err != nil || res.Text() != "refused" || len(asked) != n {
+			t.Fatalf("result %+v %v; asked %v", res, err, asked[n:])
+		}
+	})
+
 	t.Run("failed", func(t *testing.T) {
 		tk := settle(create("failtask"))
 		if tk.Status != client.TaskFailed || tk.Error == nil || !strings.Contains(tk.Error.Message, "boom") {
