@@ -67,6 +67,19 @@ func (r InputRequest) WithURLPolicy(p elicit.URLPolicy) InputRequest {
 	return r
 }
 
+// CheckInputRequest applies the policies the server applies to the input
+// requests it emits (form fields asking for secrets, Options.SecretPolicy;
+// a URL elicitation's URL, Options.URLElicitation or the request's own
+// [InputRequest.WithURLPolicy]) to r: a proxy handing r to its client
+// another way than an [InputRequired] result (the inputRequests of a
+// relayed task) checks it first.
+func (s *Server) CheckInputRequest(r InputRequest) error {
+	if err := r.Err(); err != nil {
+		return err
+	}
+	return s.checkElicitation(r)
+}
+
 // Relayed tasks: a proxy whose upstream answers a tools/call with a task
 // (the tasks extension) gives its client that task under an id of this
 // server, and serves tasks/get, tasks/update and tasks/cancel of the id by

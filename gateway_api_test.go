@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/wefttest"
@@ -272,5 +273,34 @@ func TestAddVisibilityFilter(t *testing.T) {
 		if remove != nil {
 			remove()
 		}
+	}
+}
+
+// CheckInputRequest applies the server's URL policy to a relayed URL
+// elicitation (or the request's own policy), and lets other kinds pass.
+func TestCheckInputRequest(t *testing.T) {
+	s := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{
+		URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+	url := func(u string) exactjson.Value {
+		return exactjson.Object(exactjson.Field("mode", exactjson.String("url")), exactjson.Field("message", exactjson.String("m")),
+			exactjson.Field("url", exactjson.String(u)))
+	}
+	in := weft.URL(weft.ConditionalCapability)
+	for _, tc := range []struct {
+		name string
+		r    weft.InputRequest
+		ok   bool
+	}{
+		{"allowed", weft.Relay(in, url("https://example.com/x")), true},
+		{"other origin", weft.Relay(in, url("https://elsewhere.example/x")), false},
+		{"http", weft.Relay(in, url("http://example.com/x")), false},
+		{"own policy", weft.Relay(in, url("https://elsewhere.example/x")).WithURLPolicy(elicit.URLPolicy{AllowedOrigins: []string{"https://elsewhere.example"}}), true},
+		{"roots", weft.Relay(weft.Roots(weft.ConditionalCapability), exactjson.Object()), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := s.CheckInputRequest(tc.r); (err == nil) != tc.ok {
+				t.Fatalf("CheckInputRequest: %v, want ok %v", err, tc.ok)
+			}
+		})
 	}
 }

@@ -27,7 +27,29 @@ const (
 	fakeEnv      = "WEFT_GATEWAY_FAKE"
 	fakeLogEnv   = "WEFT_GATEWAY_FAKE_LOG"
 	fakeNoiseEnv = "WEFT_GATEWAY_FAKE_NOISE"
+	// fakeTasksEnv adds 2025-11-25 tasks (capabilities.tasks) and the
+	// task tools (see fakeTask).
+	fakeTasksEnv = "WEFT_GATEWAY_FAKE_TASKS"
 )
+
+// fakeTask is a task of the fake (fakeTasksEnv). Its tool decides its
+// course: "slowtask" works until cancelled; "failtask" fails at the first
+// tasks/get; "asktask" needs input: its tasks/result sends an elicitation
+// related to the task and completes with the answer; "crashtask" makes the
+// process exit at the second tasks/get.
+type fakeTask struct {
+	id, tool, status, message string
+	polls                     int
+}
+
+func (ft *fakeTask) json() string {
+	msg := ""
+	if ft.message != "" {
+		msg = fmt.Sprintf(`,"statusMessage":%q`, ft.message)
+	}
+	return fmt.Sprintf(`{"taskId":%q,"status":%q%s,"createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00.5Z","ttl":null,"pollInterval":20}`,
+		ft.id, ft.status, msg)
+}
 
 func fakeUpstream(t *testing.T, name string) (gateway.UpstreamConfig, string) {
 	t.Helper()
@@ -73,6 +95,19 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
 		`{"name":"needsurl","description":"Refuses its first call with URL elicitation required.","inputSchema":{"type":"object"}}]}`
 	noisy := os.Getenv(fakeNoiseEnv) != ""
+	withTasks := os.Getenv(fakeTasksEnv) != ""
+	caps := `{"tools":{"listChanged":true},"resources":{"subscribe":true}}`
+	var tmu sync.Mutex
+	tasks := map[string]*fakeTask{}
+	if withTasks {
+		caps = `{"tools":{"listChanged":true},"resources":{"subscribe":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
+		tools = strings.TrimSuffix(tools, "]}") +
+			`,{"name":"slowtask","description":"Works until cancelled.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
+			`,{"name":"failtask","description":"Fails.","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}` +
+			`,{"name":"asktask","description":"Asks in its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
+			`,{"name":"crashtask","description":"Exits during its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}` +
+			`,{"name":"urltask","description":"Asks for a URL interaction in its task.","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}`
+	}
 	if noisy {
 		tools = strings.TrimSuffix(tools, "]}") +
 			`,{"name":"chatter","description":"Answers after 100 lines of noise.","inputSchema":{"type":"object"}}]}`
@@ -110,7 +145,60 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		switch method {
 		case "initialize":
 			pv, _ := params.Get("protocolVersion")
-			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}},"serverInfo":{"name":"fake","version":"1"}}}`, idJSON, pv.String()))
+			write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%s,"capabilities":%s,"serverInfo":{"name":"fake","version":"1"}}}`, idJSON, pv.String(), caps))
+		case "tasks/get", "tasks/result", "tasks/cancel":
+			tid, _ := params.Get("taskId")
+			tidS, _ := tid.AsString()
+			tmu.Lock()
+			ft := tasks[tidS]
+			if ft == nil {
+				tmu.Unlock()
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Task not found"}}`, idJSON))
+				continue
+			}
+			switch method {
+			case "tasks/get":
+				ft.polls++
+				switch {
+				case ft.status != "working":
+				case ft.tool == "failtask":
+					ft.status, ft.message = "failed", "boom"
+				case ft.tool == "asktask" || ft.tool == "urltask":
+					ft.status = "input_required"
+				case ft.tool == "crashtask" && ft.polls >= 2:
+					logf("crashtask exits")
+					os.Exit(3)
+				}
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, idJSON, ft.json()))
+			case "tasks/cancel":
+				logf("task cancelled %s", ft.tool)
+				ft.status = "cancelled"
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, idJSON, ft.json()))
+			case "tasks/result":
+				if ft.tool != "asktask" && ft.tool != "urltask" || ft.status != "input_required" {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"The task has no result"}}`, idJSON))
+					break
+				}
+				related := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/related-task":{"taskId":%q}}`, ft.id)
+				asking := `{"mode":"form","message":"proceed?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}},` + related + `}`
+				if ft.tool == "urltask" {
+					asking = `{"mode":"url","message":"Connect.","url":"https://elsewhere.example/connect","elicitationId":"e1",` + related + `}`
+				}
+				go func(idJSON string) {
+					r := ask("t"+ft.id, "elicitation/create", asking)
+					text := "refused"
+					if !r.IsNull() {
+						c, _ := r.Get("content")
+						a, _ := c.Get("answer")
+						text = "asked " + a.String()
+					}
+					tmu.Lock()
+					ft.status = "completed"
+					tmu.Unlock()
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}],%s}}`, idJSON, text, related))
+				}(idJSON)
+			}
+			tmu.Unlock()
 		case "notifications/initialized":
 		case "notifications/cancelled":
 			rid, _ := params.Get("requestId")
@@ -138,7 +226,20 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			if noisy {
 				write("handling " + name)
 			}
+			if tp, ok := params.Get("task"); ok && withTasks && tp.Kind() == exactjson.KindObject {
+				switch name {
+				case "slowtask", "failtask", "asktask", "crashtask", "urltask":
+					tmu.Lock()
+					ft := &fakeTask{id: fmt.Sprintf("task-%d", len(tasks)+1), tool: name, status: "working"}
+					tasks[ft.id] = ft
+					tmu.Unlock()
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"task":%s}}`, idJSON, ft.json()))
+					continue
+				}
+			}
 			switch name {
+			case "failtask":
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"in line"}]}}`, idJSON))
 			case "chatter":
 				for i := range 100 {
 					if !noisy {

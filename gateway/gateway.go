@@ -135,7 +135,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil {
-			if offersTasks(c) {
+			if offersTasks(c) || offersLegacyTasks(c) {
 				if err := u.registerTasks(); err != nil {
 					g.Close()
 					return nil, err
@@ -299,6 +299,9 @@ type upstream struct {
 	reg     *registry
 	unrelay func()      // removes the task relay (gateway/tasks.go); nil when none
 	tasksOn atomic.Bool // unrelay is set
+	// legacy are the tasks of a 2025-era upstream this instance drives
+	// (tasks_legacy.go).
+	legacy legacyTasks
 	// listAuth is Options.ListAuthorization for a passthrough upstream;
 	// callers and unfilter the per-caller lists of a mount (visible.go).
 	listAuth string
@@ -647,12 +650,17 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 		if !ok {
 			continue
 		}
-		if !c.modern() && isStr(mustGet(mustGet(it, "execution"), "taskSupport"), "required") {
-			// The gateway does not translate 2025-era tasks: every call of
-			// such a tool would fail ("requires task augmentation").
-			u.g.log.Warn("gateway: a tool of a 2025-era upstream that requires task augmentation is not exposed: the gateway does not translate 2025-era tasks",
-				"upstream", u.cfg.Name, "tool", upName)
-			continue
+		ts := ""
+		if !c.modern() {
+			ts = taskSupport(it)
+			if ts == "required" && !offersLegacyTasks(c) {
+				// Every call of such a tool would fail ("requires task
+				// augmentation"): the gateway runs tasks of upstreams
+				// advertising capabilities.tasks.requests.tools.call.
+				u.g.log.Warn("gateway: a tool of a 2025-era upstream that requires task augmentation is not exposed: the upstream does not advertise tasks for tools/call",
+					"upstream", u.cfg.Name, "tool", upName)
+				continue
+			}
 		}
 		if !u.g.claim("tool:"+name, u) {
 			u.g.log.Warn("gateway: tool name taken by another upstream; not exposed", "upstream", u.cfg.Name, "tool", upName, "name", name)
@@ -675,7 +683,7 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 				mirrors, err = mirror.Find(in)
 			}
 			if err == nil {
-				err = srv.AddTool(t, u.toolHandler(upName, mirrors))
+				err = srv.AddTool(t, u.toolHandler(upName, mirrors, ts))
 			}
 		}
 		if err != nil {
@@ -881,8 +889,11 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 
 // toolHandler forwards tools/call. mirrors are the x-mcp-header
 // annotations of the tool's input schema: an HTTP upstream of 2026-07-28
-// gets the Mcp-Param-{Name} headers it checks.
-func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror) weft.ToolHandler {
+// gets the Mcp-Param-{Name} headers it checks. taskSupport is a 2025-era
+// tool's execution.taskSupport: "optional" or "required" run as a task for
+// a client declaring the tasks extension (tasks_legacy.go); "required"
+// refuses the others (-32021).
+func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror, taskSupport string) weft.ToolHandler {
 	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		args := req.Arguments()
 		params := exactjson.Object(exactjson.Field("name", exactjson.String(upName)), exactjson.Field("arguments", args))
@@ -897,7 +908,16 @@ func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror) weft.Tool
 				}
 			}
 		}
-		res, err := u.invoke(withHeader(ctx, header), req, "tools/call", params)
+		var res exactjson.Value
+		var err error
+		switch {
+		case (taskSupport == "optional" || taskSupport == "required") && declaresTasks(req.ClientCapabilities):
+			res, err = u.callAsTask(ctx, req, params)
+		case taskSupport == "required":
+			return nil, weft.MissingCapabilities(tasksRequired())
+		default:
+			res, err = u.invoke(withHeader(ctx, header), req, "tools/call", params)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -89,6 +89,17 @@ func inputRequest(method string, params exactjson.Value, policy func(rawURL stri
 	return r, r.Err()
 }
 
+// checkRelayed checks an upstream's request the way srv checks the input
+// requests it emits (srv.CheckInputRequest): for a request the gateway
+// hands its client outside an input_required result.
+func checkRelayed(srv *weft.Server, method string, params exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) error {
+	r, err := inputRequest(method, params, policy)
+	if err != nil || srv == nil {
+		return err
+	}
+	return srv.CheckInputRequest(r)
+}
+
 // inputKind names the kind of an upstream's input request as in
 // UpstreamConfig.Inputs ("" for a method that is none).
 func inputKind(method string, params exactjson.Value) string {

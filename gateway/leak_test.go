@@ -15,12 +15,14 @@ import (
 	"github.com/weftmcp/weft/gateway"
 )
 
-// After calls that complete, time out, crash the upstream and park, Close
-// leaves no goroutine, parked call or process behind.
+// After calls that complete, time out, crash the upstream and park, and
+// with a 2025 task working and another waiting for input, Close leaves no
+// goroutine, parked call or process behind.
 func TestNothingLeaks(t *testing.T) {
 	before := runtime.NumGoroutine()
 	up, log := fakeUpstream(t, "fake")
 	up.CallTimeout = gateway.Duration(300 * time.Millisecond)
+	up.Env[fakeTasksEnv] = "1"
 	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{Protector: testKeyring(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -30,7 +32,7 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	hc := &http.Client{Transport: &http.Transport{}}
-	c := client.New(client.NewHTTPTransport(hs.URL, hc), client.Options{Capabilities: exactjson.Object(
+	c := client.New(client.NewHTTPTransport(hs.URL, hc), client.Options{TasksEnabled: true, Capabilities: exactjson.Object(
 		exactjson.Field("elicitation", exactjson.Object()))})
 	if _, err := c.CallTool(ctx, "echo", nil); err != nil {
 		t.Fatal(err)
@@ -44,6 +46,18 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	if gw.Parked() != 1 {
 		t.Fatalf("%d parked calls, want 1", gw.Parked())
+	}
+	for _, tool := range []string{"slowtask", "asktask"} {
+		res, err := c.Call(ctx, "tools/call", map[string]any{"name": tool})
+		if err != nil || str(res, "resultType") != "task" {
+			t.Fatalf("%s: %v %v", tool, res, err)
+		}
+		if tool == "asktask" {
+			waitFor(t, "the task to wait for input", func() bool {
+				tk, err := c.GetTask(ctx, str(res, "taskId"))
+				return err == nil && tk.Status == client.TaskInputRequired
+			})
+		}
 	}
 	pid := fakePid(t, log)
 	if err := gw.Close(); err != nil {

@@ -58,6 +58,10 @@ var gatewayLimits = []struct {
 		consts: []string{"maxURLElicitations"}},
 	{Limit: limitsdoc.Limit{Doc: "callers' cached views of a mount", Default: limitsdoc.Num(maxCallerViews), Past: []string{"dropped"}},
 		consts: []string{"maxCallerViews"}},
+	{Limit: limitsdoc.Limit{Doc: "tasks of a 2025-era upstream known to one instance", Default: limitsdoc.Num(maxLegacyTasks), Past: []string{"-32603", "retry later"}},
+		consts: []string{"maxLegacyTasks", "legacyTaskKeep"}},
+	{Limit: limitsdoc.Limit{Doc: "polling of a 2025-era upstream's task", Default: limitsdoc.Dur(defaultLegacyPoll), Ceiling: limitsdoc.Dur(maxLegacyPoll), Past: []string{"pollInterval"}},
+		consts: []string{"defaultLegacyPoll", "minLegacyPoll", "maxLegacyPoll"}},
 	{Limit: limitsdoc.Limit{Doc: "an upstream's oauth token file", Names: []string{"MaxTokenFileBytes"}, Default: limitsdoc.Num(MaxTokenFileBytes), Past: []string{"-31050"}}},
 }
 

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -297,21 +298,96 @@ func TestEverythingHTTPRestarted(t *testing.T) {
 
 // A tool of a 2025-era upstream that requires task augmentation
 // (server-everything's simulate-research-query, execution.taskSupport
-// "required") is not listed: the gateway does not translate 2025-era tasks,
-// so every call would fail (issue 27 item 3, its last sentence).
-func TestEverythingTaskRequiredToolHidden(t *testing.T) {
-	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{everythingStdio(t, "every")}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
-	defer c.Close()
+// "required") is listed and runs as a task of the tasks extension (issue 27
+// item 3): the gateway creates the upstream's task, polls it, relays the
+// elicitation the upstream sends for it through tasks/result as the task's
+// input request, and returns its result. A client without the extension is
+// told it is required (-32021). Over stdio and over Streamable HTTP.
+func TestEverythingTaskRequiredTool(t *testing.T) {
+	for name, up := range map[string]func(t *testing.T) gateway.UpstreamConfig{
+		"stdio": func(t *testing.T) gateway.UpstreamConfig { return everythingStdio(t, "every") },
+		"http": func(t *testing.T) gateway.UpstreamConfig {
+			port := freePort(t)
+			everythingHTTP(t, port)
+			return gateway.UpstreamConfig{Name: "every", URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) { everythingTask(t, up(t)) })
+	}
+}
+
+func everythingTask(t *testing.T, up gateway.UpstreamConfig) {
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	waitTool(t, ctx, c, "get-sum")
-	res, err := c.Call(ctx, "tools/list", exactjson.Object())
+	var asked []exactjson.Value
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{TasksEnabled: true, Handlers: client.Handlers{
+		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			asked = append(asked, p)
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
+				exactjson.Field("content", exactjson.Object(exactjson.Field("interpretation", exactjson.String("snake"))))), nil
+		}}})
+	defer c.Close()
+	waitTool(t, ctx, c, "simulate-research-query")
+
+	res, err := c.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(res.String(), "simulate-research-query") {
-		t.Errorf("tools/list shows simulate-research-query, which no call through the gateway can run")
+	if res.TaskID == "" || !strings.Contains(res.Text(), "# Research Report: python (snake)") {
+		t.Fatalf("result (task %q): %s", res.TaskID, res.Text())
+	}
+	if len(asked) != 1 || !strings.Contains(str(asked[0], "message"), "multiple interpretations") ||
+		strings.Contains(asked[0].String(), "related-task") {
+		t.Errorf("the client was asked %v", asked)
+	}
+
+	// Step by step: working, then input_required with the elicitation,
+	// answered by tasks/update, then completed.
+	created, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("simulate-research-query")),
+		exactjson.Field("arguments", exactjson.Object(exactjson.Field("topic", exactjson.String("rust")), exactjson.Field("ambiguous", exactjson.Bool(true))))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := str(created, "taskId")
+	if str(created, "resultType") != "task" || str(created, "status") != "working" {
+		t.Fatalf("tools/call answered %s", created)
+	}
+	var tk *client.Task
+	waitFor(t, "input_required", func() bool {
+		tk, err = c.GetTask(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.Status != client.TaskWorking
+	})
+	if tk.Status != client.TaskInputRequired || tk.InputRequests.Len() != 1 {
+		t.Fatalf("task: %s", tk.Raw)
+	}
+	var key string
+	for k, r := range tk.InputRequests.All() {
+		key = k
+		if str(r, "method") != "elicitation/create" {
+			t.Fatalf("input request %s", r)
+		}
+	}
+	if err := c.UpdateTask(ctx, id, exactjson.Object(exactjson.Field(key, exactjson.Object(exactjson.Field("action", exactjson.String("decline")))))); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.FollowTask(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "rust (User declined - using default interpretation)") {
+		t.Fatalf("result %s", out)
+	}
+
+	plain := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer plain.Close()
+	_, err = plain.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "x"})
+	var re *client.RPCError
+	if !errors.As(err, &re) || re.Code != client.CodeMissingRequiredClientCapability {
+		t.Fatalf("without the tasks extension: %v", err)
 	}
 }
 

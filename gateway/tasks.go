@@ -17,7 +17,9 @@ import (
 // gateway's server seals (weft.RelayTasks: bound to the caller, carrying
 // the relay's name, which names the upstream, and the upstream's task id),
 // so that tasks/get, tasks/update and tasks/cancel on any instance of the
-// fleet reach the upstream's task.
+// fleet reach the upstream's task. The same relay serves the tasks of a
+// 2025-era upstream, which the instance holding its session drives
+// (tasks_legacy.go).
 
 // relayName is the name of the upstream's task relay on the server.
 func (u *upstream) relayName() string { return "gateway/" + u.cfg.Name }
@@ -77,6 +79,12 @@ func (t taskRelay) call(ctx context.Context, req *weft.Request, method string, p
 }
 
 func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*task.Record, error) {
+	if lt, ok, err := t.legacy(id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return lt.view(), nil
+	}
 	res, err := t.call(ctx, req, "tasks/get", taskIDParams(id))
 	if err != nil {
 		return nil, err
@@ -84,6 +92,11 @@ func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*
 	rec, err := taskRecord(res)
 	if err != nil {
 		return nil, t.u.g.unavailable(t.u, fmt.Errorf("tasks/get: %w", err))
+	}
+	if rec.Status == task.InputRequired {
+		if err := t.screen(ctx, req, id, rec); err != nil {
+			return nil, err
+		}
 	}
 	if rec.Result != nil && t.u.uris.prefix != "" {
 		// The resource links of the tool result carry exposed URIs.
@@ -98,12 +111,68 @@ func (t taskRelay) GetTask(ctx context.Context, req *weft.Request, id string) (*
 	return rec, nil
 }
 
+// screen removes from rec's inputRequests those the gateway does not relay
+// (a URL its policy or the server's refuses, a form asking for secrets:
+// see checkRelayed), declining them upstream with tasks/update; with none
+// left the task shows as working.
+func (t taskRelay) screen(ctx context.Context, req *weft.Request, id string, rec *task.Record) error {
+	u := t.u
+	reqs, err := exactjson.Parse(rec.InputRequests, parseLimits)
+	if err != nil || reqs.Kind() != exactjson.KindObject {
+		return u.g.unavailable(u, fmt.Errorf("tasks/get: the task's inputRequests: not an object"))
+	}
+	var declined []exactjson.Member
+	keep := reqs
+	for key, r := range reqs.All() {
+		m := str(r, "method")
+		p, _ := r.Get("params")
+		err := u.checkURL(m, p)
+		if err == nil {
+			err = checkRelayed(u.g.srv, m, p, u.urlPolicy)
+		}
+		if err == nil {
+			continue
+		}
+		u.g.log.Warn("gateway: refused an input request of an upstream's task; declined upstream", "upstream", u.cfg.Name, "key", key, "method", m, "err", err)
+		keep = keep.Without(key)
+		if m == "elicitation/create" {
+			declined = append(declined, exactjson.Field(key, exactjson.Object(exactjson.Field("action", exactjson.String("decline")))))
+		}
+	}
+	if keep.Len() == reqs.Len() {
+		return nil
+	}
+	if len(declined) > 0 {
+		if _, err := t.call(ctx, req, "tasks/update", taskIDParams(id).With("inputResponses", exactjson.Object(declined...))); err != nil {
+			return err
+		}
+	}
+	if keep.Len() == 0 {
+		rec.Status, rec.InputRequests = task.Working, nil
+		return nil
+	}
+	rec.InputRequests, err = exactjson.Encode(keep, 0)
+	return err
+}
+
 func (t taskRelay) UpdateTask(ctx context.Context, req *weft.Request, id string, inputResponses exactjson.Value) error {
+	if lt, ok, err := t.legacy(id); ok {
+		if err == nil {
+			lt.answer(inputResponses)
+		}
+		return err
+	}
 	_, err := t.call(ctx, req, "tasks/update", taskIDParams(id).With("inputResponses", inputResponses))
 	return err
 }
 
 func (t taskRelay) CancelTask(ctx context.Context, req *weft.Request, id string) error {
+	if lt, ok, err := t.legacy(id); ok {
+		if err == nil {
+			err = lt.cancelTask(ctx)
+		}
+		return err
+	}
 	_, err := t.call(ctx, req, "tasks/cancel", taskIDParams(id))
 	return err
 }

@@ -73,6 +73,22 @@ func tasksServer(t testing.TB) *weft.Server {
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.ResourceLinkContent(weft.ResourceInfo{URI: "jobs://out/1", Name: "out"})}}, nil
 		}))
+	link := weft.URL(weft.ConditionalCapability)
+	fail(s.AddTool(weft.Tool{Name: "golink", Description: "Sends the user to another origin in the task.", Task: weft.TaskRequired, Inputs: []weft.Input{link}},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			if req.Task() == nil {
+				return nil, weft.RunAsTask(exactjson.Value{})
+			}
+			outcome, ok, _ := link.Answer(req, "go")
+			if !ok {
+				return nil, weft.AskInput("go", link.Ask("Open this.", "https://elsewhere.example/x"))
+			}
+			text := "link accept"
+			if outcome == elicit.Declined {
+				text = "link decline"
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(text)}}, nil
+		}))
 	fail(s.AddTool(weft.Tool{Name: "inline", Description: "Answers in line."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("inline")}}, nil
@@ -228,6 +244,19 @@ func TestTasksRelayed(t *testing.T) {
 				}
 				return tk.Status == client.TaskCancelled
 			})
+
+			// A task's URL elicitation to an origin the gateway does not
+			// allow is declined upstream, never shown to the client.
+			asked := 0
+			lc := client.New(client.NewHTTPTransport(s.urls[0], nil, client.WithBearerToken("alice")), client.Options{TasksEnabled: true,
+				Handlers: client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
+					asked++
+					return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+				}}})
+			defer lc.Close()
+			if res, err := lc.CallTool(ctx, "jobs.golink", nil); err != nil || res.Text() != "link decline" || asked != 0 {
+				t.Fatalf("golink: %v %v (client asked %d times)", res, err, asked)
+			}
 
 			// A tool answering in line still does; a client without the
 			// extension is not given tasks (the upstream's -32021).
