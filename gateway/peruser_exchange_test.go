@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
@@ -167,4 +169,75 @@ func TestPerUserTokenExchange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUserAuthorizationOptions: an upstream with perUser needs
+// Options.UserAuthorization with a usable base URL and a protector; New
+// says which.
+func TestUserAuthorizationOptions(t *testing.T) {
+	upURL := protectedUpstream(t, "http://127.0.0.1:1", func(tok, _ string) bool { return tok == "list-token" })
+	tokenFile := filepath.Join(t.TempDir(), "list-token")
+	if err := os.WriteFile(tokenFile, []byte("list-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: upURL, OAuth: &gateway.UpstreamOAuth{
+		TokenFile: tokenFile, PerUser: &gateway.PerUserOAuth{ClientID: "gw"}}}}}
+	prot := testKeyring(t)
+	for _, tc := range []struct {
+		ua   *gateway.UserAuthorization
+		want string
+	}{
+		{nil, "needs Options.UserAuthorization"},
+		{&gateway.UserAuthorization{BaseURL: "http://gateway.example.com/oauth", Protector: prot}, "want an https URL"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth?x=1", Protector: prot}, "without query"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth"}, "Protector is required"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot, LinkLifetime: 2 * time.Hour}, "LinkLifetime"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		gw, err := gateway.New(ctx, nil, cfg, gateway.Options{UserAuthorization: tc.ua})
+		cancel()
+		if err == nil {
+			gw.Close()
+			t.Errorf("%+v: no error, want %q", tc.ua, tc.want)
+		} else if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `upstream "up"`) {
+			t.Errorf("%+v: %v, want %q naming the upstream", tc.ua, err, tc.want)
+		}
+	}
+}
+
+// FuzzAuthorizationHandler: the start page and the callback take a handle,
+// a state and a cookie from any browser; none of them, forged, opens a
+// flow: the answer is an error page (never a redirect, a 200 or a 5xx).
+// Seeds are in testdata/fuzz/FuzzAuthorizationHandler.
+func FuzzAuthorizationHandler(f *testing.F) {
+	upURL := protectedUpstream(f, "http://127.0.0.1:1", func(tok, _ string) bool { return tok == "list-token" })
+	tokenFile := filepath.Join(f.TempDir(), "list-token")
+	if err := os.WriteFile(tokenFile, []byte("list-token"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: upURL, OAuth: &gateway.UpstreamOAuth{
+		TokenFile: tokenFile, PerUser: &gateway.PerUserOAuth{ClientID: "gw"}}}}}
+	prot := testKeyring(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := weft.NewServer(weft.Implementation{Name: "fuzz", Version: "1"}, &weft.Options{Protector: prot, QuietRequests: true})
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = gw.Close() })
+	h := gw.AuthorizationHandler()
+	f.Fuzz(func(t *testing.T, path, state, cookie string) {
+		for _, target := range []string{"/oauth/start/" + url.PathEscape(path), "/oauth/callback?state=" + url.QueryEscape(state) + "&code=c"} {
+			r := httptest.NewRequest(http.MethodGet, "https://gw.example.com"+target, nil)
+			if cookie != "" {
+				r.Header.Set("Cookie", "weft_gw_authz_"+url.QueryEscape(state)+"="+url.QueryEscape(cookie))
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code < 400 || w.Code >= 500 {
+				t.Fatalf("%s: %d %s", target, w.Code, w.Header().Get("Location"))
+			}
+		}
+	})
 }
