@@ -154,7 +154,10 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil {
-			if offersTasks(c) {
+			// A per-user upstream's tasks belong to its users: following
+			// them needs each user's connection, which the task relay does
+			// not have, so its calls run in line (peruser.go).
+			if offersTasks(c) && u.users == nil {
 				if err := u.registerTasks(); err != nil {
 					g.Close()
 					return nil, err
