@@ -1024,7 +1024,7 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 		// instance may be gone), the retry does not wait longer.
 		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 		defer cancel()
-		o, err := g.park.resume(tctx, id, int(r), inputResponses(req), notify)
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req, u.ownInputKey()), notify)
 		if err != nil {
 			if errors.Is(err, errParkedGone) {
 				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
@@ -1129,7 +1129,7 @@ func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, 
 }
 
 func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn, method string, params exactjson.Value, notify func(string, exactjson.Value)) (exactjson.Value, error) {
-	if rs := inputResponses(req); rs.Len() > 0 {
+	if rs := inputResponses(req, u.ownInputKey()); rs.Len() > 0 {
 		params = params.With("inputResponses", rs)
 	}
 	if st, ok := upstreamState(req); ok {

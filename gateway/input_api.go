@@ -162,12 +162,13 @@ func parkedState(req *weft.Request) (exactjson.Value, bool) {
 func upstreamState(req *weft.Request) (string, bool) { return req.ApplicationState() }
 
 // inputResponses returns the retry's inputResponses as a JSON object (an
-// empty object when there are none), without the answer to the gateway's
-// own authorization request (peruser.go), which goes to no upstream.
-func inputResponses(req *weft.Request) exactjson.Value {
+// empty object when there are none), without own: the key of the
+// gateway's own request (a per-user upstream's authorization, peruser.go;
+// "" for none), whose answer goes to no upstream.
+func inputResponses(req *weft.Request, own string) exactjson.Value {
 	var m []exactjson.Member
 	for k, v := range req.InputResponses().All() {
-		if k == authorizeKey {
+		if own != "" && k == own {
 			continue
 		}
 		m = append(m, exactjson.Field(k, v))

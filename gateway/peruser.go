@@ -262,6 +262,15 @@ func (a *userAuthz) invoke(ctx context.Context, req *weft.Request, method string
 	return res, err
 }
 
+// ownInputKey is the key of the gateway's own input request on the
+// upstream's calls ("" for none): its answer is not forwarded.
+func (u *upstream) ownInputKey() string {
+	if u.users != nil {
+		return authorizeKey
+	}
+	return ""
+}
+
 // lost reports that the caller has no token (any more).
 func (a *userAuthz) lost(ctx context.Context, key usertoken.Key) bool {
 	t, err := a.vault.Token(ctx, key)

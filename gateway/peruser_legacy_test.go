@@ -134,7 +134,9 @@ func TestPerUserLegacyClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.String(); !strings.Contains(got, "auth=Bearer user-carol-") || strings.Join(asked, ",") != "elicitation/create:url" {
+	// The answer to the gateway's own request does not reach the upstream.
+	if got := res.String(); !strings.Contains(got, "auth=Bearer user-carol-") || strings.Contains(got, "inputResponses") ||
+		strings.Join(asked, ",") != "elicitation/create:url" {
 		t.Fatalf("result %s after %v", got, asked)
 	}
 }
