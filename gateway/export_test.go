@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
@@ -50,4 +51,19 @@ func (g *Gateway) Running(name string) int {
 		}
 	}
 	return 0
+}
+
+// DialLegacyAs is DialLegacy sending authorization as the Authorization
+// header of every request (a caller the server's admission identifies).
+func DialLegacyAs(ctx context.Context, url, authorization string, answer func(method string, params exactjson.Value) exactjson.Value) (*LegacyClient, error) {
+	u := &UpstreamConfig{Name: "legacy-client", URL: url, Protocol: Version20251125}
+	c, err := dial(ctx, u, nil, func(_ context.Context, h http.Header) error {
+		h.Set("Authorization", authorization)
+		return nil
+	}, nil, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.answer = answer
+	return &LegacyClient{c: c}, nil
 }

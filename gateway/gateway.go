@@ -17,6 +17,7 @@ import (
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway/usertoken"
 	"github.com/weftmcp/weft/internal/mirror"
 	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/skills"
@@ -52,6 +53,11 @@ type Options struct {
 	// for an https URL upstream's own origin. See docs/gateway.md.
 	URLElicitation *elicit.URLPolicy
 
+	// UserAuthorization serves the upstreams with per-user authorization
+	// (oauth.perUser); required when there are any. See peruser.go and
+	// docs/gateway.md.
+	UserAuthorization *UserAuthorization
+
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
@@ -73,6 +79,9 @@ type Gateway struct {
 	// urlDefault is Options.URLElicitation.
 	urlDefault *elicit.URLPolicy
 	ups        []*upstream
+	// userAuth is Options.UserAuthorization with defaults (nil: no
+	// upstream has per-user authorization).
+	userAuth *UserAuthorization
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -105,11 +114,21 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	}
 	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log), urlDefault: opts.URLElicitation,
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
+	var vault *usertoken.Vault
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
 		var err error
 		if u.hc, err = upstreamHTTPClient(&u.cfg, hc); err != nil { // upstream_oauth.go
 			return nil, err
+		}
+		if u.cfg.OAuth != nil && u.cfg.OAuth.PerUser != nil { // peruser.go
+			if g.userAuth == nil {
+				if g.userAuth, err = opts.UserAuthorization.withDefaults(); err != nil {
+					return nil, fmt.Errorf("gateway: upstream %q: %w", u.cfg.Name, err)
+				}
+				vault = usertoken.NewVault(g.userAuth.Store, g.userAuth.Protector)
+			}
+			u.users = newUserAuthz(u, g.userAuth, vault)
 		}
 		u.uris = u.cfg.uris()
 		u.pool = newProcPool(u)
@@ -135,7 +154,10 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil {
-			if offersTasks(c) || offersLegacyTasks(c) {
+			// A per-user upstream's tasks belong to its users: following
+			// them needs each user's connection, which the task relay does
+			// not have, so its calls run in line (peruser.go).
+			if (offersTasks(c) || offersLegacyTasks(c)) && u.users == nil {
 				if err := u.registerTasks(); err != nil {
 					g.Close()
 					return nil, err
@@ -317,6 +339,9 @@ type upstream struct {
 
 	// pool holds the processes of a 2025-era command upstream (pool.go).
 	pool *procPool
+	// users is the per-user authorization of the upstream (peruser.go);
+	// nil when it has none.
+	users *userAuthz
 	// parked counts the calls of the upstream parked on this instance, in
 	// all and by caller (parkedMu; see admitParked).
 	parkedMu sync.Mutex
@@ -463,6 +488,9 @@ func (u *upstream) closeConn() error {
 	u.c = nil
 	u.mu.Unlock()
 	errs := u.pool.close()
+	if u.users != nil {
+		errs = append(errs, u.users.close()...)
+	}
 	if c != nil {
 		errs = append(errs, c.close())
 	}
@@ -1024,6 +1052,15 @@ func partitionDigest(req *weft.Request) string {
 // invoke forwards one operation and returns the upstream's complete result,
 // or an error for the server to send (an *weft.InputRequired included).
 func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string, params exactjson.Value) (exactjson.Value, error) {
+	if u.users != nil {
+		return u.users.invoke(ctx, req, method, params) // peruser.go
+	}
+	return u.invokeOn(ctx, req, method, params, nil)
+}
+
+// invokeOn is invoke on uc, a caller's own connection (nil: the
+// upstream's).
+func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method string, params exactjson.Value, uc *conn) (exactjson.Value, error) {
 	g := u.g
 	// The gateway emits only input requests the client supports (a 2025
 	// upstream's others are refused upstream; a 2026-07-28 upstream gets
@@ -1066,7 +1103,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		// instance may be gone), the retry does not wait longer.
 		tctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
 		defer cancel()
-		o, err := g.park.resume(tctx, id, int(r), inputResponses(req), notify)
+		o, err := g.park.resume(tctx, id, int(r), inputResponses(req, u.ownInputKey()), notify)
 		if err != nil {
 			if errors.Is(err, errParkedGone) {
 				return exactjson.Value{}, weft.InvalidParams("Invalid request state: " + err.Error())
@@ -1081,9 +1118,12 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	if a := req.Header.Get("Authorization"); a != "" && u.cfg.Authorization == "passthrough" {
 		ctx = context.WithValue(ctx, authKey{}, a)
 	}
-	c, err := u.get(ctx)
-	if err != nil {
-		return exactjson.Value{}, g.unavailable(u, err)
+	c := uc
+	var err error
+	if c == nil {
+		if c, err = u.get(ctx); err != nil {
+			return exactjson.Value{}, g.unavailable(u, err)
+		}
 	}
 	if c.modern() {
 		return u.invokeModern(ctx, req, c, method, params, notify)
@@ -1168,7 +1208,7 @@ func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, 
 }
 
 func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn, method string, params exactjson.Value, notify func(string, exactjson.Value)) (exactjson.Value, error) {
-	if rs := inputResponses(req); rs.Len() > 0 {
+	if rs := inputResponses(req, u.ownInputKey()); rs.Len() > 0 {
 		params = params.With("inputResponses", rs)
 	}
 	if st, ok := upstreamState(req); ok {

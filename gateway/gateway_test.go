@@ -83,7 +83,7 @@ func demoUpstream(t *testing.T, protocol string) gateway.UpstreamConfig {
 
 // testKeyring is shared by the instances of one test (a fleet shares its
 // keyring).
-func testKeyring(t *testing.T) seal.Protector {
+func testKeyring(t testing.TB) seal.Protector {
 	t.Helper()
 	k, err := seal.GenerateKey("test")
 	if err != nil {

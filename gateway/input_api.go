@@ -173,11 +173,39 @@ func parkedState(req *weft.Request) (exactjson.Value, bool) {
 func upstreamState(req *weft.Request) (string, bool) { return req.ApplicationState() }
 
 // inputResponses returns the retry's inputResponses as a JSON object (an
-// empty object when there are none).
-func inputResponses(req *weft.Request) exactjson.Value {
+// empty object when there are none), without own: the key of the
+// gateway's own request (a per-user upstream's authorization, peruser.go;
+// "" for none), whose answer goes to no upstream.
+func inputResponses(req *weft.Request, own string) exactjson.Value {
 	var m []exactjson.Member
 	for k, v := range req.InputResponses().All() {
+		if own != "" && k == own {
+			continue
+		}
 		m = append(m, exactjson.Field(k, v))
 	}
 	return exactjson.Object(m...)
+}
+
+// authorizeInput is the gateway's own URL request sending the user to its
+// authorization start page (peruser.go), checked against policy.
+func authorizeInput(message, rawURL string, policy elicit.URLPolicy) (*weft.InputRequired, error) {
+	r := weft.Relay(weft.URL(weft.ConditionalCapability), exactjson.Object(
+		exactjson.Field("mode", exactjson.String("url")),
+		exactjson.Field("message", exactjson.String(message)),
+		exactjson.Field("url", exactjson.String(rawURL)))).WithURLPolicy(policy)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return weft.AskInput(authorizeKey, r), nil
+}
+
+// authorizeAnswer reads the answer to the gateway's authorization request
+// on a retry: present, and its action.
+func authorizeAnswer(req *weft.Request) (action string, present bool) {
+	v, ok := req.InputResponses().Get(authorizeKey)
+	if !ok {
+		return "", false
+	}
+	return str(v, "action"), true
 }

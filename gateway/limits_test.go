@@ -7,6 +7,7 @@ import (
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway/usertoken"
 	"github.com/weftmcp/weft/internal/limitsdoc"
 )
 
@@ -63,6 +64,12 @@ var gatewayLimits = []struct {
 	{Limit: limitsdoc.Limit{Doc: "polling of a 2025-era upstream's task", Default: limitsdoc.Dur(defaultLegacyPoll), Ceiling: limitsdoc.Dur(maxLegacyPoll), Past: []string{"pollInterval"}},
 		consts: []string{"defaultLegacyPoll", "minLegacyPoll", "maxLegacyPoll"}},
 	{Limit: limitsdoc.Limit{Doc: "an upstream's oauth token file", Names: []string{"MaxTokenFileBytes"}, Default: limitsdoc.Num(MaxTokenFileBytes), Past: []string{"-31050"}}},
+	{Limit: limitsdoc.Limit{Doc: "per-user connections to one upstream (`oauth.perUser`)", Names: []string{"UserAuthorization.MaxConnections", "DefaultMaxUserConnections"},
+		Default: limitsdoc.Num(DefaultMaxUserConnections), Past: []string{"least recently used"}}},
+	{Limit: limitsdoc.Limit{Doc: "per-user authorization link and started flow", Names: []string{"UserAuthorization.LinkLifetime", "DefaultAuthorizationLinkLifetime", "MaxAuthorizationLinkLifetime"},
+		Default: limitsdoc.Dur(DefaultAuthorizationLinkLifetime), Ceiling: limitsdoc.Dur(MaxAuthorizationLinkLifetime), Past: []string{"expired"}}},
+	{Limit: limitsdoc.Limit{Doc: "users' upstream tokens in a memory store", Names: []string{"usertoken.NewMemory", "usertoken.DefaultMaxMemoryRecords"},
+		Default: limitsdoc.Num(usertoken.DefaultMaxMemoryRecords), Past: []string{"-31050", "usertoken.ErrFull"}}},
 }
 
 // notLimits are the package's constants named like limits that bound

@@ -27,14 +27,18 @@ import (
 )
 
 // protectedUpstream is a Weft server whose tools need a bearer token that
-// valid accepts; it answers others 401 with its protected resource
+// valid accepts (whoami answers it, and the keys of inputResponses it got); it answers others 401 with its protected resource
 // metadata, which names the authorization server issuer.
-func protectedUpstream(t *testing.T, issuer string, valid func(token, resource string) bool) string {
+func protectedUpstream(t testing.TB, issuer string, valid func(token, resource string) bool) string {
 	t.Helper()
 	up := weft.NewServer(weft.Implementation{Name: "protected", Version: "1"}, nil)
 	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the Authorization header."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("auth=" + req.Header.Get("Authorization"))}}, nil
+			out := "auth=" + req.Header.Get("Authorization")
+			if keys := req.InputResponses().Keys(); len(keys) > 0 { // none is expected
+				out += fmt.Sprintf(" inputResponses=%q", keys)
+			}
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(out)}}, nil
 		}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +178,11 @@ func TestUpstreamOAuthConfig(t *testing.T) {
 		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", OAuth: &gateway.UpstreamOAuth{TokenFile: "/t", ClientID: "c", ClientSecret: "s"}}, "not both"},
 		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", OAuth: &gateway.UpstreamOAuth{}}, "set tokenFile"},
 		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", OAuth: &gateway.UpstreamOAuth{ClientID: "c", ClientSecret: "s", AuthMethod: "tls"}}, "authMethod"},
+		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", OAuth: &gateway.UpstreamOAuth{PerUser: &gateway.PerUserOAuth{}}}, "perUser: set clientId"},
+		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", OAuth: &gateway.UpstreamOAuth{PerUser: &gateway.PerUserOAuth{ClientID: "c", ClientMetadataURL: "https://gw/cimd"}}}, "not both"},
+		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", Inputs: []string{"form"}, OAuth: &gateway.UpstreamOAuth{PerUser: &gateway.PerUserOAuth{ClientID: "c"}}}, `must include "url"`},
+		{gateway.UpstreamConfig{Name: "a", Command: "x", OAuth: &gateway.UpstreamOAuth{PerUser: &gateway.PerUserOAuth{ClientID: "c"}}}, "url upstreams only"},
+		{gateway.UpstreamConfig{Name: "a", URL: "http://h/", Authorization: "passthrough", OAuth: &gateway.UpstreamOAuth{PerUser: &gateway.PerUserOAuth{ClientID: "c"}}}, "exclude each other"},
 	}
 	for _, tt := range tests {
 		err := (&gateway.Config{Upstreams: []gateway.UpstreamConfig{tt.up}}).Validate()

@@ -45,6 +45,11 @@ type UpstreamOAuth struct {
 	AuthMethod string `json:"authMethod,omitempty"`
 	// Scopes are requested in addition to those the upstream asks for.
 	Scopes []string `json:"scopes,omitempty"`
+
+	// PerUser makes the upstream's calls carry each caller's own
+	// authorization instead (peruser.go): the gateway's credentials above,
+	// when set, read only the upstream's lists.
+	PerUser *PerUserOAuth `json:"perUser,omitempty"`
 }
 
 func (o *UpstreamOAuth) validate(u *UpstreamConfig) error {
@@ -60,12 +65,15 @@ func (o *UpstreamOAuth) validate(u *UpstreamConfig) error {
 		return errors.New("oauth and an Authorization header exclude each other")
 	case o.TokenFile != "" && (o.ClientID != "" || o.ClientSecret != "" || o.PrivateKeyFile != ""):
 		return errors.New("oauth: set tokenFile or client credentials, not both")
-	case o.TokenFile == "" && o.ClientID == "":
-		return errors.New("oauth: set tokenFile, or clientId with clientSecret or privateKeyFile")
+	case o.TokenFile == "" && o.ClientID == "" && o.PerUser == nil:
+		return errors.New("oauth: set tokenFile, or clientId with clientSecret or privateKeyFile, or perUser")
 	case o.ClientID != "" && o.ClientSecret == "" && o.PrivateKeyFile == "":
 		return errors.New("oauth: clientId needs clientSecret or privateKeyFile")
 	case o.ClientSecret != "" && o.PrivateKeyFile != "":
 		return errors.New("oauth: set clientSecret or privateKeyFile, not both")
+	}
+	if err := o.PerUser.validate(u); err != nil {
+		return fmt.Errorf("oauth.perUser: %w", err)
 	}
 	switch o.AuthMethod {
 	case "", oauth.AuthClientSecretBasic, oauth.AuthClientSecretPost, oauth.AuthPrivateKeyJWT:
@@ -88,7 +96,7 @@ func hasHeader(h map[string]string, name string) bool {
 // an upstream with oauth base authorizing as the gateway.
 func upstreamHTTPClient(u *UpstreamConfig, base *http.Client) (*http.Client, error) {
 	o := u.OAuth
-	if o == nil {
+	if o == nil || (o.TokenFile == "" && o.ClientID == "") {
 		return base, nil
 	}
 	rt := base.Transport

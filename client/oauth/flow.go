@@ -98,6 +98,13 @@ type Config struct {
 	// Assertion returns the JWT of the JWT-bearer grant.
 	Assertion func(ctx context.Context, req AssertionRequest) (string, error)
 
+	// AuthorizationParams are added to authorization requests, for
+	// authorization servers that need more than the resource indicator to
+	// issue a token for the MCP server (for example "audience" at Auth0 or
+	// Ory Hydra, which do not implement RFC 8707). The parameters the flow
+	// sets itself cannot be overridden.
+	AuthorizationParams url.Values
+
 	// Scopes are requested in addition to those the server asks for.
 	Scopes []string
 	// OfflineAccess asks for a refresh token: offline_access is added to
@@ -162,9 +169,12 @@ type Authorizer struct {
 	hc     *http.Client
 	store  Store
 
-	mu       sync.Mutex // serializes authorizations and refreshes
-	tok      *Token
-	loaded   bool
+	mu     sync.Mutex // serializes authorizations and refreshes
+	tok    *Token
+	loaded bool
+
+	regMu    sync.Mutex // serializes registrations
+	mdMu     sync.Mutex
 	metadata map[string]*ServerMetadata // issuer -> metadata (this process)
 }
 
@@ -253,7 +263,18 @@ func (a *Authorizer) Refresh(ctx context.Context) (*Token, error) {
 }
 
 func (a *Authorizer) refreshLocked(ctx context.Context) (*Token, error) {
-	old := a.tok
+	t, err := a.refreshFrom(ctx, a.tok)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.saveLocked(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// refreshFrom redeems old's refresh token.
+func (a *Authorizer) refreshFrom(ctx context.Context, old *Token) (*Token, error) {
 	if old == nil || old.RefreshToken == "" {
 		return nil, errors.New("oauth: no refresh token")
 	}
@@ -275,9 +296,6 @@ func (a *Authorizer) refreshLocked(ctx context.Context) (*Token, error) {
 	}
 	if t.RefreshToken == "" {
 		t.RefreshToken = old.RefreshToken
-	}
-	if err := a.saveLocked(ctx, t); err != nil {
-		return nil, err
 	}
 	return t, nil
 }
@@ -309,36 +327,15 @@ func (a *Authorizer) Authorize(ctx context.Context, challenges []Challenge, fail
 			return t, nil
 		}
 	}
-	ch, _ := FindChallenge(challenges, "DPoP", "Bearer")
-	prm, err := DiscoverResource(ctx, a.hc, a.server, ch.Param("resource_metadata"))
-	if err != nil {
-		return nil, err
-	}
-	if len(prm.AuthorizationServers) == 0 {
-		return nil, fmt.Errorf("%w: the protected resource metadata names no authorization server", ErrMetadata)
-	}
-	issuer := prm.AuthorizationServers[0]
-	if a.cfg.ClientIssuer != "" && slices.Contains(prm.AuthorizationServers, a.cfg.ClientIssuer) {
-		issuer = a.cfg.ClientIssuer
-	}
-	asm, err := a.serverMetadata(ctx, issuer)
-	if err != nil {
-		return nil, err
-	}
-	// Scope selection: the challenge's, else the resource's
-	// scopes_supported, else none; a step-up adds the scopes asked for
-	// before (the union).
-	var scopes []string
-	if s := ch.Param("scope"); s != "" {
-		scopes = strings.Fields(s)
-	} else if len(prm.ScopesSupported) > 0 {
-		scopes = slices.Clone(prm.ScopesSupported)
-	}
+	var base []string
 	if stepUp && a.tok != nil {
-		scopes = union(a.tok.Scopes, scopes)
+		base = a.tok.Scopes
 	}
-	scopes = union(scopes, a.cfg.Scopes)
-	t, err := a.obtain(ctx, asm, prm.Resource, scopes)
+	asm, resource, scopes, err := a.discover(ctx, challenges, base)
+	if err != nil {
+		return nil, err
+	}
+	t, err := a.obtain(ctx, asm, resource, scopes)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +343,38 @@ func (a *Authorizer) Authorize(ctx context.Context, challenges []Challenge, fail
 		return nil, err
 	}
 	return t, nil
+}
+
+// discover finds the authorization server of the MCP server from its
+// challenges (or the well-known locations) and selects the scopes: the
+// challenge's, else the resource's scopes_supported, else none; then the
+// union with base (a step-up's scopes asked for before) and Config.Scopes.
+func (a *Authorizer) discover(ctx context.Context, challenges []Challenge, base []string) (*ServerMetadata, string, []string, error) {
+	ch, _ := FindChallenge(challenges, "DPoP", "Bearer")
+	prm, err := DiscoverResource(ctx, a.hc, a.server, ch.Param("resource_metadata"))
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return nil, "", nil, fmt.Errorf("%w: the protected resource metadata names no authorization server", ErrMetadata)
+	}
+	issuer := prm.AuthorizationServers[0]
+	if a.cfg.ClientIssuer != "" && slices.Contains(prm.AuthorizationServers, a.cfg.ClientIssuer) {
+		issuer = a.cfg.ClientIssuer
+	}
+	asm, err := a.serverMetadata(ctx, issuer)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var scopes []string
+	if s := ch.Param("scope"); s != "" {
+		scopes = strings.Fields(s)
+	} else if len(prm.ScopesSupported) > 0 {
+		scopes = slices.Clone(prm.ScopesSupported)
+	}
+	scopes = union(base, scopes)
+	scopes = union(scopes, a.cfg.Scopes)
+	return asm, prm.Resource, scopes, nil
 }
 
 func union(a, b []string) []string {
@@ -360,14 +389,19 @@ func union(a, b []string) []string {
 
 // serverMetadata returns the (validated) metadata of issuer.
 func (a *Authorizer) serverMetadata(ctx context.Context, issuer string) (*ServerMetadata, error) {
-	if m := a.metadata[issuer]; m != nil {
+	a.mdMu.Lock()
+	m := a.metadata[issuer]
+	a.mdMu.Unlock()
+	if m != nil {
 		return m, nil
 	}
 	m, err := DiscoverServer(ctx, a.hc, issuer)
 	if err != nil {
 		return nil, err
 	}
+	a.mdMu.Lock()
 	a.metadata[issuer] = m
+	a.mdMu.Unlock()
 	return m, nil
 }
 
@@ -417,6 +451,8 @@ func (a *Authorizer) obtain(ctx context.Context, asm *ServerMetadata, resource s
 // server: the pre-registered client, a stored registration, the client ID
 // metadata document URL, or a new dynamic registration, in that order.
 func (a *Authorizer) registration(ctx context.Context, asm *ServerMetadata) (*Registration, error) {
+	a.regMu.Lock() // one dynamic registration at a time
+	defer a.regMu.Unlock()
 	if a.cfg.ClientID != "" && (a.cfg.ClientIssuer == "" || a.cfg.ClientIssuer == asm.Issuer) {
 		return &Registration{Issuer: asm.Issuer, ClientID: a.cfg.ClientID, ClientSecret: a.cfg.ClientSecret, AuthMethod: a.pickAuthMethod(asm)}, nil
 	}
@@ -549,24 +585,40 @@ func (a *Authorizer) codeFlow(ctx context.Context, asm *ServerMetadata, resource
 	if a.cfg.Authorize == nil || a.cfg.RedirectURL == "" {
 		return nil, ErrInteractionRequired
 	}
-	if asm.AuthorizationEndpoint == "" {
-		return nil, fmt.Errorf("%w: %s has no authorization endpoint", ErrUnsupported, asm.Issuer)
-	}
-	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
-		return nil, fmt.Errorf("%w: %s does not offer PKCE with S256", ErrUnsupported, asm.Issuer)
-	}
-	reg, err := a.registration(ctx, asm)
+	authURL, p, err := a.beginCode(ctx, asm, resource, scopes)
 	if err != nil {
 		return nil, err
 	}
-	verifier := randomString(32)
-	sum := sha256.Sum256([]byte(verifier))
-	state := randomString(16)
+	vals, err := a.cfg.Authorize(ctx, authURL)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: authorization: %w", err)
+	}
+	return a.finishCode(ctx, asm, p, vals)
+}
+
+// beginCode prepares an authorization request: the URL the user opens,
+// and what redeeming its code needs.
+func (a *Authorizer) beginCode(ctx context.Context, asm *ServerMetadata, resource string, scopes []string) (string, *Pending, error) {
+	if a.cfg.RedirectURL == "" {
+		return "", nil, ErrInteractionRequired
+	}
+	if asm.AuthorizationEndpoint == "" {
+		return "", nil, fmt.Errorf("%w: %s has no authorization endpoint", ErrUnsupported, asm.Issuer)
+	}
+	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+		return "", nil, fmt.Errorf("%w: %s does not offer PKCE with S256", ErrUnsupported, asm.Issuer)
+	}
+	reg, err := a.registration(ctx, asm)
+	if err != nil {
+		return "", nil, err
+	}
+	p := &Pending{Issuer: asm.Issuer, Resource: resource, Scopes: scopes, State: randomString(16), Verifier: randomString(32), RedirectURL: a.cfg.RedirectURL}
+	sum := sha256.Sum256([]byte(p.Verifier))
 	q := url.Values{
 		"response_type":         {"code"},
 		"client_id":             {reg.ClientID},
-		"redirect_uri":          {a.cfg.RedirectURL},
-		"state":                 {state},
+		"redirect_uri":          {p.RedirectURL},
+		"state":                 {p.State},
 		"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},
 		"code_challenge_method": {"S256"},
 		"resource":              {resource},
@@ -576,28 +628,36 @@ func (a *Authorizer) codeFlow(ctx context.Context, asm *ServerMetadata, resource
 	}
 	authURL, err := url.Parse(asm.AuthorizationEndpoint)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	existing := authURL.Query()
+	for k, v := range a.cfg.AuthorizationParams {
+		existing[k] = v
+	}
 	for k, v := range q {
 		existing[k] = v
 	}
 	authURL.RawQuery = existing.Encode()
-	vals, err := a.cfg.Authorize(ctx, authURL.String())
-	if err != nil {
-		return nil, fmt.Errorf("oauth: authorization: %w", err)
+	return authURL.String(), p, nil
+}
+
+// finishCode validates the authorization response and redeems its code.
+func (a *Authorizer) finishCode(ctx context.Context, asm *ServerMetadata, p *Pending, vals url.Values) (*Token, error) {
+	if err := CheckAuthorizationResponse(vals, asm, p.State); err != nil {
+		return nil, err
 	}
-	if err := CheckAuthorizationResponse(vals, asm, state); err != nil {
+	reg, err := a.registration(ctx, asm)
+	if err != nil {
 		return nil, err
 	}
 	form := url.Values{
 		"grant_type":    {GrantAuthorizationCode},
 		"code":          {vals.Get("code")},
-		"redirect_uri":  {a.cfg.RedirectURL},
-		"code_verifier": {verifier},
-		"resource":      {resource},
+		"redirect_uri":  {p.RedirectURL},
+		"code_verifier": {p.Verifier},
+		"resource":      {p.Resource},
 	}
-	return a.tokenRequest(ctx, asm, reg, form, scopes, resource)
+	return a.tokenRequest(ctx, asm, reg, form, p.Scopes, p.Resource)
 }
 
 // CheckAuthorizationResponse validates the redirect's parameters: iss

@@ -66,6 +66,9 @@ type Options struct {
 	IDTokenClaims map[string]any
 	// AccessTokenStrategy is "opaque" (default) or "jwt".
 	AccessTokenStrategy string
+	// AccessTokenLifespan is the lifetime of access tokens (default
+	// Hydra's, one hour): short for tests of refresh.
+	AccessTokenLifespan time.Duration
 }
 
 // Hydra is a running Hydra with its login and consent app.
@@ -133,6 +136,9 @@ strategies:
 log:
   level: warn
 `, pub, adm, h.Issuer, h.app.URL+"/login", h.app.URL+"/consent", o.AccessTokenStrategy)
+	if o.AccessTokenLifespan > 0 {
+		conf += fmt.Sprintf("ttl:\n  access_token: %s\n", o.AccessTokenLifespan)
+	}
 	cfg := filepath.Join(dir, "hydra.yml")
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -355,4 +361,14 @@ func (h *Hydra) serveApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, to, http.StatusFound)
+}
+
+// RevokeConsent revokes every consent of subject, and with them the access
+// and refresh tokens issued on it, through the admin API.
+func (h *Hydra) RevokeConsent(t testing.TB, subject string) {
+	t.Helper()
+	if _, err := h.admin(context.Background(), http.MethodDelete,
+		"/admin/oauth2/auth/sessions/consent?all=true&subject="+url.QueryEscape(subject), nil); err != nil {
+		t.Fatalf("revoke hydra consent: %v", err)
+	}
 }

@@ -1,0 +1,342 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/auth"
+	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/elicit"
+	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/gateway/usertoken"
+	"github.com/weftmcp/weft/internal/hydratest"
+	"github.com/weftmcp/weft/internal/testpg"
+	"github.com/weftmcp/weft/seal"
+)
+
+// seen is what an upstream records of the calls of its tools.
+type seen struct {
+	mu    sync.Mutex
+	calls []string // principal of each tools/call
+	auths []string // every Authorization header it received
+}
+
+func (s *seen) add(principal, authz string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if principal != "" {
+		s.calls = append(s.calls, principal)
+	}
+	s.auths = append(s.auths, authz)
+}
+
+func (s *seen) snapshot() ([]string, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...), append([]string(nil), s.auths...)
+}
+
+func fp(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:6])
+}
+
+// hydraUpstream is a Weft server protected by bearer tokens of Hydra
+// (validated by introspection, audience = its URL); listToken, a static
+// token, lets the gateway read its lists as "gateway-lists". Its tool
+// whoami answers the token's subject and a fingerprint of the token.
+func hydraUpstream(t *testing.T, h *hydratest.Hydra, listToken string, rec *seen) string {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	upURL := "http://" + hs.Listener.Addr().String() + "/mcp"
+	meta := &auth.ResourceMetadata{Resource: upURL, AuthorizationServers: []string{h.Issuer}}
+	in := &auth.Introspector{Endpoint: h.AdminURL + "/admin/oauth2/introspect", Issuer: h.Issuer, CacheTTL: -1}
+	hydra := in.Admission(meta)
+	adm := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+		rec.add("", r.Header.Get("Authorization"))
+		if r.BearerToken == listToken {
+			if r.Method == "tools/call" {
+				return weft.Identity{}, meta.InvalidToken(nil, "the list token calls no tool")
+			}
+			return weft.Identity{Principal: "gateway-lists", Partition: "lists"}, nil
+		}
+		return hydra(ctx, r)
+	}
+	up := weft.NewServer(weft.Implementation{Name: "hydra-protected", Version: "1"}, &weft.Options{Admission: adm})
+	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the caller's subject."},
+		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+			tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+			rec.add(req.Identity.Principal, "")
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("sub=" + req.Identity.Principal + " tok=" + fp(tok))}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	mh, err := meta.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", up)
+	for _, p := range meta.WellKnownPaths() {
+		mux.Handle(p, mh)
+	}
+	hs.Config.Handler = mux
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return upURL
+}
+
+// callerAdmission identifies the gateway's callers by fixed tokens.
+func callerAdmission(tokens map[string]string) weft.Admission {
+	return func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+		if who, ok := tokens[r.BearerToken]; ok {
+			return weft.Identity{Principal: who, Partition: "gw|" + who}, nil
+		}
+		return weft.Identity{}, nil // anonymous
+	}
+}
+
+// startPerUserGateway runs a gateway instance with per-user authorization,
+// its pages under /oauth.
+func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store usertoken.Store, adm weft.Admission) *instance {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	srv := weft.NewServer(weft.Implementation{Name: "gateway-peruser", Version: "1"}, &weft.Options{Protector: prot, Admission: adm,
+		Legacy: weft.LegacyOptions{InMemorySessions: true}, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: base + "/oauth", Protector: prot, Store: store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/oauth/", gw.AuthorizationHandler())
+	mux.Handle("/", srv)
+	hs.Config.Handler = mux
+	hs.Start()
+	t.Cleanup(func() {
+		hs.Close()
+		if err := gw.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &instance{gw: gw, srv: srv, url: base}
+}
+
+// userAgent is one user: their MCP client's token at the gateway, and a
+// browser that follows the URL the gateway sends them to (Hydra's login
+// and consent app signs them in).
+type userAgent struct {
+	name, token string
+	h           *hydratest.Hydra
+	hydraMu     *sync.Mutex // Hydra's app signs in one configured subject
+	asked       int         // URL requests received
+	mu          sync.Mutex
+}
+
+// elicit answers the gateway's URL request: the browser opens the URL
+// and follows the redirects through Hydra back to the gateway's
+// callback, which must answer 200.
+func (ua *userAgent) elicit(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+	ua.mu.Lock()
+	ua.asked++
+	ua.mu.Unlock()
+	mode, _ := params.Get("mode")
+	if s, _ := mode.AsString(); s != "url" {
+		return exactjson.Value{}, fmt.Errorf("asked %s, want a URL request", s)
+	}
+	u, _ := params.Get("url")
+	link, _ := u.AsString()
+	ua.hydraMu.Lock()
+	defer ua.hydraMu.Unlock()
+	ua.h.SetSubject(ua.name)
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+	resp, err := b.Do(req)
+	if err != nil {
+		return exactjson.Value{}, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(resp.Request.URL.Path, "/oauth/callback") {
+		return exactjson.Value{}, fmt.Errorf("the browser ended at %s with %s", resp.Request.URL, resp.Status)
+	}
+	return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+}
+
+func (ua *userAgent) timesAsked() int {
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	return ua.asked
+}
+
+// call calls up_whoami as the user on the gateway at gwURL.
+func (ua *userAgent) call(t *testing.T, gwURL string) string {
+	t.Helper()
+	c := client.New(client.NewHTTPTransport(gwURL+"/mcp", nil, client.WithBearerToken(ua.token)), client.Options{Handlers: client.Handlers{Elicit: ua.elicit}})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, "up_whoami", nil)
+	if err != nil {
+		t.Fatalf("%s: %v", ua.name, err)
+	}
+	return res.Text()
+}
+
+// TestPerUserAuthorization is the acceptance test of per-user upstream
+// authorization: a Weft server protected by tokens of a real Ory Hydra,
+// behind two gateway instances sharing PostgreSQL; two users, interleaved,
+// each asked once with a URL request whose page the test's browser follows
+// through Hydra; every upstream call carries only its caller's own token;
+// a token obtained through instance 1 serves instance 2; expiring tokens
+// are refreshed, and a revoked one is dropped and the user asked again.
+func TestPerUserAuthorization(t *testing.T) {
+	const ttl = 4 * time.Second
+	h := hydratest.Start(t, hydratest.Options{AccessTokenLifespan: ttl})
+	rec := &seen{}
+	listToken := "list-" + fp(t.Name()+time.Now().String())
+	upURL := hydraUpstream(t, h, listToken, rec)
+	tokenFile := filepath.Join(t.TempDir(), "list-token")
+	if err := os.WriteFile(tokenFile, []byte(listToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	table := testpg.Name("gw_user_tokens")
+	stores := make([]usertoken.Store, 2)
+	for i := range stores {
+		db := testpg.Open(t)
+		st, err := usertoken.OpenPostgres(context.Background(), db, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = st
+	}
+	t.Cleanup(func() {
+		db := testpg.Open(t)
+		if _, err := db.Exec("DROP TABLE IF EXISTS " + table); err != nil {
+			t.Errorf("drop %s: %v", table, err)
+		}
+	})
+	prot := testKeyring(t)
+	callers := map[string]string{"alice-gw-token": "alice", "bob-gw-token": "bob"}
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: upURL, Prefix: "up_", OAuth: &gateway.UpstreamOAuth{
+		TokenFile: tokenFile,
+		PerUser: &gateway.PerUserOAuth{ClientID: "weft-gateway", ClientSecret: "${WEFT_TEST_PERUSER_SECRET}",
+			AuthorizationParams: map[string]string{"audience": upURL}},
+	}}}}
+	t.Setenv("WEFT_TEST_PERUSER_SECRET", "weft-gateway-secret-0123456789")
+	gws := []*instance{
+		startPerUserGateway(t, cfg, prot, stores[0], callerAdmission(callers)),
+		startPerUserGateway(t, cfg, prot, stores[1], callerAdmission(callers)),
+	}
+	h.CreateClient(t, hydratest.Client{ID: "weft-gateway", Secret: "weft-gateway-secret-0123456789",
+		RedirectURIs: []string{gws[0].url + "/oauth/callback", gws[1].url + "/oauth/callback"}, Audience: []string{upURL}})
+
+	var hydraMu sync.Mutex
+	alice := &userAgent{name: "alice", token: "alice-gw-token", h: h, hydraMu: &hydraMu}
+	bob := &userAgent{name: "bob", token: "bob-gw-token", h: h, hydraMu: &hydraMu}
+	check := func(ua *userAgent, gw int, wantAsked int) string {
+		t.Helper()
+		got := ua.call(t, gws[gw].url)
+		if !strings.HasPrefix(got, "sub="+ua.name+" ") {
+			t.Fatalf("%s on instance %d: the upstream saw %q", ua.name, gw+1, got)
+		}
+		if n := ua.timesAsked(); n != wantAsked {
+			t.Fatalf("%s on instance %d: asked to authorize %d times, want %d", ua.name, gw+1, n, wantAsked)
+		}
+		return got
+	}
+
+	// Interleaved first calls: each user is asked once, on their instance.
+	a1 := check(alice, 0, 1)
+	b1 := check(bob, 1, 1)
+	// Each one's token serves the other instance (PostgreSQL): not asked
+	// again. (The token itself may have been refreshed meanwhile on a slow
+	// machine: its lifetime is short for the refresh below.)
+	check(alice, 1, 1)
+	check(bob, 0, 1)
+	// Concurrent calls of both users on both instances: each carries its
+	// caller's own token (refreshed at most once, under the store's lock,
+	// when the calls cross its half-life).
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ua := []*userAgent{alice, bob}[i%2]
+			c := client.New(client.NewHTTPTransport(gws[i/2%2].url+"/mcp", nil, client.WithBearerToken(ua.token)), client.Options{})
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := c.CallTool(ctx, "up_whoami", nil)
+			if err != nil {
+				t.Errorf("%s: %v", ua.name, err)
+				return
+			}
+			if got := res.Text(); !strings.HasPrefix(got, "sub="+ua.name+" ") {
+				t.Errorf("%s: the upstream saw %q", ua.name, got)
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Refresh: past half the token's lifetime the gateway refreshes it
+	// (once, whichever instance) before using it.
+	time.Sleep(ttl/2 + 200*time.Millisecond)
+	a2 := check(alice, 1, 1)
+	if a2 == a1 {
+		t.Errorf("alice's expiring token was not refreshed: %q", a2)
+	}
+	check(alice, 0, 1)
+
+	// Revocation: the upstream refuses bob's token (401); the gateway drops
+	// it and asks bob again, then his retry goes through.
+	h.RevokeConsent(t, "bob")
+	b3 := check(bob, 0, 2)
+	if b3 == b1 {
+		t.Errorf("bob's revoked token was used again: %q", b3)
+	}
+
+	// An anonymous caller cannot use the upstream.
+	c := client.New(client.NewHTTPTransport(gws[0].url+"/mcp", nil), client.Options{})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.CallTool(ctx, "up_whoami", nil)
+	var re *client.RPCError
+	if !errors.As(err, &re) || re.Code != gateway.CodeUserAuthorization || !strings.Contains(re.Message, "anonymous") {
+		t.Errorf("anonymous call: %v, want error %d naming the anonymous caller", err, gateway.CodeUserAuthorization)
+	}
+
+	// The upstream's tools ran only for alice and bob, and never saw a
+	// caller's own gateway token.
+	calls, auths := rec.snapshot()
+	for _, p := range calls {
+		if p != "alice" && p != "bob" {
+			t.Errorf("a tool ran for %q", p)
+		}
+	}
+	for _, a := range auths {
+		for tok := range callers {
+			if strings.Contains(a, tok) {
+				t.Errorf("the upstream received the caller's own token %q", tok)
+			}
+		}
+	}
+}
