@@ -360,6 +360,9 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 	if u.g.isClosed() {
 		return nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
 	}
+	if u.c != nil && u.c.retired.Load() {
+		u.c = nil // the process pool closes it (pool.go)
+	}
 	if u.c != nil {
 		select {
 		case <-u.c.done():
@@ -1029,11 +1032,11 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	before := noise.count()
 	po := parkOpts{digest: partitionDigest(req), supports: supports, notify: notify,
 		admit: func() (func(), error) { return u.admitParked(caller) }, check: u.checkURL}
-	if t != nil && u.cfg.SharedProcesses {
+	if t != nil && !u.cfg.OneCallPerProcess {
 		po.onPark, po.onResume = t.park, t.resume
 	}
-	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (exactjson.Value, error) {
-		defer t.done()
+	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (res exactjson.Value, err error) {
+		defer func() { t.done(answered(err)) }()
 		if t != nil {
 			s.attending = t.attends
 		}
@@ -1049,7 +1052,7 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
 	if err != nil {
-		t.done()
+		t.done(true) // never sent
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
 	defer pc.listen(nil) // the handler returns: its request closes

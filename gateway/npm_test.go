@@ -62,13 +62,12 @@ func waitTool(t *testing.T, ctx context.Context, c *client.Client, name string) 
 // server-everything over stdio behind the gateway (issue 25 D1, issue 27
 // item 4): its roots/list right after initialize gets the configured roots
 // (it was refused: "no single request in flight answers roots/list"), and
-// with sharedProcesses, calls parked on its one process leave it to other
-// callers, whose elicitations still reach the right caller.
+// one caller's calls waiting for input share one process and leave the
+// other to other callers, whose elicitations still reach the right caller.
 func TestEverythingStdio(t *testing.T) {
 	up := everythingStdio(t, "every")
-	up.MaxProcesses = 1
+	up.MaxProcesses = 2 // A's calls wait on one, B's run on the other
 	up.MaxCallsPerCaller = 1
-	up.SharedProcesses = true // its calls ask one question at a time
 	up.Roots = []gateway.Root{{URI: "file:///srv/weft-gw-root", Name: "gw-root"}}
 	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
