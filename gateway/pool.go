@@ -38,9 +38,11 @@ import (
 //   - A process on which a call ended without the server's final answer
 //     (cancelled, timed out, refused while it waited, never retried) is
 //     tainted: the server may still be working on that call and ask for
-//     input for it. It takes no new call and is closed (the upstream's
-//     primary connection: replaced) once its calls reach 0, so what the
-//     server sends for the abandoned call meets no call, or its owner's.
+//     input for it. It is closed (the upstream's primary connection:
+//     replaced) once its calls reach 0, and takes no new call meanwhile
+//     but its owner's when the owner has no other process to run it on
+//     (at its share), so what the server sends for the abandoned call
+//     meets no call, or its owner's.
 //
 // Working capacity is shared fairly: one caller owns at most
 // MaxCallsPerCaller processes (its parked calls count through the
@@ -300,21 +302,28 @@ func (pp *procPool) next() (int, grant) {
 }
 
 // placeFor finds where a new call of caller can run now: a free process
-// it owns (the one carrying the fewest calls), else, below its share, a
-// free process no one owns, else a new process while there are fewer than
-// max.
+// it owns that is not tainted (the one carrying the fewest calls), else,
+// below its share, a free process no one owns, else a new process while
+// there are fewer than max; else, at its share, a free tainted process it
+// owns (rather than wait for its calls there to end: what the server
+// still sends for the abandoned call may then reach this call, of the
+// same caller).
 func (pp *procPool) placeFor(caller string) (grant, bool) {
-	var own, unowned *proc
+	var own, ownTainted, unowned *proc
 	for _, p := range pp.procs {
-		if p.busy || p.tainted || !pp.alive(p) {
+		if p.busy || !pp.alive(p) {
 			continue
 		}
 		switch {
+		case p.calls > 0 && p.owner == caller && p.tainted:
+			if ownTainted == nil || p.calls < ownTainted.calls {
+				ownTainted = p
+			}
 		case p.calls > 0 && p.owner == caller:
 			if own == nil || p.calls < own.calls {
 				own = p
 			}
-		case p.calls == 0 && unowned == nil:
+		case p.calls == 0 && !p.tainted && unowned == nil:
 			unowned = p
 		}
 	}
@@ -322,6 +331,9 @@ func (pp *procPool) placeFor(caller string) (grant, bool) {
 	case own != nil:
 		return grant{p: own}, true
 	case pp.owned[caller] >= pp.perCaller:
+		if ownTainted != nil {
+			return grant{p: ownTainted}, true
+		}
 		return grant{}, false
 	case unowned != nil:
 		return grant{p: unowned}, true

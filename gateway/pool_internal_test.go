@@ -105,8 +105,8 @@ func TestPoolShareCountsParkedCalls(t *testing.T) {
 }
 
 // A call that ends without the server's final answer taints its process:
-// no new call runs there (not even its owner's), the calls already on it
-// finish there, and it is closed when they have.
+// no new call runs there while its owner may take another process, the
+// calls already on it finish there, and it is closed when they have.
 func TestPoolTaintedProcessTakesNoCall(t *testing.T) {
 	p1 := liveProc("a", 0)
 	p1.owner = ""
@@ -138,6 +138,16 @@ func TestPoolTaintedProcessTakesNoCall(t *testing.T) {
 	}
 	pp.dialing-- // as dial would, on failure
 	pp.disown("a")
+
+	// At its share, a's new call runs on the tainted process it owns
+	// rather than wait for the calls there to end.
+	pp.perCaller = 1
+	fourth := pp.enqueue("a", nil)
+	pp.dispatch()
+	if g := granted(fourth); g == nil || g.p != p1 || p1.calls != 2 {
+		t.Fatalf("a's call at its share: %v, want the tainted process it owns", g)
+	}
+	pp.turnOf(p1, "a").done(true)
 	if err := kept.resume(context.Background()); err != nil || !p1.busy {
 		t.Fatalf("a's call on the tainted process resumes: %v, busy %v", err, p1.busy)
 	}
