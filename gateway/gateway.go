@@ -1014,8 +1014,9 @@ func (u *upstream) invoke(ctx context.Context, req *weft.Request, method string,
 	}
 	// A 2025-era upstream: the call may park. Over stdio it takes a turn
 	// on one of the upstream's processes (pool.go): the upstream's requests
-	// are routed to the call attending there, and a parked call leaves the
-	// process to the others until its answers arrive.
+	// are routed to the call attending there, a parked call leaves the
+	// process to its caller's other calls until its answers arrive, and a
+	// call that ends unanswered taints the process.
 	caller := callerKey(req)
 	var t *turn
 	if u.cfg.Command != "" {
