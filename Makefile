@@ -71,9 +71,12 @@ conformance:
 ## in-memory rows, and rewrites docs/benchmarks.md (about 10 minutes).
 ## -mod=mod lets bench/go.sum follow dependencies the framework adds; the
 ## PostgreSQL task row is built in when task/pgstore exists.
+## `make bench PARTS=fairness,tasks-fair` runs only those parts (the names
+## of benchload's -skip) and merges their sections into docs/benchmarks.md,
+## keeping the others.
 BENCHTAGS := $(if $(wildcard task/pgstore/pgstore.go),-tags pgstore,)
 bench: postgres
-	cd bench && $(GO) run -mod=mod $(BENCHTAGS) ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md
+	cd bench && $(GO) run -mod=mod $(BENCHTAGS) ./cmd/benchload -rounds 3 $(if $(PARTS),-only $(PARTS)) -out ../docs/benchmarks.md
 
 ## soak: the bounded soak of soak/ (about 3-4 minutes, loopback only): two
 ## `weft serve` instances under 200 concurrent clients, on a throwaway

@@ -73,12 +73,16 @@ type StdioTransport struct {
 	// unanswered counts the server requests whose answer is not written
 	// yet (at most MaxServerRequests).
 	unanswered int
-	closed     bool
-	err        error // why the transport is closed
-	done       chan struct{}
-	closeMu    sync.Once
-	maxLine    int
-	closeErr   error
+	// cancelling counts the cancellations being written (Do's sendCancel);
+	// cancelsSent is closed when it drops to 0 (nil while it is 0).
+	cancelling  int
+	cancelsSent chan struct{}
+	closed      bool
+	err         error // why the transport is closed
+	done        chan struct{}
+	closeMu     sync.Once
+	maxLine     int
+	closeErr    error
 }
 
 type stdioCall struct {
@@ -245,10 +249,27 @@ func (t *StdioTransport) SetServerRequestHandler(f func(ctx context.Context, met
 	t.mu.Unlock()
 }
 
+// closeFlush bounds how long Close waits for the cancellations being
+// written (a server that stopped reading its input holds them).
+const closeFlush = time.Second
+
 // Close closes the transport (for a command: shuts the server down) and
-// fails requests in flight with ErrClosed.
+// fails requests in flight with ErrClosed. The notifications/cancelled of
+// requests whose context ended are written first (for at most a second),
+// so that the server learns of them before its input ends.
 func (t *StdioTransport) Close() error {
 	t.closeMu.Do(func() {
+		t.mu.Lock()
+		sent := t.cancelsSent
+		t.mu.Unlock()
+		if sent != nil {
+			timer := time.NewTimer(closeFlush)
+			select {
+			case <-sent:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
 		t.fail(ErrClosed)
 		if t.closer != nil {
 			t.closeErr = t.closer()
@@ -384,11 +405,22 @@ func (t *StdioTransport) Do(ctx context.Context, req *Request, notify func(Notif
 	sendCancel := func(written <-chan error) {
 		msg, _ := jsonrpc.Cancelled(req.ID, context.Cause(ctx).Error())
 		cancelling = true
+		t.mu.Lock()
+		if t.cancelling++; t.cancelling == 1 {
+			t.cancelsSent = make(chan struct{})
+		}
+		t.mu.Unlock()
 		go func() {
 			if (written == nil || <-written == nil) && msg != nil {
 				_ = t.write(msg)
 			}
 			settle()
+			t.mu.Lock()
+			if t.cancelling--; t.cancelling == 0 {
+				close(t.cancelsSent)
+				t.cancelsSent = nil
+			}
+			t.mu.Unlock()
 		}()
 	}
 	if written, err := t.writeWithin(ctx, line); err != nil {

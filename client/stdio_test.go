@@ -753,6 +753,33 @@ func TestStdioCancelBeforeServerRequestAnswer(t *testing.T) {
 	}
 }
 
+// Closed right after a request's context ended, the transport still tells
+// the server of the cancellation before its input ends (the gateway stops
+// a process at once after a call the server did not answer).
+func TestStdioCloseAfterCancelSendsIt(t *testing.T) {
+	for i := range 20 { // the order used to depend on scheduling
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			p := newPipeServer(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			calls := p.startCalls(ctx, []pipeCall{{}}, nil) // the request is written
+			cancel()
+			if r := <-calls[0]; !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("call: %+v", r)
+			}
+			if err := p.tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var rest []string
+			for l := range p.lines {
+				rest = append(rest, l)
+			}
+			if len(rest) != 1 || !strings.Contains(rest[0], `"method":"notifications/cancelled"`) {
+				t.Fatalf("after the cancellation and Close the server read %q, want notifications/cancelled", rest)
+			}
+		})
+	}
+}
+
 // A server that keeps sending requests of its own without waiting for
 // their answers breaks the transport at MaxServerRequests unanswered ones,
 // instead of holding a goroutine and a hook for each.

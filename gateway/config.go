@@ -114,28 +114,24 @@ type UpstreamConfig struct {
 	Roots []Root `json:"roots,omitempty"`
 
 	// MaxProcesses bounds the processes of a 2025-era command upstream
-	// (default 8). stdio does not say which call a server request belongs
-	// to, so one call at a time runs on each process, while the calls
-	// parked there wait for their clients (see docs/gateway.md); a call
-	// finding every process busy waits for one, within CallTimeout.
+	// (default 8). Each process carries the calls of one caller at a time,
+	// of which one runs while the others wait for their clients' input
+	// (see docs/gateway.md); a call finding no process it may use waits
+	// for one, within CallTimeout.
 	MaxProcesses int `json:"maxProcesses,omitempty"`
-	// MaxCallsPerCaller bounds the calls of one caller (weft.Request.Caller
-	// and the rate key) running on a 2025-era command upstream's
-	// processes at once (default half of MaxProcesses, at least 1): the
-	// others keep a share. Parked calls do not count.
+	// MaxCallsPerCaller bounds the processes the calls of one caller
+	// (weft.Request.Caller and the rate key) of a 2025-era command
+	// upstream run or wait on at once (default half of MaxProcesses, at
+	// least 1): the others keep a share. A caller's calls waiting for
+	// input share the processes it holds.
 	MaxCallsPerCaller int `json:"maxCallsPerCaller,omitempty"`
-	// SharedProcesses lets the calls of a 2025-era command upstream that
-	// wait for their client's input leave their process to other calls
-	// (of any caller) meanwhile. Off by default: stdio does not say which
-	// call a server request belongs to, so a request of a call that is
-	// refused or cancelled while it waits, sent by the server after the
-	// gateway gave up on it, can reach the call then running on the
-	// process, which may be another caller's. Turn it on only for servers
-	// that echo the progress token in their requests, or whose callers
-	// trust each other. Without it a waiting call keeps its process and
-	// counts toward MaxCallsPerCaller, so one caller still holds at most
-	// its share of the processes.
-	SharedProcesses bool `json:"sharedProcesses,omitempty"`
+	// OneCallPerProcess keeps a 2025-era command upstream's process to one
+	// call from its start to its end, waiting for its client's input
+	// included, instead of letting the caller's other calls run on it
+	// meanwhile. For servers that handle one request at a time (the
+	// parked call's question would block the next call's answer); each
+	// waiting call then holds a process of its caller's share.
+	OneCallPerProcess bool `json:"oneCallPerProcess,omitempty"`
 	// MaxParkedCalls bounds the calls of a 2025-era upstream waiting for
 	// their client's input on one gateway instance (default 64); they hold
 	// no process of their own. MaxParkedPerCaller bounds one caller's
@@ -608,8 +604,8 @@ func (u *UpstreamConfig) validate() error {
 	if u.MaxCallsPerCaller > 0 && u.Command == "" {
 		return errors.New("maxCallsPerCaller applies to command upstreams only")
 	}
-	if u.SharedProcesses && u.Command == "" {
-		return errors.New("sharedProcesses applies to command upstreams only")
+	if u.OneCallPerProcess && u.Command == "" {
+		return errors.New("oneCallPerProcess applies to command upstreams only")
 	}
 	if u.MaxParkedCalls < 0 || u.MaxParkedCalls > MaxParkedCeiling {
 		return fmt.Errorf("maxParkedCalls = %d is outside 0..%d", u.MaxParkedCalls, MaxParkedCeiling)

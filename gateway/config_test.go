@@ -55,6 +55,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"upstreams":[{"name":"a","command":"x","callTimeout":"-1s"}]}`, "json", "negative"},
 		{`{"upstreams":[{"name":"a","command":"x","comand":"y"}]}`, "json", "unknown field"},
 		{`{"upstreams":[{"name":"a","command":"x"}]} {}`, "json", "trailing data"},
+		{`{"upstreams":[{"name":"a","url":"http://127.0.0.1:1/mcp","oneCallPerProcess":true}]}`, "json", "oneCallPerProcess applies to command upstreams only"},
+		{`{"upstreams":[{"name":"a","command":"x","sharedProcesses":true}]}`, "json", "unknown field"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lifetime":"48h"}}`, "json", "outside 0..24h"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"maxRounds":-1}}`, "json", "maxRounds"},
 		{`{"upstreams":[{"name":"a","command":"x"}],"input":{"lease":"500ms"}}`, "json", "input.lease = 500ms is outside 1s..5m0s"},

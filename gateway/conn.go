@@ -52,6 +52,9 @@ type conn struct {
 	subscribed map[string]bool
 	// answer is set by the tests' 2025 client (export_test.go).
 	answer func(method string, params exactjson.Value) exactjson.Value
+	// retired is set when the process pool closes the upstream's primary
+	// connection, tainted by a call the server did not answer (pool.go).
+	retired atomic.Bool
 }
 
 // modern reports a 2026-07-28 upstream.

@@ -37,36 +37,34 @@ func callTool(ctx context.Context, c *client.Client, name string, args exactjson
 
 // D1 of issue 25: calls of a 2025-era stdio upstream that ask for input and
 // are never retried must not keep the upstream's processes from the other
-// callers. Caller A parks as many calls as there are processes, then
-// floods far more; caller B's calls are still served: one needing no input
-// completes, and one asking for input parks and completes on its retry.
-// (Before parked calls were multiplexed, every process stayed with A's
-// parked calls for input.lifetime and B's echo got -31050 after
-// callTimeout.)
+// callers. Caller A parks calls, then floods far more; caller B's calls
+// are still served: one needing no input completes, and one asking for
+// input parks and completes on its retry. (Before parked calls were
+// multiplexed, every process stayed with A's parked calls for
+// input.lifetime and B's echo got -31050 after callTimeout.)
 func TestParkedCallsDoNotStarveOtherCallers(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sharedProcesses=%v", !exclusive), func(t *testing.T) { parkedCallsDoNotStarve(t, exclusive) })
+		t.Run(fmt.Sprintf("oneCallPerProcess=%v", exclusive), func(t *testing.T) { parkedCallsDoNotStarve(t, exclusive) })
 	}
 }
 
-// parkedCallsDoNotStarve: without sharedProcesses (exclusive, the
-// default), a parked call keeps its process, but A holds at most its share
-// of them. With sharedProcesses, A's flood is left out: a call refused
-// while it waits (past maxParkedPerCaller) may still get requests from the
-// server after the gateway gave up on it, and those reach the call then
-// running on the process, here B's (the reason sharing is opt-in; see
-// UpstreamConfig.SharedProcesses).
+// parkedCallsDoNotStarve: by default A's parked calls share the process A
+// owns; with oneCallPerProcess (exclusive) each keeps its own. Either way
+// A holds at most its share of the processes (one of two): its flood's
+// calls are refused past maxParkedPerCaller, or wait for a process of its
+// share in vain (-31050: the refused ones taint the process A owns, which
+// then takes no new call), and B's calls run on the other.
 func parkedCallsDoNotStarve(t *testing.T, exclusive bool) {
 	up, _ := fakeUpstream(t, "fake")
 	up.MaxProcesses = 2
-	up.SharedProcesses = !exclusive
+	up.OneCallPerProcess = exclusive
 	up.CallTimeout = gateway.Duration(5 * time.Second)
 	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
 	a, b := callerClient(t, in, "alice"), callerClient(t, in, "bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	// A parks one call per process and never retries (but the first).
+	// A parks calls and never retries them (but the first).
 	var first exactjson.Value
 	parks := up.MaxProcesses
 	if exclusive {
@@ -85,9 +83,6 @@ func parkedCallsDoNotStarve(t *testing.T, exclusive bool) {
 	// none of this keeps B out.
 	var wg sync.WaitGroup
 	floods := 3 * gateway.DefaultMaxParkedPerCaller
-	if !exclusive {
-		floods = 0
-	}
 	refused := make(chan error, floods)
 	for range floods {
 		wg.Go(func() {
@@ -104,8 +99,8 @@ func parkedCallsDoNotStarve(t *testing.T, exclusive bool) {
 	n := 0
 	for err := range refused {
 		n++
-		if !strings.Contains(err.Error(), "waiting for input") && (!exclusive || rpcCode(err) != gateway.CodeUpstreamUnavailable) {
-			t.Errorf("A's refused call: %v, want it to say too many calls are waiting for input", err)
+		if !strings.Contains(err.Error(), "waiting for input") && rpcCode(err) != gateway.CodeUpstreamUnavailable {
+			t.Errorf("A's refused call: %v, want it to say too many calls are waiting for input, or that no process was free", err)
 		}
 	}
 	if n == 0 && floods > 0 {
@@ -123,7 +118,7 @@ func parkedCallsDoNotStarve(t *testing.T, exclusive bool) {
 	if err != nil || strings.Count(res.String(), "bob-elicit-") != 2 {
 		t.Fatalf("B's ask: %v %v, want B's own two answers", res, err)
 	}
-	// A's first parked call, on a process B's calls shared, still gets
+	// A's first parked call, on the process its flood shared, still gets
 	// A's answers, and only A's.
 	res, err = answerRounds(ctx, a, "alice", first, nil)
 	if err != nil || strings.Count(res.String(), "alice-elicit-") != 2 || strings.Contains(res.String(), "bob") {
@@ -205,5 +200,52 @@ func slowCallsDoNotStarve(t *testing.T, adm weft.Admission, newClient func(*inst
 	res, err := callTool(ctx, b, "echo", exactjson.Object(exactjson.Field("x", exactjson.Int(2))))
 	if err != nil || !strings.Contains(res.String(), `{\"x\":2}`) {
 		t.Fatalf("B's echo: %v %v, want its arguments back", res, err)
+	}
+}
+
+// A server request of a call the gateway gave up on never reaches another
+// caller's call. A's call "stray" runs on the process where A's first call
+// waits for input, asks for input itself and is refused (past
+// maxParkedPerCaller) and cancelled; the server asks its question again
+// during the next echo on that process. B's echo runs on another process,
+// so it sees none of it. (Before, B's echo took the free process where A's
+// calls were, and got A's stray question as its own input request.)
+func TestStrayRequestReachesNoOtherCaller(t *testing.T) {
+	up, log := fakeUpstream(t, "fake")
+	up.MaxProcesses = 2
+	up.MaxCallsPerCaller = 1
+	up.MaxParkedPerCaller = 1
+	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
+	a, b := callerClient(t, in, "alice"), callerClient(t, in, "bob")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	first, err := callTool(ctx, a, "ask", exactjson.Object())
+	if err != nil || str(first, "resultType") != "input_required" {
+		t.Fatalf("A's ask: %v %v, want input_required", first, err)
+	}
+	if _, err := callTool(ctx, a, "stray", exactjson.Object()); err == nil || !strings.Contains(err.Error(), "maxParkedPerCaller") {
+		t.Fatalf("A's stray call: %v, want it refused past maxParkedPerCaller", err)
+	}
+	waitFor(t, "the server to learn its stray call was refused", func() bool { return strings.Contains(readLog(t, log), "stray refused") })
+
+	res, err := callTool(ctx, b, "echo", exactjson.Object(exactjson.Field("x", exactjson.Int(3))))
+	if err != nil || str(res, "resultType") == "input_required" || !strings.Contains(res.String(), `{\"x\":3}`) {
+		t.Fatalf("B's echo: %v %v, want its arguments back and no input request", res, err)
+	}
+	// A's first call still completes with A's answers, on its process.
+	res, err = answerRounds(ctx, a, "alice", first, nil)
+	if err != nil || strings.Count(res.String(), "alice-elicit-") != 2 {
+		t.Fatalf("A's first ask, retried: %v %v, want A's own two answers", res, err)
+	}
+	// Its process, tainted by the refused call, is closed with it: the
+	// next echo, A's, runs on a process with no stray question pending.
+	waitFor(t, "the tainted process to go", func() bool { return strings.Count(readLog(t, log), "eof") >= 1 })
+	res, err = callTool(ctx, a, "echo", exactjson.Object(exactjson.Field("x", exactjson.Int(4))))
+	if err != nil || !strings.Contains(res.String(), `{\"x\":4}`) {
+		t.Fatalf("A's echo: %v %v, want its arguments back", res, err)
+	}
+	if l := readLog(t, log); strings.Contains(l, "stray answered") {
+		t.Fatalf("the stray question reached a call:\n%s", l)
 	}
 }

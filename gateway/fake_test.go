@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,7 +77,8 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 	// Answers to the fake's own requests, by id.
 	var amu sync.Mutex
 	answers := map[string]chan exactjson.Value{}
-	ask := func(id, method, params string) exactjson.Value {
+	// askMsg sends a request and returns the whole answer.
+	askMsg := func(id, method, params string) exactjson.Value {
 		ch := make(chan exactjson.Value, 1)
 		amu.Lock()
 		answers[id] = ch
@@ -84,12 +86,20 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, id, method, params))
 		return <-ch
 	}
+	ask := func(id, method, params string) exactjson.Value {
+		r, _ := askMsg(id, method, params).Get("result")
+		return r
+	}
+	// stray: a "stray" call was refused an answer; the next echo on this
+	// process is preceded by the question the server still asks for it.
+	var stray atomic.Bool
 	tools := `{"tools":[` +
 		`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object"}},` +
 		`{"name":"crash","description":"Exits mid-call.","inputSchema":{"type":"object"}},` +
 		`{"name":"garbage","description":"Writes garbage.","inputSchema":{"type":"object"}},` +
 		`{"name":"hang","description":"Never answers.","inputSchema":{"type":"object"}},` +
 		`{"name":"ask","description":"Asks twice.","inputSchema":{"type":"object"}},` +
+		`{"name":"stray","description":"Asks; refused, asks again during the next echo.","inputSchema":{"type":"object"}},` +
 		`{"name":"askwork","description":"Asks once, then works until cancelled.","inputSchema":{"type":"object"}},` +
 		`{"name":"sample","description":"Samples and lists roots.","inputSchema":{"type":"object"}},` +
 		`{"name":"link","description":"Reports progress around a URL elicitation and its completion.","inputSchema":{"type":"object"}},` +
@@ -137,8 +147,7 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 			ch := answers[strings.Trim(idJSON, `"`)]
 			amu.Unlock()
 			if ch != nil {
-				r, _ := v.Get("result")
-				ch <- r
+				ch <- v
 			}
 			continue
 		}
@@ -249,6 +258,17 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 				}
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"chattered"}]}}`, idJSON))
 			case "echo":
+				if stray.CompareAndSwap(true, false) {
+					// The question of the abandoned "stray" call, sent while
+					// this call runs: it names no call, so it goes to this
+					// one unless the gateway keeps the two apart.
+					go func(idJSON string) {
+						a := askMsg("stray-"+idJSON, "elicitation/create", `{"mode":"form","message":"stray question of an abandoned call","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`)
+						logf("stray answered %s", a.String())
+						write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, args.String()))
+					}(idJSON)
+					break
+				}
 				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, args.String()))
 			case "crash":
 				os.Exit(3)
@@ -282,6 +302,17 @@ func runFake(stdin io.Reader, stdout io.Writer) int {
 					progress(3)
 					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, idJSON, "linked "+a.String()))
 				}(idJSON)
+			case "stray":
+				// Asks once; refused an answer (the gateway gave up on the
+				// call), it asks again later, during the next echo.
+				seq++
+				base := strconv.Itoa(seq)
+				go func() {
+					if _, ok := askMsg("x"+base, "elicitation/create", `{"mode":"form","message":"first","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}}}}`).Get("result"); !ok {
+						logf("stray refused")
+						stray.Store(true)
+					}
+				}()
 			case "askwork":
 				seq++
 				base := strconv.Itoa(seq)

@@ -390,6 +390,9 @@ func (u *upstream) get(ctx context.Context) (*conn, error) {
 	if u.g.isClosed() {
 		return nil, fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
 	}
+	if u.c != nil && u.c.retired.Load() {
+		u.c = nil // the process pool closes it (pool.go)
+	}
 	if u.c != nil {
 		select {
 		case <-u.c.done():
@@ -1130,8 +1133,9 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 	}
 	// A 2025-era upstream: the call may park. Over stdio it takes a turn
 	// on one of the upstream's processes (pool.go): the upstream's requests
-	// are routed to the call attending there, and a parked call leaves the
-	// process to the others until its answers arrive.
+	// are routed to the call attending there, a parked call leaves the
+	// process to its caller's other calls until its answers arrive, and a
+	// call that ends unanswered taints the process.
 	caller := callerKey(req)
 	var t *turn
 	if u.cfg.Command != "" {
@@ -1148,11 +1152,11 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 	before := noise.count()
 	po := parkOpts{digest: partitionDigest(req), supports: supports, notify: notify,
 		admit: func() (func(), error) { return u.admitParked(caller) }, check: u.checkURL}
-	if t != nil && u.cfg.SharedProcesses {
+	if t != nil && !u.cfg.OneCallPerProcess {
 		po.onPark, po.onResume = t.park, t.resume
 	}
-	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (exactjson.Value, error) {
-		defer t.done()
+	pc, err := g.park.start(po, func(pctx context.Context, s *sink) (res exactjson.Value, err error) {
+		defer func() { t.done(answered(err)) }()
 		if t != nil {
 			s.attending = t.attends
 		}
@@ -1168,7 +1172,7 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 		return u.do(pctx, c, method, params, callOpts{sink: s})
 	})
 	if err != nil {
-		t.done()
+		t.done(true) // never sent
 		return exactjson.Value{}, g.unavailable(u, err)
 	}
 	defer pc.listen(nil) // the handler returns: its request closes

@@ -259,7 +259,7 @@ func TestCloseUnregisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 9 {
+	if tools, err := c.ListTools(ctx); err != nil || len(tools) != 10 {
 		t.Fatalf("%d tools, %v", len(tools), err)
 	}
 	if err := gw.Close(); err != nil {

@@ -20,7 +20,7 @@ var gatewayLimits = []struct {
 }{
 	{Limit: limitsdoc.Limit{Doc: "processes of a 2025-era command upstream", Names: []string{"UpstreamConfig.MaxProcesses", "DefaultMaxProcesses", "MaxProcessesCeiling"},
 		Default: limitsdoc.Num(DefaultMaxProcesses), Ceiling: limitsdoc.Num(MaxProcessesCeiling), Past: []string{"-31050"}}},
-	{Limit: limitsdoc.Limit{Doc: "calls of one caller running on a 2025-era command upstream's processes", Names: []string{"UpstreamConfig.MaxCallsPerCaller", "DefaultMaxCallsPerCaller"},
+	{Limit: limitsdoc.Limit{Doc: "processes one caller's calls run or wait on, of a 2025-era command upstream", Names: []string{"UpstreamConfig.MaxCallsPerCaller", "DefaultMaxCallsPerCaller"},
 		Default: limitsdoc.Num(DefaultMaxCallsPerCaller), Past: []string{"-31050", "callTimeout"}}},
 	{Limit: limitsdoc.Limit{Doc: "parked calls of an upstream on one instance", Names: []string{"UpstreamConfig.MaxParkedCalls", "DefaultMaxParkedCalls", "MaxParkedCeiling"},
 		Default: limitsdoc.Num(DefaultMaxParkedCalls), Ceiling: limitsdoc.Num(MaxParkedCeiling), Past: []string{"-32603", "retry later"}}},

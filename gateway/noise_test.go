@@ -97,19 +97,6 @@ func TestUpstreamStdoutNoise(t *testing.T) {
 			}
 		}
 
-		// Garbage instead of an answer: the call times out, and the error
-		// logged says what the upstream wrote meanwhile.
-		_, err := c.CallTool(ctx, "garbage", nil)
-		if rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "did not answer in time") {
-			t.Fatalf("garbage: %v, want -31050 did not answer in time", err)
-		}
-		waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, fakeLog), "cancelled") })
-		failed := strings.Join(logs.records("upstream call failed"), "")
-		if !strings.Contains(failed, "deadline exceeded") || !strings.Contains(failed, `wrote 2 lines that are no MCP messages on stdout`) ||
-			!strings.Contains(failed, `handling garbage`) || !strings.Contains(failed, `this is not JSON`) {
-			t.Errorf("the failure logged does not quote the noise:\n%s", failed)
-		}
-
 		// A chatty upstream does not flood the log.
 		if res, err := c.CallTool(ctx, "chatter", nil); err != nil || res.Text() != "chattered" {
 			t.Fatalf("chatter: %v %v", res, err)
@@ -117,7 +104,7 @@ func TestUpstreamStdoutNoise(t *testing.T) {
 		if n := len(logs.records(noiseSkipped)); n != 10 {
 			t.Errorf("%d lines logged one by one, want 10", n)
 		}
-		// 2 + 2 + 2 + 101 lines: summaries at 16, 32 and 64.
+		// 2 + 2 + 101 lines: summaries at 16, 32 and 64.
 		if m, s := len(logs.records(noiseMuted)), logs.records(noiseSummary); m != 1 || len(s) != 3 || !strings.Contains(s[2], "count=64") {
 			t.Errorf("%d notices of muting and summaries %q, want 1 and 3 (the last at 64)", m, s)
 		}
@@ -132,14 +119,29 @@ func TestUpstreamStdoutNoise(t *testing.T) {
 		if _, err := c.CallTool(ctx, "crash", nil); rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "the connection to it broke") {
 			t.Fatalf("crash: %v", err)
 		}
-		failed = strings.Join(logs.records("upstream call failed"), "")
-		if !strings.Contains(failed, "exit status 3") || !strings.Contains(failed, `109 lines that are no MCP messages on stdout, the last 5: \"chatter 97\", \"chatter 98\", \"chatter 99\", \"handling echo\", \"handling crash\"`) {
+		failed := strings.Join(logs.records("upstream call failed"), "")
+		if !strings.Contains(failed, "exit status 3") || !strings.Contains(failed, `107 lines that are no MCP messages on stdout, the last 5: \"chatter 97\", \"chatter 98\", \"chatter 99\", \"handling echo\", \"handling crash\"`) {
 			t.Errorf("the failure logged does not quote the noise:\n%s", failed)
 		}
 		waitFor(t, "the process's summary", func() bool { return len(logs.records(noiseEnded)) > 0 })
-		if e := logs.records(noiseEnded); len(e) != 1 || !strings.Contains(e[0], "count=109") {
-			t.Errorf("summary at the end %q, want one with count=109", e)
+		if e := logs.records(noiseEnded); len(e) != 1 || !strings.Contains(e[0], "count=107") {
+			t.Errorf("summary at the end %q, want one with count=107", e)
 		}
+
+		// Garbage instead of an answer (on a new process): the call times
+		// out, and the error logged says what the upstream wrote meanwhile;
+		// the process, whose server never answered the call, is stopped.
+		_, err := c.CallTool(ctx, "garbage", nil)
+		if rpcCode(err) != gateway.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "did not answer in time") {
+			t.Fatalf("garbage: %v, want -31050 did not answer in time", err)
+		}
+		waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, fakeLog), "cancelled") })
+		failed = strings.Join(logs.records("upstream call failed"), "")
+		if !strings.Contains(failed, "deadline exceeded") || !strings.Contains(failed, `wrote 2 lines that are no MCP messages on stdout`) ||
+			!strings.Contains(failed, `handling garbage`) || !strings.Contains(failed, `this is not JSON`) {
+			t.Errorf("the failure logged does not quote the noise:\n%s", failed)
+		}
+		waitFor(t, "the timed-out call's process to stop", func() bool { return strings.Contains(readLog(t, fakeLog), "eof") })
 		if err := in.gw.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -63,13 +63,14 @@ func waitTool(t *testing.T, ctx context.Context, c *client.Client, name string) 
 // server-everything over stdio behind the gateway (issue 25 D1, issue 27
 // item 4): its roots/list right after initialize gets the configured roots
 // (it was refused: "no single request in flight answers roots/list"), and
-// with sharedProcesses, calls parked on its one process leave it to other
-// callers, whose elicitations still reach the right caller.
+// one caller's calls waiting for input share one process and leave the
+// other to other callers, whose elicitations still reach the right caller,
+// also after one of the first caller's calls was refused and cancelled.
 func TestEverythingStdio(t *testing.T) {
 	up := everythingStdio(t, "every")
-	up.MaxProcesses = 1
+	up.MaxProcesses = 2 // A's calls wait on one, B's run on the other
 	up.MaxCallsPerCaller = 1
-	up.SharedProcesses = true // its calls ask one question at a time
+	up.MaxParkedPerCaller = 2
 	up.Roots = []gateway.Root{{URI: "file:///srv/weft-gw-root", Name: "gw-root"}}
 	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -99,7 +100,7 @@ func TestEverythingStdio(t *testing.T) {
 	t.Run("parked calls share the process", func(t *testing.T) {
 		a := callerClient(t, in, "alice")
 		var first exactjson.Value
-		for i := range 3 {
+		for i := range 2 {
 			res, err := callTool(ctx, a, "trigger-elicitation-request", exactjson.Object())
 			if err != nil || str(res, "resultType") != "input_required" {
 				t.Fatalf("A's call %d: %v %v, want input_required", i, res, err)
@@ -107,6 +108,12 @@ func TestEverythingStdio(t *testing.T) {
 			if i == 0 {
 				first = res
 			}
+		}
+		// A's third call is refused while it asks (maxParkedPerCaller) and
+		// cancelled: its process, where A's two calls wait, is tainted and
+		// takes no other caller's call.
+		if _, err := callTool(ctx, a, "trigger-elicitation-request", exactjson.Object()); err == nil || !strings.Contains(err.Error(), "maxParkedPerCaller") {
+			t.Fatalf("A's third call: %v, want it refused past maxParkedPerCaller", err)
 		}
 		res, err := b.CallTool(ctx, "echo", map[string]any{"message": "hi from bob"})
 		if err != nil || !strings.Contains(res.Text(), "hi from bob") {

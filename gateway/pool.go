@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	weft "github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 )
 
 // The processes of a 2025-era command upstream.
@@ -20,27 +22,46 @@ import (
 // (client.Request.Attending). A call attends from its start until it asks
 // for input; it then parks, stops attending and gives the process's turn
 // to the next call, and takes the turn of its own process again before its
-// answers go upstream. Parked calls therefore hold no working capacity:
-// MaxProcesses bounds the calls running (attending) at once, and the parked
-// calls are bounded apart (MaxParkedCalls, MaxParkedPerCaller: parked.go's
-// admit).
+// answers go upstream (with OneCallPerProcess a parked call keeps the
+// turn).
 //
-// Working capacity is shared fairly: one caller attends on at most
-// MaxCallsPerCaller processes at once, and a turn that frees up goes to a
-// parked call of that process resuming, else to the waiting caller running
-// the fewest calls (first come among equals), so one caller's backlog does
-// not delay another's first call.
+// Routing to the attending call is only right while the server speaks of
+// the calls it has not answered yet. Two things break that, and the pool
+// keeps both within one caller:
+//
+//   - A process carries the calls of one caller at a time, its owner: a
+//     request the server sends for a parked call while another call
+//     attends (a second question asked before the first is answered), or
+//     for a call the gateway gave up on, can only reach a call of the same
+//     caller. A process is owned from its first call's start until its
+//     calls reach 0; then it goes to any caller.
+//   - A process on which a call ended without the server's final answer
+//     (cancelled, timed out, refused while it waited, never retried) is
+//     tainted: the server may still be working on that call and ask for
+//     input for it. It is closed (the upstream's primary connection:
+//     replaced) once its calls reach 0, and takes no new call meanwhile
+//     but its owner's when the owner has no other process to run it on
+//     (at its share), so what the server sends for the abandoned call
+//     meets no call, or its owner's.
+//
+// Working capacity is shared fairly: one caller owns at most
+// MaxCallsPerCaller processes (its parked calls count through the
+// processes they sit on), a new call of a caller goes to a free process it
+// owns before it takes another, and a process's turn that frees up goes to
+// a parked call of that process resuming, else to a waiting caller that
+// can use it, the one owning the fewest processes first (first come among
+// equals), so one caller's backlog does not delay another's first call.
 
 // procPool holds the processes of one 2025-era command upstream.
 type procPool struct {
 	u         *upstream
 	max       int // processes
-	perCaller int // turns of one caller
+	perCaller int // processes one caller owns
 
 	mu      sync.Mutex
 	procs   []*proc
 	dialing int
-	held    map[string]int // turns held by caller
+	owned   map[string]int // processes owned (or being started) by caller
 	waiters []*waiter
 	seq     int
 }
@@ -48,9 +69,13 @@ type procPool struct {
 // proc is one process of the pool.
 type proc struct {
 	c       *conn
-	primary bool // the upstream's connection (lists too), not closed here
-	busy    bool // a call attends
-	calls   int  // calls on it, attending or parked
+	primary bool   // the upstream's connection (lists too), not closed here
+	busy    bool   // a call attends
+	calls   int    // calls on it, attending or parked
+	owner   string // the caller of its calls (calls > 0)
+	// tainted: a call ended on it without the server's final answer; it
+	// takes no new call and goes when its calls reach 0.
+	tainted bool
 }
 
 // waiter is a call waiting for a turn: of a given process (a parked call
@@ -69,8 +94,7 @@ type grant struct {
 }
 
 func newProcPool(u *upstream) *procPool {
-	perCaller := u.cfg.maxCallsPerCaller()
-	return &procPool{u: u, max: u.cfg.maxProcesses(), perCaller: perCaller, held: map[string]int{}}
+	return &procPool{u: u, max: u.cfg.maxProcesses(), perCaller: u.cfg.maxCallsPerCaller(), owned: map[string]int{}}
 }
 
 // turn is one call's place on a process: whether it attends, and the
@@ -101,21 +125,29 @@ func (pp *procPool) alive(p *proc) bool {
 	}
 }
 
-// syncPrimary makes primary the pool's first process (the upstream
-// reconnects it when it breaks).
+// syncPrimary makes primary, the upstream's current connection, the
+// pool's first process (the upstream reconnects it when it breaks, and
+// replaces it when the pool retires it tainted).
 func (pp *procPool) syncPrimary(primary *conn) {
 	for _, p := range pp.procs {
 		if p.c == primary {
 			return
 		}
 	}
-	pp.procs = slices.DeleteFunc(pp.procs, func(p *proc) bool { return p.primary })
+	if primary.retired.Load() {
+		return // the upstream connects again on its next use
+	}
+	pp.procs = slices.DeleteFunc(pp.procs, func(p *proc) bool { return p.primary && p.calls == 0 })
+	for _, p := range pp.procs {
+		p.primary = false // its calls finish; then it is closed here
+	}
 	pp.procs = slices.Insert(pp.procs, 0, &proc{c: primary, primary: true})
 }
 
-// acquire gives a call of caller a turn on a process: a free one (the one
-// carrying the fewest calls), else a new one while there are fewer than
-// max, else the next that frees up, within the upstream's callTimeout.
+// acquire gives a call of caller a turn on a process: a free one it owns
+// (the one carrying the fewest calls), else a free unowned one or a new
+// one while it owns fewer than perCaller and there are fewer than max,
+// else the next that frees up, within the upstream's callTimeout.
 func (pp *procPool) acquire(ctx context.Context, primary *conn, caller string) (*turn, error) {
 	wctx, cancel := context.WithTimeout(ctx, pp.u.cfg.callTimeout())
 	defer cancel()
@@ -131,12 +163,12 @@ func (pp *procPool) acquire(ctx context.Context, primary *conn, caller string) (
 		}
 		return pp.turnOf(g.p, caller), nil
 	case <-wctx.Done():
-		if pp.withdraw(w, caller) {
+		if pp.withdraw(w) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("%w: all %d processes stayed busy for %s (calls running on them: %d of this caller's at most %d)",
-				context.DeadlineExceeded, pp.max, pp.u.cfg.callTimeout(), pp.heldBy(caller), pp.perCaller)
+			return nil, fmt.Errorf("%w: all %d processes stayed busy for %s (processes this caller's calls run or wait on: %d of at most %d, maxCallsPerCaller)",
+				context.DeadlineExceeded, pp.max, pp.u.cfg.callTimeout(), pp.ownedBy(caller), pp.perCaller)
 		}
 		g := <-w.ch // granted meanwhile
 		if g.dial {
@@ -146,10 +178,10 @@ func (pp *procPool) acquire(ctx context.Context, primary *conn, caller string) (
 	}
 }
 
-func (pp *procPool) heldBy(caller string) int {
+func (pp *procPool) ownedBy(caller string) int {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	return pp.held[caller]
+	return pp.owned[caller]
 }
 
 func (pp *procPool) turnOf(p *proc, caller string) *turn {
@@ -158,8 +190,8 @@ func (pp *procPool) turnOf(p *proc, caller string) *turn {
 	return t
 }
 
-// dial starts a process for a call of caller, whose turn (held) and place
-// (dialing) are reserved.
+// dial starts a process for a call of caller, whose ownership (owned) and
+// place (dialing) are reserved.
 func (pp *procPool) dial(ctx context.Context, caller string) (*turn, error) {
 	u := pp.u
 	c, err := dial(context.WithoutCancel(ctx), &u.cfg, u.hc, u.headers, u.unrouted, u.outsideCall, u.g.log)
@@ -171,13 +203,19 @@ func (pp *procPool) dial(ctx context.Context, caller string) (*turn, error) {
 		err = fmt.Errorf("gateway: upstream %q: the gateway is closed", u.cfg.Name)
 	}
 	if err != nil {
-		pp.held[caller]--
+		pp.disown(caller)
 		pp.dispatch()
 		return nil, err
 	}
-	p := &proc{c: c, busy: true, calls: 1}
+	p := &proc{c: c, busy: true, calls: 1, owner: caller}
 	pp.procs = append(pp.procs, p)
 	return pp.turnOf(p, caller), nil
+}
+
+func (pp *procPool) disown(caller string) {
+	if pp.owned[caller]--; pp.owned[caller] <= 0 {
+		delete(pp.owned, caller)
+	}
 }
 
 func (pp *procPool) enqueue(caller string, want *proc) *waiter {
@@ -188,7 +226,7 @@ func (pp *procPool) enqueue(caller string, want *proc) *waiter {
 }
 
 // withdraw removes w from the queue; false: it was granted meanwhile.
-func (pp *procPool) withdraw(w *waiter, caller string) bool {
+func (pp *procPool) withdraw(w *waiter) bool {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	i := slices.Index(pp.waiters, w)
@@ -200,13 +238,16 @@ func (pp *procPool) withdraw(w *waiter, caller string) bool {
 }
 
 // dispatch hands the turns of free processes to waiters: a process's own
-// resuming calls first, then new calls, the caller running the fewest calls
-// first; then lets a new call start a process while there are fewer than
-// max. Dead processes carrying no call are dropped.
+// resuming calls first, then new calls that can use a free process or
+// start one, the caller owning the fewest processes first. Processes
+// carrying no call that are dead or tainted go.
 func (pp *procPool) dispatch() {
 	pp.procs = slices.DeleteFunc(pp.procs, func(p *proc) bool {
-		if p.primary || p.calls > 0 || pp.alive(p) {
+		if p.calls > 0 || (!p.tainted && (p.primary || pp.alive(p))) {
 			return false
+		}
+		if p.primary {
+			p.c.retired.Store(true) // the upstream connects again
 		}
 		go p.c.close()
 		return true
@@ -219,74 +260,98 @@ func (pp *procPool) dispatch() {
 			w := pp.waiters[i]
 			pp.waiters = slices.Delete(pp.waiters, i, i+1)
 			p.busy = true
-			pp.held[w.caller]++
 			w.ch <- grant{p: p}
 		}
 	}
-	for { // new calls, on the free process carrying the fewest calls
-		var free *proc
-		for _, p := range pp.procs {
-			if !p.busy && pp.alive(p) && (free == nil || p.calls < free.calls) {
-				free = p
+	for { // new calls
+		i, g := pp.next()
+		if i < 0 {
+			return
+		}
+		w := pp.waiters[i]
+		pp.waiters = slices.Delete(pp.waiters, i, i+1)
+		if g.dial {
+			pp.dialing++
+			pp.owned[w.caller]++
+		} else {
+			if g.p.calls == 0 {
+				g.p.owner = w.caller
+				pp.owned[w.caller]++
 			}
+			g.p.busy = true
+			g.p.calls++
 		}
-		if free == nil {
-			break
-		}
-		w := pp.next()
-		if w == nil {
-			break
-		}
-		free.busy = true
-		free.calls++
-		pp.held[w.caller]++
-		w.ch <- grant{p: free}
-	}
-	for len(pp.procs)+pp.dialing < pp.max {
-		w := pp.next()
-		if w == nil {
-			break
-		}
-		pp.dialing++
-		pp.held[w.caller]++
-		w.ch <- grant{dial: true}
+		w.ch <- g
 	}
 }
 
-// next removes and returns the new call to serve next: of the callers
-// below their share, the one running the fewest calls, first come among
-// equals.
-func (pp *procPool) next() *waiter {
-	best := -1
+// next finds the new call to serve next and what it gets: of the waiters
+// that can be served now, the one whose caller owns the fewest processes,
+// first come among equals; -1 when none can.
+func (pp *procPool) next() (int, grant) {
+	best, bestGrant := -1, grant{}
 	for i, w := range pp.waiters {
-		if w.want != nil || pp.held[w.caller] >= pp.perCaller {
+		if w.want != nil || best >= 0 && pp.owned[w.caller] >= pp.owned[pp.waiters[best].caller] {
 			continue
 		}
-		if best < 0 || pp.held[w.caller] < pp.held[pp.waiters[best].caller] {
-			best = i
+		if g, ok := pp.placeFor(w.caller); ok {
+			best, bestGrant = i, g
 		}
 	}
-	if best < 0 {
-		return nil
-	}
-	w := pp.waiters[best]
-	pp.waiters = slices.Delete(pp.waiters, best, best+1)
-	return w
+	return best, bestGrant
 }
 
-// release gives up an attending turn (pool.mu held).
+// placeFor finds where a new call of caller can run now: a free process
+// it owns that is not tainted (the one carrying the fewest calls), else,
+// below its share, a free process no one owns, else a new process while
+// there are fewer than max; else, at its share, a free tainted process it
+// owns (rather than wait for its calls there to end: what the server
+// still sends for the abandoned call may then reach this call, of the
+// same caller).
+func (pp *procPool) placeFor(caller string) (grant, bool) {
+	var own, ownTainted, unowned *proc
+	for _, p := range pp.procs {
+		if p.busy || !pp.alive(p) {
+			continue
+		}
+		switch {
+		case p.calls > 0 && p.owner == caller && p.tainted:
+			if ownTainted == nil || p.calls < ownTainted.calls {
+				ownTainted = p
+			}
+		case p.calls > 0 && p.owner == caller:
+			if own == nil || p.calls < own.calls {
+				own = p
+			}
+		case p.calls == 0 && !p.tainted && unowned == nil:
+			unowned = p
+		}
+	}
+	switch {
+	case own != nil:
+		return grant{p: own}, true
+	case pp.owned[caller] >= pp.perCaller:
+		if ownTainted != nil {
+			return grant{p: ownTainted}, true
+		}
+		return grant{}, false
+	case unowned != nil:
+		return grant{p: unowned}, true
+	case len(pp.procs)+pp.dialing < pp.max:
+		return grant{dial: true}, true
+	}
+	return grant{}, false
+}
+
+// releaseLocked gives up an attending turn (pool.mu held).
 func (t *turn) releaseLocked() {
-	pp := t.pool
 	if t.attending.Swap(false) {
 		t.p.busy = false
-		if pp.held[t.caller]--; pp.held[t.caller] <= 0 {
-			delete(pp.held, t.caller)
-		}
 	}
 }
 
 // park stops the call attending: it waits for its client, and another
-// call may run on the process.
+// call of its caller may run on the process.
 func (t *turn) park() {
 	if t == nil {
 		return
@@ -317,7 +382,6 @@ func (t *turn) resume(ctx context.Context) error {
 	}
 	if !t.p.busy {
 		t.p.busy = true
-		pp.held[t.caller]++
 		t.attending.Store(true)
 		pp.mu.Unlock()
 		return nil
@@ -328,7 +392,7 @@ func (t *turn) resume(ctx context.Context) error {
 	case <-w.ch:
 		return t.granted()
 	case <-ctx.Done():
-		if !pp.withdraw(w, t.caller) {
+		if !pp.withdraw(w) {
 			<-w.ch
 			if t.granted() == nil {
 				t.park()
@@ -346,9 +410,6 @@ func (t *turn) granted() error {
 	defer pp.mu.Unlock()
 	if t.ended {
 		t.p.busy = false
-		if pp.held[t.caller]--; pp.held[t.caller] <= 0 {
-			delete(pp.held, t.caller)
-		}
 		pp.dispatch()
 		return context.Canceled
 	}
@@ -356,8 +417,11 @@ func (t *turn) granted() error {
 	return nil
 }
 
-// done ends the call's use of its process.
-func (t *turn) done() {
+// done ends the call's use of its process; answered reports whether the
+// server gave the call its final answer (a result or an error response).
+// Without it the server may still be working on the call, and the process
+// is tainted.
+func (t *turn) done(answered bool) {
 	if t == nil {
 		return
 	}
@@ -369,7 +433,13 @@ func (t *turn) done() {
 	}
 	t.ended = true
 	t.releaseLocked()
-	t.p.calls--
+	if !answered {
+		t.p.tainted = true
+	}
+	if t.p.calls--; t.p.calls == 0 {
+		t.p.owner = ""
+		pp.disown(t.caller)
+	}
 	pp.dispatch()
 }
 
@@ -430,4 +500,12 @@ func (u *upstream) admitParked(caller string) (leave func(), err error) {
 			delete(u.parkedBy, caller)
 		}
 	}), nil
+}
+
+// answered reports whether err, the outcome of an upstream call, is the
+// server's final answer to it (a result, or an error response), after
+// which the server sends nothing more for the call.
+func answered(err error) bool {
+	var re *client.RPCError
+	return err == nil || errors.As(err, &re)
 }

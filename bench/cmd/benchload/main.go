@@ -3,7 +3,14 @@
 //
 //	cd bench && go run -mod=mod -tags pgstore ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md
 //
-// (or `make bench` from the repository root). It must run from the bench
+// (or `make bench` from the repository root). -only runs some parts
+// (fairness, tasks-fair, ...: the names -skip takes) and, with -out, merges
+// their sections and targets into the report of a whole run, which keeps
+// its other sections (merge.go):
+//
+//	cd bench && go run -mod=mod -tags pgstore ./cmd/benchload -rounds 3 -only fairness,tasks-fair -out ../docs/benchmarks.md
+//
+// It must run from the bench
 // directory: it builds ./cmd/benchserver and starts one server process per
 // implementation on loopback, then drives them with a keep-alive load
 // generator in alternation (A B C D, A B C D, ...), so that each
@@ -15,6 +22,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -85,7 +93,10 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river (both configurations), river-fast (only FetchCooldown 1 ms)")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway,fairness")
+	var only string
+	flag.StringVar(&skip, "skip", "", "parts to skip: "+partNames())
+	flag.StringVar(&only, "only", "", "run only these parts (comma-separated, as -skip names them); with -out, merge their sections into that file, "+
+		"the report of a whole run, keeping its other sections (the targets of these parts are updated too)")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -105,10 +116,27 @@ func main() {
 	for _, s := range strings.Split(taskSystems, ",") {
 		cfg.taskSystems[strings.TrimSpace(s)] = true
 	}
-	cfg.skip = map[string]bool{}
-	for _, s := range strings.Split(skip, ",") {
-		if s != "" {
-			cfg.skip[s] = true
+	if cfg.skip, err = parseParts("skip", skip); err != nil {
+		fatal(err)
+	}
+	onlySet, err := parseParts("only", only)
+	if err != nil {
+		fatal(err)
+	}
+	var old []byte
+	if len(onlySet) > 0 {
+		if skip != "" {
+			fatal(errors.New("-only and -skip exclude each other"))
+		}
+		cfg.skip = skipAllBut(onlySet)
+		if cfg.out != "" {
+			// Read first: a missing or foreign file fails before the run.
+			if old, err = os.ReadFile(cfg.out); err != nil {
+				fatal(fmt.Errorf("-only with -out merges into the report of a whole run: %w (drop -out to print the parts' report)", err))
+			}
+			if err := checkReport(string(old)); err != nil {
+				fatal(fmt.Errorf("-only with -out: %s: %w", cfg.out, err))
+			}
 		}
 	}
 	if cfg.rounds < 1 || cfg.n < 100 {
@@ -137,6 +165,15 @@ func main() {
 	if cfg.out == "" {
 		fmt.Print(md)
 		return
+	}
+	if old != nil {
+		note := fmt.Sprintf("Measured on %s in %s by `benchload %s` (load average %s at the start, %s at the end) "+
+			"and merged into the report of the run above; the rest of the file is that run's.",
+			rep.start.UTC().Format("2006-01-02 15:04 MST"), rep.elapsed.Round(time.Second), strings.Join(rep.args, " "),
+			rep.machine.loadStart, rep.machine.loadEnd)
+		if md, err = mergeReport(string(old), md, onlySet, note); err != nil {
+			fatal(fmt.Errorf("merge into %s: %w", cfg.out, err))
+		}
 	}
 	if err := os.WriteFile(cfg.out, []byte(md), 0o644); err != nil {
 		fatal(err)

@@ -220,7 +220,8 @@ func (r *report) markdown() string {
 	p("## Command\n\nThis file came from:\n\n```sh\ncd bench && go run -mod=mod %s./cmd/benchload %s\n```\n\n", tags, strings.Join(r.args, " "))
 	p("`make bench` (from the repository root) runs `cd bench && go run -mod=mod -tags pgstore ./cmd/benchload -rounds 3 -out ../docs/benchmarks.md` " +
 		"(`-tags pgstore` only when `task/pgstore` exists); " +
-		"`go run ./cmd/benchload -h` lists the knobs. The PostgreSQL row needs that tag and a reachable `$WEFT_TEST_POSTGRES` " +
+		"`go run ./cmd/benchload -h` lists the knobs; `-only fairness,tasks-fair -out ../docs/benchmarks.md` (any parts `-skip` names) runs those parts only " +
+		"and merges their sections and targets into this file, each merged section saying when and how it was measured. The PostgreSQL row needs that tag and a reachable `$WEFT_TEST_POSTGRES` " +
 		"(default `postgres://root@127.0.0.1:5432/test?sslmode=disable`; `make postgres` starts one); it is skipped with a note otherwise.\n\n")
 	p("Loopback cells: %d measured requests after %d warm-up requests, per implementation, concurrency and round; %d rounds; "+
 		"implementations alternate within each round (the starting one rotates), and the tables give the median of the rounds. "+
