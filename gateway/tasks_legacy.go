@@ -144,7 +144,7 @@ func (u *upstream) callAsTask(ctx context.Context, req *weft.Request, params exa
 	if t != nil {
 		unpin = u.pool.pin(c) // the process carries the task until it ends
 	}
-	t.done()
+	t.done(answered(err))
 	if err != nil {
 		unpin()
 		u.legacy.unreserve()
@@ -382,7 +382,7 @@ func (lt *legacyTask) poll(ctx context.Context) (*task.Record, error) {
 
 // result calls tasks/result on the task's process, relaying the requests
 // the upstream sends for the task (request).
-func (lt *legacyTask) result(ctx context.Context) (exactjson.Value, error) {
+func (lt *legacyTask) result(ctx context.Context) (_ exactjson.Value, err error) {
 	u := lt.u
 	var t *turn
 	if u.cfg.Command != "" {
@@ -390,7 +390,7 @@ func (lt *legacyTask) result(ctx context.Context) (exactjson.Value, error) {
 		if t, err = u.pool.acquireOn(ctx, lt.c, lt.caller); err != nil {
 			return exactjson.Value{}, err
 		}
-		defer t.done()
+		defer func() { t.done(answered(err)) }()
 	}
 	defer func() {
 		lt.mu.Lock()
@@ -459,7 +459,7 @@ func (lt *legacyTask) request(ctx context.Context, t *turn, method string, param
 	lt.order = append(lt.order, key)
 	lt.syncInputLocked()
 	lt.mu.Unlock()
-	if u.cfg.SharedProcesses {
+	if !u.cfg.OneCallPerProcess {
 		t.park() // the process may serve other calls meanwhile
 	}
 	defer func() {
@@ -469,7 +469,7 @@ func (lt *legacyTask) request(ctx context.Context, t *turn, method string, param
 	}()
 	select {
 	case v := <-p.answer:
-		if u.cfg.SharedProcesses {
+		if !u.cfg.OneCallPerProcess {
 			if err := t.resume(ctx); err != nil {
 				return exactjson.Value{}, &client.RPCError{Code: client.CodeInternalError, Message: "Cancelled"}
 			}
@@ -689,17 +689,23 @@ func (t taskRelay) legacy(id string) (*legacyTask, bool, error) {
 }
 
 // pin counts a task on the process running c (so that it is kept while
-// the task runs) until the returned function is called.
+// the task runs, owned by the task's caller: what the server sends for the
+// task reaches no other caller's call) until the returned function is
+// called. The caller's call that created the task holds the process then.
 func (pp *procPool) pin(c *conn) (unpin func()) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	for _, p := range pp.procs {
-		if p.c == c {
+		if p.c == c && p.calls > 0 {
+			owner := p.owner
 			p.calls++
 			return sync.OnceFunc(func() {
 				pp.mu.Lock()
 				defer pp.mu.Unlock()
-				p.calls--
+				if p.calls--; p.calls == 0 {
+					p.owner = ""
+					pp.disown(owner)
+				}
 				pp.dispatch()
 			})
 		}
@@ -729,7 +735,7 @@ func (pp *procPool) acquireOn(ctx context.Context, c *conn, caller string) (*tur
 	select {
 	case <-w.ch:
 	case <-ctx.Done():
-		if pp.withdraw(w, caller) {
+		if pp.withdraw(w) {
 			pp.mu.Lock()
 			p.calls--
 			pp.dispatch()
@@ -738,7 +744,7 @@ func (pp *procPool) acquireOn(ctx context.Context, c *conn, caller string) (*tur
 		}
 		<-w.ch
 		t.attending.Store(true)
-		t.done()
+		t.done(true) // the turn was granted, nothing was sent on it
 		return nil, ctx.Err()
 	}
 	t.attending.Store(true)
