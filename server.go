@@ -533,6 +533,10 @@ type operation struct {
 	// argsFingerprint identifies a tool's input schema (see
 	// schemaFingerprint); "" for prompts and resources.
 	argsFingerprint string
+	// listBytes caches the item's encoded size in a list page, by era
+	// (0: 2026-07-28, 1: 2025-11-25); 0 until a list first measures it.
+	// Entries are replaced, never changed, on re-registration.
+	listBytes [2]atomic.Int64
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.
