@@ -149,6 +149,9 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		s.mu.RUnlock()
 		vis := all[:0:0]
 		for _, it := range all {
+			if kind == KindTool && s.search != nil && !s.search.lists(key(it)) {
+				continue // found through the search tool (toolsearch.go)
+			}
 			if s.Visible(ctx, req, kind, key(it)) {
 				vis = append(vis, it)
 			}
