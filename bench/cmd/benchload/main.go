@@ -85,7 +85,7 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&taskSystems, "task-systems", "sqlite,pg,river", "task rows to measure: sqlite, pg (task/pgstore), river (both configurations), river-fast (only FetchCooldown 1 ms)")
 	flag.StringVar(&cfg.dsn, "pg", def, "PostgreSQL DSN for the pgstore row (default $WEFT_TEST_POSTGRES)")
-	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway,fairness")
+	flag.StringVar(&skip, "skip", "", "parts to skip: loopback,server,ablation,mrtr,mrtr-loopback,seal,json,tasks,tasks-fair,listen,getstreams,sessions,gateway,catalog,fairness")
 	flag.StringVar(&cfg.serverBin, "server-bin", "", "a prebuilt benchserver for the listen and session rows (to compare two builds of Weft); default: build ./cmd/benchserver")
 	flag.Parse()
 	var err error
@@ -182,7 +182,8 @@ type report struct {
 	taskFair []taskFairRow // tasks_fair.go
 	listen   []listenRow
 	sessions []sessionRow
-	gateway  []cell // gateway.go
+	gateway  []cell  // gateway.go
+	catalog  []micro // catalog.go
 	getStrm  []getStreamRow
 	fairness []fairRow // fairness.go
 	// scaleLoad is the load average when the scale rows (listen, GET
@@ -271,6 +272,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if !cfg.skip["gateway"] {
 		logf("gateway overhead per tools/call")
 		if err := gatewayOverhead(ctx, cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["catalog"] {
+		logf("large catalogs: list, lookup and call at %v tools", catalogSizes)
+		if rep.catalog, err = catalogRows(ctx, cfg.rounds); err != nil {
 			return nil, err
 		}
 	}
