@@ -195,6 +195,25 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 	}
 }
 
+// warnOversize logs, when it is registered, an item too large for a list
+// page of its own (measured as 2026-07-28 lists send it): the lists will
+// fail where its page starts (oversizeItem). It stays callable.
+func warnOversize[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, kind ItemKind, name string, op *operation, it T) {
+	if s.cfgErr != nil {
+		return
+	}
+	n, err := listItemBytes(s, op, it, false)
+	if err != nil {
+		return // the lists report it, naming the item
+	}
+	envelope, err := listEnvelopeBytes[T](s, false)
+	if err != nil || n <= s.limits.MaxOutputBytes-envelope {
+		return
+	}
+	s.log.Warn("weft: "+kindNoun(kind)+" too large for a list page: the list will fail where its page starts; raise Limits.MaxOutputBytes or make it smaller",
+		"kind", kindNoun(kind), "name", name, "bytes", n, "max_output_bytes", s.limits.MaxOutputBytes)
+}
+
 // oversizeItem is the error of a list page whose first item does not fit
 // the output limit on its own, logged with the item's name.
 func (s *Server) oversizeItem(req *Request, kind ItemKind, name string, n, budget int) *Error {

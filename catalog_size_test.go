@@ -159,8 +159,8 @@ func TestListsPageBySize(t *testing.T) {
 }
 
 // TestListItemLargerThanLimit: a tool too large for a page of its own is
-// an error naming it (logged, with the limit to raise) where its page
-// would start; the pages before it are served.
+// logged when it is registered, and an error naming it (logged, with the
+// limit to raise) where its page would start.
 func TestListItemLargerThanLimit(t *testing.T) {
 	var logBuf syncBuffer
 	srv := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
@@ -178,6 +178,9 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	if err := srv.AddTool(weft.Tool{Name: "huge", Description: "Huge.", InputSchema: bigSchema("h", 1<<20)}, text); err != nil {
 		t.Fatal(err)
 	}
+	if l := logBuf.String(); !strings.Contains(l, "tool too large for a list page") || !strings.Contains(l, "name=huge") || strings.Contains(l, "name=small") {
+		t.Errorf("registration does not warn of the oversize tool (only):\n%s", l)
+	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -189,7 +192,7 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	if !errors.As(err, &rerr) || rerr.Code != weft.CodeInternalError || !strings.Contains(rerr.Message, `tool "huge"`) || !strings.Contains(rerr.Message, "Limits.MaxOutputBytes") {
 		t.Fatalf("tools/list with an oversize tool: %v, want an internal error naming it and the limit", err)
 	}
-	if l := logBuf.String(); !strings.Contains(l, "name=huge") || !strings.Contains(l, "max_output_bytes=1048576") {
+	if l := logBuf.String(); !strings.Contains(l, "list item larger than the output limit") || !strings.Contains(l, "max_output_bytes=1048576") {
 		t.Errorf("log does not name the oversize tool:\n%s", l)
 	}
 }

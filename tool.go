@@ -151,6 +151,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()
+	warnOversize(s, KindTool, t.Name, e.op, e.tool)
 	s.bus.publish(event{kind: evToolsListChanged})
 	return nil
 }
