@@ -108,8 +108,10 @@ func offsetCursor(off int) string {
 // (Limits.MaxCursorBytes; a 2025-11-25 cursor is sealed to the session and
 // longer than the offset it carries).
 func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, legacy bool) (int, error) {
-	b, err := s.encodeResult(&Page[T]{NextCursor: strings.Repeat("A", s.limits.MaxCursorBytes), Cache: s.listCache()}, legacy)
-	return len(b), err
+	b, err := s.encodeResult(&Page[T]{Cache: s.listCache()}, legacy)
+	// A cursor is base64url (sealed: "weft1." and base64url), which JSON
+	// does not escape.
+	return len(b) + len(`,"nextCursor":""`) + s.limits.MaxCursorBytes, err
 }
 
 // listItemBytes is the encoded size of one item in a list page of an era,
