@@ -41,7 +41,9 @@ const (
 // without a search tool. The JSON names are those of the gateway's
 // configuration file.
 type ToolSearch struct {
-	// Name is the search tool's name. Default DefaultToolSearchName.
+	// Name is the search tool's name. Default DefaultToolSearchName. The
+	// server registers the search tool under it when it is created; a tool
+	// registered later under the same name replaces it.
 	Name string `json:"name,omitempty"`
 	// Listed are path.Match patterns on tool names: the tools listed
 	// besides the search tool (a group such as a gateway prefix,
