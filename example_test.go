@@ -210,3 +210,51 @@ func ExampleArgumentsAs() {
 	// Output:
 	// true
 }
+
+// Progressive discovery: of a large catalog, tools/list shows the search
+// tool and the Listed group; search_tools returns the definitions of the
+// tools matching a query, which the client then calls by name.
+func ExampleToolSearch() {
+	s := weft.NewServer(weft.Implementation{Name: "crm", Version: "1.0.0"}, &weft.Options{
+		ToolSearch: &weft.ToolSearch{Listed: []string{"contacts_*"}},
+	})
+	reply := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("done")}}, nil
+	}
+	for _, t := range []weft.Tool{
+		{Name: "contacts_find", Description: "Finds a contact by name."},
+		{Name: "invoices_create", Description: "Creates an invoice for a contact."},
+		{Name: "invoices_void", Description: "Voids an invoice."},
+	} {
+		if err := s.AddTool(t, reply); err != nil {
+			log.Fatal(err)
+		}
+	}
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+	_, body := postMCP(ts.URL, "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta+`}}`)
+	var list struct {
+		Result struct{ Tools []struct{ Name string } }
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("listed:", list.Result.Tools)
+
+	_, body = postMCP(ts.URL, "tools/call", "search_tools", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{`+meta+
+		`,"name":"search_tools","arguments":{"query":"void invoice"}}}`)
+	var found struct {
+		Result struct {
+			StructuredContent struct{ Tools []struct{ Name string } }
+		}
+	}
+	if err := json.Unmarshal(body, &found); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("found:", found.Result.StructuredContent.Tools)
+	// Output:
+	// listed: [{search_tools} {contacts_find}]
+	// found: [{invoices_void} {invoices_create}]
+}

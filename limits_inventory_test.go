@@ -119,6 +119,8 @@ var invLimits = []invLimit{
 	{doc: "authorization partition", consts: []string{"maxPartitionBytes"}, names: []string{"Identity.Partition"},
 		ceil: invNumI(maxPartitionBytes), past: []string{"-32603"}, check: checkPartition},
 	{doc: "completion values", consts: []string{"maxCompletionValues"}, def: invNumI(maxCompletionValues), past: []string{"hasMore"}, check: checkCompletionValues},
+	{doc: "tool search results", names: []string{"ToolSearch.MaxResults", "DefaultToolSearchResults", "MaxToolSearchResults"},
+		def: invNumI(DefaultToolSearchResults), ceil: invNumI(MaxToolSearchResults), past: []string{"more", "Server.Err"}, check: checkToolSearchResults},
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
 		consts: []string{"defaultMaxSubscriptionsPerPartition", "maxSubscriptionsPerPartitionCeiling"},
 		def:    invNumI(defaultMaxSubscriptionsPerPartition), ceil: invNumI(maxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
@@ -252,9 +254,10 @@ func TestLimitsInventoryMatchesDoc(t *testing.T) {
 // invNotLimits are the package's constants named like limits that bound
 // nothing a client makes large.
 var invNotLimits = map[string]string{
-	"maxPooledScratch": "the largest buffer kept for reuse; larger ones are allocated and dropped",
-	"maxPooledWire":    "the largest response buffer kept for reuse; larger ones are allocated and dropped",
-	"maxIdleTenants":   "the idle per-caller records the handler gate keeps for reuse; more are dropped",
+	"maxPooledScratch":      "the largest buffer kept for reuse; larger ones are allocated and dropped",
+	"maxPooledWire":         "the largest response buffer kept for reuse; larger ones are allocated and dropped",
+	"maxIdleTenants":        "the idle per-caller records the handler gate keeps for reuse; more are dropped",
+	"DefaultToolSearchName": "the search tool's name, no bound",
 }
 
 func TestLimitsInventoryConstants(t *testing.T) {
@@ -1089,6 +1092,30 @@ func checkPageSize(t *testing.T) {
 		if len(page.Tools) != 256 || (page.NextCursor != "") != (n > 256) {
 			t.Fatalf("%d tools: first page has %d tools, nextCursor %q", n, len(page.Tools), page.NextCursor)
 		}
+	}
+}
+
+func checkToolSearchResults(t *testing.T) {
+	for _, tc := range []struct{ max, found, more int }{{0, DefaultToolSearchResults, 2}, {MaxToolSearchResults, DefaultToolSearchResults + 2, 0}} {
+		s, _ := newServer(t, &Options{ToolSearch: &ToolSearch{MaxResults: tc.max}})
+		for i := range DefaultToolSearchResults + 2 {
+			addText(t, s, "t"+strconv.Itoa(i), "x")
+		}
+		r := invCall(t, invServe(t, s), "tools/call", toolCall(nil, DefaultToolSearchName, M{"query": "answers"}))
+		invOK(t, "search_tools", r)
+		var res struct {
+			StructuredContent struct {
+				Tools []json.RawMessage
+				More  int
+			}
+		}
+		must(t, json.Unmarshal(r.msg.Result, &res))
+		if len(res.StructuredContent.Tools) != tc.found || res.StructuredContent.More != tc.more {
+			t.Errorf("MaxResults %d: found %d, more %d; want %d, %d", tc.max, len(res.StructuredContent.Tools), res.StructuredContent.More, tc.found, tc.more)
+		}
+	}
+	if err := NewServer(Implementation{}, &Options{ToolSearch: &ToolSearch{MaxResults: MaxToolSearchResults + 1}}).Err(); err == nil {
+		t.Error("ToolSearch.MaxResults past the ceiling is accepted")
 	}
 }
 

@@ -65,6 +65,7 @@ func (s *Server) AddPrompt(p Prompt, h PromptHandler) error {
 	s.mu.Lock()
 	s.prompts.put(p.Name, &promptEntry{prompt: p, op: op, handler: h})
 	s.mu.Unlock()
+	warnOversize(s, KindPrompt, p.Name, op, p)
 	s.bus.publish(event{kind: evPromptsListChanged})
 	return nil
 }

@@ -75,6 +75,7 @@ func (s *Server) AddResource(r Resource, h ResourceHandler) error {
 	s.mu.Lock()
 	s.resources.put(r.URI, &resourceEntry{res: r, op: op, handler: h})
 	s.mu.Unlock()
+	warnOversize(s, KindResource, r.URI, op, r.ResourceInfo)
 	s.bus.publish(event{kind: evResourcesListChanged})
 	return nil
 }
@@ -143,6 +144,7 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	s.mu.Lock()
 	s.templates.put(t.URITemplate, &templateEntry{tmpl: t, parsed: p, op: op, handler: h})
 	s.mu.Unlock()
+	warnOversize(s, KindResourceTemplate, t.URITemplate, op, t)
 	s.bus.publish(event{kind: evResourcesListChanged})
 	return nil
 }

@@ -160,21 +160,26 @@ func (r *Page[T]) encodeBody(e *enc, legacy bool) {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		switch it := any(&r.Items[i]).(type) {
-		case *Tool:
-			it.encode(e, legacy)
-		case *Prompt:
-			it.encode(e)
-		case *ResourceInfo:
-			e.open()
-			it.encodeFields(e)
-			e.close()
-		case *ResourceTemplate:
-			it.encode(e)
-		}
+		encodeListItem(e, &r.Items[i], legacy)
 	}
 	e.b = append(e.b, ']')
 	e.strOpt("nextCursor", r.NextCursor)
+}
+
+// encodeListItem encodes one item of a list page for the client's era.
+func encodeListItem[T Tool | Prompt | ResourceInfo | ResourceTemplate](e *enc, item *T, legacy bool) {
+	switch it := any(item).(type) {
+	case *Tool:
+		it.encode(e, legacy)
+	case *Prompt:
+		it.encode(e)
+	case *ResourceInfo:
+		e.open()
+		it.encodeFields(e)
+		e.close()
+	case *ResourceTemplate:
+		it.encode(e)
+	}
 }
 
 func (*CallToolResult) resultType() string            { return "complete" }

@@ -53,6 +53,11 @@ type Options struct {
 	// Visible filters lists and lookups per request: a hidden tool, prompt or
 	// resource is indistinguishable from an unknown one. Default: all visible.
 	Visible func(ctx context.Context, req *Request, kind ItemKind, name string) bool
+	// ToolSearch, when set, turns on progressive discovery for large
+	// catalogs: tools/list shows a search tool and the tools it lists, and
+	// the search tool returns the definitions of the tools that match a
+	// query (see [ToolSearch]). Default: every tool listed.
+	ToolSearch *ToolSearch
 
 	// Protector seals framework-protected request state. Default: a
 	// development-only ephemeral key (logged as a warning) when any operation
@@ -238,6 +243,7 @@ const (
 type Server struct {
 	impl   Implementation
 	opts   Options
+	search *toolSearch // Options.ToolSearch resolved; nil when off
 	limits Limits
 	state  StateLimits
 	log    *slog.Logger
@@ -380,6 +386,12 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		if s.legacy != nil {
 			go s.legacy.relayCancels(s.done)
 		}
+	}
+	if s.opts.ToolSearch != nil {
+		if s.search, err = resolveToolSearch(s.opts.ToolSearch); err == nil {
+			err = s.addToolSearch()
+		}
+		s.cfgErr = errors.Join(s.cfgErr, err)
 	}
 	return s
 }
@@ -532,6 +544,10 @@ type operation struct {
 	// argsFingerprint identifies a tool's input schema (see
 	// schemaFingerprint); "" for prompts and resources.
 	argsFingerprint string
+	// listBytes caches the item's encoded size in a list page, by era
+	// (0: 2026-07-28, 1: 2025-11-25); 0 until a list first measures it.
+	// Entries are replaced, never changed, on re-registration.
+	listBytes [2]atomic.Int64
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.

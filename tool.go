@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -82,6 +83,10 @@ type toolEntry struct {
 	// trustedOutput: the output schema was inferred from the handler's Go
 	// output type, so calls skip output validation.
 	trustedOutput bool
+	// searchOnce fills searchName and searchText, the lower-case text the
+	// search tool matches (toolsearch.go), on the first search.
+	searchOnce             sync.Once
+	searchName, searchText string
 }
 
 // mirror is an x-mcp-header argument: header Mcp-Param-<Header> mirrors
@@ -148,6 +153,7 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()
+	warnOversize(s, KindTool, t.Name, e.op, e.tool)
 	s.bus.publish(event{kind: evToolsListChanged})
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftmcp/weft"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -26,6 +27,13 @@ type Config struct {
 	Upstreams []UpstreamConfig `json:"upstreams"`
 	// Input bounds the era translation of 2025-era upstreams.
 	Input InputConfig `json:"input,omitzero"`
+	// ToolSearch, when set, puts the gateway's tools behind a search tool
+	// (progressive discovery for large aggregated catalogs; Listed patterns
+	// such as "github_*" keep an upstream's prefix listed). `weft gateway`
+	// sets [weft.Options.ToolSearch] of the server it creates from it; a
+	// program calling [New] sets that option on its server (New does not
+	// read this field).
+	ToolSearch *weft.ToolSearch `json:"toolSearch,omitempty"`
 }
 
 // UpstreamConfig describes one upstream MCP server: a command speaking

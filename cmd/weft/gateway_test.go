@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +87,77 @@ func TestGatewayCommand(t *testing.T) {
 	if got := res.Text(); got != "Catalog access approved; continuing." {
 		t.Fatalf("result %q", got)
 	}
+}
+
+// TestGatewayCommandToolSearch: a configuration's toolSearch puts the
+// aggregated catalog of two upstreams behind search_tools with one
+// upstream's prefix listed; the other's tools are found by search and
+// called by name.
+func TestGatewayCommandToolSearch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	upstream := func(name string) string {
+		return "  - name: " + name + "\n    command: " + strconv.Quote(weftBin) + "\n    args: [serve, --stdio, --data, ./" + name + "-data]\n" +
+			"    dir: .\n    prefix: " + name + ".\n"
+	}
+	doc := "upstreams:\n" + upstream("a") + upstream("b") + "toolSearch:\n  listed: [a.*]\n  maxResults: 3\n"
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	c := startGatewayCmd(t, cfg, filepath.Join(dir, "gw"), &out)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var names []string
+	for _, tl := range tools {
+		if tl.Name != "search_tools" && !strings.HasPrefix(tl.Name, "a.") {
+			t.Errorf("tools/list shows %s", tl.Name)
+		}
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "search_tools") || !slices.Contains(names, "a.refund.request") {
+		t.Fatalf("tools: %v", names)
+	}
+	res, err := c.CallTool(ctx, "search_tools", map[string]any{"query": "b.refund.request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, _ := res.StructuredContent.Get("tools")
+	first, _ := found.Index(0).Get("name")
+	if s, _ := first.AsString(); s != "b.refund.request" || len(found.Elements()) > 3 {
+		t.Fatalf("search_tools found %v", found)
+	}
+}
+
+// startGatewayCmd runs `weft gateway --config cfg` on a free port until the
+// test ends and returns a client of it; its stderr goes to out.
+func startGatewayCmd(t *testing.T, cfg, data string, out *bytes.Buffer) *client.Client {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(weftBin, "gateway", "--config", cfg, "--addr", addr, "--data", data)
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("weft gateway did not stop on SIGINT")
+		}
+	})
+	waitPort(t, addr)
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func TestGatewayCommandErrors(t *testing.T) {

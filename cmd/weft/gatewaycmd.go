@@ -114,9 +114,10 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		legacy.Store = sessions
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
-		Protector: seal.NewManager(kr),
-		Logger:    logger,
-		Legacy:    legacy,
+		Protector:  seal.NewManager(kr),
+		Logger:     logger,
+		Legacy:     legacy,
+		ToolSearch: cfg.ToolSearch,
 	})
 	if err := srv.Err(); err != nil {
 		return err

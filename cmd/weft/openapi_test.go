@@ -70,6 +70,30 @@ func TestOpenAPIServeAndConfirmDelete(t *testing.T) {
 	}
 }
 
+// TestOpenAPIToolSearch: with --tool-search --listed-tags ops, tools/list
+// holds search_tools and the ops-tagged tool only; search_tools finds an
+// unlisted tool, which is then called by name.
+func TestOpenAPIToolSearch(t *testing.T) {
+	store := petstore.New("")
+	up := httptest.NewServer(store)
+	t.Cleanup(up.Close)
+	addr := freeAddr(t)
+	startServe(t, "--openapi", "../../examples/openapi/petstore.yaml", "--upstream", up.URL, "--addr", addr, "--data", t.TempDir(),
+		"--tool-search", "--listed-tags", "ops")
+	waitPort(t, addr)
+	url := "http://" + addr + "/mcp"
+	out := runWeft(t, "tools", url)
+	if !strings.Contains(out, "search_tools") || !strings.Contains(out, "health") || strings.Contains(out, "getPet") || strings.Contains(out, "listPets") {
+		t.Fatalf("weft tools with --tool-search: %s", out)
+	}
+	if out := runWeft(t, "call", url, "search_tools", "--args", `{"query":"get pet","limit":1}`); !strings.Contains(out, `"name":"getPet"`) || strings.Contains(out, `"name":"listPets"`) {
+		t.Fatalf("weft call search_tools: %s", out)
+	}
+	if out := runWeft(t, "call", url, "getPet", "--args", `{"petId":3}`); !strings.Contains(out, `"price":9007199254740993`) {
+		t.Fatalf("weft call getPet (found, not listed): %s", out)
+	}
+}
+
 // Mistakes on the command line get a clear error before anything listens.
 func TestOpenAPICommandErrors(t *testing.T) {
 	ctx := t.Context()
@@ -81,6 +105,7 @@ func TestOpenAPICommandErrors(t *testing.T) {
 		{[]string{"openapi", "--spec", "no-such-file.yaml"}, "read the OpenAPI document"},
 		{[]string{"serve", "--openapi", "../../examples/openapi/petstore.yaml", "--upstream", "ftp://x"}, "absolute http or https URL"},
 		{[]string{"openapi", "--spec", "../../README.md"}, "openapi:"},
+		{[]string{"openapi", "--spec", "../../examples/openapi/petstore.yaml", "--listed-tags", "ops", "--stdio"}, "--listed-tags needs --tool-search"},
 	} {
 		err := run(ctx, tc.args, strings.NewReader(""), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

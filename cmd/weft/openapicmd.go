@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -20,7 +21,8 @@ import (
 )
 
 const openapiUsage = `usage: weft openapi --spec FILE [--upstream URL] [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE]
-                    [--include-tags a,b] [--exclude-operations x,y] [--timeout 30s] [--max-response-bytes N]
+                    [--include-tags a,b] [--exclude-tags a,b] [--include-operations x,y] [--exclude-operations x,y]
+                    [--tool-search] [--listed-tags a,b] [--timeout 30s] [--max-response-bytes N]
                     [--upstream-token-file FILE] [--strict] [--stdio] [--allow-unauthenticated]
        weft serve --openapi FILE [--upstream URL] ...   (the same)`
 
@@ -50,7 +52,11 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	keyring := fs.String("keyring", "", "keyring file (default: <data>/keyring.json, created on first start)")
 	stdio := fs.Bool("stdio", false, "serve over stdin/stdout instead of HTTP")
 	includeTags := fs.String("include-tags", "", "comma-separated tags: serve only operations with one of them")
+	excludeTags := fs.String("exclude-tags", "", "comma-separated tags: operations with one of them are not served")
+	includeOps := fs.String("include-operations", "", "comma-separated operationIds: serve only these (with --include-tags: either)")
 	excludeOps := fs.String("exclude-operations", "", "comma-separated operationIds not to serve")
+	toolSearch := fs.Bool("tool-search", false, "list only a search_tools tool (and --listed-tags' tools); the others are found by search and called by name")
+	listedTags := fs.String("listed-tags", "", "with --tool-search: comma-separated tags whose tools stay listed")
 	timeout := fs.Duration("timeout", openapi.DefaultTimeout, "bound on one upstream request")
 	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
 	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
@@ -76,7 +82,8 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("read the OpenAPI document: %w", err)
 	}
 	opts := openapi.Options{BaseURL: *upstream, Timeout: *timeout, MaxResponseBytes: *maxResp,
-		IncludeTags: splitList(*includeTags), ExcludeOperations: splitList(*excludeOps), Strict: *strict,
+		IncludeTags: splitList(*includeTags), ExcludeTags: splitList(*excludeTags),
+		IncludeOperations: splitList(*includeOps), ExcludeOperations: splitList(*excludeOps), Strict: *strict,
 		HTTPClient: &http.Client{Timeout: *timeout,
 			// Redirects are not followed: a 3xx is reported, and credentials
 			// never travel to a host the operator did not name.
@@ -108,8 +115,15 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
+	if *listedTags != "" && !*toolSearch {
+		return errors.New("weft openapi: --listed-tags needs --tool-search")
+	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
-		&weft.Options{Logger: logger, Protector: seal.NewManager(kr)})
+		&weft.Options{Logger: logger, Protector: seal.NewManager(kr),
+			ToolSearch: openapiToolSearch(*toolSearch, splitList(*listedTags), api.Operations())})
+	if err := srv.Err(); err != nil {
+		return err
+	}
 	if err := api.Register(srv); err != nil {
 		return err
 	}
@@ -139,4 +153,20 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case <-ctx.Done():
 	}
 	return drainAndShutdown(logger, srv, hs, 0)
+}
+
+// openapiToolSearch is the server's tool search for --tool-search: the
+// tools of the operations tagged with one of listedTags stay listed. Nil
+// when off.
+func openapiToolSearch(on bool, listedTags []string, ops []*openapi.Operation) *weft.ToolSearch {
+	if !on {
+		return nil
+	}
+	ts := &weft.ToolSearch{}
+	for _, op := range ops {
+		if op.Kind == openapi.KindTool && slices.ContainsFunc(op.Tags, func(t string) bool { return slices.Contains(listedTags, t) }) {
+			ts.Listed = append(ts.Listed, op.Name)
+		}
+	}
+	return ts
 }

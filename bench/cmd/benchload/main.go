@@ -219,7 +219,8 @@ type report struct {
 	taskFair []taskFairRow // tasks_fair.go
 	listen   []listenRow
 	sessions []sessionRow
-	gateway  []cell // gateway.go
+	gateway  []cell  // gateway.go
+	catalog  []micro // catalog.go
 	getStrm  []getStreamRow
 	fairness []fairRow // fairness.go
 	// scaleLoad is the load average when the scale rows (listen, GET
@@ -308,6 +309,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if !cfg.skip["gateway"] {
 		logf("gateway overhead per tools/call")
 		if err := gatewayOverhead(ctx, cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["catalog"] {
+		logf("large catalogs: list, lookup and call at %v tools", catalogSizes)
+		if rep.catalog, err = catalogRows(ctx, cfg.rounds); err != nil {
 			return nil, err
 		}
 	}

@@ -33,6 +33,7 @@ var parts = []part{
 	{"getstreams", []string{"2025-11-25 GET streams at scale"}},
 	{"sessions", []string{"2025-11-25 sessions at scale"}},
 	{"gateway", []string{"Gateway overhead"}},
+	{"catalog", []string{"Large catalogs"}},
 	{"fairness", []string{"Noisy neighbour"}},
 }
 

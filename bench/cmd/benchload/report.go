@@ -423,6 +423,7 @@ func (r *report) markdown() string {
 		p("\n")
 	}
 	r.gatewayMarkdown(p)
+	r.catalogMarkdown(p)
 	if len(r.sessions) > 0 {
 		p("## 2025-11-25 sessions at scale\n\n")
 		p("%d sessions opened one after the other (initialize, then notifications/initialized, over one keep-alive loopback connection) and kept open, "+
