@@ -7,34 +7,6 @@ import (
 	"testing"
 )
 
-func TestCheckExposure(t *testing.T) {
-	tests := []struct {
-		addr          string
-		authenticated bool
-		allowed       bool
-		ok            bool
-	}{
-		{"127.0.0.1:8080", false, false, true},
-		{"127.0.0.5:8080", false, false, true},
-		{"[::1]:8080", false, false, true},
-		{"localhost:8080", false, false, true},
-		{"0.0.0.0:8080", false, false, false},
-		{":8080", false, false, false},
-		{"[::]:8080", false, false, false},
-		{"10.0.0.7:8080", false, false, false},
-		{"example.com:8080", false, false, false},
-		{"0.0.0.0:8080", true, false, true},
-		{"0.0.0.0:8080", false, true, true},
-		{"no-port", false, false, false},
-	}
-	for _, tt := range tests {
-		err := checkExposure(tt.addr, tt.authenticated, tt.allowed, "--tokens FILE")
-		if tt.ok != (err == nil) {
-			t.Errorf("checkExposure(%q, authenticated %v, allowed %v) = %v", tt.addr, tt.authenticated, tt.allowed, err)
-		}
-	}
-}
-
 // TestNonLoopbackNeedsAuthentication: serve, gateway and openapi refuse a
 // non-loopback --addr without authentication, naming the flag that allows
 // it; with --allow-unauthenticated (or, for serve, --tokens) they go on.

@@ -14,6 +14,7 @@ import (
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/serving"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
 	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
@@ -52,7 +53,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usageError(gatewayDoc, errors.New("--config is required"))
 	}
 	if !*stdio {
-		if err := checkExposure(*addr, false, *allowUnauth, ""); err != nil {
+		if err := serving.CheckExposure(*addr, false, *allowUnauth, ""); err != nil {
 			return err
 		}
 	}
@@ -70,7 +71,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if path == "" {
 		path = filepath.Join(*data, "keyring.json")
 	}
-	kr, created, err := loadOrCreateKeyring(path)
+	kr, created, err := serving.LoadOrCreateKeyring(path)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Info("weft gateway on stdio", "upstreams", len(cfg.Upstreams))
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	hs := weft.NewHTTPServer(*addr, mcpMux(srv))
+	hs := weft.NewHTTPServer(*addr, serving.Mux(srv))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft gateway\n  url:       http://%s/mcp\n  upstreams: %d\n  keyring:   %s\n", *addr, len(cfg.Upstreams), kr.Fingerprint())
@@ -142,7 +143,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("gateway: %w", err)
 	case <-ctx.Done():
 	}
-	return drainAndShutdown(logger, srv, hs, 0)
+	return serving.Shutdown(logger, srv, hs, 0)
 }
 
 func orInt(v, def int) int {

@@ -22,13 +22,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/auth"
+	"github.com/weftmcp/weft/internal/demo"
+	"github.com/weftmcp/weft/internal/serving"
 	"github.com/weftmcp/weft/metrics"
 	"github.com/weftmcp/weft/seal"
 	"go.opentelemetry.io/otel/metric"
@@ -179,12 +179,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return usageError(serveDoc, err)
 	}
 	if !*stdio {
-		if err := checkExposure(*addr, *tokens != "" || af.enabled(), *allowUnauth, "--tokens FILE or --auth-upstream URL"); err != nil {
+		if err := serving.CheckExposure(*addr, *tokens != "" || af.enabled(), *allowUnauth, "--tokens FILE or --auth-upstream URL"); err != nil {
 			return err
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	kr, path, err := dataKeyring(*data, *keyring, logger)
+	kr, path, err := serving.DataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
 	}
@@ -220,20 +220,24 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 			return err
 		}
 	}
-	d, err := newDemo(ctx, logger, mgr, demoConfig{dataDir: *data, baseURL: "http://" + *addr,
-		postgres: *postgres, schema: *schema, taskLease: *taskLease, meter: meter, admission: admission,
-		allowedHosts: splitList(*allowedHosts), allowedOrigins: splitList(*allowedOrigins), eras: *eras})
+	cfg := demo.Config{DataDir: *data, BaseURL: "http://" + *addr, TaskLease: *taskLease, Meter: meter,
+		Admission: admission, AllowedHosts: splitList(*allowedHosts), AllowedOrigins: splitList(*allowedOrigins), Eras: *eras}
+	if *postgres != "" {
+		if cfg.Fleet, err = openFleet(ctx, *postgres, *schema, logger); err != nil {
+			return err
+		}
+	}
+	d, err := demo.New(ctx, logger, mgr, cfg)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	srv := d.srv
+	srv := d.Server()
 	if *stdio {
 		logger.Info("weft demo on stdio", "versions", versions, "keyring", kr.Fingerprint().String())
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	mux := mcpMux(srv)
-	mux.HandleFunc("/link/", d.stores.linkPage)
+	mux := d.Handler()
 	if prm != nil {
 		h, err := prm.Handler()
 		if err != nil {
@@ -264,46 +268,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	return drainAndShutdown(logger, srv, hs, *drainDelay)
-}
-
-// drainAndShutdown stops a server without losing a request behind a load
-// balancer: it reports not ready for delay while still serving (the
-// balancer takes the instance out of rotation), then closes the listener,
-// ends listen streams with their closing result, stops the task runner
-// (cut-off steps' leases are released for the other instances) and waits
-// for in-flight requests.
-func drainAndShutdown(logger *slog.Logger, srv *weft.Server, hs *http.Server, delay time.Duration) error {
-	srv.Drain()
-	if delay > 0 {
-		logger.Info("draining: /readyz reports 503 while requests are still served", "for", delay)
-		time.Sleep(delay)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	stopped := make(chan error, 1)
-	hs.RegisterOnShutdown(func() { stopped <- srv.Shutdown(sctx) })
-	err := hs.Shutdown(sctx)
-	if serr := <-stopped; serr != nil && err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	logger.Info("shut down")
-	return nil
-}
-
-// mcpMux serves srv at /mcp with the liveness and readiness probes at
-// /healthz and /readyz.
-func mcpMux(srv *weft.Server) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	// Probes for load balancers and orchestrators (no Host check: probes
-	// often send none).
-	mux.Handle("/healthz", srv.LivenessHandler())
-	mux.Handle("/readyz", srv.ReadinessHandler())
-	return mux
+	return serving.Shutdown(logger, srv, hs, *drainDelay)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -315,50 +280,6 @@ func splitList(v string) []string {
 		}
 	}
 	return out
-}
-
-// dataKeyring creates the data directory and loads the keyring (default
-// <data>/keyring.json), creating a development keyring on first start. It
-// returns the keyring and its path.
-func dataKeyring(data, keyring string, logger *slog.Logger) (*seal.Keyring, string, error) {
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, "", fmt.Errorf("create data directory: %w", err)
-	}
-	path := keyring
-	if path == "" {
-		path = filepath.Join(data, "keyring.json")
-	}
-	kr, created, err := loadOrCreateKeyring(path)
-	if err != nil {
-		return nil, "", err
-	}
-	if created {
-		logger.Warn("created a development keyring: keep it secret, and use a managed keyring shared by every instance in production", "path", path)
-	}
-	return kr, path, nil
-}
-
-// loadOrCreateKeyring loads the keyring file, creating a fresh one (mode
-// 0600) when it does not exist.
-func loadOrCreateKeyring(path string) (*seal.Keyring, bool, error) {
-	kr, err := seal.LoadKeyringFile(path)
-	if err == nil {
-		return kr, false, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("load keyring: %w", err)
-	}
-	k, err := seal.GenerateKey("dev-" + time.Now().UTC().Format("20060102"))
-	if err != nil {
-		return nil, false, err
-	}
-	if kr, err = seal.NewKeyring(k); err != nil {
-		return nil, false, err
-	}
-	if err := seal.WriteKeyringFile(path, kr); err != nil {
-		return nil, false, fmt.Errorf("write keyring: %w", err)
-	}
-	return kr, true, nil
 }
 
 var (
@@ -450,4 +371,18 @@ func tokenAdmission(path, resource, authServer string, logger *slog.Logger) (wef
 		return nil, nil, fmt.Errorf("protected resource metadata: %w", err)
 	}
 	return st.Admission(meta), meta, nil
+}
+
+// demoEras checks serve --eras and returns the versions it serves, for
+// the start-up message.
+func demoEras(eras string) (string, error) {
+	switch eras {
+	case "both", "":
+		return weft.ProtocolVersion + ", " + weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
+	case "2026":
+		return weft.ProtocolVersion, nil
+	case "2025":
+		return weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
+	}
+	return "", fmt.Errorf("--eras is both, 2026 or 2025, got %q", eras)
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/internal/serving"
 	"github.com/weftmcp/weft/openapi"
 	"github.com/weftmcp/weft/seal"
 )
@@ -73,7 +74,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if !*stdio {
 		// The OpenAPI server does not authenticate its callers.
-		if err := checkExposure(*addr, false, *allowUnauth, ""); err != nil {
+		if err := serving.CheckExposure(*addr, false, *allowUnauth, ""); err != nil {
 			return err
 		}
 	}
@@ -111,7 +112,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog, "warnings", len(api.Warnings()))
-	kr, _, err := dataKeyring(*data, *keyring, logger)
+	kr, _, err := serving.DataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Info("weft openapi on stdio", "upstream", api.BaseURL(), "tools", counts[openapi.KindTool])
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	hs := weft.NewHTTPServer(*addr, mcpMux(srv))
+	hs := weft.NewHTTPServer(*addr, serving.Mux(srv))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft openapi server\n  url:       http://%s/mcp\n  upstream:  %s\n  document:  %s (OpenAPI %s)\n  tools:     %d (%d ask for confirmation)\n  resources: %d, templates: %d, excluded: %d\n",
@@ -152,7 +153,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	return drainAndShutdown(logger, srv, hs, 0)
+	return serving.Shutdown(logger, srv, hs, 0)
 }
 
 // openapiToolSearch is the server's tool search for --tool-search: the

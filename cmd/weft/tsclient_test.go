@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weftmcp/weft/internal/demo"
 	"github.com/weftmcp/weft/internal/nodetest"
 )
 
@@ -53,7 +54,7 @@ func TestTypeScriptClientApp(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("decoding %s: %v", out, err)
 	}
-	if got.ToolURI != counterURI || !got.Listed || got.MimeType != "text/html;profile=mcp-app" || !got.StartsWithDoctype {
+	if got.ToolURI != demo.CounterAppURI || !got.Listed || got.MimeType != "text/html;profile=mcp-app" || !got.StartsWithDoctype {
 		t.Fatalf("app as seen by the TypeScript client: %s", out)
 	}
 	if !strings.Contains(string(got.Meta), `"ui"`) {

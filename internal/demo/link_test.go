@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 )
 
 // linkServer serves the demo's link page the way `weft serve` does.
-func linkServer(t *testing.T, d *demo) *httptest.Server {
+func linkServer(t *testing.T, d *Demo) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/link/", d.stores.linkPage)
 	ts := httptest.NewServer(mux)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/weftmcp/weft/apps"
 )
 
-// counterURI is the demo's MCP App: a small counter view for counter.show.
-const counterURI = "ui://weft-demo/counter"
+// CounterAppURI is the demo's MCP App: a small counter view for counter.show.
+const CounterAppURI = "ui://weft-demo/counter"
 
 const counterHTML = `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Counter</title>
@@ -20,7 +20,7 @@ const counterHTML = `<!DOCTYPE html>
 
 // addCounterApp registers the counter app and the tool it renders.
 func addCounterApp(s *weft.Server) error {
-	if err := apps.Register(s, apps.App{URI: counterURI, Name: "counter", Title: "Counter",
+	if err := apps.Register(s, apps.App{URI: CounterAppURI, Name: "counter", Title: "Counter",
 		Description: "A counter view for counter.show.", HTML: counterHTML, Border: apps.BorderOn}); err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func addCounterApp(s *weft.Server) error {
 		Start int `json:"start,omitempty"`
 	}
 	tool := apps.UITool(weft.Tool{Name: "counter.show", Description: "Shows a counter; hosts with MCP Apps render it as an interactive view."},
-		counterURI, apps.VisibilityModel, apps.VisibilityApp)
+		CounterAppURI, apps.VisibilityModel, apps.VisibilityApp)
 	return weft.AddTool(s, tool, func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(fmt.Sprintf("Counter at %d.", in.Start))}}, nil
 	})

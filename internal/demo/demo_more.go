@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL database/sql driver
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
@@ -30,63 +28,33 @@ type demoStores struct {
 	allowedHosts, allowedOrigins []string
 }
 
+// openDemoStores opens the demo's SQLite handle database in dataDir.
 func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, error) {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "handles.db")+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 	if err != nil {
 		return nil, fmt.Errorf("open handle database: %w", err)
 	}
-	hs, err := handle.New(ctx, db, handle.SQLite)
+	st, err := newDemoStores(ctx, db, handle.SQLite, baseURL)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	return st, nil
+}
+
+// newDemoStores keeps handles in db (PostgreSQL for a fleet, so that every
+// instance redeems the same handles); it owns db from then on.
+func newDemoStores(ctx context.Context, db *sql.DB, dialect handle.Dialect, baseURL string) (*demoStores, error) {
+	hs, err := handle.New(ctx, db, dialect)
+	if err != nil {
+		return nil, err
+	}
 	links, err := newLinkRegistry()
 	if err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	return &demoStores{db: db, handles: hs, links: links, baseURL: baseURL}, nil
 }
-
-// openDemoStoresPostgres keeps handles in PostgreSQL so every instance of a
-// fleet redeems the same handles.
-func openDemoStoresPostgres(ctx context.Context, cfg demoConfig) (*demoStores, error) {
-	dsn := cfg.postgres
-	if cfg.schema != "" {
-		// pgx sends unknown URL parameters as run-time settings.
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return nil, fmt.Errorf("parse the PostgreSQL URL: %w", err)
-		}
-		q := u.Query()
-		q.Set("search_path", cfg.schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open PostgreSQL: %w", err)
-	}
-	if cfg.schema != "" {
-		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(cfg.schema)); err != nil {
-			_ = db.Close()
-			return nil, fmt.Errorf("create schema: %w", err)
-		}
-	}
-	hs, err := handle.New(ctx, db, handle.Postgres)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	links, err := newLinkRegistry()
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return &demoStores{db: db, handles: hs, links: links, baseURL: cfg.baseURL}, nil
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func binding(req *weft.Request, op string) handle.Binding {
 	return handle.Binding{Principal: req.Identity.Principal, Partition: req.Identity.Partition, Operation: op}

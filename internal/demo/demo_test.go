@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -25,11 +25,11 @@ func headerAdmission(ctx context.Context, r *weft.AdmissionRequest) (weft.Identi
 	return weft.Identity{Principal: u, Partition: "tenant-" + u}, nil
 }
 
-func newTestDemo(t *testing.T) *demo {
+func newTestDemo(t *testing.T) *Demo {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := newDemo(context.Background(), logger, seal.NewEphemeralManager(), demoConfig{dataDir: t.TempDir(),
-		baseURL: "http://127.0.0.1:8080", admission: headerAdmission})
+	d, err := New(context.Background(), logger, seal.NewEphemeralManager(), Config{DataDir: t.TempDir(),
+		BaseURL: "http://127.0.0.1:8080", Admission: headerAdmission})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func newTestDemo(t *testing.T) *demo {
 	return d
 }
 
-func testClient(d *demo, user string, inputs ...weft.Input) *wefttest.Client {
+func testClient(d *Demo, user string, inputs ...weft.Input) *wefttest.Client {
 	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(inputs...)))
 }
 

@@ -1,10 +1,18 @@
-package main
+// Package demo is the Weft demo server: one tool per capability (multi-round
+// input with sealed state, exact decimals, URL elicitation, durable handles
+// and tasks, prompts and resources, an app). cmd/weft-demo runs it on its
+// embedded defaults (SQLite files in a data directory); `weft serve` runs it
+// with the operator's options (PostgreSQL for a fleet, authorization,
+// metrics), handing it stores this package does not link.
+package demo
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,17 +21,17 @@ import (
 	"github.com/weftmcp/weft/apps"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/handle"
+	"github.com/weftmcp/weft/internal/serving"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
-	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
 	"github.com/weftmcp/weft/task"
-	"github.com/weftmcp/weft/task/pgstore"
 	"github.com/weftmcp/weft/task/sqlitestore"
 	"go.opentelemetry.io/otel/metric"
 )
 
-// demo is the running demo: the MCP server and what it owns.
-type demo struct {
+// Demo is the running demo: the MCP server and what it owns.
+type Demo struct {
 	srv     *weft.Server
 	stores  *demoStores
 	tasks   task.Store
@@ -31,8 +39,19 @@ type demo struct {
 	closers []func() error
 }
 
+// Server is the demo's MCP server.
+func (d *Demo) Server() *weft.Server { return d.srv }
+
+// Handler serves the demo over HTTP: the MCP endpoint at /mcp, the health
+// probes (serving.Mux) and the URL-elicitation link page at /link/.
+func (d *Demo) Handler() *http.ServeMux {
+	mux := serving.Mux(d.srv)
+	mux.HandleFunc("/link/", d.stores.linkPage)
+	return mux
+}
+
 // Close releases the demo's stores.
-func (d *demo) Close() error {
+func (d *Demo) Close() error {
 	errs := []error{d.tasks.Close(), d.stores.db.Close()}
 	for _, c := range d.closers {
 		errs = append(errs, c())
@@ -40,76 +59,72 @@ func (d *demo) Close() error {
 	return errors.Join(errs...)
 }
 
-// demoConfig says where the demo keeps its state.
-type demoConfig struct {
-	dataDir   string         // SQLite files (tasks.db, handles.db) when postgres is empty
-	baseURL   string         // where the demo's web pages are served
-	postgres  string         // PostgreSQL URL: tasks, handles and fleet events
-	schema    string         // PostgreSQL schema (tests isolate themselves)
-	taskLease time.Duration  // task step lease (0: default)
-	admission weft.Admission // nil: anonymous
-	// allowedHosts and allowedOrigins extend the loopback defaults
+// Config says where the demo keeps its state and how it is reached.
+type Config struct {
+	// DataDir holds the SQLite files (tasks.db, handles.db) when Fleet is
+	// nil.
+	DataDir string
+	// BaseURL is where the demo's web pages are served, e.g.
+	// http://127.0.0.1:8080.
+	BaseURL string
+	// Fleet, when set, holds the shared stores of a fleet (`weft serve
+	// --postgres`) instead of the SQLite files.
+	Fleet *Fleet
+	// TaskLease is the lease of a running task step (0: the default).
+	TaskLease time.Duration
+	// Admission admits requests (nil: anonymous).
+	Admission weft.Admission
+	// AllowedHosts and AllowedOrigins extend the loopback defaults
 	// (weft.Options.AllowedHosts, AllowedOrigins).
-	allowedHosts, allowedOrigins []string
-
-	// meter records metrics (serve --admin serves them at /metrics); nil: none.
-	meter metric.MeterProvider
-	// eras are the protocol eras served (serve --eras): "both" (or empty),
-	// "2026" or "2025".
-	eras string
+	AllowedHosts, AllowedOrigins []string
+	// Meter records metrics; nil: none.
+	Meter metric.MeterProvider
+	// Eras are the protocol eras served (weft serve --eras): "both" (or
+	// empty), "2026" or "2025".
+	Eras string
 }
 
-// demoEras checks serve --eras and returns the versions it serves, for
-// the start-up message.
-func demoEras(eras string) (string, error) {
-	switch eras {
-	case "both", "":
-		return weft.ProtocolVersion + ", " + weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
-	case "2026":
-		return weft.ProtocolVersion, nil
-	case "2025":
-		return weft.LegacyVersion20251125 + ", " + weft.LegacyVersion20250618, nil
-	}
-	return "", fmt.Errorf("--eras is both, 2026 or 2025, got %q", eras)
+// Fleet is the state a fleet of demo instances shares: tasks and their
+// events, 2025-era sessions and handles. Close releases what it owns
+// beyond Tasks and DB (the demo closes those).
+type Fleet struct {
+	Tasks    task.Store
+	Events   task.Bus
+	Sessions sessionstore.Store
+	// DB holds the handles (handle.New with Dialect).
+	DB      *sql.DB
+	Dialect handle.Dialect
+	Close   func() error
 }
 
-// newDemo builds the demo: every tool shows one capability. State lives in
-// SQLite files under dataDir, or in PostgreSQL for a fleet.
-func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg demoConfig) (*demo, error) {
+// New builds the demo. State lives in SQLite files under cfg.DataDir, or
+// in cfg.Fleet.
+func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg Config) (*Demo, error) {
 	var (
 		tasksStore task.Store
 		events     task.Bus
 		stores     *demoStores
 		err        error
-		// 2025-era clients with sessions: in this process, or in
-		// PostgreSQL below (a fleet).
-		legacy  = weft.LegacyOptions{InMemorySessions: true, Disabled: cfg.eras == "2026", Only: cfg.eras == "2025"}
+		// 2025-era clients with sessions: in this process (the demo is
+		// one instance), or the fleet's store.
+		legacy  = weft.LegacyOptions{InMemorySessions: true, Disabled: cfg.Eras == "2026", Only: cfg.Eras == "2025"}
 		closers []func() error
 	)
-	if cfg.postgres != "" {
-		pg, err := pgstore.Open(ctx, cfg.postgres, pgstore.Options{Schema: cfg.schema, Logger: logger})
-		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
+	if f := cfg.Fleet; f != nil {
+		tasksStore, events = f.Tasks, f.Events
+		legacy.Store, legacy.InMemorySessions = f.Sessions, false
+		if f.Close != nil {
+			closers = append(closers, f.Close)
 		}
-		tasksStore, events = pg, pg
-		sessions, err := sessionpg.Open(ctx, cfg.postgres, sessionpg.Options{Schema: cfg.schema, Logger: logger,
-			Limits: sessionstore.Limits{EvictWhenFull: true}})
-		if err != nil {
-			_ = pg.Close()
-			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
-		}
-		legacy.Store, legacy.InMemorySessions = sessions, false
-		closers = append(closers, sessions.Close)
-		if stores, err = openDemoStoresPostgres(ctx, cfg); err != nil {
-			_ = pg.Close()
-			_ = sessions.Close()
-			return nil, err
+		if stores, err = newDemoStores(ctx, f.DB, f.Dialect, cfg.BaseURL); err != nil {
+			_ = tasksStore.Close()
+			return nil, errors.Join(err, f.Close())
 		}
 	} else {
-		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.dataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
+		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
 			return nil, fmt.Errorf("open task store: %w", err)
 		}
-		if stores, err = openDemoStores(ctx, cfg.dataDir, cfg.baseURL); err != nil {
+		if stores, err = openDemoStores(ctx, cfg.DataDir, cfg.BaseURL); err != nil {
 			_ = tasksStore.Close()
 			return nil, err
 		}
@@ -117,18 +132,18 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 	s := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
 		Logger:         logger,
 		Protector:      protector,
-		Admission:      cfg.admission,
-		AllowedHosts:   cfg.allowedHosts,
-		AllowedOrigins: cfg.allowedOrigins,
+		Admission:      cfg.Admission,
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
 		Visible:        apps.Visible(nil),
 		Events:         events,
 		Legacy:         legacy,
-		MeterProvider:  cfg.meter,
+		MeterProvider:  cfg.Meter,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
-	stores.allowedHosts, stores.allowedOrigins = cfg.allowedHosts, cfg.allowedOrigins
-	d := &demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.taskLease, closers: closers}
+	stores.allowedHosts, stores.allowedOrigins = cfg.AllowedHosts, cfg.AllowedOrigins
+	d := &Demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.TaskLease, closers: closers}
 	if err := d.register(); err != nil {
 		_ = d.Close()
 		return nil, err
@@ -136,7 +151,7 @@ func newDemo(ctx context.Context, logger *slog.Logger, protector seal.Protector,
 	return d, nil
 }
 
-func (d *demo) register() error {
+func (d *Demo) register() error {
 	s := d.srv
 	for _, add := range []func() error{
 		func() error { return addCart(s, d.stores) },
