@@ -1,4 +1,4 @@
-# The README's two commands: `go run ./cmd/weft serve` and `make test`.
+# The README's two commands: `go run ./cmd/weft-demo` and `make test`.
 SHELL := /bin/bash
 GO ?= go
 

@@ -219,8 +219,9 @@ type report struct {
 	taskFair []taskFairRow // tasks_fair.go
 	listen   []listenRow
 	sessions []sessionRow
-	gateway  []cell  // gateway.go
-	catalog  []micro // catalog.go
+	gateway  []cell        // gateway.go
+	catalog  []micro       // catalog.go
+	firstRun []firstRunRow // firstrun.go
 	getStrm  []getStreamRow
 	fairness []fairRow // fairness.go
 	// scaleLoad is the load average when the scale rows (listen, GET
@@ -315,6 +316,12 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	if !cfg.skip["catalog"] {
 		logf("large catalogs: list, lookup and call at %v tools", catalogSizes)
 		if rep.catalog, err = catalogRows(ctx, cfg.rounds); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.skip["first-run"] {
+		logf("first run: go run ./cmd/weft-demo from a fresh clone, cold and warm")
+		if rep.firstRun, err = firstRun(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -34,6 +34,7 @@ var parts = []part{
 	{"sessions", []string{"2025-11-25 sessions at scale"}},
 	{"gateway", []string{"Gateway overhead"}},
 	{"catalog", []string{"Large catalogs"}},
+	{"first-run", []string{"First run"}},
 	{"fairness", []string{"Noisy neighbour"}},
 }
 

@@ -424,6 +424,7 @@ func (r *report) markdown() string {
 	}
 	r.gatewayMarkdown(p)
 	r.catalogMarkdown(p)
+	r.firstRunMarkdown(p)
 	if len(r.sessions) > 0 {
 		p("## 2025-11-25 sessions at scale\n\n")
 		p("%d sessions opened one after the other (initialize, then notifications/initialized, over one keep-alive loopback connection) and kept open, "+
