@@ -197,7 +197,9 @@ func encodeBody(b *body, v exactjson.Value) ([]byte, string, error) {
 	return data, b.media, nil
 }
 
-func formEscape(s string) string { return strings.ReplaceAll(escape(s, false), "%20", "+") }
+// formEscape escapes a form name or value; a space is %20, which every
+// form decoder reads (some read + as itself).
+func formEscape(s string) string { return escape(s, false) }
 
 // formField writes one member of a form body as its encoding says
 // (OpenAPI's Encoding Object: style and explode as for query parameters,
@@ -244,7 +246,7 @@ func formField(enc formEncoding, k string, v exactjson.Value) ([]string, error) 
 		sep := ","
 		switch enc.style {
 		case "spaceDelimited":
-			sep = "+"
+			sep = "%20"
 		case "pipeDelimited":
 			sep = "|"
 		}

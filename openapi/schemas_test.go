@@ -280,12 +280,12 @@ paths:
 	up := echoUpstream(t)
 	_, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL})
 	tests := []struct{ args, body string }{
-		{`{"mode":"payment a+b"}`, "mode=payment+a%2Bb"},
+		{`{"mode":"payment a+b"}`, "mode=payment%20a%2Bb"},
 		{`{"expand":["line_items","customer"]}`, "expand%5B0%5D=line_items&expand%5B1%5D=customer"},
 		{`{"line_items":[{"price":"price_1","quantity":2,"adjustable_quantity":{"enabled":true}}]}`,
 			"line_items%5B0%5D%5Bprice%5D=price_1&line_items%5B0%5D%5Bquantity%5D=2&line_items%5B0%5D%5Badjustable_quantity%5D%5Benabled%5D=true"},
 		{`{"metadata":{"order id":"7"}}`, "metadata%5Border%20id%5D=7"},
-		{`{"tags":["a","b c"]}`, "tags=a,b+c"},
+		{`{"tags":["a","b c"]}`, "tags=a,b%20c"},
 		{`{"pipes":["a","b"]}`, "pipes=a|b"},
 		{`{"repeated":["a","b"]}`, "repeated=a&repeated=b"},
 		{`{"filter":{"n":1}}`, "filter=%7B%22n%22%3A1%7D"},
