@@ -2,11 +2,14 @@ package openapi_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -296,11 +299,15 @@ func TestPrismStyles(t *testing.T) {
 	}
 }
 
-// callAll calls every tool of api with args[name] and fails on a tool
-// error (Prism's refusal) or a tool without arguments.
-func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string]string, log *syncBuffer) {
+// callAll calls every tool of api (but those in skip) with args[name] and
+// fails when Prism refuses a request or does not validate it, or a tool
+// has no arguments.
+func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string]string, log *syncBuffer, skip ...string) {
 	t.Helper()
 	for _, tool := range api.Tools() {
+		if slices.Contains(skip, tool.Name) {
+			continue
+		}
 		a, ok := args[tool.Name]
 		if !ok {
 			t.Errorf("no arguments for %s", tool.Name)
@@ -308,12 +315,173 @@ func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string
 		}
 		before := len(log.String())
 		r := callRaw(t, c, tool.Name, a)
-		if r.IsError {
-			t.Errorf("%s %s: %s\nprism:\n%s", tool.Name, a, r.Text(), log.String()[before:])
+		// Prism logs its verdict as it answers: wait for it.
+		var l string
+		for range 50 {
+			if l = log.String()[before:]; strings.Contains(l, "The request passed the validation rules") || strings.Contains(l, "did not pass") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		switch {
+		case r.IsError && strings.Contains(r.Text(), "succeeded (HTTP 2") && strings.Contains(r.Text(), "does not match the documented output schema"):
+			// Prism accepted the request; its generated answer breaks the
+			// document's response schema (Prism logs the violation
+			// itself, and cannot follow $dynamicRef): Weft says so.
+			t.Logf("%s: Prism's answer does not match the output schema: %.300s", tool.Name, r.Text())
+		case r.IsError:
+			t.Errorf("%s %s: %s\nprism:\n%s", tool.Name, a, r.Text(), l)
 			continue
 		}
-		if l := log.String()[before:]; strings.Contains(strings.ToLower(l), "violation") || strings.Contains(l, "did not pass") {
-			t.Errorf("%s %s: prism logged a violation:\n%s", tool.Name, a, l)
+		if strings.Contains(l, "did not pass") || strings.Contains(l, "Violation: request") {
+			t.Errorf("%s %s: Prism refused the request:\n%s", tool.Name, a, l)
+		}
+		if !strings.Contains(l, "The request passed the validation rules") {
+			t.Errorf("%s %s: Prism did not validate the request:\n%s", tool.Name, a, l)
 		}
 	}
+}
+
+// TestPrismGalaxy calls every tool of Scalar's Galaxy (OpenAPI 3.1, from
+// npm @scalar/galaxy) through Weft against Prism serving the same
+// document, with arguments made from each tool's input schema (its
+// examples first): Prism must accept every request.
+func TestPrismGalaxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prism")
+	}
+	spec := filepath.Join(nodetest.Install(t, "testdata/partners"), "node_modules", "@scalar/galaxy/dist/3.1.yaml")
+	doc, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, log := prism(t, spec)
+	api, _, c := newServer(t, string(doc), openapi.Options{BaseURL: base, Strict: true,
+		Authorize: openapi.StaticHeader("Authorization", "Bearer galaxy-token"),
+		Confirm:   func(*openapi.Operation) bool { return false }})
+	args := map[string]string{}
+	for _, tool := range api.Tools() {
+		var s any
+		if err := json.Unmarshal(tool.InputSchema, &s); err != nil {
+			t.Fatal(err)
+		}
+		root, _ := s.(map[string]any)
+		b, err := json.Marshal(sample(root, root, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args[tool.Name] = string(b)
+	}
+	if len(args) < 10 {
+		t.Fatalf("%d tools", len(args))
+	}
+	// Prism 5.16 requires the read-only, required id of a Planet inside
+	// the oneOf of createCelestialBody's body, which OpenAPI says is not
+	// sent in requests (Prism leaves it out of createPlanet's body, where
+	// Planet is the body itself). Weft follows OpenAPI: the call is
+	// refused for that id alone.
+	known := args["createCelestialBody"]
+	delete(args, "createCelestialBody")
+	callAll(t, c, api, args, log, "createCelestialBody")
+	r := callRaw(t, c, "createCelestialBody", known)
+	if !r.IsError || !strings.Contains(r.Text(), `must have required property 'id'`) || strings.Contains(r.Text(), `"location":["body","name"]`) {
+		t.Errorf("createCelestialBody: %s", r.Text())
+	}
+}
+
+// sample makes a value a schema accepts: its first example, default,
+// const or enum value, else one built from its type (required members
+// only).
+func sample(root map[string]any, s map[string]any, depth int) any {
+	if depth > 20 || s == nil {
+		return nil
+	}
+	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	for _, k := range []string{"default", "const"} {
+		if v, ok := s[k]; ok {
+			return v
+		}
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	if r, ok := s["$ref"].(string); ok {
+		defs, _ := root["$defs"].(map[string]any)
+		for name, d := range defs {
+			dm, _ := d.(map[string]any)
+			if r == "#/$defs/"+name || dm["$id"] == r {
+				return sample(root, dm, depth+1)
+			}
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if l, ok := s[k].([]any); ok && len(l) > 0 {
+			m, _ := l[0].(map[string]any)
+			return sample(root, m, depth+1)
+		}
+	}
+	if l, ok := s["allOf"].([]any); ok {
+		out := map[string]any{}
+		for _, x := range l {
+			m, _ := x.(map[string]any)
+			if v, ok := sample(root, m, depth+1).(map[string]any); ok {
+				maps.Copy(out, v)
+			}
+		}
+		return out
+	}
+	t, _ := s["type"].(string)
+	if ts, ok := s["type"].([]any); ok && len(ts) > 0 {
+		t, _ = ts[0].(string)
+	}
+	switch t {
+	case "object":
+		out := map[string]any{}
+		props, _ := s["properties"].(map[string]any)
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			name, _ := r.(string)
+			p, _ := props[name].(map[string]any)
+			out[name] = sample(root, p, depth+1)
+		}
+		// Members with examples, a const or an enum are filled too: they
+		// tell the branches of a oneOf apart (a planet's type).
+		for name, p := range props {
+			pm, _ := p.(map[string]any)
+			if pm["examples"] != nil || pm["const"] != nil || pm["enum"] != nil {
+				out[name] = sample(root, pm, depth+1)
+			}
+		}
+		return out
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		if n, _ := s["minItems"].(float64); n > 0 {
+			return []any{sample(root, items, depth+1)}
+		}
+		return []any{}
+	case "integer":
+		if m, ok := s["minimum"].(float64); ok {
+			return m
+		}
+		return 1
+	case "number":
+		return 1.5
+	case "boolean":
+		return true
+	case "string":
+		switch s["format"] {
+		case "email":
+			return "marc@scalar.com"
+		case "date-time":
+			return "2024-01-01T00:00:00Z"
+		case "uuid":
+			return "123e4567-e89b-12d3-a456-426614174000"
+		case "uri":
+			return "https://example.com/"
+		}
+		return "Mars"
+	}
+	return nil
 }
