@@ -103,7 +103,10 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			catalog += len(b)
 		}
 	}
-	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog, "warnings", len(api.Warnings()))
+	// Definitions too large to copy into every tool that reaches them are
+	// served once, as schema resources (docs/openapi.md).
+	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog,
+		"schemaResources", len(api.SharedSchemas()), "warnings", len(api.Warnings()))
 	kr, _, err := dataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
