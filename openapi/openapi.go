@@ -33,7 +33,7 @@ const (
 	DefaultMaxSchemaNodes   = 200_000
 	// DefaultMaxInlineSchemaBytes bounds (roughly) the bytes of one tool
 	// schema after which references not yet copied are summarised.
-	DefaultMaxInlineSchemaBytes = 8 << 10
+	DefaultMaxInlineSchemaBytes = 4 << 10
 	// DefaultMaxDocumentDepth bounds the nesting the document's flow
 	// collections ({...} and [...]) can build, two levels per collection
 	// (see MaxDocumentDepth): room for schemas nested 128 levels (two
@@ -122,7 +122,7 @@ type Options struct {
 	// $defs is summarised instead (its type, and a description naming the
 	// resource SCHEME://schemas/NAME that holds it), so a document whose
 	// schemas all reach each other (Stripe) makes tools of bounded size and
-	// writes a widely shared definition once (default 8 KiB).
+	// writes a widely shared definition once (default 4 KiB).
 	MaxInlineSchemaBytes int
 
 	// Authorize adds upstream credentials; nil sends none. See

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -207,6 +208,24 @@ func (a *API) SharedSchemas() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CatalogBytes returns about how many bytes the API's tool definitions
+// take in tools/list, in all (the schemas as JSON, not base64 as
+// encoding/json writes a weft.Tool's []byte fields).
+func (a *API) CatalogBytes() int {
+	n := 0
+	for _, t := range a.Tools() {
+		b, err := json.Marshal(struct {
+			Name, Title, Description  string
+			InputSchema, OutputSchema json.RawMessage `json:",omitempty"`
+			Annotations               *weft.ToolAnnotations
+		}{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations})
+		if err == nil {
+			n += len(b)
+		}
+	}
+	return n
 }
 
 func (a *API) schemaHandler() weft.ResourceHandler {

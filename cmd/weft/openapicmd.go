@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -97,12 +96,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Warn("openapi: "+w.Message, "operation", w.Operation)
 	}
 	// The catalog's size: what tools/list sends in all, page by page.
-	catalog := 0
-	for _, t := range api.Tools() {
-		if b, err := json.Marshal(t); err == nil {
-			catalog += len(b)
-		}
-	}
+	catalog := api.CatalogBytes()
 	// Definitions too large to copy into every tool that reaches them are
 	// served once, as schema resources (docs/openapi.md).
 	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog,
