@@ -575,7 +575,7 @@ func (a *API) newConverter(root *yaml.Node, v30 bool) *converter {
 // and the template of the schema resources when a tool schema summarises
 // a definition ([API.SchemaTemplate]).
 func (a *API) Register(s *weft.Server) error {
-	if len(a.shared.byName) > 0 {
+	if len(a.SharedSchemas()) > 0 {
 		for _, op := range a.ops {
 			if (op.Kind == KindResource || op.Kind == KindResourceTemplate) && op.Name == "schemas" {
 				return fmt.Errorf("openapi: the resource %q takes the name of the schema resources (%s): rename the operation (Options.Rename)", op.URI, a.shared.template())
