@@ -158,13 +158,28 @@ func (c *converter) schema(n *yaml.Node, depth int) (exactjson.Value, error) {
 		if err != nil {
 			return exactjson.Value{}, err
 		}
-		members := append([]exactjson.Member{exactjson.Field("$ref", mustGet(target, "$ref"))}, rest.Members()...)
+		r, isRef := target.Get("$ref")
+		if !isRef {
+			// A summary (stub) of the target: its members, then the
+			// siblings, which win; a sibling description comes first and
+			// the summary's, which names the schema resource, stays.
+			out := target
+			for _, m := range rest.Members() {
+				if d, ok := out.Get("description"); ok && m.Name == "description" {
+					ds, _ := d.AsString()
+					if ms, isStr := m.Value.AsString(); isStr {
+						m.Value = exactjson.String(ms + "\n\n" + ds)
+					}
+				}
+				out = out.With(m.Name, m.Value)
+			}
+			return out, nil
+		}
+		members := append([]exactjson.Member{exactjson.Field("$ref", r)}, rest.Members()...)
 		return exactjson.Object(members...), nil
 	}
 	return c.object(n, depth, "")
 }
-
-func mustGet(v exactjson.Value, name string) exactjson.Value { x, _ := v.Get(name); return x }
 
 // object converts a Schema Object mapping, skipping the member named skip.
 func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Value, error) {
