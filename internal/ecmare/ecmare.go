@@ -21,10 +21,13 @@ const maxDepth = 128
 // pattern's Go spelling (\u00e9 as \x{00e9}); a valid pattern Go cannot
 // run (look-around, back-references) matches every string, so the server
 // leaves it to clients and the upstream rather than refusing the schema.
+// A pattern that is not ECMA-262 at all is read as Go reads it (an
+// authored schema or an upstream's may be written for Go); package
+// openapi translates or leaves out such patterns before they get here.
 func Compile(p string) (jsonschema.Regexp, error) {
 	_, g, goErr, err := Translate(p)
 	if err != nil {
-		return nil, err
+		return regexp.Compile(p)
 	}
 	if goErr != nil {
 		return anyString(p), nil

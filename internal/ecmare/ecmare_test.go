@@ -82,6 +82,33 @@ func TestTranslate(t *testing.T) {
 	}
 }
 
+// TestCompile: the engine runs ECMA patterns by their Go spelling, keeps
+// Go-only patterns as Go reads them, and lets what RE2 cannot run pass.
+func TestCompile(t *testing.T) {
+	tests := []struct {
+		pattern, in string
+		match       bool
+	}{
+		{`^\u00e9+$`, "éé", true},
+		{`^\u00e9+$`, "e", false},
+		{`^a\:b$`, "a:b", true},
+		{`(?i)^abc$`, "ABC", true}, // not ECMA-262: Go's reading
+		{`^(?=x)y$`, "anything", true},
+	}
+	for _, tc := range tests {
+		re, err := Compile(tc.pattern)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pattern, err)
+		}
+		if got := re.MatchString(tc.in); got != tc.match {
+			t.Errorf("%s on %q: %v, want %v", tc.pattern, tc.in, got, tc.match)
+		}
+	}
+	if _, err := Compile(`(`); err == nil {
+		t.Error("( compiled")
+	}
+}
+
 // FuzzTranslate: ecmaPattern never panics, its translation is accepted
 // as it is (translating twice changes nothing), and the Go spelling it
 // reports compilable compiles.
