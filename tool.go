@@ -17,6 +17,7 @@ import (
 	gschema "github.com/google/jsonschema-go/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/ecmare"
 	"github.com/weftmcp/weft/internal/fastschema"
 	"github.com/weftmcp/weft/internal/mirror"
 )
@@ -297,6 +298,8 @@ func compileSchema(raw []byte, which string, requireObject bool) (compiledSchema
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	// Patterns are ECMA-262 (\u00e9, \/), not Go's syntax.
+	c.UseRegexpEngine(ecmare.Compile)
 	c.UseLoader(denyLoader{})
 	const loc = "weft:///schema.json"
 	// v.Any() hands the validator the document it would decode itself (numbers

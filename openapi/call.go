@@ -157,13 +157,11 @@ func encodeBody(b *body, v exactjson.Value) ([]byte, string, error) {
 		}
 		var parts []string
 		for k, e := range v.All() {
-			if e.Kind() == exactjson.KindArray {
-				for x := range e.Values() {
-					parts = append(parts, formEscape(k)+"="+formEscape(text(x)))
-				}
-				continue
+			p, err := formField(b.encoding[k], k, e)
+			if err != nil {
+				return nil, "", err
 			}
-			parts = append(parts, formEscape(k)+"="+formEscape(text(e)))
+			parts = append(parts, p...)
 		}
 		return []byte(strings.Join(parts, "&")), "application/x-www-form-urlencoded", nil
 	case bodyMultipart:
@@ -199,7 +197,63 @@ func encodeBody(b *body, v exactjson.Value) ([]byte, string, error) {
 	return data, b.media, nil
 }
 
-func formEscape(s string) string { return strings.ReplaceAll(escape(s, false), "%20", "+") }
+// formEscape escapes a form name or value; a space is %20, which every
+// form decoder reads (some read + as itself).
+func formEscape(s string) string { return escape(s, false) }
+
+// formField writes one member of a form body as its encoding says
+// (OpenAPI's Encoding Object: style and explode as for query parameters,
+// or a JSON contentType). Objects, and the objects and arrays inside an
+// array, are written in bracket notation, a[b][c]=v and a[0][b]=v, as
+// Stripe, Rails, PHP and Express read them: OpenAPI's default (style form,
+// exploded) would spread an object's members over the top level, losing
+// its name, which no common server reads.
+func formField(enc formEncoding, k string, v exactjson.Value) ([]string, error) {
+	if enc.style == "" { // not in the Encoding Object: form, exploded
+		enc = formEncoding{style: "form", explode: true}
+	}
+	name := formEscape(k)
+	if enc.json {
+		s, err := jsonText(v)
+		return []string{name + "=" + formEscape(s)}, err
+	}
+	var out []string
+	switch v.Kind() {
+	case exactjson.KindObject:
+		deepPairs(name, v, formEscape, &out)
+		return out, nil
+	case exactjson.KindArray:
+		flat := true
+		for e := range v.Values() {
+			if e.Kind() == exactjson.KindArray || e.Kind() == exactjson.KindObject {
+				flat = false
+			}
+		}
+		if !flat || enc.style == "deepObject" {
+			deepPairs(name, v, formEscape, &out)
+			return out, nil
+		}
+		items := make([]string, 0, v.Len())
+		for e := range v.Values() {
+			items = append(items, formEscape(text(e)))
+		}
+		if enc.explode {
+			for _, it := range items {
+				out = append(out, name+"="+it)
+			}
+			return out, nil
+		}
+		sep := ","
+		switch enc.style {
+		case "spaceDelimited":
+			sep = "%20"
+		case "pipeDelimited":
+			sep = "|"
+		}
+		return []string{name + "=" + strings.Join(items, sep)}, nil
+	}
+	return []string{name + "=" + formEscape(text(v))}, nil
+}
 
 // do sends the request with the configured client, authorizer, timeout and
 // size bound.

@@ -54,7 +54,7 @@ func TestRequestBodies(t *testing.T) {
 	}{
 		{"json exact", "postJSON", `{"body":{"amount":3.50,"id":9007199254740993,"note":null,"lines":[{"amount":1E+2}]}}`,
 			"application/json", `{"amount":3.50,"id":9007199254740993,"note":null,"lines":[{"amount":1E+2}]}`},
-		{"form", "postForm", `{"body":{"q":"a b&c","n":[1,2]}}`, "application/x-www-form-urlencoded", "q=a+b%26c&n=1&n=2"},
+		{"form", "postForm", `{"body":{"q":"a b&c","n":[1,2]}}`, "application/x-www-form-urlencoded", "q=a%20b%26c&n=1&n=2"},
 		{"text", "putText", `{"body":"hello\nworld"}`, "text/plain", "hello\nworld"},
 		{"binary", "putBlob", `{"body":"` + base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255}) + `"}`, "application/octet-stream", "hex:000102ff"},
 		{"no optional body", "putBlob", `{}`, "", ""},

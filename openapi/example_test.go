@@ -72,3 +72,41 @@ func ExampleNew() {
 	// cancelOrder DELETE /orders/{id} confirm: true
 	// {"id":9007199254740993,"total":12.50}
 }
+
+// A definition too large for a tool schema's inline budget is summarised
+// in the tool (its type and the resource's URI) and served once as a
+// schema resource.
+func ExampleAPI_SharedSchemas() {
+	doc := `openapi: 3.1.0
+info: {title: accounts, version: "1"}
+paths:
+  /account:
+    get:
+      operationId: getAccount
+      responses:
+        '200':
+          description: The account.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  account: {$ref: '#/components/schemas/Account', description: The account.}
+components:
+  schemas:
+    Account:
+      type: object
+      properties:
+        id: {type: string, description: "` + strings.Repeat("The account's identifier. ", 10) + `"}
+`
+	api, err := openapi.New([]byte(doc), openapi.Options{BaseURL: "https://api.example.com", MaxInlineSchemaBytes: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(api.SharedSchemas(), api.SchemaTemplate())
+	out := string(api.Operations()[0].OutputSchema)
+	fmt.Println(out[strings.Index(out, `"account"`):])
+	// Output:
+	// [Account] openapi://schemas/{name}
+	// "account":{"type":"object","description":"The account.\n\nAccount (not inlined here; its schema is the resource openapi://schemas/Account)"}}}
+}

@@ -85,6 +85,7 @@ func FuzzSchema(f *testing.F) {
 			return
 		}
 		c := newConverter(&root, v30, 5000)
+		c.idBase = "urn:weft:fuzz:" // definitions become resources when a schema declares an anchor
 		s, err := c.schema(&root, 1)
 		if err != nil {
 			return
@@ -102,7 +103,10 @@ func FuzzSchema(f *testing.F) {
 		// Keyword values are copied as written, so the meta-schema may
 		// refuse them (New then refuses the operation); anything else the
 		// compiler refuses, a dangling reference above all, is a bug.
-		if _, err := compile(out); err != nil && !strings.Contains(err.Error(), "is not valid against metaschema") {
+		// Anchors are copied as written too: one declared twice in a
+		// definition, or a $dynamicRef to none, is the document's error.
+		if _, err := compile(out); err != nil && !strings.Contains(err.Error(), "is not valid against metaschema") &&
+			!strings.Contains(err.Error(), "anchor") && !strings.Contains(err.Error(), "$dynamicRef") {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	})

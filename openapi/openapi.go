@@ -21,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/ecmare"
 )
 
 // Defaults of [Options].
@@ -30,9 +31,9 @@ const (
 	DefaultMaxErrorBytes    = 2048
 	DefaultMaxDocumentBytes = 16 << 20
 	DefaultMaxSchemaNodes   = 200_000
-	// DefaultMaxExpandedNodes bounds the nodes of one tool schema after
-	// which references not yet expanded become stubs.
-	DefaultMaxExpandedNodes = 1_000
+	// DefaultMaxInlineSchemaBytes bounds (roughly) the bytes of one tool
+	// schema after which references not yet copied are summarised.
+	DefaultMaxInlineSchemaBytes = 4 << 10
 	// DefaultMaxDocumentDepth bounds the nesting the document's flow
 	// collections ({...} and [...]) can build, two levels per collection
 	// (see MaxDocumentDepth): room for schemas nested 128 levels (two
@@ -116,12 +117,13 @@ type Options struct {
 	// Each collection counts two levels, since YAML may wrap it in an
 	// implicit mapping as a key (default 600: 300 nested collections).
 	MaxDocumentDepth int
-	// MaxExpandedNodes: once one tool schema (input or output) has copied
-	// this many nodes, a referenced schema not yet in its $defs is written
-	// as a stub that names it and accepts any value, so a document whose
-	// schemas all reach each other (Stripe) makes tools of bounded size
-	// (default 1,000).
-	MaxExpandedNodes int
+	// MaxInlineSchemaBytes: once one tool schema (input or output) has
+	// copied about this many bytes, a referenced schema not yet in its
+	// $defs is summarised instead (its type, and a description naming the
+	// resource SCHEME://schemas/NAME that holds it), so a document whose
+	// schemas all reach each other (Stripe) makes tools of bounded size and
+	// writes a widely shared definition once (default 4 KiB).
+	MaxInlineSchemaBytes int
 
 	// Authorize adds upstream credentials; nil sends none. See
 	// [StaticHeader], [BearerPassThrough] and docs/openapi.md on the
@@ -215,6 +217,8 @@ type API struct {
 	base         *url.URL
 	ops          []*Operation
 	warnings     []Warning
+	shared       *sharedSchemas
+	noted        map[string]bool // schema notes already warned
 	confirmInput weft.TypedFormInput[confirmation]
 }
 
@@ -254,7 +258,8 @@ func New(doc []byte, opts Options) (*API, error) {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	root := d.GetSpecInfo().RootNode
-	a := &API{opts: opts, version: v}
+	a := &API{opts: opts, version: v, noted: map[string]bool{}}
+	a.shared = newSharedSchemas(root, strings.HasPrefix(v, "3.0"), opts.ResourceScheme, opts.MaxSchemaNodes, opts.MaxInlineSchemaBytes)
 	if a.base, err = baseURL(opts.BaseURL, m.Model.Servers); err != nil {
 		return nil, err
 	}
@@ -327,8 +332,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxSchemaNodes <= 0 {
 		o.MaxSchemaNodes = DefaultMaxSchemaNodes
 	}
-	if o.MaxExpandedNodes <= 0 {
-		o.MaxExpandedNodes = DefaultMaxExpandedNodes
+	if o.MaxInlineSchemaBytes <= 0 {
+		o.MaxInlineSchemaBytes = DefaultMaxInlineSchemaBytes
 	}
 	if o.MaxDocumentDepth <= 0 {
 		o.MaxDocumentDepth = DefaultMaxDocumentDepth
@@ -398,9 +403,8 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 	if o.Deprecated != nil {
 		op.Deprecated = *o.Deprecated
 	}
-	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv := a.newConverter(root, v30)
 	conv.omit = "readOnly"
-	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
 	for k, n := range o.Extensions.FromOldest() {
 		v, err := conv.data(n, 0)
 		if err != nil {
@@ -410,6 +414,14 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 	}
 	where := where(op)
 	warn := func(msg string) { a.warnings = append(a.warnings, Warning{Operation: where, Message: msg}) }
+	// A note on a schema (a pattern translated) is given once, for the
+	// first operation that reaches it: shared schemas would repeat it.
+	conv.warn = func(msg string) {
+		if !a.noted[msg] {
+			a.noted[msg] = true
+			warn(msg)
+		}
+	}
 	if !a.selected(op) {
 		op.Kind = KindExcluded
 		return op, nil
@@ -433,6 +445,7 @@ func (a *API) operation(root *yaml.Node, v30 bool, p, method string, item *v3.Pa
 	names[name] = true
 	op.Name = name
 
+	conv.idBase = "urn:weft:openapi:" + name + ":input:"
 	pl, err := a.buildPlan(conv, method, p, item, o, warn)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", where, err)
@@ -551,8 +564,31 @@ func (a *API) BaseURL() string { return a.base.String() }
 // Version returns the document's OpenAPI version.
 func (a *API) Version() string { return a.version }
 
-// Register adds the API's tools, resources and resource templates to s.
+// newConverter makes a converter for one tool schema.
+func (a *API) newConverter(root *yaml.Node, v30 bool) *converter {
+	c := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	c.inline, c.shared = a.opts.MaxInlineSchemaBytes, a.shared
+	return c
+}
+
+// Register adds the API's tools, resources and resource templates to s,
+// and the template of the schema resources when a tool schema summarises
+// a definition ([API.SchemaTemplate]).
 func (a *API) Register(s *weft.Server) error {
+	if len(a.SharedSchemas()) > 0 {
+		for _, op := range a.ops {
+			if (op.Kind == KindResource || op.Kind == KindResourceTemplate) && op.Name == "schemas" {
+				return fmt.Errorf("openapi: the resource %q takes the name of the schema resources (%s): rename the operation (Options.Rename)", op.URI, a.shared.template())
+			}
+		}
+		err := s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: a.shared.template(), Name: "schemas",
+			Title:       "Schemas of the API",
+			Description: "The definitions tool schemas summarise instead of copying, one JSON Schema 2020-12 document each.",
+			MimeType:    SchemaResourceMIME}, a.schemaHandler())
+		if err != nil {
+			return fmt.Errorf("openapi: schema resources: %w", err)
+		}
+	}
 	for _, op := range a.ops {
 		var err error
 		switch op.Kind {
@@ -634,6 +670,7 @@ func compile(schema []byte) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseRegexpEngine(ecmare.Compile)
 	c.UseLoader(denyLoader{})
 	const loc = "weft:///openapi.json"
 	if err := c.AddResource(loc, v.Any()); err != nil {

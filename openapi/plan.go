@@ -42,6 +42,54 @@ type body struct {
 	media    string
 	kind     bodyKind
 	required bool
+	// encoding says how each member of a form body is written (the media
+	// type's Encoding Object); members not named use the defaults.
+	encoding map[string]formEncoding
+}
+
+// formEncoding is one member of a form body's Encoding Object.
+type formEncoding struct {
+	style   string // form (default), spaceDelimited, pipeDelimited, deepObject
+	explode bool   // default true for form
+	json    bool   // contentType application/json: the member is JSON text
+}
+
+// formEncodings reads a form media type's encoding map.
+func formEncodings(media *yaml.Node) (map[string]formEncoding, error) {
+	out := map[string]formEncoding{}
+	encs, ok := lookup(media, "encoding")
+	if !ok {
+		return out, nil
+	}
+	encs = deref(encs)
+	if encs.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: encoding must be a map", encs.Line)
+	}
+	for i := 0; i+1 < len(encs.Content); i += 2 {
+		k, e := deref(encs.Content[i]), deref(encs.Content[i+1])
+		fe := formEncoding{style: "form"}
+		if s, ok := lookup(e, "style"); ok {
+			fe.style = deref(s).Value
+		}
+		switch fe.style {
+		case "form", "spaceDelimited", "pipeDelimited", "deepObject":
+		default:
+			return nil, fmt.Errorf("encoding of %q: style %q is not form, spaceDelimited, pipeDelimited or deepObject", k.Value, fe.style)
+		}
+		fe.explode = fe.style == "form"
+		if x, ok := lookup(e, "explode"); ok {
+			b, err := yamlBool(deref(x).Value)
+			if err != nil {
+				return nil, fmt.Errorf("encoding of %q: explode: %w", k.Value, err)
+			}
+			fe.explode = b
+		}
+		if ct, ok := lookup(e, "contentType"); ok && isJSON(deref(ct).Value) {
+			fe.json = true
+		}
+		out[k.Value] = fe
+	}
+	return out, nil
 }
 
 // plan is how a call is built and its response read.
@@ -177,6 +225,12 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 		media, mnode := pickMedia(deref(content))
 		if media != "" {
 			b := &body{arg: "body", media: media, kind: kindOf(media), required: rb.Required != nil && *rb.Required}
+			if b.kind == bodyForm {
+				var err error
+				if b.encoding, err = formEncodings(mnode); err != nil {
+					return nil, fmt.Errorf("request body: %w", err)
+				}
+			}
 			schemaNode, _ := lookup(mnode, "schema")
 			s, err := conv.schema(schemaNode, 1)
 			if err != nil {
@@ -210,7 +264,7 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 	if pl.input, err = exactjson.Encode(conv.document(in), 0); err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	if err := a.outputPlan(pl, o, conv.root, conv.v30); err != nil {
+	if err := a.outputPlan(pl, o, conv); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -219,7 +273,7 @@ func (a *API) buildPlan(conv *converter, method, p string, item *v3.PathItem, o 
 // outputPlan derives the output schema from the 2xx responses: only when
 // every documented 2xx response is JSON with a schema, so a successful call
 // always has structured content to give.
-func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) error {
+func (a *API) outputPlan(pl *plan, o *v3.Operation, in *converter) error {
 	if o.Responses == nil {
 		return nil
 	}
@@ -253,9 +307,10 @@ func (a *API) outputPlan(pl *plan, o *v3.Operation, root *yaml.Node, v30 bool) e
 	if n2xx != 1 || schemaNode == nil {
 		return nil // several 2xx answers (or none): no single output schema
 	}
-	conv := newConverter(root, v30, a.opts.MaxSchemaNodes)
+	conv := a.newConverter(in.root, in.v30)
 	conv.omit = "writeOnly"
-	conv.expand = a.opts.MaxSchemaNodes - a.opts.MaxExpandedNodes
+	conv.warn = in.warn
+	conv.idBase = strings.TrimSuffix(in.idBase, "input:") + "output:"
 	s, err := conv.schema(schemaNode, 1)
 	if err != nil {
 		return fmt.Errorf("response schema: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	yaml "github.com/pb33f/go-yaml"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/ecmare"
 )
 
 // errBudget is returned when converting one operation's schemas would copy
@@ -35,9 +36,47 @@ type converter struct {
 	// read-only properties are not sent in requests, nor write-only ones
 	// returned in responses.
 	omit string
-	// expand is the node budget left below which a reference not yet
-	// converted is written as a stub instead (Options.MaxExpandedNodes).
-	expand int
+	// size approximates the bytes of JSON converted so far; once it
+	// passes inline (Options.MaxInlineSchemaBytes; 0: never), a reference
+	// not yet converted is written as a stub naming the shared definition
+	// instead of being copied.
+	size, inline int
+	// shared names the definitions stubs point to (the schema resources);
+	// nil only in tests of the converter alone.
+	shared *sharedSchemas
+	// warn reports a pattern translated or left out (nil: not reported).
+	warn func(string)
+	// identity is set when a converted schema declares $anchor or
+	// $dynamicAnchor: anchors are scoped to a schema resource, so each
+	// definition then becomes a resource of its own, $id idBase+NAME (a
+	// URN unique to the tool schema), and references name it by that id.
+	identity bool
+	idBase   string
+}
+
+// pattern returns a schema pattern in the ECMA-262 u-mode dialect clients
+// check it with, translated if need be (ecmaPattern), or false when it
+// cannot be, after a warning: the keyword is then left out, and the upstream
+// is left to check the value.
+func (c *converter) pattern(p string) (string, bool) {
+	e, _, goErr, err := ecmare.Translate(p)
+	switch {
+	case err != nil:
+		c.note(fmt.Sprintf("pattern %q is left out: it is not a valid ECMA-262 (u mode) regular expression, which JSON Schema clients check patterns with: %v", p, err))
+		return "", false
+	case e != p:
+		c.note(fmt.Sprintf("pattern %q is sent as %q, its ECMA-262 (u mode) spelling", p, e))
+	}
+	if goErr != nil {
+		c.note(fmt.Sprintf("pattern %q is not checked by the server (Go's RE2 engine cannot run it: %v); clients and the upstream still check it", e, goErr))
+	}
+	return e, true
+}
+
+func (c *converter) note(msg string) {
+	if c.warn != nil {
+		c.warn(msg)
+	}
 }
 
 func newConverter(root *yaml.Node, v30 bool, budget int) *converter {
@@ -119,13 +158,28 @@ func (c *converter) schema(n *yaml.Node, depth int) (exactjson.Value, error) {
 		if err != nil {
 			return exactjson.Value{}, err
 		}
-		members := append([]exactjson.Member{exactjson.Field("$ref", mustGet(target, "$ref"))}, rest.Members()...)
+		r, isRef := target.Get("$ref")
+		if !isRef {
+			// A summary (stub) of the target: its members, then the
+			// siblings, which win; a sibling description comes first and
+			// the summary's, which names the schema resource, stays.
+			out := target
+			for _, m := range rest.Members() {
+				if d, ok := out.Get("description"); ok && m.Name == "description" {
+					ds, _ := d.AsString()
+					if ms, isStr := m.Value.AsString(); isStr {
+						m.Value = exactjson.String(ms + "\n\n" + ds)
+					}
+				}
+				out = out.With(m.Name, m.Value)
+			}
+			return out, nil
+		}
+		members := append([]exactjson.Member{exactjson.Field("$ref", r)}, rest.Members()...)
 		return exactjson.Object(members...), nil
 	}
 	return c.object(n, depth, "")
 }
-
-func mustGet(v exactjson.Value, name string) exactjson.Value { x, _ := v.Get(name); return x }
 
 // object converts a Schema Object mapping, skipping the member named skip.
 func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Value, error) {
@@ -153,6 +207,7 @@ func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Valu
 		if name == skip || droppedKeywords[name] || strings.HasPrefix(name, "x-") {
 			continue
 		}
+		c.size += len(name) + 4
 		switch {
 		case name == "nullable" && c.v30:
 			b, err := c.boolValue(v)
@@ -194,10 +249,29 @@ func (c *converter) object(n *yaml.Node, depth int, skip string) (exactjson.Valu
 		case name == "required" && c.omit != "":
 			required, requiredAt = v, len(members)
 			val, err = exactjson.Null(), nil // filled in below
+		case name == "$anchor" || name == "$dynamicAnchor":
+			c.identity = true
+			val, err = c.data(v, depth+1)
+		case name == "pattern" && v.Kind == yaml.ScalarNode:
+			p, ok := c.pattern(v.Value)
+			if !ok {
+				continue
+			}
+			c.size += len(p) + 3
+			val = exactjson.String(p)
 		case schemaMapKeywords[name]:
 			val, err = c.schemaMap(v, depth+1)
 			if name == "definitions" {
 				name = "$defs"
+			}
+			if name == "patternProperties" && err == nil {
+				var keep []exactjson.Member
+				for k, sub := range val.All() {
+					if p, ok := c.pattern(k); ok {
+						keep = append(keep, exactjson.Field(p, sub))
+					}
+				}
+				val = exactjson.Object(keep...)
 			}
 		case schemaKeywords[name]:
 			if name == "items" && v.Kind == yaml.SequenceNode {
@@ -308,6 +382,7 @@ func (c *converter) schemaMap(n *yaml.Node, depth int) (exactjson.Value, error) 
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: duplicate name %q", k.Line, k.Value)
 		}
 		seen[k.Value] = true
+		c.size += len(k.Value) + 4
 		v, err := c.schema(n.Content[i+1], depth)
 		if err != nil {
 			return exactjson.Value{}, err
@@ -333,6 +408,7 @@ func (c *converter) properties(n *yaml.Node, depth int) (exactjson.Value, []stri
 			return exactjson.Value{}, nil, fmt.Errorf("openapi: line %d: duplicate name %q", k.Line, k.Value)
 		}
 		seen[k.Value] = true
+		c.size += len(k.Value) + 4
 		if c.marked(n.Content[i+1]) {
 			gone = append(gone, k.Value)
 			continue
@@ -401,12 +477,13 @@ func (c *converter) ref(n *yaml.Node) (exactjson.Value, error) {
 		if err != nil {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: %w", n.Line, err)
 		}
-		if c.budget < c.expand {
+		if c.inline > 0 && (c.size > c.inline || c.shared != nil && c.size+c.shared.sizeOf(ref, target) > c.inline) {
 			// The tool's schema is large enough: a schema reached only
-			// from here on is described, not copied, so no tool carries
-			// a whole API's schemas (Stripe's reached 500 KB each).
-			return exactjson.Object(exactjson.Field("description",
-				exactjson.String(c.defName(ref)+" (not expanded here: the tool's schema reached Options.MaxExpandedNodes)"))), nil
+			// from here on is summarised and named, not copied, so no
+			// tool carries a whole API's schemas (Stripe's reached 500 KB
+			// each) and a definition many operations share is written
+			// once, as a resource.
+			return c.stub(ref, target), nil
 		}
 		if c.chain >= maxChain {
 			return exactjson.Value{}, fmt.Errorf("openapi: line %d: more than %d schema references nested one inside the other", n.Line, maxChain)
@@ -538,6 +615,7 @@ func (c *converter) data(n *yaml.Node, depth int) (exactjson.Value, error) {
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
+		c.size += len(n.Value) + 3
 		return scalar(n)
 	case yaml.SequenceNode:
 		out := make([]exactjson.Value, 0, len(n.Content))
@@ -561,6 +639,7 @@ func (c *converter) data(n *yaml.Node, depth int) (exactjson.Value, error) {
 				return exactjson.Value{}, fmt.Errorf("openapi: line %d: duplicate member %q", k.Line, k.Value)
 			}
 			seen[k.Value] = true
+			c.size += len(k.Value) + 4
 			v, err := c.data(n.Content[i+1], depth+1)
 			if err != nil {
 				return exactjson.Value{}, err
@@ -625,11 +704,66 @@ func sanitize(s string, max int) string {
 }
 
 // document builds the final schema: root members plus the collected $defs.
+//
+// When a definition declares an anchor (c.identity), every definition is
+// its own schema resource: two definitions may declare the same anchor
+// (Galaxy's generic PaginatedResource and the schema binding its
+// $dynamicAnchor itemType to Planet), which in one resource is an error,
+// and $dynamicRef resolves through the resources it passes. Each
+// definition then has the $id idBase+NAME and every reference to it uses
+// that id (a reference "#/$defs/NAME" inside another resource would
+// resolve against that resource).
 func (c *converter) document(root exactjson.Value) exactjson.Value {
 	if len(c.defs) == 0 {
 		return root
 	}
-	return root.With("$defs", exactjson.Object(c.defs...))
+	if !c.identity || c.idBase == "" {
+		return root.With("$defs", exactjson.Object(c.defs...))
+	}
+	defs := make([]exactjson.Member, len(c.defs))
+	for i, m := range c.defs {
+		v := m.Value
+		if v.Kind() != exactjson.KindObject {
+			if b, _ := v.AsBool(); b {
+				v = exactjson.Object()
+			} else {
+				v = exactjson.Object(exactjson.Field("not", exactjson.Object()))
+			}
+		}
+		v = c.rewriteRefs(v, 0)
+		defs[i] = exactjson.Field(m.Name, exactjson.Object(append([]exactjson.Member{
+			exactjson.Field("$id", exactjson.String(c.idBase+m.Name))}, v.Members()...)...))
+	}
+	return c.rewriteRefs(root, 0).With("$defs", exactjson.Object(defs...))
+}
+
+// rewriteRefs replaces every reference "#/$defs/NAME" with idBase+NAME.
+func (c *converter) rewriteRefs(v exactjson.Value, depth int) exactjson.Value {
+	if depth > 2*maxDepth+8 {
+		return v
+	}
+	switch v.Kind() {
+	case exactjson.KindObject:
+		ms := v.Members()
+		out := make([]exactjson.Member, len(ms))
+		for i, m := range ms {
+			if s, ok := m.Value.AsString(); ok && m.Name == "$ref" && strings.HasPrefix(s, "#/$defs/") {
+				m.Value = exactjson.String(c.idBase + strings.TrimPrefix(s, "#/$defs/"))
+			} else {
+				m.Value = c.rewriteRefs(m.Value, depth+1)
+			}
+			out[i] = m
+		}
+		return exactjson.Object(out...)
+	case exactjson.KindArray:
+		es := v.Elements()
+		out := make([]exactjson.Value, len(es))
+		for i, e := range es {
+			out[i] = c.rewriteRefs(e, depth+1)
+		}
+		return exactjson.Array(out...)
+	}
+	return v
 }
 
 // def returns the converted definition named name.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -105,13 +104,11 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Warn("openapi: "+w.Message, "operation", w.Operation)
 	}
 	// The catalog's size: what tools/list sends in all, page by page.
-	catalog := 0
-	for _, t := range api.Tools() {
-		if b, err := json.Marshal(t); err == nil {
-			catalog += len(b)
-		}
-	}
-	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog, "warnings", len(api.Warnings()))
+	catalog := api.CatalogBytes()
+	// Definitions too large to copy into every tool that reaches them are
+	// served once, as schema resources (docs/openapi.md).
+	logger.Info("openapi: catalog loaded", "tools", len(api.Tools()), "bytes", catalog,
+		"schemaResources", len(api.SharedSchemas()), "warnings", len(api.Warnings()))
 	kr, _, err := serving.DataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
