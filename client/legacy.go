@@ -18,8 +18,10 @@ import (
 const LegacyProtocolVersion = "2025-11-25"
 
 // legacyVersions are the dated revisions the client speaks in the
-// 2025 era, newest first.
-var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// initialize era, newest first. 2024-11-05 is accepted from servers that
+// still answer it (many stdio servers on older SDKs do); over HTTP only
+// Streamable HTTP is spoken, not that revision's HTTP+SSE transport.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // isLegacy reports whether v is a revision of the initialize era.
 func isLegacy(v string) bool { return v != "" && v < "2026" }

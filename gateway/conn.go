@@ -24,8 +24,10 @@ const (
 	Version20250618 = "2025-06-18"
 )
 
-// legacyVersions are the 2025 revisions the gateway accepts in initialize.
-var legacyVersions = []string{Version20251125, Version20250618, "2025-03-26"}
+// legacyVersions are the initialize-era revisions the gateway accepts in
+// initialize: the 2025 ones, and 2024-11-05, which many stdio servers on
+// older SDKs still answer (@modelcontextprotocol/server-postgres, ...).
+var legacyVersions = []string{Version20251125, Version20250618, "2025-03-26", "2024-11-05"}
 
 // conn is one established connection to an upstream: a 2026-07-28 one
 // (stateless requests carrying _meta) or a 2025-era session.

@@ -590,6 +590,15 @@ func (u *upstream) listAll(ctx context.Context, c *conn, method, member string, 
 	seen := map[string]bool{}
 	for {
 		res, err := u.do(ctx, c, method, params, callOpts{caps: caps})
+		var re *client.RPCError
+		if len(seen) == 0 && errors.As(err, &re) && re.Code == client.CodeMethodNotFound {
+			// A capability declared without every list of it (servers of
+			// older SDKs declare resources without templates/list): an
+			// empty list, as the server has none to show.
+			u.g.log.Debug("gateway: upstream does not implement a list method of a capability it declares; taken as empty",
+				"upstream", u.cfg.Name, "method", method)
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("gateway: upstream %q: %s: %w", u.cfg.Name, method, err)
 		}

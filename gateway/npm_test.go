@@ -25,6 +25,7 @@ import (
 
 	"github.com/weftmcp/weft/gateway"
 	"github.com/weftmcp/weft/internal/nodetest"
+	"github.com/weftmcp/weft/internal/testpg"
 )
 
 // Third-party MCP servers from npm (gateway/testdata/npmservers), installed
@@ -442,5 +443,54 @@ func TestFilesystemAndMemory(t *testing.T) {
 	res, err = c.CallTool(ctx, "think_sequentialthinking", map[string]any{"thought": "one", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1})
 	if err != nil || !strings.Contains(res.Text(), `"thoughtHistoryLength": 1`) {
 		t.Fatalf("sequentialthinking: %v %v", res, err)
+	}
+}
+
+// server-postgres and mcp-remote behind the gateway over stdio, two more of
+// the most used npm servers: server-postgres answers a read-only query on
+// a table of the test database; mcp-remote (the stdio bridge desktop
+// clients use to reach remote servers) carries a call to a Weft server
+// over Streamable HTTP, so the call crosses gateway, bridge and server.
+func TestPostgresAndRemote(t *testing.T) {
+	node, pgEntry := npmServer(t, "@modelcontextprotocol/server-postgres", "dist/index.js")
+	_, remoteEntry := npmServer(t, "mcp-remote", "dist/proxy.js")
+
+	db := testpg.Open(t)
+	table := testpg.Name("gw_npm")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" (note text); INSERT INTO "+table+" VALUES ('kept in postgres')"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+
+	remote := weft.NewServer(weft.Implementation{Name: "remote", Version: "1"}, nil)
+	if err := weft.AddTool(remote, weft.Tool{Name: "greet", Description: "Greets someone."},
+		func(ctx context.Context, req *weft.Request, in struct {
+			Name string `json:"name"`
+		}) (*weft.CallToolResult, error) {
+			return weft.TextResult("Hello, " + in.Name + ", from the remote server"), nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	rs := httptest.NewServer(remote)
+	defer rs.Close()
+
+	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+		{Name: "pg", Command: node, Args: []string{pgEntry, testpg.DSN()}, Prefix: "pg_"},
+		{Name: "remote", Command: node, Args: []string{remoteEntry, rs.URL, "--transport", "http-only", "--allow-http"}, Prefix: "remote_",
+			Env: map[string]string{"MCP_REMOTE_CONFIG_DIR": t.TempDir()}},
+	}}
+	in := startGateway(t, cfg, testKeyring(t), nil)
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	defer c.Close()
+
+	res, err := c.CallTool(ctx, "pg_query", map[string]any{"sql": "SELECT note FROM " + table})
+	if err != nil || res.IsError || !strings.Contains(res.Text(), "kept in postgres") {
+		t.Fatalf("server-postgres query: %+v %v", res, err)
+	}
+	res, err = c.CallTool(ctx, "remote_greet", map[string]any{"name": "Ada"})
+	if err != nil || res.IsError || !strings.Contains(res.Text(), "Hello, Ada, from the remote server") {
+		t.Fatalf("mcp-remote greet: %+v %v", res, err)
 	}
 }
