@@ -17,6 +17,7 @@ import (
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/syncbuf"
 	"github.com/weftmcp/weft/middleware"
 )
 
@@ -165,7 +166,7 @@ func TestListsPageBySize(t *testing.T) {
 // logged when it is registered, and an error naming it (logged, with the
 // limit to raise) where its page would start.
 func TestListItemLargerThanLimit(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf syncbuf.Buffer
 	srv := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
 		Logger: slog.New(slog.NewTextHandler(&logBuf, nil)),
 		Limits: weft.Limits{MaxOutputBytes: 1 << 20},
@@ -198,22 +199,4 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	if l := logBuf.String(); !strings.Contains(l, "list item larger than the output limit") || !strings.Contains(l, "max_output_bytes=1048576") {
 		t.Errorf("log does not name the oversize tool:\n%s", l)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -3,13 +3,14 @@ package weft
 import (
 	"context"
 	"encoding/json"
+	"github.com/weftmcp/weft/internal/syncbuf"
 	"log/slog"
 	"strings"
 	"testing"
 )
 
 // jsonLogs returns the JSON log lines and the "mcp request" lines.
-func jsonLogs(t *testing.T, buf *lockedBuffer) (all []string, requests []M) {
+func jsonLogs(t *testing.T, buf *syncbuf.Buffer) (all []string, requests []M) {
 	t.Helper()
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line == "" {
@@ -32,7 +33,7 @@ func jsonLogs(t *testing.T, buf *lockedBuffer) (all []string, requests []M) {
 // of the arguments, bearer token, baggage, request state, unregistered
 // names or resource URIs, at any level.
 func TestRequestLogRedaction(t *testing.T) {
-	buf := &lockedBuffer{}
+	buf := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tp, _ := newTracer(t)
 	f := newStateFixture(t, &Options{Logger: logger, TracerProvider: tp, Admission: bearerAdmission})
@@ -121,7 +122,7 @@ func TestRequestLogRedaction(t *testing.T) {
 // TestRequestLogQuietByDefault: like net/http, a server whose logger is at
 // the default level (Info) logs nothing per request; the line is at Debug.
 func TestRequestLogQuietByDefault(t *testing.T) {
-	buf := &lockedBuffer{}
+	buf := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(buf, nil))
 	s, _ := httpTestServer(t, &Options{Logger: logger})
 	ts := startHTTP(t, s)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
 // stdioServerEnv makes the test binary act as a stdio MCP server (see
@@ -97,27 +98,10 @@ type stdioProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 
 	mu  sync.Mutex
 	all [][]byte // every stdout line
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startStdio(t *testing.T) *stdioProc {
@@ -126,7 +110,7 @@ func startStdio(t *testing.T) *stdioProc {
 	must(t, err)
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), stdioServerEnv+"=1")
-	p := &stdioProc{t: t, cmd: cmd, lines: make(chan []byte, 64), stderr: &lockedBuffer{}}
+	p := &stdioProc{t: t, cmd: cmd, lines: make(chan []byte, 64), stderr: &syncbuf.Buffer{}}
 	cmd.Stderr = p.stderr
 	p.stdin, err = cmd.StdinPipe()
 	must(t, err)

@@ -21,28 +21,11 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft/admin"
+	"github.com/weftmcp/weft/internal/syncbuf"
 	"github.com/weftmcp/weft/seal"
 )
 
 const testToken = "0123456789abcdef-admin-test-token"
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fixture is a manager holding k1 (active) and a keyring file holding k1
 // to k5 (k1 active), plus "kx", which the manager holds with other bytes
@@ -52,14 +35,14 @@ type fixture struct {
 	fileKeys map[string]seal.Key
 	secrets  [][]byte // every secret the test knows of, manager's and file's
 	path     string
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	extraHit chan struct{}
 	h        http.Handler
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{fileKeys: map[string]seal.Key{}, log: new(syncBuffer), extraHit: make(chan struct{}, 1000)}
+	f := &fixture{fileKeys: map[string]seal.Key{}, log: new(syncbuf.Buffer), extraHit: make(chan struct{}, 1000)}
 	var ver []seal.Key
 	for _, id := range []string{"k1", "k2", "k3", "k4", "k5", "kx"} {
 		k := mustGenerate(t, id)

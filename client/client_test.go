@@ -22,6 +22,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
 // ---------------------------------------------------------------------------
@@ -62,24 +63,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// lockedBuffer is a goroutine-safe bytes.Buffer.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startConformance builds ./cmd/weft-conformance into a temporary
 // directory, starts it on a free loopback port and returns its /mcp URL.
 func startConformance(t *testing.T) string {
@@ -99,7 +82,7 @@ func startConformance(t *testing.T) string {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd := exec.Command(bin, "-addr", addr)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -1060,7 +1043,7 @@ func TestCommandTransport(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEFT_CLIENT_TEST_STDIO_SERVER=1")
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	tr, err := CommandTransport(cmd)
 	if err != nil {
@@ -1575,7 +1558,7 @@ func TestHTTPHeadersAndErrors(t *testing.T) {
 		}
 		return exactjson.Value{}, &RPCError{Code: CodeMethodNotFound, Message: "Method not found", HTTPStatus: 404}
 	})
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	c := f.client(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, WithBearerToken("s3cret"))
 	ctx := testCtx(t)
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
 // restartable serves the current server of a 2025-era upstream that can
@@ -94,24 +95,6 @@ func pingServer(t *testing.T) http.Handler {
 	return srv
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLegacySessionExpired: a 2025-era server that restarted no longer
 // knows the session; whether it answers 404 (as the specification asks)
 // or 400 "No valid session ID" (as the TypeScript SDK's servers do), the
@@ -127,7 +110,7 @@ func TestLegacySessionExpired(t *testing.T) {
 			up.restart(pingServer(t))
 			hs := httptest.NewServer(up)
 			t.Cleanup(hs.Close)
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			c := New(NewHTTPTransport(hs.URL, nil), Options{ProtocolVersion: LegacyProtocolVersion,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			defer c.Close()

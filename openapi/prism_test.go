@@ -1,7 +1,6 @@
 package openapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"net"
@@ -11,40 +10,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weftmcp/weft/internal/nodetest"
+	"github.com/weftmcp/weft/internal/syncbuf"
 	"github.com/weftmcp/weft/openapi"
 	"github.com/weftmcp/weft/wefttest"
 )
-
-// syncBuffer collects a process's output for the test to read while it
-// runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // prism starts Stoplight Prism's validating mock (npm @stoplight/prism-cli,
 // testdata/partners/package.json) on the OpenAPI document at spec, on a
 // free loopback port, and returns its base URL and its log. Prism answers
 // a request that breaks the document with 422 (400 for a body), and logs
 // every violation it finds.
-func prism(t *testing.T, spec string) (string, *syncBuffer) {
+func prism(t *testing.T, spec string) (string, *syncbuf.Buffer) {
 	t.Helper()
 	dir := nodetest.Install(t, "testdata/partners")
 	node := nodetest.Node(t)
@@ -55,7 +35,7 @@ func prism(t *testing.T, spec string) (string, *syncBuffer) {
 	addr := l.Addr().String()
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := exec.Command(node, filepath.Join(dir, "node_modules/@stoplight/prism-cli/dist/index.js"),
 		"mock", spec, "-p", port, "-h", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = out, out
@@ -302,7 +282,7 @@ func TestPrismStyles(t *testing.T) {
 // callAll calls every tool of api (but those in skip) with args[name] and
 // fails when Prism refuses a request or does not validate it, or a tool
 // has no arguments.
-func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string]string, log *syncBuffer, skip ...string) {
+func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string]string, log *syncbuf.Buffer, skip ...string) {
 	t.Helper()
 	for _, tool := range api.Tools() {
 		if slices.Contains(skip, tool.Name) {

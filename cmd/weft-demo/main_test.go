@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -9,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
 // heavyPackages are what weft-demo must not link: they serve options the
@@ -51,24 +50,6 @@ func TestLinksOnlyWhatTheDemoUses(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServesTheDemo runs weft-demo over HTTP in a fresh data directory,
 // lists its tools and calls one with the Go client, then stops it; a
 // second start reuses the keyring it created.
@@ -82,7 +63,7 @@ func TestServesTheDemo(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
-		var stdout, stderr syncBuffer
+		var stdout, stderr syncbuf.Buffer
 		done := make(chan error, 1)
 		go func() {
 			done <- run(ctx, []string{"--addr", addr, "--data", data}, strings.NewReader(""), &stdout, &stderr)
