@@ -343,6 +343,24 @@ func levelIndex(l LogLevel) int {
 	return -1
 }
 
+// ElicitationComplete tells a client of the 2025-11-25 era that the
+// out-of-band interaction of the URL elicitation with elicitationID id has
+// completed (notifications/elicitation/complete, on this request's
+// response stream). 2026-07-28 has no such notification (a client learns
+// the outcome by retrying), so for its requests, or when the response
+// cannot stream, nothing is sent and it reports false.
+func (r *Request) ElicitationComplete(id string) (bool, error) {
+	r.mu.Lock()
+	send := r.legacy != nil && id != "" && !r.holdOutput && r.out != nil && r.out.canStream()
+	out := r.out
+	r.mu.Unlock()
+	if !send {
+		return false, nil
+	}
+	return true, out.send(frame{method: "notifications/elicitation/complete",
+		params: exactjson.Object(exactjson.Field("elicitationId", exactjson.String(id)))})
+}
+
 // Log sends notifications/message on this request's response stream when the
 // client asked for logging at this level or below it (with the
 // io.modelcontextprotocol/logLevel _meta key). It reports whether the message

@@ -355,6 +355,53 @@ func TestParkedProgressAndURLCompletion(t *testing.T) {
 	}
 }
 
+// A client of the 2025 era, through the server's bridge, is given the
+// upstream's elicitationId with the URL elicitation and is told of its
+// completion (notifications/elicitation/complete, which 2026-07-28
+// removed), and its progress after the round still arrives.
+func TestURLCompletionToLegacyClient(t *testing.T) {
+	up, _ := fakeUpstream(t, "fake")
+	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var asked []exactjson.Value
+	var completed []string
+	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{ProtocolVersion: "2025-11-25",
+		Handlers: client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
+			mu.Lock()
+			asked = append(asked, p)
+			mu.Unlock()
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
+		}},
+		OnNotification: func(n client.Notification) {
+			if n.Method == "notifications/elicitation/complete" {
+				mu.Lock()
+				completed = append(completed, str(n.Params, "elicitationId"))
+				mu.Unlock()
+			}
+		}})
+	defer c.Close()
+	res, err := c.CallTool(ctx, "link", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Text(); got != `linked "accept"` {
+		t.Fatalf("result %q", got)
+	}
+	if v := c.ProtocolVersion(); v != "2025-11-25" {
+		t.Fatalf("the client spoke %s", v)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || str(asked[0], "mode") != "url" || str(asked[0], "elicitationId") != "el-1" {
+		t.Errorf("the client was asked %v, want the upstream's elicitationId el-1", asked)
+	}
+	if !slices.Equal(completed, []string{"el-1"}) {
+		t.Errorf("completions %v, want [el-1]", completed)
+	}
+}
+
 // A 2025 upstream refusing a call with -32042 (URL elicitation required,
 // gone in 2026-07-28) gives the client input_required with the URL
 // interactions; the client's retry calls the upstream again, unless the

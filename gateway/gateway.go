@@ -1088,10 +1088,14 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 			data, _ := p.Get("data")
 			_, _ = req.Log(weft.LogLevel(str(p, "level")), str(p, "logger"), data)
 		case "notifications/elicitation/complete":
-			// 2026-07-28 has no completion signal: the client learns the
-			// outcome of a URL interaction by retrying (its answer to the
-			// relayed URL request already went upstream).
-			g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(p, "elicitationId"))
+			// A 2025-era client was given the upstream's elicitationId
+			// (askInputs) and is told; 2026-07-28 has no completion
+			// signal: the client learns the outcome of a URL interaction
+			// by retrying (its answer to the relayed URL request already
+			// went upstream).
+			if sent, _ := req.ElicitationComplete(str(p, "elicitationId")); !sent {
+				g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(p, "elicitationId"))
+			}
 		default:
 			g.log.Debug("gateway: an upstream notification of a call is not relayed", "upstream", u.cfg.Name, "method", method)
 		}
@@ -1203,7 +1207,7 @@ func (u *upstream) invokeOn(ctx context.Context, req *weft.Request, method strin
 func (g *Gateway) fromOutcome(u *upstream, req *weft.Request, id string, r int, o outcome) (exactjson.Value, error) {
 	switch {
 	case !o.requests.IsNull():
-		ir, err := askInputs(o.requests, u.urlPolicy)
+		ir, err := askInputs(o.requests, u.urlPolicy, legacyClient(req))
 		if err != nil {
 			return exactjson.Value{}, g.unavailable(u, err)
 		}
@@ -1265,7 +1269,7 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 				return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("input request %q: %w", key, err))
 			}
 		}
-		ir, err := askInputs(reqs, u.urlPolicy)
+		ir, err := askInputs(reqs, u.urlPolicy, false)
 		if err != nil {
 			return exactjson.Value{}, u.g.unavailable(u, err)
 		}

@@ -66,15 +66,17 @@ const (
 
 // inputRequest builds the embedded request for an upstream's
 // server-to-client request (elicitation/create, sampling/createMessage,
-// roots/list).
-func inputRequest(method string, params exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) (weft.InputRequest, error) {
+// roots/list). keepID keeps a URL elicitation's elicitationId, for a
+// client of the 2025 era (whose revision has it, and is told of the
+// interaction's completion by it); 2026-07-28 removed it.
+func inputRequest(method string, params exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool), keepID bool) (weft.InputRequest, error) {
 	in, ok := inputFor(method, params)
 	if !ok {
 		return weft.InputRequest{}, fmt.Errorf("the gateway cannot relay %s to its clients", method)
 	}
 	switch method {
 	case "elicitation/create":
-		if mode, _ := params.Get("mode"); isStr(mode, "url") {
+		if mode, _ := params.Get("mode"); isStr(mode, "url") && !keepID {
 			params = params.Without("elicitationId") // the client's revision needs none
 		}
 	case "roots/list":
@@ -93,7 +95,7 @@ func inputRequest(method string, params exactjson.Value, policy func(rawURL stri
 // requests it emits (srv.CheckInputRequest): for a request the gateway
 // hands its client outside an input_required result.
 func checkRelayed(srv *weft.Server, method string, params exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) error {
-	r, err := inputRequest(method, params, policy)
+	r, err := inputRequest(method, params, policy, false)
 	if err != nil || srv == nil {
 		return err
 	}
@@ -131,15 +133,16 @@ func clientSupports(req *weft.Request, method string, params exactjson.Value) bo
 }
 
 // askInputs builds an input_required result from keyed embedded requests
-// ({key: {method, params}}) with state set by setState.
-func askInputs(reqs exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool)) (*weft.InputRequired, error) {
+// ({key: {method, params}}) with state set by setState; keepIDs as in
+// inputRequest.
+func askInputs(reqs exactjson.Value, policy func(rawURL string) (elicit.URLPolicy, bool), keepIDs bool) (*weft.InputRequired, error) {
 	ir := new(weft.InputRequired)
 	for key, r := range reqs.All() {
 		params, _ := r.Get("params")
 		if params.IsNull() {
 			params = exactjson.Object()
 		}
-		ir2, err := inputRequest(str(r, "method"), params, policy)
+		ir2, err := inputRequest(str(r, "method"), params, policy, keepIDs)
 		if err != nil {
 			return nil, fmt.Errorf("input request %q: %w", key, err)
 		}
@@ -208,4 +211,10 @@ func authorizeAnswer(req *weft.Request) (action string, present bool) {
 		return "", false
 	}
 	return str(v, "action"), true
+}
+
+// legacyClient reports whether req's client speaks a revision of the 2025
+// era (through the server's bridge).
+func legacyClient(req *weft.Request) bool {
+	return req.ProtocolVersion != "" && req.ProtocolVersion < "2026"
 }

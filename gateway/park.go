@@ -432,7 +432,7 @@ func (pc *parkedCall) awaitFirst(ctx context.Context) (outcome, error) {
 // request is the sink of the upstream's server-to-client requests: it
 // queues the request for the client and waits for its answer.
 func (pc *parkedCall) request(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, *client.RPCError) {
-	if _, err := inputRequest(method, params, nil); err != nil {
+	if _, err := inputRequest(method, params, nil, false); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
 	}
 	if pc.check != nil {

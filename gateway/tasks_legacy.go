@@ -419,7 +419,7 @@ func (lt *legacyTask) request(ctx context.Context, t *turn, method string, param
 		return u.cfg.rootsResult(), nil
 	}
 	params = withoutRelatedTask(params)
-	if _, err := inputRequest(method, params, nil); err != nil {
+	if _, err := inputRequest(method, params, nil, false); err != nil {
 		return exactjson.Value{}, &client.RPCError{Code: client.CodeInvalidParams, Message: "The gateway cannot relay this request: " + err.Error()}
 	}
 	if err := u.checkURL(method, params); err != nil {

@@ -46,7 +46,7 @@ func (u *upstream) urlRequired(req *weft.Request, e *client.RPCError) (*weft.Inp
 		reqs = append(reqs, exactjson.Field("url-"+strconv.Itoa(i+1), exactjson.Object(
 			exactjson.Field("method", exactjson.String("elicitation/create")), exactjson.Field("params", p))))
 	}
-	ir, err := askInputs(exactjson.Object(reqs...), u.urlPolicy)
+	ir, err := askInputs(exactjson.Object(reqs...), u.urlPolicy, legacyClient(req))
 	if err != nil {
 		u.g.log.Warn("gateway: an upstream's URL elicitation required error cannot be relayed as input requests", "upstream", u.cfg.Name, "err", err)
 		return nil, false
