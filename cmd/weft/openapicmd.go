@@ -71,6 +71,9 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *spec == "" || fs.NArg() > 0 {
 		return errors.New(openapiUsage)
 	}
+	if *listedTags != "" && !*toolSearch {
+		return errors.New("weft openapi: --listed-tags needs --tool-search")
+	}
 	if !*stdio {
 		// The OpenAPI server does not authenticate its callers.
 		if err := serving.CheckExposure(*addr, false, *allowUnauth, ""); err != nil {
@@ -112,9 +115,6 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	kr, _, err := serving.DataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
-	}
-	if *listedTags != "" && !*toolSearch {
-		return errors.New("weft openapi: --listed-tags needs --tool-search")
 	}
 	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
 		&weft.Options{Logger: logger, Protector: seal.NewManager(kr),
