@@ -72,11 +72,14 @@ func TestVault(t *testing.T) {
 			if tok, err := v1.Token(ctx, alice); tok != nil || err != nil {
 				t.Fatalf("empty store: %v, %v", tok, err)
 			}
-			if err := v1.Save(ctx, alice, &oauth.Token{AccessToken: "a1", RefreshToken: "r1", TokenType: "Bearer"}); err != nil {
+			// Secrets long enough that random ciphertext never holds them
+			// by chance (two bytes would, one time in a few hundred).
+			const accessA1, refreshR1 = "access-token-of-alice-a1", "refresh-token-of-alice-r1"
+			if err := v1.Save(ctx, alice, &oauth.Token{AccessToken: accessA1, RefreshToken: refreshR1, TokenType: "Bearer"}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := v2.Token(ctx, alice)
-			if err != nil || got == nil || got.AccessToken != "a1" || got.RefreshToken != "r1" {
+			if err != nil || got == nil || got.AccessToken != accessA1 || got.RefreshToken != refreshR1 {
 				t.Fatalf("the other handle reads %+v, %v", got, err)
 			}
 			// Sealed, and bound to its key: alice's record does not open
@@ -85,7 +88,7 @@ func TestVault(t *testing.T) {
 			if err != nil || len(rec) == 0 {
 				t.Fatalf("record: %q, %v", rec, err)
 			}
-			for _, secret := range []string{"a1", "r1"} {
+			for _, secret := range []string{accessA1, refreshR1} {
 				if contains(rec, secret) {
 					t.Fatalf("the record holds %q in the clear", secret)
 				}
@@ -111,7 +114,7 @@ func TestVault(t *testing.T) {
 				n := refreshes.Add(1)
 				return &oauth.Token{AccessToken: "a" + strconv.Itoa(int(n)+1), RefreshToken: old.RefreshToken + "x", TokenType: "Bearer"}, nil
 			}
-			stale := &oauth.Token{AccessToken: "a1"}
+			stale := &oauth.Token{AccessToken: accessA1}
 			var wg sync.WaitGroup
 			results := make([]string, 8)
 			for i := range results {
