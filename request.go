@@ -277,7 +277,14 @@ var ErrProgressNotIncreasing = errors.New("weft: progress must increase with eac
 func (r *Request) CanReportProgress() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.progressToken.Kind() != exactjson.KindNull && !r.holdOutput && r.out != nil && r.out.canStream()
+	return r.progressToken.Kind() != exactjson.KindNull && r.streamsLocked()
+}
+
+// streamsLocked reports whether a notification can go on this request's
+// response stream now: output is not held back and the response can
+// stream (r.mu held).
+func (r *Request) streamsLocked() bool {
+	return !r.holdOutput && r.out != nil && r.out.canStream()
 }
 
 // Progress sends notifications/progress for this request. Progress must
@@ -285,7 +292,7 @@ func (r *Request) CanReportProgress() bool {
 // notification on HTTP switches the response to an SSE stream.
 func (r *Request) Progress(progress, total float64, message string) error {
 	r.mu.Lock()
-	if r.progressToken.Kind() == exactjson.KindNull || r.holdOutput || r.out == nil || !r.out.canStream() {
+	if r.progressToken.Kind() == exactjson.KindNull || !r.streamsLocked() {
 		r.mu.Unlock()
 		return ErrNoProgress
 	}
@@ -351,7 +358,7 @@ func levelIndex(l LogLevel) int {
 // cannot stream, nothing is sent and it reports false.
 func (r *Request) ElicitationComplete(id string) (bool, error) {
 	r.mu.Lock()
-	send := r.legacy != nil && id != "" && !r.holdOutput && r.out != nil && r.out.canStream()
+	send := r.legacy != nil && id != "" && r.streamsLocked()
 	out := r.out
 	r.mu.Unlock()
 	if !send {
@@ -371,7 +378,7 @@ func (r *Request) Log(level LogLevel, logger string, data exactjson.Value) (bool
 		return false, fmt.Errorf("weft: unknown log level %q", level)
 	}
 	r.mu.Lock()
-	send := r.logLevel >= 0 && li >= r.logLevel && !r.holdOutput && r.out != nil && r.out.canStream()
+	send := r.logLevel >= 0 && li >= r.logLevel && r.streamsLocked()
 	out := r.out
 	r.mu.Unlock()
 	if !send {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strings"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the PostgreSQL database/sql driver
 	"github.com/weftmcp/weft/handle"
 	"github.com/weftmcp/weft/internal/demo"
@@ -57,13 +57,10 @@ func openHandleDB(ctx context.Context, dsn, schema string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open PostgreSQL: %w", err)
 	}
 	if schema != "" {
-		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(schema)); err != nil {
+		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("create schema: %w", err)
 		}
 	}
 	return db, nil
 }
-
-// quoteIdent quotes a PostgreSQL identifier.
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
