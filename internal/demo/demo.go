@@ -117,8 +117,12 @@ func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg
 			closers = append(closers, f.Close)
 		}
 		if stores, err = newDemoStores(ctx, f.DB, f.Dialect, cfg.BaseURL); err != nil {
-			_ = tasksStore.Close()
-			return nil, errors.Join(err, f.Close())
+			// The demo owns the fleet's stores from New on: release them.
+			errs := []error{err, tasksStore.Close(), f.DB.Close()}
+			for _, c := range closers {
+				errs = append(errs, c())
+			}
+			return nil, errors.Join(errs...)
 		}
 	} else {
 		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "tasks.db"), sqlitestore.Options{}); err != nil {

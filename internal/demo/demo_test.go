@@ -2,16 +2,20 @@ package demo
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/handle"
 	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/wefttest"
 )
 
@@ -209,5 +213,23 @@ func TestAccountLink(t *testing.T) {
 	// Form-only clients cannot be sent a URL request.
 	if _, err := testClient(d, "alice", weft.Form(weft.RequiredCapability)).CallTool(ctx, "account.link", nil); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("form-only client: %v", err)
+	}
+}
+
+// TestNewReleasesAFleetItCannotUse: when the fleet's handle database
+// refuses the demo's tables, New reports it and releases the fleet's
+// stores (a Fleet without Close included) instead of failing on them.
+func TestNewReleasesAFleetItCannotUse(t *testing.T) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "handles.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close() // handle.New fails on a closed database
+	tasks := task.NewMemoryStore()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	_, err = New(context.Background(), logger, seal.NewEphemeralManager(), Config{BaseURL: "http://127.0.0.1:8080",
+		Fleet: &Fleet{Tasks: tasks, Events: tasks, DB: db, Dialect: handle.SQLite}})
+	if err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("New with an unusable handle database: %v", err)
 	}
 }
