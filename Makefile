@@ -48,6 +48,15 @@ unit: postgres hydra
 	cd bench && $(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'Allocat' ./seal
 
+## flake: the flake hunt for one package (issue 41): its tests run COUNT
+## times (default 20) under -race while LOAD busy loops (default 1) keep the
+## other core busy; lists every test that failed even once. Not part of
+## `make test`: repeat it before a stop for the packages you touched.
+##   make flake PKG=./gateway [RUN='TestX|TestY'] [COUNT=50] [LOAD=1] [PARALLEL=1]
+.PHONY: flake
+flake:
+	bash scripts/flake.sh
+
 fuzz:
 	FUZZTIME=$${FUZZTIME:-10s} bash scripts/fuzz.sh
 

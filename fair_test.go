@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fairTenantHeader names the caller in the tests' admissions.
@@ -30,6 +31,8 @@ type fairIdentity struct {
 	// HTTP client tenant calls with.
 	as     func(tenant string) func(http.Header)
 	client func(t testing.TB, tenant string) *http.Client
+	// key is tenant's fairness key, as the gate counts it.
+	key func(tenant string) fairKey
 }
 
 // fairIdentities are the three ways a caller gets a share: a partition, a
@@ -40,15 +43,16 @@ func fairIdentities() []fairIdentity {
 	}
 	shared := func(testing.TB, string) *http.Client { return http.DefaultClient }
 	return []fairIdentity{
-		{name: "partition", as: header, client: shared,
+		{name: "partition", as: header, client: shared, key: func(tenant string) fairKey { return fairKey{'p', tenant} },
 			admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
 				return Identity{Principal: "user-" + r.Header.Get(fairTenantHeader), Partition: r.Header.Get(fairTenantHeader)}, nil
 			}},
-		{name: "principal", as: header, client: shared,
+		{name: "principal", as: header, client: shared, key: func(tenant string) fairKey { return fairKey{'u', tenant} },
 			admission: func(_ context.Context, r *AdmissionRequest) (Identity, error) {
 				return Identity{Principal: r.Header.Get(fairTenantHeader)}, nil
 			}},
-		{name: "anonymous address", as: func(string) func(http.Header) { return func(http.Header) {} }, client: fairAddrClient},
+		{name: "anonymous address", as: func(string) func(http.Header) { return func(http.Header) {} }, client: fairAddrClient,
+			key: func(tenant string) fairKey { return fairKey{'a', fairAddr(tenant).String()} }},
 	}
 }
 
@@ -56,38 +60,60 @@ func fairIdentities() []fairIdentity {
 // address of the tenant's own: "a" calls from 127.0.0.2, "b" from
 // 127.0.0.3 (Linux routes all of 127/8 to the loopback interface).
 func fairAddrClient(t testing.TB, tenant string) *http.Client {
-	ip := net.IPv4(127, 0, 0, 2+tenant[0]-'a')
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: fairAddr(tenant)}}
 	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
+
+// fairAddr is the loopback address tenant calls from without admission.
+func fairAddr(tenant string) net.IP { return net.IPv4(127, 0, 0, 2+tenant[0]-'a') }
 
 // fairCall is one tools/call of tenant through client.
 func fairCall(t testing.TB, ctx context.Context, client *http.Client, url, tool string, mods ...func(http.Header)) invResp {
 	return invSendWith(ctx, client, url, invBody(t, "tools/call", toolCall(nil, tool, nil)), mods...)
 }
 
-// fairStarted counts the requests the Observer saw start, per tenant
-// header value (or remote host).
-type fairStarted struct {
-	mu sync.Mutex
-	n  map[string]int
-	ch chan struct{}
+// waitGate waits until s's gate is in the state cond asks for, as the gate
+// itself reports it (under its lock), and fails the test at hangGuard. Tests
+// wait on the state they assert: an Observer's RequestStarted comes before
+// the request reaches the gate (dispatch: the Observer, then the rate
+// limiter, then the gate), so it is no sign that the request is queued.
+func waitGate(t testing.TB, s *Server, what string, cond func(g gateView) bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		s.gate.mu.Lock()
+		ok := cond(gateView{s.gate})
+		s.gate.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hang guard: %s did not happen", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
-func newFairStarted() *fairStarted {
-	return &fairStarted{n: map[string]int{}, ch: make(chan struct{}, 1024)}
+// gateView reads a gate whose lock the caller holds.
+type gateView struct{ g *gate }
+
+// running is the number of handlers key runs.
+func (v gateView) running(key fairKey) int {
+	if t := v.g.tenants[key]; t != nil {
+		return t.running
+	}
+	return 0
 }
 
-func (f *fairStarted) RequestStarted(_ context.Context, req *Request) {
-	f.mu.Lock()
-	f.n[req.Identity.Partition+req.Identity.Principal]++
-	f.mu.Unlock()
-	f.ch <- struct{}{}
+// queued is the number of key's requests waiting for a slot.
+func (v gateView) queued(key fairKey) int {
+	if t := v.g.tenants[key]; t != nil {
+		return len(t.queue)
+	}
+	return 0
 }
-
-func (f *fairStarted) RequestFinished(context.Context, *Request, Outcome, error) {}
 
 // TestFairHandlerSlots: tenant A keeps the server flooded with calls that
 // never finish (retrying each refusal); every one of tenant B's ten calls
@@ -140,29 +166,33 @@ func TestFairHandlerSlots(t *testing.T) {
 // takes the next freed slot. Before issue 25 the queue was first come,
 // first served: B waited behind A's queued calls (which never finish) until
 // QueueTimeout, and got 503.
+//
+// Each step waits for the gate to report the state the next one relies on
+// (issue 41): the test once waited for the Observer's RequestStarted as the
+// sign that B was queued, but a request is observed before it reaches the
+// gate, so on a loaded machine A's slot was freed before B queued, went to
+// A's next queued call (as it must: B was not waiting yet), and B timed out.
+// TestGateHandOver shows both orders on the gate itself.
 func TestFairQueueTurn(t *testing.T) {
-	for _, fi := range fairIdentities()[:2] { // the Observer tells the tenants apart by identity
+	for _, fi := range fairIdentities() {
 		t.Run(fi.name, func(t *testing.T) {
-			obs := newFairStarted()
-			s, _ := newServer(t, &Options{Admission: fi.admission, Observer: obs, MaxConcurrent: 2, MaxConcurrentPerIdentity: 2,
+			s, _ := newServer(t, &Options{Admission: fi.admission, MaxConcurrent: 2, MaxConcurrentPerIdentity: 2,
 				MaxQueue: 8, MaxQueuePerIdentity: 8, QueueTimeout: hangGuard / 10})
 			b := newInvBlocker(t, s)
 			addText(t, s, "fast", "fast")
 			url := invServe(t, s)
+			a, bk := fi.key("a"), fi.key("b")
+			aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
 			var wg sync.WaitGroup
 			defer func() { close(b.release); wg.Wait() }()
 			// A: two calls running, four queued.
 			for range 6 {
-				wg.Go(func() { fairCall(t, context.Background(), http.DefaultClient, url, "block", fi.as("a")) })
+				wg.Go(func() { fairCall(t, context.Background(), aClient, url, "block", fi.as("a")) })
 			}
-			waitFor(t, b.started, "A's first call")
-			waitFor(t, b.started, "A's second call")
-			for range 6 {
-				waitFor(t, obs.ch, "A's calls reaching the gate")
-			}
+			waitGate(t, s, "A's two calls running and four queued", func(g gateView) bool { return g.running(a) == 2 && g.queued(a) == 4 })
 			done := make(chan invResp, 1)
-			go func() { done <- fairCall(t, context.Background(), http.DefaultClient, url, "fast", fi.as("b")) }()
-			waitFor(t, obs.ch, "B's call reaching the gate")
+			go func() { done <- fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")) }()
+			waitGate(t, s, "B's call queued behind A's", func(g gateView) bool { return g.queued(bk) == 1 })
 			// One of A's calls finishes: its slot is B's.
 			b.release <- struct{}{}
 			invOK(t, "tenant B's first call, queued behind A's", waitFor(t, done, "tenant B's call"))
@@ -172,39 +202,41 @@ func TestFairQueueTurn(t *testing.T) {
 
 // TestFairQueuePushOut: the whole queue is A's; B's call takes the place
 // of A's newest queued call (which is refused) and is served when a slot
-// frees. Before issue 25 B was refused at once.
+// frees. Before issue 25 B was refused at once. Like TestFairQueueTurn, it
+// waits for the gate's own report of each state (issue 41).
 func TestFairQueuePushOut(t *testing.T) {
-	fi := fairIdentities()[0]
-	obs := newFairStarted()
-	s, _ := newServer(t, &Options{Admission: fi.admission, Observer: obs, MaxConcurrent: 1, MaxConcurrentPerIdentity: 1,
-		MaxQueue: 4, MaxQueuePerIdentity: 4, QueueTimeout: hangGuard})
-	b := newInvBlocker(t, s)
-	addText(t, s, "fast", "fast")
-	url := invServe(t, s)
-	var wg sync.WaitGroup
-	var aRefused atomic.Int32
-	var once sync.Once
-	finish := func() { once.Do(func() { close(b.release); wg.Wait() }) }
-	defer finish()
-	for range 5 {
-		wg.Go(func() {
-			if r := fairCall(t, context.Background(), http.DefaultClient, url, "block", fi.as("a")); r.status == http.StatusServiceUnavailable {
-				aRefused.Add(1)
+	for _, fi := range fairIdentities() {
+		t.Run(fi.name, func(t *testing.T) {
+			s, _ := newServer(t, &Options{Admission: fi.admission, MaxConcurrent: 1, MaxConcurrentPerIdentity: 1,
+				MaxQueue: 4, MaxQueuePerIdentity: 4, QueueTimeout: hangGuard})
+			b := newInvBlocker(t, s)
+			addText(t, s, "fast", "fast")
+			url := invServe(t, s)
+			a, bk := fi.key("a"), fi.key("b")
+			aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
+			var wg sync.WaitGroup
+			var aRefused atomic.Int32
+			var once sync.Once
+			finish := func() { once.Do(func() { close(b.release); wg.Wait() }) }
+			defer finish()
+			for range 5 {
+				wg.Go(func() {
+					if r := fairCall(t, context.Background(), aClient, url, "block", fi.as("a")); r.status == http.StatusServiceUnavailable {
+						aRefused.Add(1)
+					}
+				})
+			}
+			waitGate(t, s, "A's call running and four queued", func(g gateView) bool { return g.running(a) == 1 && g.queued(a) == 4 })
+			done := make(chan invResp, 1)
+			go func() { done <- fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")) }()
+			waitGate(t, s, "B's call queued in the place of A's newest", func(g gateView) bool { return g.queued(bk) == 1 && g.queued(a) == 3 })
+			b.release <- struct{}{}
+			invOK(t, "tenant B's call into A's full queue", waitFor(t, done, "tenant B's call"))
+			finish()
+			if n := aRefused.Load(); n != 1 {
+				t.Errorf("%d of A's queued calls were refused, want 1 (the newest, pushed out)", n)
 			}
 		})
-	}
-	waitFor(t, b.started, "A's running call")
-	for range 5 {
-		waitFor(t, obs.ch, "A's calls reaching the gate")
-	}
-	done := make(chan invResp, 1)
-	go func() { done <- fairCall(t, context.Background(), http.DefaultClient, url, "fast", fi.as("b")) }()
-	waitFor(t, obs.ch, "B's call reaching the gate")
-	b.release <- struct{}{}
-	invOK(t, "tenant B's call into A's full queue", waitFor(t, done, "tenant B's call"))
-	finish()
-	if n := aRefused.Load(); n != 1 {
-		t.Errorf("%d of A's queued calls were refused, want 1 (the newest, pushed out)", n)
 	}
 }
 

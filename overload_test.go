@@ -60,6 +60,73 @@ func TestGateOrder(t *testing.T) {
 	})
 }
 
+// TestGateHandOver is the gate's side of issue 41: with every slot A's
+// and A's backlog queued, a slot freed after B's request has queued is B's,
+// whatever A has queued; a slot freed before B's request reaches the gate
+// goes to A's oldest queued request (nobody else waits), and B then waits
+// for the next one. TestFairQueueTurn once freed the slot on a signal that
+// comes before the gate, and under load hit the second order.
+func TestGateHandOver(t *testing.T) {
+	for _, bFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("B queued first %v", bFirst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGate(2, 2, 8, 8, time.Hour)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				a, b := fairKey{'p', "a"}, fairKey{'p', "b"}
+				var running []*tenant
+				for range 2 {
+					tn, err := g.acquire(ctx, a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					running = append(running, tn)
+				}
+				granted := make(chan fairKey, 8)
+				queue := func(k fairKey) {
+					go func() {
+						if tn, err := g.acquire(ctx, k); err == nil {
+							granted <- tn.key
+						}
+					}()
+					synctest.Wait()
+				}
+				for range 4 {
+					queue(a)
+				}
+				if bFirst {
+					queue(b)
+				}
+				g.release(running[0])
+				synctest.Wait()
+				if !bFirst {
+					queue(b)
+				}
+				want := b
+				if !bFirst {
+					want = a
+				}
+				select {
+				case got := <-granted:
+					if got != want {
+						t.Errorf("the freed slot went to %v, want %v", got, want)
+					}
+				default:
+					t.Fatal("the freed slot went to nobody")
+				}
+				if !bFirst {
+					// B is queued now: the next freed slot is B's.
+					g.release(running[1])
+					synctest.Wait()
+					if got := <-granted; got != b {
+						t.Errorf("the next freed slot went to %v, want %v", got, b)
+					}
+				}
+			})
+		})
+	}
+}
+
 // checkGateIdle fails unless g holds and queues nothing.
 func checkGateIdle(t *testing.T, g *gate) {
 	t.Helper()
