@@ -19,19 +19,29 @@ import "fmt"
 // needs no check of its own.
 //
 // The scan is lexical: it skips comments, quoted scalars and block
-// scalars (| and >), and a bracket opens a collection only where YAML
-// starts a value (in block context after "key: ", "- ", "? " or at the
-// start of a line; in flow context after "[", "{", "," or ":"). A bracket
-// inside a plain scalar ("pattern: ^[a-z]+$") is text. Where the scan and
+// scalars (| and >). In block context a bracket opens a collection only
+// where YAML starts a value (after "key: ", "- ", "? " or at the start of a
+// line): a bracket inside a plain scalar ("pattern: ^[a-z]+$") is text. In
+// flow context every bracket is structure, and a quote or a "#" starts a
+// quoted scalar or a comment only where the parser's scanner starts a token
+// (a quote inside a plain scalar, as in "{0:\"x", is text). Where the scan and
 // a parser could disagree (an unbalanced bracket at the start of a plain
 // scalar's continuation line), it counts the bracket: it may refuse an odd
 // document, never admit a deeper one.
 func flowDepth(doc []byte, limit int) (int, error) {
 	depth, deepest := 0, 0
-	// atValue: the next non-blank byte starts a value (or a key).
+	// Block context (depth 0). atValue: the next non-blank byte starts a
+	// value (or a key).
 	atValue := true
 	lineIndent, col := 0, 0
 	lineStart := true
+	// Flow context (depth > 0), as the parser's scanner tokenizes it:
+	// plain: inside a plain scalar, where quotes are text and ":" or "?"
+	// end it only before a blank (":" also before ",", "]" or "}");
+	// afterEntry: the last token was "[", "{" or ",", after which ":" not
+	// followed by a blank starts a plain scalar; blank: the byte before
+	// was a blank or a line break (a "#" after one starts a comment).
+	plain, afterEntry, blank := false, false, true
 	for i := 0; i < len(doc); i++ {
 		c := doc[i]
 		if c == '\n' || c == '\r' {
@@ -39,6 +49,7 @@ func flowDepth(doc []byte, limit int) (int, error) {
 			if depth == 0 {
 				atValue = true
 			}
+			blank = true
 			continue
 		}
 		if lineStart {
@@ -48,39 +59,90 @@ func flowDepth(doc []byte, limit int) (int, error) {
 			}
 			lineStart, lineIndent = false, col
 		}
+		if depth > 0 {
+			wasBlank := blank
+			blank = c == ' ' || c == '\t'
+			if blank {
+				continue
+			}
+			if c == '#' && (!plain || wasBlank) {
+				i = skipLine(doc, i)
+				plain = false
+				continue
+			}
+			switch c {
+			case '{', '[':
+				depth += 2
+				deepest = max(deepest, depth)
+				if depth > limit {
+					return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
+				}
+				plain, afterEntry = false, true
+				continue
+			case '}', ']':
+				depth -= 2
+				plain, afterEntry, atValue = false, false, false
+				continue
+			case ',':
+				plain, afterEntry = false, true
+				continue
+			}
+			if plain {
+				if c == ':' && (i+1 == len(doc) || isBlank(doc[i+1]) || doc[i+1] == ',' || doc[i+1] == ']' || doc[i+1] == '}') ||
+					c == '?' && (i+1 == len(doc) || isBlank(doc[i+1])) {
+					plain = false // the scalar ends at a value or key indicator
+				}
+				continue
+			}
+			// A token starts at c.
+			notBlankNext := i+1 < len(doc) && !isBlank(doc[i+1])
+			switch c {
+			case '"', '\'':
+				i = skipQuoted(doc, i)
+			case ':':
+				plain = afterEntry && notBlankNext // else the value indicator
+			case '?':
+				plain = notBlankNext // else the key indicator
+			case '&', '!', '*':
+				// an anchor, a tag or an alias: its name ends at a blank or a
+				// flow indicator
+				for i+1 < len(doc) && !isBlank(doc[i+1]) && !isFlowIndicator(doc[i+1]) {
+					i++
+				}
+			default:
+				plain = true
+			}
+			afterEntry = false
+			continue
+		}
 		switch c {
 		case ' ', '\t':
 			continue
 		case '#':
 			if i == 0 || isBlank(doc[i-1]) {
-				for i+1 < len(doc) && doc[i+1] != '\n' && doc[i+1] != '\r' {
-					i++
-				}
+				i = skipLine(doc, i)
 				continue
 			}
 		}
 		if atValue {
 			switch c {
 			case '{', '[':
-				depth += 2
-				if depth > deepest {
-					deepest = depth
-				}
+				depth = 2
+				deepest = max(deepest, depth)
 				if depth > limit {
 					return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
 				}
-				continue // atValue stays true: a value starts next
+				plain, afterEntry, blank = false, true, false
+				continue
 			case '"', '\'':
 				i = skipQuoted(doc, i)
 				atValue = false
 				continue
 			case '|', '>':
-				if depth == 0 {
-					i = skipBlockScalar(doc, i, lineIndent)
-					continue
-				}
+				i = skipBlockScalar(doc, i, lineIndent)
+				continue
 			case '-', '?':
-				if depth == 0 && (i+1 == len(doc) || isBlank(doc[i+1])) {
+				if i+1 == len(doc) || isBlank(doc[i+1]) {
 					continue // a sequence entry or a complex key: a value follows
 				}
 			case '&', '!':
@@ -92,15 +154,8 @@ func flowDepth(doc []byte, limit int) (int, error) {
 			}
 		}
 		switch c {
-		case '}', ']':
-			if depth > 0 {
-				depth -= 2
-			}
-			atValue = false
-		case ',':
-			atValue = depth > 0
 		case ':':
-			if depth > 0 || i+1 == len(doc) || isBlank(doc[i+1]) {
+			if i+1 == len(doc) || isBlank(doc[i+1]) {
 				atValue = true
 			}
 		default:
@@ -108,6 +163,19 @@ func flowDepth(doc []byte, limit int) (int, error) {
 		}
 	}
 	return deepest, nil
+}
+
+// skipLine returns the index of the last byte of the line i is on.
+func skipLine(doc []byte, i int) int {
+	for i+1 < len(doc) && doc[i+1] != '\n' && doc[i+1] != '\r' {
+		i++
+	}
+	return i
+}
+
+// isFlowIndicator reports whether c is one of YAML's flow indicators.
+func isFlowIndicator(c byte) bool {
+	return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -71,6 +71,15 @@ func TestFlowDepth(t *testing.T) {
 		{"? [a]\n: {b: c}\n", 2},
 		{"a: b: [c]\n", 2},
 		{"[]:", 2}, // a flow key of an implicit mapping nests two levels (FuzzFlowDepth)
+		// In flow context a quote inside a plain scalar is text ("0:\"" is
+		// one scalar: ':' ends it only before a blank, ',', ']' or '}'), so
+		// the brackets after it nest (FuzzFlowDepth, issue 41).
+		{"{0:\", [{}]}", 6},
+		{"{a: \"[[\", b:'c', 'd':\"]]\"}", 2},
+		{"[:\"a, [b]]", 4},
+		{"[a,#\"\n[b]]", 4},
+		{"[a #[[\n, b#c, [d]]", 4},
+		{"[&x [a], !t {b: c}, *x]", 4},
 	}
 	for _, tc := range tests {
 		got, err := flowDepth([]byte(tc.doc), 100)
