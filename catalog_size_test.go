@@ -109,6 +109,9 @@ func TestListsPageBySize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Shut down after the HTTP server closes: its 2025 sessions (and the
+	// 40 MB catalog with them) are not left to the idle timeout.
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	for _, version := range []string{client.ProtocolVersion, client.LegacyProtocolVersion} {

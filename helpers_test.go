@@ -468,6 +468,19 @@ func newServer(t testing.TB, opts *Options) (*Server, *logCapture) {
 	if err := s.Err(); err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
+	// Registered first, so it runs after the test's other cleanups (the
+	// HTTP servers in front of s): a server's background work (the 2025
+	// session sweeper, the task runner) ends with Shutdown, and a test that
+	// leaves it running leaks the goroutine and the whole server into every
+	// later test (issue 41: twenty runs in one process grew by 40 goroutines
+	// and 40 MB each, and TestAbuseMemoryBounded's baseline with them).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutting the test server down: %v", err)
+		}
+	})
 	return s, lc
 }
 

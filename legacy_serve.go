@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -110,7 +111,10 @@ type legacyServer struct {
 	stdioStore *sessionstore.Memory
 	local      *localsess.Local[*legacyStream, *stdioWriter]
 	handlers   map[string]Handler // the session methods, wrapped in the middleware
-	janitor    sync.Once          // starts the sweeper of the in-memory stores
+	// sweeping is set while the sweeper of the in-memory stores runs (under
+	// sweepMu, read without it on the fast path).
+	sweepMu  sync.Mutex
+	sweeping atomic.Bool
 }
 
 // sweepInterval is how often the in-memory session stores are swept of
@@ -120,22 +124,51 @@ func (l *legacyServer) sweepInterval() time.Duration {
 }
 
 // sweep purges the expired sessions of the in-memory stores (a configured
-// store sweeps itself) every sweepInterval until the server shuts down. It
-// starts with the first 2025-11-25 message.
+// store sweeps itself) every sweepInterval while they hold sessions, and
+// ends when they hold none or the server shuts down: a server that holds
+// no session runs no goroutine, so one never shut down (an Example, a
+// test) is not pinned in memory by its sweeper. keepSweeping starts it.
 func (l *legacyServer) sweep() {
 	t := time.NewTicker(l.sweepInterval())
 	defer t.Stop()
 	for {
 		select {
 		case <-l.srv.done:
+			l.sweeping.Store(false)
 			return
 		case <-t.C:
-			if m, ok := l.store.(*sessionstore.Memory); ok {
+			m, _ := l.store.(*sessionstore.Memory)
+			if m != nil {
 				m.Sweep()
 			}
 			l.stdioStore.Sweep()
+			l.sweepMu.Lock()
+			if (m == nil || m.Len() == 0) && l.stdioStore.Len() == 0 {
+				l.sweeping.Store(false)
+				l.sweepMu.Unlock()
+				return
+			}
+			l.sweepMu.Unlock()
 		}
 	}
+}
+
+// keepSweeping starts the sweeper after a message of a session was served,
+// unless it runs or the in-memory stores hold no session. It runs after the
+// message (which may have created the session) and takes sweepMu as the
+// sweeper's last check does, so a session is never left without one.
+func (l *legacyServer) keepSweeping() {
+	if l.sweeping.Load() || l.srv.closing.Load() {
+		return
+	}
+	l.sweepMu.Lock()
+	defer l.sweepMu.Unlock()
+	m, _ := l.store.(*sessionstore.Memory)
+	if l.sweeping.Load() || (m == nil || m.Len() == 0) && l.stdioStore.Len() == 0 {
+		return
+	}
+	l.sweeping.Store(true)
+	go l.sweep()
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
@@ -345,7 +378,9 @@ func errNoSession() reply { return transportError(http.StatusNotFound, "Session 
 // A nil store serves one stateless request of revision version.
 func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
 	s := l.srv
-	l.janitor.Do(func() { go l.sweep() })
+	if store != nil {
+		defer l.keepSweeping()
+	}
 	if s.closing.Load() {
 		return errReply(ID{}, errShuttingDown())
 	}

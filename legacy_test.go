@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -707,4 +709,54 @@ func TestLegacyTelemetry(t *testing.T) {
 		}
 		t.Fatal("legacy requests were not logged")
 	}
+}
+
+// handlerTransport serves requests with h in the same goroutine, so that a
+// test can drive a server's HTTP handler inside a synctest bubble.
+type handlerTransport struct{ h http.Handler }
+
+func (ht handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestLegacySweeperEnds (issue 41): the sweeper of the in-memory session
+// stores starts with the first session and ends once the stores are empty,
+// so a server nobody shuts down (an Example, a test) keeps no goroutine
+// and is not pinned in memory. Before, it ran until Shutdown: twenty runs
+// of the package's tests in one process leaked 40 goroutines and 40 MB a
+// run, and TestAbuseMemoryBounded failed against the grown baseline.
+func TestLegacySweeperEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := legacyServerFor(t, &Options{Legacy: LegacyOptions{IdleTimeout: 4 * time.Second}})
+		addText(t, s, "t", "ok")
+		c := newLegacyClient(t, "http://127.0.0.1/mcp")
+		c.httpc = &http.Client{Transport: handlerTransport{s}}
+		if s.legacy.sweeping.Load() {
+			t.Error("a sweeper runs before any session")
+		}
+		c.initialize()
+		synctest.Wait()
+		if !s.legacy.sweeping.Load() {
+			t.Fatal("a session is stored and no sweeper runs")
+		}
+		// The session expires after IdleTimeout; the sweep after that purges
+		// it and the sweeper ends.
+		time.Sleep(4*time.Second + 2*s.legacy.sweepInterval())
+		synctest.Wait()
+		if n := s.legacy.store.(*sessionstore.Memory).Len(); n != 0 {
+			t.Errorf("%d sessions stored after their idle timeout", n)
+		}
+		if s.legacy.sweeping.Load() {
+			t.Error("the sweeper still runs with no session stored")
+		}
+		// A new session starts it again.
+		c.sid = ""
+		c.initialize()
+		synctest.Wait()
+		if !s.legacy.sweeping.Load() {
+			t.Fatal("a new session and no sweeper")
+		}
+	})
 }
