@@ -176,26 +176,9 @@ func TestFairHandlerSlots(t *testing.T) {
 func TestFairQueueTurn(t *testing.T) {
 	for _, fi := range fairIdentities() {
 		t.Run(fi.name, func(t *testing.T) {
-			s, _ := newServer(t, &Options{Admission: fi.admission, MaxConcurrent: 2, MaxConcurrentPerIdentity: 2,
-				MaxQueue: 8, MaxQueuePerIdentity: 8, QueueTimeout: hangGuard / 10})
-			b := newInvBlocker(t, s)
-			addText(t, s, "fast", "fast")
-			url := invServe(t, s)
-			a, bk := fi.key("a"), fi.key("b")
-			aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
-			var wg sync.WaitGroup
-			defer func() { close(b.release); wg.Wait() }()
-			// A: two calls running, four queued.
-			for range 6 {
-				wg.Go(func() { fairCall(t, context.Background(), aClient, url, "block", fi.as("a")) })
-			}
-			waitGate(t, s, "A's two calls running and four queued", func(g gateView) bool { return g.running(a) == 2 && g.queued(a) == 4 })
-			done := make(chan invResp, 1)
-			go func() { done <- fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")) }()
-			waitGate(t, s, "B's call queued behind A's", func(g gateView) bool { return g.queued(bk) == 1 })
-			// One of A's calls finishes: its slot is B's.
-			b.release <- struct{}{}
-			invOK(t, "tenant B's first call, queued behind A's", waitFor(t, done, "tenant B's call"))
+			fairQueueScenario(t, fi, &Options{MaxConcurrent: 2, MaxConcurrentPerIdentity: 2, MaxQueue: 8, MaxQueuePerIdentity: 8, QueueTimeout: hangGuard / 10},
+				6, "A's two calls running and four queued", func(g gateView, a, _ fairKey) bool { return g.running(a) == 2 && g.queued(a) == 4 },
+				"B's call queued behind A's", func(g gateView, _, b fairKey) bool { return g.queued(b) == 1 })
 		})
 	}
 }
@@ -207,37 +190,53 @@ func TestFairQueueTurn(t *testing.T) {
 func TestFairQueuePushOut(t *testing.T) {
 	for _, fi := range fairIdentities() {
 		t.Run(fi.name, func(t *testing.T) {
-			s, _ := newServer(t, &Options{Admission: fi.admission, MaxConcurrent: 1, MaxConcurrentPerIdentity: 1,
-				MaxQueue: 4, MaxQueuePerIdentity: 4, QueueTimeout: hangGuard})
-			b := newInvBlocker(t, s)
-			addText(t, s, "fast", "fast")
-			url := invServe(t, s)
-			a, bk := fi.key("a"), fi.key("b")
-			aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
-			var wg sync.WaitGroup
-			var aRefused atomic.Int32
-			var once sync.Once
-			finish := func() { once.Do(func() { close(b.release); wg.Wait() }) }
-			defer finish()
-			for range 5 {
-				wg.Go(func() {
-					if r := fairCall(t, context.Background(), aClient, url, "block", fi.as("a")); r.status == http.StatusServiceUnavailable {
-						aRefused.Add(1)
-					}
-				})
-			}
-			waitGate(t, s, "A's call running and four queued", func(g gateView) bool { return g.running(a) == 1 && g.queued(a) == 4 })
-			done := make(chan invResp, 1)
-			go func() { done <- fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")) }()
-			waitGate(t, s, "B's call queued in the place of A's newest", func(g gateView) bool { return g.queued(bk) == 1 && g.queued(a) == 3 })
-			b.release <- struct{}{}
-			invOK(t, "tenant B's call into A's full queue", waitFor(t, done, "tenant B's call"))
-			finish()
-			if n := aRefused.Load(); n != 1 {
-				t.Errorf("%d of A's queued calls were refused, want 1 (the newest, pushed out)", n)
+			refused := fairQueueScenario(t, fi, &Options{MaxConcurrent: 1, MaxConcurrentPerIdentity: 1, MaxQueue: 4, MaxQueuePerIdentity: 4, QueueTimeout: hangGuard},
+				5, "A's call running and four queued", func(g gateView, a, _ fairKey) bool { return g.running(a) == 1 && g.queued(a) == 4 },
+				"B's call queued in the place of A's newest", func(g gateView, a, b fairKey) bool { return g.queued(b) == 1 && g.queued(a) == 3 })
+			if refused != 1 {
+				t.Errorf("%d of A's queued calls were refused, want 1 (the newest, pushed out)", refused)
 			}
 		})
 	}
+}
+
+// fairQueueScenario is the queue tests' script for the callers of fi, on
+// a server with opts' overload settings: tenant A sends aCalls calls that
+// block until released, and the test waits until the gate reports aState;
+// then B sends one call, and the test waits until the gate reports bState;
+// then one of A's calls finishes, and B's call must be served. It returns
+// how many of A's calls were refused busy, counted once all of them ended.
+func fairQueueScenario(t *testing.T, fi fairIdentity, opts *Options, aCalls int,
+	aWhat string, aState func(g gateView, a, b fairKey) bool, bWhat string, bState func(g gateView, a, b fairKey) bool) int32 {
+	t.Helper()
+	opts.Admission = fi.admission
+	s, _ := newServer(t, opts)
+	blocker := newInvBlocker(t, s)
+	addText(t, s, "fast", "fast")
+	url := invServe(t, s)
+	a, b := fi.key("a"), fi.key("b")
+	aClient, bClient := fi.client(t, "a"), fi.client(t, "b")
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	var once sync.Once
+	finish := func() { once.Do(func() { close(blocker.release); wg.Wait() }) }
+	defer finish()
+	for range aCalls {
+		wg.Go(func() {
+			if r := fairCall(t, context.Background(), aClient, url, "block", fi.as("a")); r.status == http.StatusServiceUnavailable {
+				refused.Add(1)
+			}
+		})
+	}
+	waitGate(t, s, aWhat, func(g gateView) bool { return aState(g, a, b) })
+	done := make(chan invResp, 1)
+	go func() { done <- fairCall(t, context.Background(), bClient, url, "fast", fi.as("b")) }()
+	waitGate(t, s, bWhat, func(g gateView) bool { return bState(g, a, b) })
+	// One of A's calls finishes: its slot is B's.
+	blocker.release <- struct{}{}
+	invOK(t, "tenant B's call, queued behind A's", waitFor(t, done, "tenant B's call"))
+	finish()
+	return refused.Load()
 }
 
 // TestFairRateLimit: with a rate limiter, A spending its whole burst does
