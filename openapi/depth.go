@@ -59,6 +59,18 @@ func flowDepth(doc []byte, limit int) (int, error) {
 			}
 			lineStart, lineIndent = false, col
 		}
+		// A bracket opens a collection everywhere in flow context (comments
+		// and quoted scalars are skipped whole), and where a value starts in
+		// block context.
+		if (c == '{' || c == '[') && (depth > 0 || atValue) {
+			depth += 2
+			deepest = max(deepest, depth)
+			if depth > limit {
+				return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
+			}
+			plain, afterEntry, blank = false, true, false
+			continue
+		}
 		if depth > 0 {
 			wasBlank := blank
 			blank = c == ' ' || c == '\t'
@@ -71,14 +83,6 @@ func flowDepth(doc []byte, limit int) (int, error) {
 				continue
 			}
 			switch c {
-			case '{', '[':
-				depth += 2
-				deepest = max(deepest, depth)
-				if depth > limit {
-					return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
-				}
-				plain, afterEntry = false, true
-				continue
 			case '}', ']':
 				depth -= 2
 				plain, afterEntry, atValue = false, false, false
@@ -126,14 +130,6 @@ func flowDepth(doc []byte, limit int) (int, error) {
 		}
 		if atValue {
 			switch c {
-			case '{', '[':
-				depth = 2
-				deepest = max(deepest, depth)
-				if depth > limit {
-					return deepest, fmt.Errorf("openapi: the document nests collections more than %d levels deep (Options.MaxDocumentDepth)", limit)
-				}
-				plain, afterEntry, blank = false, true, false
-				continue
 			case '"', '\'':
 				i = skipQuoted(doc, i)
 				atValue = false
