@@ -137,13 +137,12 @@ func (l *legacyServer) sweep() {
 			l.sweeping.Store(false)
 			return
 		case <-t.C:
-			m, _ := l.store.(*sessionstore.Memory)
-			if m != nil {
+			if m, ok := l.store.(*sessionstore.Memory); ok {
 				m.Sweep()
 			}
 			l.stdioStore.Sweep()
 			l.sweepMu.Lock()
-			if (m == nil || m.Len() == 0) && l.stdioStore.Len() == 0 {
+			if !l.holdsSessions() {
 				l.sweeping.Store(false)
 				l.sweepMu.Unlock()
 				return
@@ -153,22 +152,32 @@ func (l *legacyServer) sweep() {
 	}
 }
 
-// keepSweeping starts the sweeper after a message of a session was served,
-// unless it runs or the in-memory stores hold no session. It runs after the
-// message (which may have created the session) and takes sweepMu as the
-// sweeper's last check does, so a session is never left without one.
+// keepSweeping starts the sweeper after a message of a session kept in
+// memory was served, unless it runs or the in-memory stores hold no
+// session. It runs after the message (which may have created the session)
+// and takes sweepMu as the sweeper's last check does, so a session is never
+// left without one.
 func (l *legacyServer) keepSweeping() {
 	if l.sweeping.Load() || l.srv.closing.Load() {
 		return
 	}
 	l.sweepMu.Lock()
 	defer l.sweepMu.Unlock()
-	m, _ := l.store.(*sessionstore.Memory)
-	if l.sweeping.Load() || (m == nil || m.Len() == 0) && l.stdioStore.Len() == 0 {
+	if l.sweeping.Load() || !l.holdsSessions() {
 		return
 	}
 	l.sweeping.Store(true)
 	go l.sweep()
+}
+
+// holdsSessions reports whether the in-memory stores the sweeper purges
+// (the HTTP one when no Store is configured, and the stdio one) hold any
+// session.
+func (l *legacyServer) holdsSessions() bool {
+	if m, ok := l.store.(*sessionstore.Memory); ok && m.Len() > 0 {
+		return true
+	}
+	return l.stdioStore.Len() > 0
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
@@ -378,8 +387,8 @@ func errNoSession() reply { return transportError(http.StatusNotFound, "Session 
 // A nil store serves one stateless request of revision version.
 func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
 	s := l.srv
-	if store != nil {
-		defer l.keepSweeping()
+	if _, ok := store.(*sessionstore.Memory); ok {
+		defer l.keepSweeping() // other stores sweep themselves
 	}
 	if s.closing.Load() {
 		return errReply(ID{}, errShuttingDown())
