@@ -331,3 +331,22 @@ func (s *Server) filtersShow(ctx context.Context, req *Request, kind ItemKind, n
 	}
 	return true
 }
+
+// Admit runs the server's Options.Admission for r, outside any MCP
+// request (the anonymous identity when the server has none). A gateway
+// page that signs the person in a browser in at the server's own
+// authorization server admits the token it obtains with it, so that the
+// person and the server's callers compare as the same [Identity].
+func (s *Server) Admit(ctx context.Context, r *AdmissionRequest) (Identity, error) {
+	if s.opts.Admission == nil || r == nil {
+		return Identity{}, nil
+	}
+	id, err := s.opts.Admission(ctx, r)
+	if err != nil {
+		return Identity{}, err
+	}
+	if len(id.Partition) > maxPartitionBytes {
+		return Identity{}, fmt.Errorf("weft: admission returned a partition of %d bytes (at most %d)", len(id.Partition), maxPartitionBytes)
+	}
+	return id, nil
+}

@@ -82,6 +82,9 @@ type Gateway struct {
 	// userAuth is Options.UserAuthorization with defaults (nil: no
 	// upstream has per-user authorization).
 	userAuth *UserAuthorization
+	// signIn signs browsers in at the gateway's authorization server
+	// (userAuth.SignIn; nil without).
+	signIn *signIn
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)
@@ -127,6 +130,12 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 					return nil, fmt.Errorf("gateway: upstream %q: %w", u.cfg.Name, err)
 				}
 				vault = usertoken.NewVault(g.userAuth.Store, g.userAuth.Protector)
+				if g.userAuth.SignIn != nil {
+					if srv == nil {
+						return nil, fmt.Errorf("gateway: upstream %q: UserAuthorization.SignIn admits the browser's token with the server's Admission: New needs the server", u.cfg.Name)
+					}
+					g.signIn = newSignIn(g, g.userAuth)
+				}
 			}
 			u.users = newUserAuthz(u, g.userAuth, vault)
 		}

@@ -68,6 +68,10 @@ var gatewayLimits = []struct {
 		Default: limitsdoc.Num(DefaultMaxUserConnections), Past: []string{"least recently used"}}},
 	{Limit: limitsdoc.Limit{Doc: "per-user authorization link and started flow", Names: []string{"UserAuthorization.LinkLifetime", "DefaultAuthorizationLinkLifetime", "MaxAuthorizationLinkLifetime"},
 		Default: limitsdoc.Dur(DefaultAuthorizationLinkLifetime), Ceiling: limitsdoc.Dur(MaxAuthorizationLinkLifetime), Past: []string{"expired"}}},
+	{Limit: limitsdoc.Limit{Doc: "a browser's sign-in at the gateway's authorization pages", Names: []string{"UserAuthorization.SignIn.SessionLifetime", "DefaultSignInLifetime", "MaxSignInLifetime"},
+		Default: limitsdoc.Dur(DefaultSignInLifetime), Ceiling: limitsdoc.Dur(MaxSignInLifetime), Past: []string{"sign in again"}}},
+	{Limit: limitsdoc.Limit{Doc: "one user's used authorization links at one upstream, until they expire", Names: []string{"usertoken.MaxClaims"},
+		Default: limitsdoc.Num(usertoken.MaxClaims), Past: []string{"could not be started"}}},
 	{Limit: limitsdoc.Limit{Doc: "users' upstream tokens in a memory store", Names: []string{"usertoken.NewMemory", "usertoken.DefaultMaxMemoryRecords"},
 		Default: limitsdoc.Num(usertoken.DefaultMaxMemoryRecords), Past: []string{"-31050", "usertoken.ErrFull"}}},
 }

@@ -101,8 +101,25 @@ type UserAuthorization struct {
 	// one is closed beyond it.
 	MaxConnections int
 	// LinkLifetime is how long a start link and a started flow stay
-	// usable (default DefaultAuthorizationLinkLifetime).
+	// usable (default DefaultAuthorizationLinkLifetime). A link is used
+	// once.
 	LinkLifetime time.Duration
+
+	// The start page binds an upstream account only to the caller its
+	// link was made for, and only when the person in the browser is that
+	// caller: a link forwarded to someone else binds nothing. One of
+	// SignIn and BrowserUser says who that person is; one is required.
+
+	// SignIn signs the person in at the gateway's own authorization
+	// server and identifies them with the server's Admission.
+	SignIn *OAuthSignIn
+	// BrowserUser identifies the person from the application's own
+	// session instead (its cookie, its single sign-on), as the same
+	// weft.Identity the server's Admission gives the person's MCP calls.
+	// When it cannot tell yet, it writes the response itself (a redirect
+	// to the application's sign-in page that comes back to r's URL) and
+	// returns false; an anonymous identity is refused.
+	BrowserUser func(w http.ResponseWriter, r *http.Request) (weft.Identity, bool)
 }
 
 // Defaults of UserAuthorization.
@@ -172,6 +189,16 @@ func (ua *UserAuthorization) withDefaults() (*UserAuthorization, error) {
 	if out.LinkLifetime > MaxAuthorizationLinkLifetime {
 		return nil, fmt.Errorf("UserAuthorization.LinkLifetime %s exceeds %s", out.LinkLifetime, MaxAuthorizationLinkLifetime)
 	}
+	switch {
+	case out.SignIn == nil && out.BrowserUser == nil:
+		return nil, errors.New("UserAuthorization needs SignIn or BrowserUser: the start page must know that the person in the browser is the caller the link was made for")
+	case out.SignIn != nil && out.BrowserUser != nil:
+		return nil, errors.New("UserAuthorization: set SignIn or BrowserUser, not both")
+	case out.SignIn != nil:
+		if out.SignIn, err = out.SignIn.withDefaults(); err != nil {
+			return nil, err
+		}
+	}
 	return &out, nil
 }
 
@@ -205,11 +232,15 @@ func newUserAuthz(u *upstream, ua *UserAuthorization, vault *usertoken.Vault) *u
 
 // identityOf names the caller of req for their tokens: a digest of the
 // authorization partition and principal; false for an anonymous caller.
-func identityOf(req *weft.Request) (string, bool) {
-	if req.Identity.Anonymous() {
+func identityOf(req *weft.Request) (string, bool) { return digestOf(req.Identity) }
+
+// digestOf is the digest naming id's tokens; false for the anonymous
+// identity.
+func digestOf(id weft.Identity) (string, bool) {
+	if id.Anonymous() {
 		return "", false
 	}
-	h := sha256.Sum256([]byte(req.Identity.Partition + "\x00" + req.Identity.Principal))
+	h := sha256.Sum256([]byte(id.Partition + "\x00" + id.Principal))
 	return hex.EncodeToString(h[:]), true
 }
 
@@ -363,6 +394,8 @@ type startTicket struct {
 	Upstream string `json:"u"`
 	Identity string `json:"i"`
 	Expires  int64  `json:"e"`
+	// ID names the link, which is used once.
+	ID string `json:"n,omitempty"`
 }
 
 // flowState is what the flow's cookie carries, sealed.
@@ -375,7 +408,11 @@ type flowState struct {
 // page.
 func (a *userAuthz) ask(ctx context.Context, key usertoken.Key) (exactjson.Value, error) {
 	u := a.u
-	tk, err := json.Marshal(startTicket{Upstream: key.Upstream, Identity: key.Identity, Expires: time.Now().Add(a.ua.LinkLifetime).Unix()})
+	linkID, err := newLinkID()
+	if err != nil {
+		return exactjson.Value{}, u.g.unavailable(u, err)
+	}
+	tk, err := json.Marshal(startTicket{Upstream: key.Upstream, Identity: key.Identity, Expires: time.Now().Add(a.ua.LinkLifetime).Unix(), ID: linkID})
 	if err != nil {
 		return exactjson.Value{}, u.g.unavailable(u, err)
 	}
@@ -557,6 +594,8 @@ func (g *Gateway) AuthorizationHandler() http.Handler {
 			g.serveStart(w, r, strings.TrimPrefix(p, base+"/start/"), base)
 		case p == base+"/callback":
 			g.serveCallback(w, r, base)
+		case p == base+"/signin" && g.signIn != nil:
+			g.serveSignIn(w, r, base)
 		default:
 			http.NotFound(w, r)
 		}
@@ -583,13 +622,32 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 			err = json.Unmarshal(pt, &tk)
 		}
 	}
-	if err != nil || time.Now().Unix() > tk.Expires {
+	if err != nil || time.Now().Unix() > tk.Expires || tk.ID == "" {
 		authorizationPage(w, http.StatusBadRequest, "This authorization link is invalid or has expired. Call the tool again for a new one.")
 		return
 	}
 	a := g.userAuthzOf(tk.Upstream)
 	if a == nil {
 		authorizationPage(w, http.StatusNotFound, "This gateway no longer has that upstream.")
+		return
+	}
+	who, ok := g.browserUser(w, r, base)
+	if !ok {
+		return // signing in, or refused
+	}
+	if !sameUser(who, tk.Identity) {
+		g.log.Warn("gateway: an authorization link was opened by another user than the caller it was made for; refused", "upstream", tk.Upstream)
+		authorizationPage(w, http.StatusForbidden, "This authorization link was made for another user: only the person who was asked can use it. If you were sent it, do not use it; to authorize your own account, call the tool yourself.")
+		return
+	}
+	first, err := a.vault.Claim(r.Context(), usertoken.Key{Upstream: tk.Upstream, Identity: tk.Identity}, tk.ID, time.Unix(tk.Expires, 0))
+	if err != nil {
+		g.log.Error("gateway: cannot record the use of an authorization link", "upstream", tk.Upstream, "err", err)
+		authorizationPage(w, http.StatusInternalServerError, "The authorization could not be started. Try again later.")
+		return
+	}
+	if !first {
+		authorizationPage(w, http.StatusBadRequest, "This authorization link was already used. Call the tool again for a new one.")
 		return
 	}
 	authURL, p, err := a.authz.Begin(r.Context(), nil)
@@ -603,7 +661,7 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 		var sealed string
 		if sealed, err = ua.Protector.Seal(r.Context(), []byte(flowBinding+"\x00"+p.State), fs); err == nil {
 			http.SetCookie(w, &http.Cookie{Name: flowCookiePrefix + p.State, Value: sealed, Path: base + "/callback",
-				MaxAge: int(ua.LinkLifetime / time.Second), HttpOnly: true, Secure: r.TLS != nil || strings.HasPrefix(ua.BaseURL, "https:"), SameSite: http.SameSiteLaxMode})
+				MaxAge: int(ua.LinkLifetime / time.Second), HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
 		}
 	}
 	if err != nil {

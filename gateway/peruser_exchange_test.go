@@ -110,7 +110,7 @@ func TestPerUserTokenExchange(t *testing.T) {
 				TokenFile: tokenFile,
 				PerUser:   &gateway.PerUserOAuth{ClientID: "gw", ClientSecret: "gw-secret", TokenExchange: true},
 			}}}}
-			in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), callerAdmission(callers))
+			in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), fixedCallers(callers))
 			for _, tc := range []struct{ token, who string }{{"alice-gw-token", "alice"}, {"bob-gw-token", "bob"}, {"alice-gw-token", "alice"}} {
 				var asked []string
 				c := client.New(client.NewHTTPTransport(in.url+"/mcp", nil, client.WithBearerToken(tc.token)), client.Options{Handlers: client.Handlers{
@@ -192,6 +192,17 @@ func TestUserAuthorizationOptions(t *testing.T) {
 		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth?x=1", Protector: prot}, "without query"},
 		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth"}, "Protector is required"},
 		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot, LinkLifetime: 2 * time.Hour}, "LinkLifetime"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot}, "needs SignIn or BrowserUser"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot, BrowserUser: anyone,
+			SignIn: &gateway.OAuthSignIn{Resource: "https://gateway.example.com/mcp", ClientID: "gw"}}, "not both"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot,
+			SignIn: &gateway.OAuthSignIn{Resource: "http://gateway.example.com/mcp", ClientID: "gw"}}, "SignIn.Resource"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot,
+			SignIn: &gateway.OAuthSignIn{Resource: "https://gateway.example.com/mcp"}}, "SignIn.ClientID"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot,
+			SignIn: &gateway.OAuthSignIn{Resource: "https://gateway.example.com/mcp", ClientID: "gw", SessionLifetime: 48 * time.Hour}}, "SessionLifetime"},
+		{&gateway.UserAuthorization{BaseURL: "https://gateway.example.com/oauth", Protector: prot,
+			SignIn: &gateway.OAuthSignIn{Resource: "https://gateway.example.com/mcp", ClientID: "gw"}}, "needs the server"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		gw, err := gateway.New(ctx, nil, cfg, gateway.Options{UserAuthorization: tc.ua})
@@ -205,9 +216,15 @@ func TestUserAuthorizationOptions(t *testing.T) {
 	}
 }
 
-// FuzzAuthorizationHandler: the start page and the callback take a handle,
-// a state and a cookie from any browser; none of them, forged, opens a
-// flow: the answer is an error page (never a redirect, a 200 or a 5xx).
+// anyone is a BrowserUser for which every browser is "someone".
+func anyone(http.ResponseWriter, *http.Request) (weft.Identity, bool) {
+	return weft.Identity{Principal: "someone", Partition: "p"}, true
+}
+
+// FuzzAuthorizationHandler: the start page, the callback and the sign-in
+// page take a handle, a state and a cookie from any browser; none of
+// them, forged, opens a flow: the answer is an error page (never a
+// redirect, a 200 or a 5xx).
 // Seeds are in testdata/fuzz/FuzzAuthorizationHandler.
 func FuzzAuthorizationHandler(f *testing.F) {
 	upURL := protectedUpstream(f, "http://127.0.0.1:1", func(tok, _ string) bool { return tok == "list-token" })
@@ -221,17 +238,20 @@ func FuzzAuthorizationHandler(f *testing.F) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := weft.NewServer(weft.Implementation{Name: "fuzz", Version: "1"}, &weft.Options{Protector: prot})
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot}})
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot,
+		SignIn: &gateway.OAuthSignIn{Resource: "https://gw.example.com/mcp", ClientID: "gw"}}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = gw.Close() })
 	h := gw.AuthorizationHandler()
 	f.Fuzz(func(t *testing.T, path, state, cookie string) {
-		for _, target := range []string{"/oauth/start/" + url.PathEscape(path), "/oauth/callback?state=" + url.QueryEscape(state) + "&code=c"} {
+		for _, target := range []string{"/oauth/start/" + url.PathEscape(path), "/oauth/callback?state=" + url.QueryEscape(state) + "&code=c",
+			"/oauth/signin?state=" + url.QueryEscape(state) + "&code=c"} {
 			r := httptest.NewRequest(http.MethodGet, "https://gw.example.com"+target, nil)
 			if cookie != "" {
-				r.Header.Set("Cookie", "weft_gw_authz_"+url.QueryEscape(state)+"="+url.QueryEscape(cookie))
+				r.Header.Set("Cookie", "weft_gw_authz_"+url.QueryEscape(state)+"="+url.QueryEscape(cookie)+
+					"; weft_gw_signin_"+url.QueryEscape(state)+"="+url.QueryEscape(cookie)+"; weft_gw_user="+url.QueryEscape(cookie))
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -100,7 +99,7 @@ func TestPerUserLegacyClient(t *testing.T) {
 	}
 	cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: upURL, Prefix: "up_", OAuth: &gateway.UpstreamOAuth{
 		TokenFile: tokenFile, PerUser: &gateway.PerUserOAuth{ClientID: "gw"}}}}}
-	in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), callerAdmission(map[string]string{"carol-gw-token": "carol"}))
+	in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), fixedCallers(map[string]string{"carol-gw-token": "carol"}))
 	as.mu.Lock()
 	as.user = "carol"
 	as.mu.Unlock()
@@ -114,8 +113,7 @@ func TestPerUserLegacyClient(t *testing.T) {
 		u, _ := p.Get("url")
 		link, _ := u.AsString()
 		asked = append(asked, method+":"+m)
-		jar, _ := cookiejar.New(nil)
-		resp, err := (&http.Client{Jar: jar, Timeout: 10 * time.Second}).Get(link)
+		resp, err := newBrowser("carol").Get(link)
 		if err != nil {
 			t.Errorf("following %s: %v", link, err)
 			return exactjson.Object(exactjson.Field("action", exactjson.String("cancel")))

@@ -110,23 +110,103 @@ func callerAdmission(tokens map[string]string) weft.Admission {
 	}
 }
 
+// gwAuth is how a test gateway identifies its callers (adm) and the
+// person in a browser at its authorization pages (ua.SignIn or
+// ua.BrowserUser); meta, when set, is served as the protected resource
+// metadata of its MCP endpoint.
+type gwAuth struct {
+	adm  weft.Admission
+	ua   gateway.UserAuthorization
+	meta *auth.ResourceMetadata
+}
+
+// testUserHeader names the browser's user for testBrowserUser.
+const testUserHeader = "X-Test-User"
+
+// fixedCallers identifies callers by fixed tokens and the browser's user
+// by a header its test browser sends (the application's own session, for
+// tests about other things than the sign-in).
+func fixedCallers(tokens map[string]string) func(base string) gwAuth {
+	return func(string) gwAuth {
+		return gwAuth{adm: callerAdmission(tokens), ua: gateway.UserAuthorization{
+			BrowserUser: func(w http.ResponseWriter, r *http.Request) (weft.Identity, bool) {
+				who := r.Header.Get(testUserHeader)
+				if who == "" {
+					http.Error(w, "sign in first", http.StatusUnauthorized)
+					return weft.Identity{}, false
+				}
+				return weft.Identity{Principal: who, Partition: "gw|" + who}, true
+			}}}
+	}
+}
+
+// hydraCallers identifies callers by fixed tokens or by tokens of Hydra
+// for the gateway's MCP endpoint (introspected), both as Principal = the
+// user, Partition "gw|" + the user; the browser's user signs in at Hydra
+// (OAuthSignIn, client "weft-gateway-signin", which the test creates with
+// signInClient).
+func hydraCallers(h *hydratest.Hydra, tokens map[string]string) func(base string) gwAuth {
+	return func(base string) gwAuth {
+		meta := &auth.ResourceMetadata{Resource: base + "/mcp", AuthorizationServers: []string{h.Issuer}}
+		in := &auth.Introspector{Endpoint: h.AdminURL + "/admin/oauth2/introspect", Issuer: h.Issuer, CacheTTL: -1}
+		hydra := in.Admission(meta)
+		fixed := callerAdmission(tokens)
+		adm := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			if _, ok := tokens[r.BearerToken]; ok || r.BearerToken == "" {
+				return fixed(ctx, r)
+			}
+			id, err := hydra(ctx, r)
+			if err != nil {
+				return weft.Identity{}, err
+			}
+			return weft.Identity{Principal: id.Principal, Partition: "gw|" + id.Principal}, nil
+		}
+		return gwAuth{adm: adm, meta: meta, ua: gateway.UserAuthorization{SignIn: &gateway.OAuthSignIn{
+			Resource: base + "/mcp", ClientID: "weft-gateway-signin", ClientSecret: "weft-gateway-signin-secret-0123456789",
+			AuthorizationParams: map[string]string{"audience": base + "/mcp"}}}}
+	}
+}
+
+// signInClient creates the gateways' sign-in client at Hydra.
+func signInClient(t *testing.T, h *hydratest.Hydra, gws ...*instance) {
+	t.Helper()
+	c := hydratest.Client{ID: "weft-gateway-signin", Secret: "weft-gateway-signin-secret-0123456789"}
+	for _, gw := range gws {
+		c.RedirectURIs = append(c.RedirectURIs, gw.url+"/oauth/signin")
+		c.Audience = append(c.Audience, gw.url+"/mcp")
+	}
+	h.CreateClient(t, c)
+}
+
 // startPerUserGateway runs a gateway instance with per-user authorization,
-// its pages under /oauth.
-func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store usertoken.Store, adm weft.Admission) *instance {
+// its pages under /oauth, identifying callers and browsers as setup says.
+func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector, store usertoken.Store, setup func(base string) gwAuth) *instance {
 	t.Helper()
 	hs := httptest.NewUnstartedServer(nil)
 	base := "http://" + hs.Listener.Addr().String()
-	srv := weft.NewServer(weft.Implementation{Name: "gateway-peruser", Version: "1"}, &weft.Options{Protector: prot, Admission: adm,
+	ga := setup(base)
+	srv := weft.NewServer(weft.Implementation{Name: "gateway-peruser", Version: "1"}, &weft.Options{Protector: prot, Admission: ga.adm,
 		Legacy: weft.LegacyOptions{InMemorySessions: true}, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: base + "/oauth", Protector: prot, Store: store}})
+	ua := ga.ua
+	ua.BaseURL, ua.Protector, ua.Store = base+"/oauth", prot, store
+	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &ua})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/oauth/", gw.AuthorizationHandler())
 	mux.Handle("/", srv)
+	if ga.meta != nil {
+		mh, err := ga.meta.Handler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ga.meta.WellKnownPaths() {
+			mux.Handle(p, mh)
+		}
+	}
 	hs.Config.Handler = mux
 	hs.Start()
 	t.Cleanup(func() {
@@ -136,6 +216,35 @@ func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector,
 		}
 	})
 	return &instance{gw: gw, srv: srv, url: base}
+}
+
+// newBrowser returns a browser: cookies, and redirects followed as far as
+// a sign-in at the gateway followed by an authorization at the upstream
+// go. A non-empty who is sent as testUserHeader (fixedCallers).
+func newBrowser(who string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	var rt http.RoundTripper = http.DefaultTransport
+	if who != "" {
+		rt = userHeader{who: who, base: rt}
+	}
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: rt, CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+		if len(via) >= 30 {
+			return errors.New("stopped after 30 redirects")
+		}
+		return nil
+	}}
+}
+
+// userHeader sends testUserHeader with every request.
+type userHeader struct {
+	who  string
+	base http.RoundTripper
+}
+
+func (u userHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(testUserHeader, u.who)
+	return u.base.RoundTrip(r)
 }
 
 // userAgent is one user: their MCP client's token at the gateway, and a
@@ -165,8 +274,7 @@ func (ua *userAgent) elicit(ctx context.Context, params exactjson.Value) (exactj
 	ua.hydraMu.Lock()
 	defer ua.hydraMu.Unlock()
 	ua.h.SetSubject(ua.name)
-	jar, _ := cookiejar.New(nil)
-	b := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	b := newBrowser("")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	resp, err := b.Do(req)
 	if err != nil {
@@ -242,9 +350,10 @@ func TestPerUserAuthorization(t *testing.T) {
 	}}}}
 	t.Setenv("WEFT_TEST_PERUSER_SECRET", "weft-gateway-secret-0123456789")
 	gws := []*instance{
-		startPerUserGateway(t, cfg, prot, stores[0], callerAdmission(callers)),
-		startPerUserGateway(t, cfg, prot, stores[1], callerAdmission(callers)),
+		startPerUserGateway(t, cfg, prot, stores[0], hydraCallers(h, callers)),
+		startPerUserGateway(t, cfg, prot, stores[1], hydraCallers(h, callers)),
 	}
+	signInClient(t, h, gws...)
 	h.CreateClient(t, hydratest.Client{ID: "weft-gateway", Secret: "weft-gateway-secret-0123456789",
 		RedirectURIs: []string{gws[0].url + "/oauth/callback", gws[1].url + "/oauth/callback"}, Audience: []string{upURL}})
 

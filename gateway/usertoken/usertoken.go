@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	"github.com/weftmcp/weft/client/oauth"
 	"github.com/weftmcp/weft/seal"
@@ -254,3 +256,48 @@ func (m *Memory) Len() int {
 
 // Close implements [Store].
 func (m *Memory) Close() error { return nil }
+
+// MaxClaims bounds the one-time handles of one user at one upstream
+// claimed and not yet expired.
+const MaxClaims = 1024
+
+// claimsKey is the record of k's claimed handles: an identity no digest
+// can spell.
+func claimsKey(k Key) Key { return Key{Upstream: k.Upstream, Identity: k.Identity + "/claimed"} }
+
+// Claim records the use of the one-time handle id of k's user, valid
+// until expires: true the first time, false when it was claimed before.
+// Claims are kept until their handle expires, in one record per user and
+// upstream beside the token, so every instance sharing the store sees
+// them.
+func (v *Vault) Claim(ctx context.Context, k Key, id string, expires time.Time) (bool, error) {
+	if id == "" {
+		return false, errors.New("usertoken: claim of an empty handle")
+	}
+	first := false
+	now := time.Now().Unix()
+	err := v.store.Update(ctx, claimsKey(k), func(cur []byte) ([]byte, error) {
+		claims := map[string]int64{}
+		if cur != nil {
+			if err := json.Unmarshal(cur, &claims); err != nil {
+				return nil, fmt.Errorf("usertoken: claims of %s: %w", k.Upstream, err)
+			}
+		}
+		maps.DeleteFunc(claims, func(_ string, exp int64) bool { return exp < now })
+		if _, used := claims[id]; used {
+			return nil, errClaimed
+		}
+		if len(claims) >= MaxClaims {
+			return nil, fmt.Errorf("usertoken: %d handles of one user claimed and not expired", MaxClaims)
+		}
+		claims[id] = expires.Unix()
+		first = true
+		return json.Marshal(claims)
+	})
+	if errors.Is(err, errClaimed) {
+		return false, nil
+	}
+	return first, err
+}
+
+var errClaimed = errors.New("usertoken: claimed")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/weftmcp/weft/client/oauth"
 	"github.com/weftmcp/weft/gateway/usertoken"
@@ -227,4 +228,75 @@ func contains(b []byte, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestVaultClaim: a one-time handle is claimed once across the instances
+// sharing a store, even when they race; claims of one user do not affect
+// another's or the user's token; expired claims are forgotten.
+func TestVaultClaim(t *testing.T) {
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s1, s2 := open(t)
+			prot := keyring(t)
+			v := []*usertoken.Vault{usertoken.NewVault(s1, prot), usertoken.NewVault(s2, prot)}
+			alice := usertoken.Key{Upstream: "up", Identity: "alice"}
+			bob := usertoken.Key{Upstream: "up", Identity: "bob"}
+			if err := v[0].Save(ctx, alice, &oauth.Token{AccessToken: "a1", TokenType: "Bearer"}); err != nil {
+				t.Fatal(err)
+			}
+			later := time.Now().Add(time.Hour)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			wins := 0
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := v[i%2].Claim(ctx, alice, "link-1", later)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						wins++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if wins != 1 {
+				t.Fatalf("link-1 claimed %d times, want once", wins)
+			}
+			for _, tc := range []struct {
+				v    *usertoken.Vault
+				k    usertoken.Key
+				id   string
+				want bool
+			}{
+				{v[1], alice, "link-1", false},
+				{v[1], alice, "link-2", true},
+				{v[0], bob, "link-1", true},
+				{v[0], bob, "link-1", false},
+			} {
+				if got, err := tc.v.Claim(ctx, tc.k, tc.id, later); err != nil || got != tc.want {
+					t.Errorf("claim %s of %s: %v, %v; want %v", tc.id, tc.k.Identity, got, err, tc.want)
+				}
+			}
+			if tok, err := v[1].Token(ctx, alice); err != nil || tok == nil || tok.AccessToken != "a1" {
+				t.Errorf("alice's token after claims: %+v, %v", tok, err)
+			}
+			// An expired claim is forgotten when the user's next claim
+			// prunes it.
+			if ok, err := v[0].Claim(ctx, bob, "old", time.Now().Add(-time.Minute)); err != nil || !ok {
+				t.Fatalf("claim of old: %v, %v", ok, err)
+			}
+			if ok, err := v[0].Claim(ctx, bob, "old", later); err != nil || !ok {
+				t.Errorf("an expired claim still held: %v, %v", ok, err)
+			}
+			if _, err := v[0].Claim(ctx, bob, "", later); err == nil {
+				t.Error("an empty handle was claimed")
+			}
+		})
+	}
 }
