@@ -366,6 +366,12 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the identity provider gave no usable user identifier")
 		return
 	}
+	if s.idjag.foreign(subject) {
+		// It would spell the identity of a trusted IdP's user.
+		s.log.Warn("authserver: upstream user's subject begins with a trusted IdP's subject prefix; refused", "claim", s.cfg.Identity.SubjectClaim)
+		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the identity provider gave a user identifier this server reserves for another provider")
+		return
+	}
 	if f := s.cfg.Identity.AllowedScopes; f != nil {
 		allowed := f(claims, slices.Clone(req.Scopes))
 		req.Scopes = slices.DeleteFunc(req.Scopes, func(sc string) bool { return !slices.Contains(allowed, sc) })

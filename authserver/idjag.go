@@ -31,8 +31,17 @@ type TrustedIdP struct {
 	// JWKS supplies the IdP's signing keys (auth.JWKSURL or a file).
 	JWKS auth.KeySource
 	// Claims are assertion claims copied into access tokens (as
-	// IdentityMapping.Claims).
+	// IdentityMapping.Claims), each value qualified with SubjectPrefix
+	// (numbers and booleans become strings), so that one provider can
+	// never assert another's tenant or group.
 	Claims []string
+	// SubjectPrefix qualifies the identities this IdP asserts: the
+	// "sub" of the tokens issued for its users is SubjectPrefix + the
+	// assertion's sub. Two IdPs' users, and a user of an IdP and one who
+	// signs in through Config.Upstream, can therefore never share a
+	// subject or a partition. Default: Issuer + "|". No IdP's prefix may
+	// begin another's.
+	SubjectPrefix string
 }
 
 type idjag struct {
@@ -48,9 +57,51 @@ func newIDJAG(list []TrustedIdP) (*idjag, error) {
 		if p.Issuer == "" || p.JWKS == nil {
 			return nil, fmt.Errorf("%w: a trusted IdP needs Issuer and JWKS", ErrConfig)
 		}
+		if _, dup := j.idps[p.Issuer]; dup {
+			return nil, fmt.Errorf("%w: IdP %s is trusted twice", ErrConfig, p.Issuer)
+		}
+		if p.SubjectPrefix == "" {
+			p.SubjectPrefix = p.Issuer + "|"
+		}
+		for _, o := range j.idps {
+			if strings.HasPrefix(p.SubjectPrefix, o.SubjectPrefix) || strings.HasPrefix(o.SubjectPrefix, p.SubjectPrefix) {
+				return nil, fmt.Errorf("%w: the subject prefixes of IdPs %s (%q) and %s (%q) overlap: their users' identities could collide",
+					ErrConfig, o.Issuer, o.SubjectPrefix, p.Issuer, p.SubjectPrefix)
+			}
+		}
 		j.idps[p.Issuer] = p
 	}
 	return j, nil
+}
+
+// foreign reports a subject of the upstream provider that spells an
+// identity of a trusted IdP (it begins with its prefix).
+func (j *idjag) foreign(subject string) bool {
+	if j == nil {
+		return false
+	}
+	for _, p := range j.idps {
+		if strings.HasPrefix(subject, p.SubjectPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// qualify prefixes a copied claim's value (each element of an array).
+func qualify(prefix string, v any) any {
+	switch x := v.(type) {
+	case string:
+		return prefix + x
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = qualify(prefix, e)
+		}
+		return out
+	default:
+		return prefix + fmt.Sprint(x)
+	}
 }
 
 // idjagClaims are the claims of an identity assertion.
@@ -63,6 +114,7 @@ type idjagClaims struct {
 	JTI      string          `json:"jti"`
 	Exp      *float64        `json:"exp"`
 	Iat      *float64        `json:"iat"`
+	Nbf      *float64        `json:"nbf"`
 	Scope    string          `json:"scope"`
 }
 
@@ -153,6 +205,9 @@ func (s *Server) verifyIDJAG(ctx context.Context, assertion string, client *Clie
 	if !now.Before(exp) || iat.After(now.Add(time.Minute)) || exp.Sub(iat) > MaxIDJAGLifetime {
 		return nil, nil, errors.New("the assertion is expired, not yet valid or too long-lived")
 	}
+	if c.Nbf != nil && time.Unix(int64(*c.Nbf), 0).After(now.Add(time.Minute)) {
+		return nil, nil, errors.New("the assertion is not yet valid (nbf)")
+	}
 	fresh, err := s.store.Insert(ctx, Item{Kind: "idjagjti", ID: digest(c.Iss + "\x00" + c.JTI), Data: []byte{}, Expires: exp.Add(time.Minute)})
 	if err != nil {
 		return nil, nil, err
@@ -169,6 +224,12 @@ func (s *Server) grantIDJAG(w http.ResponseWriter, r *http.Request, tr *tokenReq
 	client, err := s.authClient(ctx, tr)
 	if err != nil {
 		s.tokenError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+		return
+	}
+	if client.Secret == "" {
+		// ext-auth: the assertion's client_id must identify the client
+		// the request authenticates; a public client authenticates none.
+		s.tokenError(w, http.StatusUnauthorized, "invalid_client", "the identity assertion grant needs a confidential client: authenticate with the client's secret")
 		return
 	}
 	proof, ok := s.checkDPoP(w, r)
@@ -189,27 +250,42 @@ func (s *Server) grantIDJAG(w http.ResponseWriter, r *http.Request, tr *tokenReq
 		s.tokenError(w, http.StatusBadRequest, "invalid_target", "the resource differs from the assertion's")
 		return
 	}
-	scopeParam := c.Scope
+	// The IdP decides the scopes: those it asserted, or this server's
+	// defaults when it asserted none; the client may only narrow them.
+	asserted := strings.Fields(c.Scope)
+	if len(asserted) == 0 {
+		asserted = s.cfg.DefaultScopes
+	}
+	scopeParam := strings.Join(asserted, " ")
 	if sc := tr.params["scope"]; sc != "" {
 		scopeParam = sc
 		for _, x := range strings.Fields(sc) {
-			if c.Scope != "" && !slices.Contains(strings.Fields(c.Scope), x) {
-				s.tokenError(w, http.StatusBadRequest, "invalid_scope", "the scope exceeds the assertion's")
+			if !slices.Contains(asserted, x) {
+				msg := "the scope exceeds the assertion's"
+				if c.Scope == "" {
+					msg = "the assertion names no scope, so only the default scopes can be granted"
+				}
+				s.tokenError(w, http.StatusBadRequest, "invalid_scope", msg)
 				return
 			}
 		}
+	}
+	if scopeParam == "" {
+		s.tokenError(w, http.StatusBadRequest, "invalid_scope", "the assertion names no scope and this server grants none by default")
+		return
 	}
 	scopes, _, err := s.requestedScopes(scopeParam, client)
 	if err != nil {
 		s.tokenError(w, http.StatusBadRequest, "invalid_scope", err.Error())
 		return
 	}
+	idp := s.idjag.idps[c.Iss]
 	claims := map[string]any{}
-	for _, name := range s.idjag.idps[c.Iss].Claims {
+	for _, name := range idp.Claims {
 		if v, ok := all[name]; ok && isSimpleClaim(v) {
-			claims[name] = v
+			claims[name] = qualify(idp.SubjectPrefix, v)
 		}
 	}
-	rec := refreshRecord{ClientID: client.ID, Resource: resource, Scopes: scopes, Subject: c.Sub, Claims: claims}
+	rec := refreshRecord{ClientID: client.ID, Resource: resource, Scopes: scopes, Subject: idp.SubjectPrefix + c.Sub, Claims: claims}
 	s.issue(w, r, "", rec, false, proof, client)
 }
