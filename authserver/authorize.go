@@ -61,7 +61,9 @@ type consentRecord struct {
 	Scopes    []string `json:"scopes"`
 	Resources []string `json:"resources"`
 	Redirects []string `json:"redirects"`
-	Families  []string `json:"families,omitempty"`
+	// Offline says the user approved refresh tokens (offline_access).
+	Offline  bool     `json:"offline,omitempty"`
+	Families []string `json:"families,omitempty"`
 }
 
 // maxFamiliesPerConsent bounds the grants a consent remembers (to revoke
@@ -424,6 +426,9 @@ func isSimpleClaim(v any) bool {
 }
 
 func (c consentRecord) covers(req authRequest) bool {
+	if req.Offline && !c.Offline {
+		return false
+	}
 	for _, sc := range req.Scopes {
 		if !slices.Contains(c.Scopes, sc) {
 			return false
@@ -567,6 +572,7 @@ func (s *Server) remember(ctx context.Context, req authRequest) error {
 	if !slices.Contains(c.Redirects, req.RedirectURI) {
 		c.Redirects = append(c.Redirects, req.RedirectURI)
 	}
+	c.Offline = c.Offline || req.Offline
 	data, _ := json.Marshal(c)
 	return s.store.Put(ctx, Item{Kind: kindRemember, ID: consentID(req.Subject, req.ClientID), Data: data, Expires: s.now().Add(s.cfg.ConsentTTL)})
 }
