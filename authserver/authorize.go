@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // authRequest is an authorization request between the client's redirect
@@ -157,6 +159,14 @@ func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) 
 // serveAuthorize is the authorization endpoint.
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if s.authorizeRate != nil {
+		if ok, wait := s.authorizeRate.allow(s.clientAddress(r), s.now()); !ok {
+			s.log.Info("authserver: authorization requests of one address over its rate; refused", "address", s.clientAddress(r))
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+			s.errorPage(w, http.StatusTooManyRequests, "Too many sign-ins were started from your address. Wait a minute, then start again from your application.")
+			return
+		}
+	}
 	p, err := singleParams(r.URL.Query(), "resource")
 	if err != nil {
 		s.errorPage(w, http.StatusBadRequest, "Invalid authorization request: "+err.Error()+".")
@@ -228,7 +238,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Nonce:   randomToken(), Verifier: randomToken(),
 	}
 	if s.requests.Add(1)%purgeEvery == 0 {
-		if err := s.store.Trim(ctx, kindPending, MaxPendingAuthorizations); err != nil {
+		if err := s.store.Trim(ctx, kindPending, s.cfg.MaxPendingAuthorizations); err != nil {
 			s.log.Warn("authserver: purge", "error", err)
 		}
 	}

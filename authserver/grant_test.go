@@ -44,7 +44,7 @@ func TestPendingPurged(t *testing.T) {
 	var clk atomic.Int64
 	clk.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clk.Load()) }
-	e := newEnv(t, envOpts{noHydra: true, mutate: func(c *Config) { c.Now = now }})
+	e := newEnv(t, envOpts{noHydra: true, mutate: func(c *Config) { c.Now, c.AuthorizeRate = now, -1 }})
 	st := e.as.store.(*SQLStore)
 	st.now = now
 	count := func() int {

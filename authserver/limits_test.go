@@ -28,7 +28,9 @@ var serverLimits = []limitsdoc.Limit{
 	{Doc: "cached client metadata documents", Names: []string{"CIMDConfig.MaxCacheEntries", "DefaultCIMDCacheEntries"}, Default: limitsdoc.Num(DefaultCIMDCacheEntries), Past: []string{"dropped"}},
 	{Doc: "upstream provider answer", Names: []string{"MaxUpstreamBytes"}, Default: limitsdoc.Num(MaxUpstreamBytes), Past: []string{"access_denied"}},
 	{Doc: "identity assertion lifetime (exp − iat)", Names: []string{"MaxIDJAGLifetime"}, Default: limitsdoc.Dur(MaxIDJAGLifetime), Past: []string{"invalid_grant"}},
-	{Doc: "authorization requests awaiting sign-in and consent", Names: []string{"MaxPendingAuthorizations"}, Default: limitsdoc.Num(MaxPendingAuthorizations), Past: []string{"oldest are dropped"}},
+	{Doc: "authorization requests awaiting sign-in and consent", Names: []string{"Config.MaxPendingAuthorizations", "DefaultMaxPendingAuthorizations"}, Default: limitsdoc.Num(DefaultMaxPendingAuthorizations), Past: []string{"oldest are dropped"}},
+	{Doc: "authorization requests one client address starts per minute, on one instance", Names: []string{"Config.AuthorizeRate", "DefaultAuthorizeRate"}, Default: limitsdoc.Num(DefaultAuthorizeRate), Past: []string{"429"}},
+	{Doc: "client addresses whose authorization rate one instance tracks", Default: limitsdoc.Num(maxRateAddresses), Past: []string{"fresh bucket"}},
 	{Doc: "grants revoked with a consent", Default: limitsdoc.Num(maxFamiliesPerConsent), Past: []string{"expire"}},
 	{Doc: "DPoP proof age", Names: []string{"auth.DPoPVerifier.MaxAge", "auth.DefaultDPoPMaxAge"}, Default: limitsdoc.Dur(auth.DefaultDPoPMaxAge), Past: []string{"invalid_dpop_proof"}},
 	{Doc: "DPoP nonce lifetime", Names: []string{"auth.DPoPVerifier.NonceLifetime", "auth.DefaultDPoPNonceLifetime"}, Default: limitsdoc.Dur(auth.DefaultDPoPNonceLifetime), Past: []string{"use_dpop_nonce"}},
@@ -40,7 +42,7 @@ var serverLimits = []limitsdoc.Limit{
 // docs/limits.md, both ways, and fails when a constant named like a limit
 // is in no row.
 func TestLimitsDoc(t *testing.T) {
-	errs, err := limitsdoc.CheckSection("../docs/limits.md", "Authorization server", ".", serverLimits, []string{"maxFamiliesPerConsent"}, nil)
+	errs, err := limitsdoc.CheckSection("../docs/limits.md", "Authorization server", ".", serverLimits, []string{"maxFamiliesPerConsent", "maxRateAddresses"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,12 +61,19 @@ const (
 	// DefaultDynamicClientTTL is how long a dynamically registered client
 	// lives.
 	DefaultDynamicClientTTL = 30 * 24 * time.Hour
-	// MaxPendingAuthorizations bounds the authorization requests waiting
-	// for their sign-in and consent (each /authorize stores one); beyond
-	// it the oldest are dropped. Expired records are purged at the same
-	// time, every purgeEvery authorization requests.
-	MaxPendingAuthorizations = 100000
-	purgeEvery               = 64
+	// DefaultMaxPendingAuthorizations bounds the authorization requests
+	// waiting for their sign-in and consent (each /authorize stores one);
+	// beyond it the oldest are dropped. Expired records are purged at the
+	// same time, every purgeEvery authorization requests.
+	DefaultMaxPendingAuthorizations = 100000
+	purgeEvery                      = 64
+	// DefaultAuthorizeRate is how many authorization requests one client
+	// address may start per minute on one instance (and at once); beyond
+	// it /authorize answers 429.
+	DefaultAuthorizeRate = 30
+	// maxRateAddresses bounds the addresses the authorization rate is
+	// tracked for on one instance.
+	maxRateAddresses = 65536
 )
 
 // ErrConfig reports an invalid configuration.
@@ -117,6 +124,21 @@ type Config struct {
 	// MaxDynamicClients bounds the dynamically registered clients
 	// (default DefaultMaxDynamicClients).
 	MaxDynamicClients int
+	// MaxPendingAuthorizations bounds the authorization requests waiting
+	// for sign-in and consent (default DefaultMaxPendingAuthorizations).
+	MaxPendingAuthorizations int
+	// AuthorizeRate bounds the authorization requests one client address
+	// (an IPv6 client by its /64) may start per minute on each instance
+	// (default DefaultAuthorizeRate; negative: no bound), so that no one
+	// can flood out the sign-ins of others: to fill
+	// MaxPendingAuthorizations within LoginTTL takes thousands of
+	// addresses.
+	AuthorizeRate int
+	// ClientAddress returns the address of the browser that sent r
+	// (default: the host of r.RemoteAddr). Behind a reverse proxy, return
+	// the client address it reports (its X-Forwarded-For entry),
+	// otherwise every browser counts as the proxy.
+	ClientAddress func(r *http.Request) string
 	// IssueRefreshTokens issues a refresh token with every access token
 	// when true; otherwise only when the client asks for offline_access.
 	IssueRefreshTokens bool
@@ -173,6 +195,9 @@ type Server struct {
 	idjag    *idjag
 	dpop     *auth.DPoPVerifier
 	requests atomic.Uint64 // authorization requests, for the periodic purge
+	// authorizeRate bounds each address's authorization requests (nil:
+	// no bound).
+	authorizeRate *addrLimiter
 }
 
 // New checks cfg and returns a server. It does not contact the upstream
@@ -263,6 +288,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.idjag, err = newIDJAG(cfg.IDJAG); err != nil {
 		return nil, err
+	}
+	if s.cfg.MaxPendingAuthorizations <= 0 {
+		s.cfg.MaxPendingAuthorizations = DefaultMaxPendingAuthorizations
+	}
+	if s.cfg.AuthorizeRate == 0 {
+		s.cfg.AuthorizeRate = DefaultAuthorizeRate
+	}
+	if s.cfg.AuthorizeRate > 0 {
+		s.authorizeRate = newAddrLimiter(s.cfg.AuthorizeRate, maxRateAddresses)
 	}
 	if s.cfg.MaxDynamicClients <= 0 {
 		s.cfg.MaxDynamicClients = DefaultMaxDynamicClients
