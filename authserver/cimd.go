@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -37,6 +39,12 @@ const (
 	MaxCIMDCacheTTL = 24 * time.Hour
 	// DefaultCIMDCacheEntries bounds the cached documents.
 	DefaultCIMDCacheEntries = 10000
+	// DefaultCIMDConcurrentFetches bounds the documents one instance
+	// fetches at once; more wait (within Timeout) for a turn.
+	DefaultCIMDConcurrentFetches = 8
+	// CIMDFailureTTL is how long a document that could not be fetched or
+	// was invalid is not fetched again: its client_id fails at once.
+	CIMDFailureTTL = time.Minute
 )
 
 // CIMDConfig configures client registration by Client ID Metadata
@@ -61,8 +69,13 @@ type CIMDConfig struct {
 	MaxBytes int64
 	// Timeout bounds one fetch (default DefaultCIMDTimeout).
 	Timeout time.Duration
-	// MaxCacheEntries bounds the cache (default DefaultCIMDCacheEntries).
+	// MaxCacheEntries bounds the cache (default DefaultCIMDCacheEntries),
+	// and the failures remembered for CIMDFailureTTL.
 	MaxCacheEntries int
+	// MaxConcurrentFetches bounds the fetches at once (default
+	// DefaultCIMDConcurrentFetches). Concurrent requests for one document
+	// share one fetch.
+	MaxConcurrentFetches int
 	// RootCAs verifies the documents' servers (default: the system roots).
 	RootCAs *x509.CertPool
 }
@@ -82,6 +95,25 @@ type cimdFetcher struct {
 	store Store
 	now   func() time.Time
 	http  *http.Client
+	slots chan struct{} // a fetch holds one
+
+	mu       sync.Mutex
+	inflight map[string]*cimdCall // URL -> the fetch under way
+	failed   map[string]cimdFailure
+}
+
+// cimdCall is one fetch that concurrent requests for its URL share.
+type cimdCall struct {
+	done chan struct{}
+	body []byte
+	ttl  time.Duration
+	err  error
+}
+
+// cimdFailure is a remembered failed fetch.
+type cimdFailure struct {
+	err   error
+	until time.Time
 }
 
 func newCIMDFetcher(cfg CIMDConfig, store Store, now func() time.Time) (*cimdFetcher, error) {
@@ -94,7 +126,11 @@ func newCIMDFetcher(cfg CIMDConfig, store Store, now func() time.Time) (*cimdFet
 	if cfg.MaxCacheEntries <= 0 {
 		cfg.MaxCacheEntries = DefaultCIMDCacheEntries
 	}
-	f := &cimdFetcher{cfg: cfg, store: store, now: now}
+	if cfg.MaxConcurrentFetches <= 0 {
+		cfg.MaxConcurrentFetches = DefaultCIMDConcurrentFetches
+	}
+	f := &cimdFetcher{cfg: cfg, store: store, now: now, slots: make(chan struct{}, cfg.MaxConcurrentFetches),
+		inflight: map[string]*cimdCall{}, failed: map[string]cimdFailure{}}
 	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: f.checkDial}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, unchecked
@@ -218,18 +254,83 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 			return c, nil
 		}
 	}
-	body, ttl, err := f.fetch(ctx, id)
+	body, _, err := f.shared(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	c, err := ParseClientMetadata(id, body)
-	if err != nil {
-		return nil, err
+	return ParseClientMetadata(id, body)
+}
+
+// shared fetches id once for every concurrent request of it, within the
+// bound on fetches at once, and remembers a failure for CIMDFailureTTL; a
+// valid document is cached in the store.
+func (f *cimdFetcher) shared(ctx context.Context, id string) ([]byte, time.Duration, error) {
+	f.mu.Lock()
+	if fl, ok := f.failed[id]; ok {
+		if f.now().Before(fl.until) {
+			f.mu.Unlock()
+			return nil, 0, fl.err
+		}
+		delete(f.failed, id)
 	}
-	if err := f.store.Put(ctx, Item{Kind: kindCIMD, ID: id, Data: body, Expires: f.now().Add(ttl)}); err == nil {
-		_ = f.store.Trim(ctx, kindCIMD, f.cfg.MaxCacheEntries)
+	call := f.inflight[id]
+	leader := call == nil
+	if leader {
+		call = &cimdCall{done: make(chan struct{})}
+		f.inflight[id] = call
 	}
-	return c, nil
+	f.mu.Unlock()
+	if !leader {
+		select {
+		case <-call.done:
+			return call.body, call.ttl, call.err
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("%w: %w", ErrCIMDFetch, ctx.Err())
+		}
+	}
+	// The fetch serves every waiter: it runs to its own timeout even if
+	// this request goes away.
+	call.body, call.ttl, call.err = f.fetchInTurn(context.WithoutCancel(ctx), id)
+	if call.err == nil {
+		if _, err := ParseClientMetadata(id, call.body); err != nil {
+			call.err = err
+		} else if err := f.store.Put(ctx, Item{Kind: kindCIMD, ID: id, Data: call.body, Expires: f.now().Add(call.ttl)}); err == nil {
+			_ = f.store.Trim(ctx, kindCIMD, f.cfg.MaxCacheEntries)
+		}
+	}
+	f.mu.Lock()
+	delete(f.inflight, id)
+	if call.err != nil && !errors.Is(call.err, errCIMDBusy) {
+		if len(f.failed) >= f.cfg.MaxCacheEntries {
+			now := f.now()
+			maps.DeleteFunc(f.failed, func(_ string, fl cimdFailure) bool { return !now.Before(fl.until) })
+			if len(f.failed) >= f.cfg.MaxCacheEntries {
+				clear(f.failed)
+			}
+		}
+		f.failed[id] = cimdFailure{err: call.err, until: f.now().Add(CIMDFailureTTL)}
+	}
+	f.mu.Unlock()
+	close(call.done)
+	return call.body, call.ttl, call.err
+}
+
+// errCIMDBusy: every fetch slot stayed taken (not remembered as the
+// document's failure).
+var errCIMDBusy = errors.New("too many client metadata documents are being fetched; try again")
+
+// fetchInTurn fetches id once one of the fetch slots is free (waiting at
+// most Timeout for it).
+func (f *cimdFetcher) fetchInTurn(ctx context.Context, id string) ([]byte, time.Duration, error) {
+	wait := time.NewTimer(f.cfg.Timeout)
+	defer wait.Stop()
+	select {
+	case f.slots <- struct{}{}:
+	case <-wait.C:
+		return nil, 0, fmt.Errorf("%w: %w", ErrCIMDFetch, errCIMDBusy)
+	}
+	defer func() { <-f.slots }()
+	return f.fetch(ctx, id)
 }
 
 func (f *cimdFetcher) fetch(ctx context.Context, id string) ([]byte, time.Duration, error) {

@@ -26,6 +26,8 @@ var serverLimits = []limitsdoc.Limit{
 	{Doc: "client metadata document fetch", Names: []string{"CIMDConfig.Timeout", "DefaultCIMDTimeout"}, Default: limitsdoc.Dur(DefaultCIMDTimeout), Past: []string{"could not be fetched"}},
 	{Doc: "client metadata document caching", Names: []string{"DefaultCIMDCacheTTL", "MinCIMDCacheTTL", "MaxCIMDCacheTTL"}, Default: limitsdoc.Dur(DefaultCIMDCacheTTL), Ceiling: limitsdoc.Dur(MaxCIMDCacheTTL), Past: []string{"fetched again"}},
 	{Doc: "cached client metadata documents", Names: []string{"CIMDConfig.MaxCacheEntries", "DefaultCIMDCacheEntries"}, Default: limitsdoc.Num(DefaultCIMDCacheEntries), Past: []string{"dropped"}},
+	{Doc: "client metadata documents fetched at once, on one instance", Names: []string{"CIMDConfig.MaxConcurrentFetches", "DefaultCIMDConcurrentFetches"}, Default: limitsdoc.Num(DefaultCIMDConcurrentFetches), Past: []string{"could not be fetched"}},
+	{Doc: "a failed client metadata document remembered", Names: []string{"CIMDFailureTTL"}, Default: limitsdoc.Dur(CIMDFailureTTL), Past: []string{"without a fetch"}},
 	{Doc: "upstream provider answer", Names: []string{"MaxUpstreamBytes"}, Default: limitsdoc.Num(MaxUpstreamBytes), Past: []string{"access_denied"}},
 	{Doc: "identity assertion lifetime (exp − iat)", Names: []string{"MaxIDJAGLifetime"}, Default: limitsdoc.Dur(MaxIDJAGLifetime), Past: []string{"invalid_grant"}},
 	{Doc: "authorization requests awaiting sign-in and consent", Names: []string{"Config.MaxPendingAuthorizations", "DefaultMaxPendingAuthorizations"}, Default: limitsdoc.Num(DefaultMaxPendingAuthorizations), Past: []string{"oldest are dropped"}},
