@@ -38,3 +38,49 @@ func TestConsentCoversRefresh(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshRefusedKeepsToken: a refresh refused for what it asks (wider
+// scopes, another resource) leaves the refresh token usable by its
+// holder, and revokes nothing.
+func TestRefreshRefusedKeepsToken(t *testing.T) {
+	e := newEnv(t, envOpts{resources: []string{"https://other.example/mcp"}})
+	verifier, challenge := pkce()
+	q := e.login(newBrowser(t, e.redirect), e.authorizeURL(e.clientID, e.redirect, challenge, "st", nil))
+	st, tok := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
+		"client_id": {e.clientID}, "redirect_uri": {e.redirect}, "resource": {e.resource}}, nil)
+	if st != 200 || tok["refresh_token"] == nil {
+		t.Fatalf("token: %d %v", st, tok)
+	}
+	rt := tok["refresh_token"].(string)
+	refresh := func(extra url.Values) (int, map[string]any) {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {e.clientID}}
+		for k, v := range extra {
+			form[k] = v
+		}
+		return e.token(form, nil)
+	}
+	for _, c := range []struct {
+		name  string
+		extra url.Values
+		want  string
+	}{
+		{"wider scopes", url.Values{"scope": {"mcp:read mcp:write"}}, "invalid_scope"},
+		{"another resource", url.Values{"resource": {"https://other.example/mcp"}}, "invalid_target"},
+	} {
+		if st, out := refresh(c.extra); st != 400 || out["error"] != c.want {
+			t.Errorf("%s: %d %v, want 400 %s", c.name, st, out, c.want)
+		}
+	}
+	st, out := refresh(nil)
+	if st != 200 || out["refresh_token"] == nil || out["refresh_token"] == rt {
+		t.Fatalf("the holder's refresh after refused ones: %d %v", st, out)
+	}
+	// The old token is now used: its reuse still revokes the family.
+	if st, out := refresh(nil); st != 400 || out["error"] != "invalid_grant" {
+		t.Errorf("reuse: %d %v", st, out)
+	}
+	rt = out["refresh_token"].(string)
+	if st, out := refresh(nil); st != 400 || out["error"] != "invalid_grant" {
+		t.Errorf("the family's newest token after a reuse: %d %v, want revoked", st, out)
+	}
+}

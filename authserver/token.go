@@ -255,19 +255,13 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		s.tokenError(w, http.StatusBadRequest, "invalid_request", "refresh_token is missing")
 		return
 	}
-	it, err := s.store.Take(ctx, kindRefresh, digest(token))
-	if errors.Is(err, ErrUsed) {
-		// A rotated refresh token came back: someone holds a copy.
-		// Revoke the whole family (OAuth 2.1 §4.3.1).
-		s.log.Warn("authserver: refresh token reused; revoking its grant", "client_id", client.ID)
-		if err := s.store.DeleteFamily(ctx, it.Family); err != nil {
-			s.log.Error("authserver: revoke grant", "error", err)
-		}
-		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was already used")
-		return
-	}
+	// The request is checked against the token's record before the token
+	// is used up: a refused refresh (another resource, wider scopes,
+	// another DPoP key) leaves it usable by its holder.
+	it, err := s.store.Get(ctx, kindRefresh, digest(token))
 	if err != nil {
-		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token is invalid, expired or revoked")
+		// Unknown, expired, or used: Take tells a reuse apart.
+		s.refreshUsed(ctx, w, token, client)
 		return
 	}
 	var rec refreshRecord
@@ -281,19 +275,7 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
 		return
 	}
-	grant, err := s.store.Get(ctx, kindGrant, it.Family)
-	if err != nil {
-		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the grant was revoked")
-		return
-	}
-	// The grant lives as long as its newest refresh token.
-	grant.Expires = s.now().Add(s.cfg.RefreshTokenTTL)
-	if err := s.store.Put(ctx, grant); err != nil {
-		s.serverError(w, r, err)
-		return
-	}
 	if rec.DPoPJKT != "" && (proof == nil || proof.JKT != rec.DPoPJKT) {
-		_ = s.store.Put(ctx, it) // not the holder's key: leave the token usable by its holder
 		s.tokenError(w, http.StatusBadRequest, "invalid_dpop_proof", "the refresh token is bound to another DPoP key")
 		return
 	}
@@ -317,7 +299,39 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		}
 		rec.Scopes = narrowed
 	}
+	if _, err := s.store.Take(ctx, kindRefresh, digest(token)); err != nil {
+		// Used by a concurrent request meanwhile, or gone.
+		s.refreshUsed(ctx, w, token, client)
+		return
+	}
+	grant, err := s.store.Get(ctx, kindGrant, it.Family)
+	if err != nil {
+		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the grant was revoked")
+		return
+	}
+	// The grant lives as long as its newest refresh token.
+	grant.Expires = s.now().Add(s.cfg.RefreshTokenTTL)
+	if err := s.store.Put(ctx, grant); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	s.issue(w, r, it.Family, rec, true, proof, client)
+}
+
+// refreshUsed answers a refresh token that is not live: a used one came
+// back, so someone holds a copy, and its whole family is revoked (OAuth
+// 2.1 §4.3.1); otherwise it is unknown, expired or revoked.
+func (s *Server) refreshUsed(ctx context.Context, w http.ResponseWriter, token string, client *Client) {
+	it, err := s.store.Take(ctx, kindRefresh, digest(token))
+	if errors.Is(err, ErrUsed) {
+		s.log.Warn("authserver: refresh token reused; revoking its grant", "client_id", client.ID)
+		if err := s.store.DeleteFamily(ctx, it.Family); err != nil {
+			s.log.Error("authserver: revoke grant", "error", err)
+		}
+		s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was already used")
+		return
+	}
+	s.tokenError(w, http.StatusBadRequest, "invalid_grant", "the refresh token is invalid, expired or revoked")
 }
 
 // issue writes an access token and, when refresh is set, a new refresh
