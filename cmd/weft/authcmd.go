@@ -147,7 +147,10 @@ func setupAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, 
 		return nil, nil, nil, nil, err
 	}
 	meta := &auth.ResourceMetadata{Resource: resource, AuthorizationServers: []string{issuer}, ScopesSupported: scopes, ResourceName: "Weft demo"}
-	v := &auth.JWTValidator{Issuer: issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger,
+	// Every request needs the scopes the challenge and the metadata name:
+	// a token of this server without them (a refresh narrowed to
+	// offline_access) gets 403 insufficient_scope.
+	v := &auth.JWTValidator{Issuer: issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger, RequiredScopes: scopes,
 		DPoP: &auth.DPoPVerifier{Replay: authserver.ReplayCache(store)}}
 	if err := v.CheckConfig(meta); err != nil {
 		closeAll()

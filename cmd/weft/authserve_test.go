@@ -83,7 +83,8 @@ func TestServeBehindAuthServer(t *testing.T) {
 	v := base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("v", 40)))
 	sum := sha256.Sum256([]byte(v))
 	q := url.Values{"response_type": {"code"}, "client_id": {docURL}, "redirect_uri": {redirect}, "state": {"s"},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {base + "/mcp"}}
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "resource": {base + "/mcp"},
+		"scope": {"mcp offline_access"}}
 	resp, err = c.Get(base + "/authorize?" + q.Encode())
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +122,24 @@ func TestServeBehindAuthServer(t *testing.T) {
 	resp, body := list(at)
 	if resp.StatusCode != 200 || !strings.Contains(body, "catalog.continue") {
 		t.Fatalf("tools/list with the token: %d %s", resp.StatusCode, body)
+	}
+
+	// A token of the server without the scope the challenge asks for (a
+	// refresh narrowed to offline_access alone) is refused: 403 naming it.
+	rt, _ := tok["refresh_token"].(string)
+	tr, err = http.PostForm(base+"/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {docURL}, "scope": {"offline_access"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok = nil
+	_ = json.NewDecoder(tr.Body).Decode(&tok)
+	tr.Body.Close()
+	bare, _ := tok["access_token"].(string)
+	if bare == "" || tok["scope"] != nil && tok["scope"] != "" {
+		t.Fatalf("narrowed refresh: %d %v", tr.StatusCode, tok)
+	}
+	resp, body = list(bare)
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusForbidden || !strings.Contains(ch, "insufficient_scope") || !strings.Contains(ch, `scope="mcp"`) {
+		t.Errorf("tools/list with a token without scope: %d %q %s", resp.StatusCode, ch, body)
 	}
 }
