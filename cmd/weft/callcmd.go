@@ -36,6 +36,8 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil || argv.Kind() != exactjson.KindObject {
 		return errors.New("--args must be a JSON object, such as '{\"name\":\"Ada\"}'")
 	}
+	ctx, cancel := t.bound(ctx, fs, defaultCallTimeout)
+	defer cancel()
 	term := newTerminal(stdin, stdout)
 	c, err := t.connect(term.options(), stderr)
 	if err != nil {
@@ -45,7 +47,7 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	res, err := c.CallTool(ctx, tool, argv)
 	term.endProgress()
 	if err != nil {
-		return t.explain(err, "tools")
+		return t.timedOut(ctx, t.explain(err, "tools"))
 	}
 	if t.json {
 		return printJSON(stdout, res.Raw)

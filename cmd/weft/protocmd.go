@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 	"syscall"
 	"unicode"
 
@@ -89,6 +90,7 @@ type target struct {
 	json     bool
 	login    bool
 	protocol string
+	timeout  time.Duration
 
 	url     string // set by resolve for HTTP targets
 	release func() // set by connect: frees the --login loopback listener
@@ -112,8 +114,32 @@ func addTarget(fs *flag.FlagSet) *target {
 	fs.BoolVar(&t.json, "json", false, "print the result as JSON (for scripts)")
 	fs.StringVar(&t.protocol, "protocol", "", "speak protocol `VERSION` (2026-07-28, 2025-11-25 or 2025-06-18) instead of trying 2026-07-28 and falling back to the newest 2025 revision the server lists")
 	fs.BoolVar(&t.login, "login", false, "authorize in the browser when the server asks (OAuth; tokens cached per server, refreshed; weft logout URL forgets them)")
+	fs.DurationVar(&t.timeout, "timeout", 0, "give up when the command has not finished within `DURATION` (default 1m; call 10m, as the server may ask questions; listen and task follow: none; 0: wait forever)")
 	return t
 }
+
+// Default --timeout of the protocol commands.
+const (
+	defaultCLITimeout  = time.Minute
+	defaultCallTimeout = 10 * time.Minute
+)
+
+// bound returns ctx ending after the command's --timeout (def when the
+// flag was not given; none for 0).
+func (t *target) bound(ctx context.Context, fs *flag.FlagSet, def time.Duration) (context.Context, context.CancelFunc) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "timeout" })
+	if !set {
+		t.timeout = def
+	}
+	if t.timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, t.timeout, errCLITimeout)
+}
+
+// errCLITimeout is the cause of a context ended by --timeout.
+var errCLITimeout = errors.New("--timeout")
 
 // addTargetFlagSet is a flag set with only the target flags, for help.
 func addTargetFlagSet() *flag.FlagSet {
@@ -340,12 +366,29 @@ func protoCmd(ctx context.Context, doc helpDoc, args []string, stdout, stderr io
 	if nargs >= 0 && len(pos) != nargs {
 		return usageError(doc, fmt.Errorf("%s needs %s after the server, got %d arguments", doc.name, argNames, len(pos)))
 	}
+	def := defaultCLITimeout
+	if doc.name == listenDoc.name {
+		def = 0
+	}
+	ctx, cancel := t.bound(ctx, fs, def)
+	defer cancel()
 	c, err := t.connect(client.Options{TasksEnabled: true}, stderr)
 	if err != nil {
 		return err
 	}
 	defer t.close(c)
-	return run(ctx, t, c, pos)
+	if err := run(ctx, t, c, pos); err != nil {
+		return t.timedOut(ctx, err)
+	}
+	return nil
+}
+
+// timedOut says so when err ended the command at its --timeout.
+func (t *target) timedOut(ctx context.Context, err error) error {
+	if context.Cause(ctx) == errCLITimeout {
+		return fmt.Errorf("the server at %s did not finish answering within %s; give more time with --timeout (0: no bound)", t.where(), t.timeout)
+	}
+	return err
 }
 
 // printJSON writes v as one line of JSON.
@@ -695,13 +738,24 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if len(pos) != 1 {
 		return usageError(taskDoc, fmt.Errorf("task %s needs the task id after the server", verb))
 	}
+	def := defaultCLITimeout
+	if verb == "follow" {
+		def = 0
+	}
+	ctx, cancel := t.bound(ctx, fs, def)
+	defer cancel()
 	term := newTerminal(stdin, stdout)
 	c, err := t.connect(term.options(), stderr)
 	if err != nil {
 		return err
 	}
 	defer t.close(c)
-	id := pos[0]
+	err = t.task(ctx, c, term, verb, pos[0], stdout)
+	return t.timedOut(ctx, err)
+}
+
+// task runs weft task VERB on task id.
+func (t *target) task(ctx context.Context, c *client.Client, term *terminal, verb, id string, stdout io.Writer) error {
 	switch verb {
 	case "get":
 		tk, err := c.GetTask(ctx, id)
