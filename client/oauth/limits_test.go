@@ -33,7 +33,7 @@ func TestLimitsDoc(t *testing.T) {
 		{Doc: "step-up authorizations per request on 403 `insufficient_scope`", Names: []string{"oauth.Config.MaxStepUps", "DefaultMaxStepUps"},
 			Default: limitsdoc.Num(oauth.DefaultMaxStepUps), Past: []string{"403"}},
 		{Doc: "time `weft call --login` waits for the browser", Default: limitsdoc.Dur(5 * time.Minute), Past: []string{"fails"}},
-		{Doc: "time a `weft` client command waits for the server", Names: []string{"--timeout"}, Default: limitsdoc.Dur(time.Minute), Past: []string{"fails"}},
+		{Doc: "time a `weft` client command waits for the server (`--timeout`)", Default: limitsdoc.Dur(time.Minute), Past: []string{"fails"}},
 	}
 	errs, err := limitsdoc.CheckSection("../../docs/limits.md", "Go client", ".", limits,
 		[]string{"MaxChallengeBytes", "MaxMetadataBytes", "MaxRetainedBody"}, nil)
