@@ -133,6 +133,10 @@ type DPoPProof struct {
 	ID string
 	// IssuedAt is the proof's iat.
 	IssuedAt time.Time
+
+	// replayKey and replayExp are what Record stores.
+	replayKey string
+	replayExp time.Time
 }
 
 type dpopHeader struct {
@@ -159,8 +163,42 @@ func (v *DPoPVerifier) now() time.Time {
 
 // Verify validates proof for an HTTP request of method to htu (the URL
 // without query and fragment), and, when accessToken is not empty, its
-// ath. Errors wrap ErrDPoP, ErrDPoPReplay or ErrDPoPNonce.
+// ath, and records its jti: [DPoPVerifier.Check] then
+// [DPoPVerifier.Record]. Errors wrap ErrDPoP, ErrDPoPReplay or
+// ErrDPoPNonce.
 func (v *DPoPVerifier) Verify(ctx context.Context, proof, method, htu, accessToken string) (*DPoPProof, error) {
+	p, err := v.Check(ctx, proof, method, htu, accessToken)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.Record(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Record records the jti of a proof [DPoPVerifier.Check] accepted, and
+// refuses a proof seen before (ErrDPoPReplay). A server that must not
+// store anything for a request it refuses (a token endpoint, before the
+// grant is checked) calls Check first and Record once the request is
+// good.
+func (v *DPoPVerifier) Record(ctx context.Context, p *DPoPProof) error {
+	if p == nil || p.replayKey == "" {
+		return fmt.Errorf("%w: Record needs a proof from Check", ErrDPoP)
+	}
+	fresh, err := v.Replay.Add(ctx, p.replayKey, p.replayExp)
+	if err != nil {
+		return fmt.Errorf("%w: replay cache: %v", ErrDPoP, err)
+	}
+	if !fresh {
+		return ErrDPoPReplay
+	}
+	return nil
+}
+
+// Check validates proof as Verify does, without recording its jti: the
+// proof is not yet protected against replay until [DPoPVerifier.Record].
+func (v *DPoPVerifier) Check(ctx context.Context, proof, method, htu, accessToken string) (*DPoPProof, error) {
 	if v == nil || v.Replay == nil {
 		return nil, fmt.Errorf("%w: DPoPVerifier.Replay is required", ErrConfig)
 	}
@@ -258,14 +296,8 @@ func (v *DPoPVerifier) Verify(ctx context.Context, proof, method, htu, accessTok
 	}
 	jkt := base64.RawURLEncoding.EncodeToString(tp)
 	key := sha256.Sum256([]byte(jkt + "\x00" + *c.JTI))
-	fresh, err := v.Replay.Add(ctx, "dpop:"+base64.RawURLEncoding.EncodeToString(key[:]), now.Add(maxAge+leeway))
-	if err != nil {
-		return nil, fmt.Errorf("%w: replay cache: %v", ErrDPoP, err)
-	}
-	if !fresh {
-		return nil, ErrDPoPReplay
-	}
-	return &DPoPProof{JKT: jkt, ID: *c.JTI, IssuedAt: iat}, nil
+	return &DPoPProof{JKT: jkt, ID: *c.JTI, IssuedAt: iat,
+		replayKey: "dpop:" + base64.RawURLEncoding.EncodeToString(key[:]), replayExp: now.Add(maxAge + leeway)}, nil
 }
 
 // sameHTU compares htu values ignoring query, fragment and the case of

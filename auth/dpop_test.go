@@ -214,3 +214,35 @@ func TestJWTValidatorDPoPNonce(t *testing.T) {
 		t.Fatalf("with nonce: %v %v", id, err)
 	}
 }
+
+// TestDPoPCheckThenRecord: Check validates without storing the jti, so a
+// proof may be checked again; Record stores it once, and a second Record
+// (or Verify) of the same proof is a replay.
+func TestDPoPCheckThenRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		key := newProofKey(t)
+		const htu = "https://as.example.com/token"
+		v := &DPoPVerifier{Replay: NewMemoryReplayCache(0)}
+		proof := makeProof(t, key, proofOpts{htm: "POST", htu: htu, iat: time.Now()})
+		var p *DPoPProof
+		for range 2 {
+			var err error
+			if p, err = v.Check(ctx, proof, "POST", htu, ""); err != nil {
+				t.Fatalf("check: %v", err)
+			}
+		}
+		if err := v.Record(ctx, p); err != nil {
+			t.Fatalf("first record: %v", err)
+		}
+		if err := v.Record(ctx, p); !errors.Is(err, ErrDPoPReplay) {
+			t.Errorf("second record: %v, want ErrDPoPReplay", err)
+		}
+		if _, err := v.Verify(ctx, proof, "POST", htu, ""); !errors.Is(err, ErrDPoPReplay) {
+			t.Errorf("verify after record: %v, want ErrDPoPReplay", err)
+		}
+		if err := v.Record(ctx, &DPoPProof{JKT: "x", ID: "y"}); !errors.Is(err, ErrDPoP) {
+			t.Errorf("record of a proof Check did not return: %v, want ErrDPoP", err)
+		}
+	})
+}

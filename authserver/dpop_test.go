@@ -46,8 +46,9 @@ func TestDPoPBoundTokens(t *testing.T) {
 	verifier, challenge := pkce()
 	q := e.login(b, e.authorizeURL(e.clientID, e.redirect, challenge, "d", nil))
 	tokenURL := e.asURL + "/token"
+	codeProof := dpopProof(t, key, "POST", tokenURL, "")
 	st, tok := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier}, "client_id": {e.clientID}},
-		http.Header{"Dpop": {dpopProof(t, key, "POST", tokenURL, "")}})
+		http.Header{"Dpop": {codeProof}})
 	if st != 200 || tok["token_type"] != "DPoP" {
 		t.Fatalf("token: %d %v", st, tok)
 	}
@@ -87,8 +88,13 @@ func TestDPoPBoundTokens(t *testing.T) {
 		t.Errorf("replayed proof: %d, want 401", st)
 	}
 
-	// The refresh token is bound to the key: another key cannot use it.
+	// The refresh token is bound to the key: another key cannot use it,
+	// and the proof of the code exchange cannot be used again.
 	rt := tok["refresh_token"].(string)
+	if st, out := e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {e.clientID}},
+		http.Header{"Dpop": {codeProof}}); st != 400 || out["error"] != "invalid_dpop_proof" {
+		t.Fatalf("refresh with the code exchange's proof again: %d %v", st, out)
+	}
 	if st, out := e.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {e.clientID}},
 		http.Header{"Dpop": {dpopProof(t, other, "POST", tokenURL, "")}}); st != 400 || out["error"] != "invalid_dpop_proof" {
 		t.Fatalf("refresh with another key: %d %v", st, out)
@@ -138,4 +144,28 @@ func TestTokenForAnotherResource(t *testing.T) {
 		t.Fatalf("missing verifier: %d %v", st, out)
 	}
 	_ = verifier
+}
+
+// TestDPoPTokenEndpointStoresNothing: token requests that fail their
+// grant store no DPoP proof id, however many a caller sends.
+func TestDPoPTokenEndpointStoresNothing(t *testing.T) {
+	e := newEnv(t, envOpts{noHydra: true})
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tokenURL := e.asURL + "/token"
+	for i := range 50 {
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {"forged-" + randomToken()}, "code_verifier": {randomToken()}, "client_id": {e.clientID}}
+		if i%2 == 1 {
+			form = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"forged-" + randomToken()}, "client_id": {e.clientID}}
+		}
+		if st, out := e.token(form, http.Header{"Dpop": {dpopProof(t, key, "POST", tokenURL, "")}}); st != 400 || out["error"] != "invalid_grant" {
+			t.Fatalf("forged grant %d: %d %v", i, st, out)
+		}
+	}
+	var n int
+	if err := e.as.store.(*SQLStore).read.QueryRow(`SELECT count(*) FROM authserver_items WHERE kind = ?`, kindDPoPJTI).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d DPoP proof ids stored for 50 refused token requests, want 0", n)
+	}
 }

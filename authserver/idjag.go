@@ -286,6 +286,9 @@ func (s *Server) grantIDJAG(w http.ResponseWriter, r *http.Request, tr *tokenReq
 			claims[name] = qualify(idp.SubjectPrefix, v)
 		}
 	}
+	if !s.recordProof(ctx, w, proof) {
+		return
+	}
 	rec := refreshRecord{ClientID: client.ID, Resource: resource, Scopes: scopes, Subject: idp.SubjectPrefix + c.Sub, Claims: claims}
 	s.issue(w, r, "", rec, false, proof, client)
 }

@@ -244,6 +244,9 @@ func (s *Server) grantCode(w http.ResponseWriter, r *http.Request, tr *tokenRequ
 		s.tokenError(w, http.StatusBadRequest, "invalid_dpop_proof", "the DPoP key is not the one the authorization request named")
 		return
 	}
+	if !s.recordProof(ctx, w, proof) {
+		return
+	}
 	rr := refreshRecord{ClientID: client.ID, Resource: rec.Resource, Scopes: rec.Scopes, Subject: rec.Subject, Claims: rec.Claims}
 	s.issue(w, r, it.Family, rr, rec.Offline || s.cfg.IssueRefreshTokens, proof, client)
 }
@@ -299,6 +302,9 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		}
 		rec.Scopes = narrowed
 	}
+	if !s.recordProof(ctx, w, proof) {
+		return
+	}
 	if _, err := s.store.Take(ctx, kindRefresh, digest(token)); err != nil {
 		// Used by a concurrent request meanwhile, or gone.
 		s.refreshUsed(ctx, w, token, client)
@@ -316,6 +322,20 @@ func (s *Server) grantRefresh(w http.ResponseWriter, r *http.Request, tr *tokenR
 		return
 	}
 	s.issue(w, r, it.Family, rec, true, proof, client)
+}
+
+// recordProof stores the jti of the request's DPoP proof (checked, not
+// recorded, by checkDPoP) once its grant is good, so that requests
+// refused before store nothing; a proof seen before is refused.
+func (s *Server) recordProof(ctx context.Context, w http.ResponseWriter, proof *auth.DPoPProof) bool {
+	if proof == nil {
+		return true
+	}
+	if err := s.dpop.Record(ctx, proof); err != nil {
+		s.tokenError(w, http.StatusBadRequest, "invalid_dpop_proof", err.Error())
+		return false
+	}
+	return true
 }
 
 // refreshUsed answers a refresh token that is not live: a used one came
@@ -463,7 +483,8 @@ func (s *Server) checkDPoP(w http.ResponseWriter, r *http.Request) (*auth.DPoPPr
 		s.tokenError(w, http.StatusBadRequest, "invalid_dpop_proof", "more than one DPoP header")
 		return nil, false
 	}
-	p, err := s.dpop.Verify(r.Context(), vals[0], http.MethodPost, s.endpoint("/token"), "")
+	// Checked now, recorded (recordProof) once the grant is good.
+	p, err := s.dpop.Check(r.Context(), vals[0], http.MethodPost, s.endpoint("/token"), "")
 	if errors.Is(err, auth.ErrDPoPNonce) {
 		w.Header().Set("DPoP-Nonce", s.dpop.Nonce())
 		s.tokenError(w, http.StatusBadRequest, "use_dpop_nonce", "the DPoP proof needs this server's nonce")
