@@ -12,8 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 	"syscall"
+	"time"
 	"unicode"
 
 	"github.com/weftmcp/weft/client"
