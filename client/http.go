@@ -33,6 +33,9 @@ type HTTPTransport struct {
 	session    string
 	negotiated string // the 2025-era version, sent on notifications and answers
 	stopGet    context.CancelFunc
+	// ended says the session was forgotten (ResetSession, Close): until
+	// an initialize opens another, requests are not sent without it.
+	ended bool
 }
 
 // SetProtocolVersion records the 2025-era revision initialize negotiated:
@@ -72,6 +75,7 @@ func (t *HTTPTransport) SessionID() string {
 func (t *HTTPTransport) ResetSession() {
 	t.mu.Lock()
 	stop := t.stopGet
+	t.ended = t.ended || t.session != ""
 	t.session, t.stopGet = "", nil
 	t.mu.Unlock()
 	if stop != nil {
@@ -82,7 +86,7 @@ func (t *HTTPTransport) ResetSession() {
 func (t *HTTPTransport) noteSession(resp *http.Response) {
 	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 		t.mu.Lock()
-		t.session = id
+		t.session, t.ended = id, false
 		t.mu.Unlock()
 	}
 }
@@ -223,6 +227,7 @@ func (t *HTTPTransport) MirrorsParamHeaders() bool { return true }
 func (t *HTTPTransport) Close() error {
 	t.mu.Lock()
 	stop, session, version := t.stopGet, t.session, t.negotiated
+	t.ended = t.ended || session != ""
 	t.stopGet, t.session = nil, ""
 	t.mu.Unlock()
 	if stop != nil {
@@ -414,10 +419,16 @@ func (t *HTTPTransport) Do(ctx context.Context, req *Request, notify func(Notifi
 		return nil, fmt.Errorf("client: encoding %s: %w", req.Method, err)
 	}
 	version := str(metaOf(req.Params), metaProtocolVersion)
+	t.mu.Lock()
+	ended := t.ended
 	if version == "" {
-		t.mu.Lock()
 		version = t.negotiated
-		t.mu.Unlock()
+	}
+	t.mu.Unlock()
+	if ended && req.Method != "initialize" {
+		// Sent without the session, a 2025-era request would reach the
+		// server as another era's (or another session's) request.
+		return nil, fmt.Errorf("%w: the session was reset or closed; initialize a new one (%s was not sent)", ErrSessionExpired, req.Method)
 	}
 	if version == "" && req.Method != "initialize" {
 		version = ProtocolVersion

@@ -328,3 +328,48 @@ func answeredSeen(answered chan string) <-chan struct{} {
 	}()
 	return ch
 }
+
+// TestResetSessionSendsNothing: once a 2025-era session is reset (the
+// server forgot it, the connection is being replaced), the transport sends
+// no request but initialize. Sent without its session, a request would
+// reach a server of both eras as a 2026-07-28 request and fail there
+// (-32602, no _meta): the caller gets ErrSessionExpired instead, and the
+// client opens a new session.
+func TestResetSessionSendsNothing(t *testing.T) {
+	srv := weft.NewServer(weft.Implementation{Name: "both-eras", Version: "1"},
+		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	if err := srv.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
+		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
+			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+	var posts atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	tr := NewHTTPTransport(hs.URL, nil)
+	c := New(tr, Options{ProtocolVersion: LegacyProtocolVersion, Logger: quietLogger()})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("first call: %v, %v", res, err)
+	}
+	tr.ResetSession()
+	before := posts.Load()
+	_, err := tr.Do(ctx, &Request{ID: 99, Method: "tools/call", Params: exactjson.Object(exactjson.Field("name", exactjson.String("ping")))}, nil)
+	if !errors.Is(err, ErrSessionExpired) {
+		t.Errorf("a request after ResetSession: %v, want ErrSessionExpired", err)
+	}
+	if n := posts.Load() - before; n != 0 {
+		t.Errorf("%d requests sent without the session", n)
+	}
+	if res, err := c.CallTool(ctx, "ping", nil); err != nil || res.Text() != "pong" {
+		t.Fatalf("the call after the reset (a new session): %v, %v", res, err)
+	}
+}
