@@ -637,7 +637,14 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 	}
 	if !sameUser(who, tk.Identity) {
 		g.log.Warn("gateway: an authorization link was opened by another user than the caller it was made for; refused", "upstream", tk.Upstream)
-		authorizationPage(w, http.StatusForbidden, "This authorization link was made for another user: only the person who was asked can use it. If you were sent it, do not use it; to authorize your own account, call the tool yourself.")
+		msg := "This authorization link was made for another user: only the person who was asked can use it. If you were sent it, do not use it; to authorize your own account, call the tool yourself."
+		if g.signIn != nil {
+			// A browser shared by two people: the next opening signs in
+			// again (the link still works only for its caller).
+			http.SetCookie(w, &http.Cookie{Name: browserUserCookie, Value: "", Path: base + "/", MaxAge: -1, HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
+			msg += " If it was made for you and this browser was signed in as someone else, open it again to sign in as yourself."
+		}
+		authorizationPage(w, http.StatusForbidden, msg)
 		return
 	}
 	first, err := a.vault.Claim(r.Context(), usertoken.Key{Upstream: tk.Upstream, Identity: tk.Identity}, tk.ID, time.Unix(tk.Expires, 0))
