@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
+	"github.com/weftmcp/weft/client/oauth"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway/usertoken"
@@ -84,7 +85,7 @@ type Gateway struct {
 	userAuth *UserAuthorization
 	// signIn signs browsers in at the gateway's authorization server
 	// (userAuth.SignIn; nil without).
-	signIn *signIn
+	signIn *oauth.Authorizer
 
 	mu     sync.Mutex
 	owners map[string]*upstream // exposed tool/prompt name or resource URI -> owner (kind-prefixed)

@@ -408,7 +408,7 @@ type flowState struct {
 // page.
 func (a *userAuthz) ask(ctx context.Context, key usertoken.Key) (exactjson.Value, error) {
 	u := a.u
-	linkID, err := newLinkID()
+	linkID, err := newID()
 	if err != nil {
 		return exactjson.Value{}, u.g.unavailable(u, err)
 	}
@@ -641,7 +641,7 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 		if g.signIn != nil {
 			// A browser shared by two people: the next opening signs in
 			// again (the link still works only for its caller).
-			http.SetCookie(w, &http.Cookie{Name: browserUserCookie, Value: "", Path: base + "/", MaxAge: -1, HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
+			g.clearCookie(w, r, browserUserCookie, base+"/")
 			msg += " If it was made for you and this browser was signed in as someone else, open it again to sign in as yourself."
 		}
 		authorizationPage(w, http.StatusForbidden, msg)
@@ -663,15 +663,8 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 		authorizationPage(w, http.StatusBadGateway, "The upstream's authorization server cannot be reached or used now. Try again later.")
 		return
 	}
-	fs, err := json.Marshal(flowState{startTicket: startTicket{Upstream: tk.Upstream, Identity: tk.Identity, Expires: time.Now().Add(ua.LinkLifetime).Unix()}, Pending: p})
-	if err == nil {
-		var sealed string
-		if sealed, err = ua.Protector.Seal(r.Context(), []byte(flowBinding+"\x00"+p.State), fs); err == nil {
-			http.SetCookie(w, &http.Cookie{Name: flowCookiePrefix + p.State, Value: sealed, Path: base + "/callback",
-				MaxAge: int(ua.LinkLifetime / time.Second), HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
-		}
-	}
-	if err != nil {
+	fs := flowState{startTicket: startTicket{Upstream: tk.Upstream, Identity: tk.Identity, Expires: time.Now().Add(ua.LinkLifetime).Unix()}, Pending: p}
+	if err := g.setSealedCookie(w, r, flowCookiePrefix+p.State, base+"/callback", flowBinding+"\x00"+p.State, fs, ua.LinkLifetime); err != nil {
 		g.log.Error("gateway: cannot seal an authorization flow", "err", err)
 		authorizationPage(w, http.StatusInternalServerError, "The authorization could not be started.")
 		return
@@ -680,22 +673,14 @@ func (g *Gateway) serveStart(w http.ResponseWriter, r *http.Request, handle, bas
 }
 
 func (g *Gateway) serveCallback(w http.ResponseWriter, r *http.Request, base string) {
-	ua := g.userAuth
 	q := r.URL.Query()
 	state := q.Get("state")
-	ck, err := r.Cookie(flowCookiePrefix + state)
 	var fs flowState
-	if err == nil && state != "" {
-		var pt []byte
-		if pt, err = ua.Protector.Open(r.Context(), ck.Value, []byte(flowBinding+"\x00"+state)); err == nil {
-			err = json.Unmarshal(pt, &fs)
-		}
-	}
-	if err != nil || state == "" || fs.Pending == nil || time.Now().Unix() > fs.Expires {
+	if state == "" || !g.openSealedCookie(r, flowCookiePrefix+state, flowBinding+"\x00"+state, &fs) || fs.Pending == nil || time.Now().Unix() > fs.Expires {
 		authorizationPage(w, http.StatusBadRequest, "This authorization was not started in this browser, or it expired. Call the tool again for a new link.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: flowCookiePrefix + state, Value: "", Path: base + "/callback", MaxAge: -1, HttpOnly: true})
+	g.clearCookie(w, r, flowCookiePrefix+state, base+"/callback")
 	a := g.userAuthzOf(fs.Upstream)
 	if a == nil {
 		authorizationPage(w, http.StatusNotFound, "This gateway no longer has that upstream.")

@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,13 +83,9 @@ func (s *OAuthSignIn) withDefaults() (*OAuthSignIn, error) {
 	return &out, nil
 }
 
-// signIn is the gateway's side of OAuthSignIn.
-type signIn struct {
-	cfg   *OAuthSignIn
-	authz *oauth.Authorizer
-}
-
-func newSignIn(g *Gateway, ua *UserAuthorization) *signIn {
+// newSignIn returns the authorizer of ua.SignIn at the gateway's own
+// authorization server.
+func newSignIn(g *Gateway, ua *UserAuthorization) *oauth.Authorizer {
 	s := ua.SignIn
 	params := url.Values{}
 	for k, v := range s.AuthorizationParams {
@@ -102,7 +96,7 @@ func newSignIn(g *Gateway, ua *UserAuthorization) *signIn {
 	if s.ClientSecret == "" {
 		cfg.AuthMethod = oauth.AuthNone
 	}
-	return &signIn{cfg: s, authz: oauth.NewAuthorizer(s.Resource, cfg)}
+	return oauth.NewAuthorizer(s.Resource, cfg)
 }
 
 // signInFlow is what a sign-in's cookie carries, sealed.
@@ -136,33 +130,24 @@ func (g *Gateway) browserUser(w http.ResponseWriter, r *http.Request, base strin
 		}
 		return d, true
 	}
-	if ck, err := r.Cookie(browserUserCookie); err == nil {
-		var bs browserSession
-		if pt, err := ua.Protector.Open(r.Context(), ck.Value, []byte(browserUserBinding)); err == nil &&
-			json.Unmarshal(pt, &bs) == nil && bs.Identity != "" && time.Now().Unix() <= bs.Expires {
-			return bs.Identity, true
-		}
+	var bs browserSession
+	if g.openSealedCookie(r, browserUserCookie, browserUserBinding, &bs) && bs.Identity != "" && time.Now().Unix() <= bs.Expires {
+		return bs.Identity, true
 	}
 	// Not signed in: sign in at the gateway's authorization server, then
 	// come back here.
-	authURL, p, err := g.signIn.authz.Begin(r.Context(), nil)
+	authURL, p, err := g.signIn.Begin(r.Context(), nil)
 	if err != nil {
 		g.log.Warn("gateway: cannot start a sign-in at the gateway's authorization server", "err", err)
 		authorizationPage(w, http.StatusBadGateway, "The sign-in service cannot be reached or used now. Try again later.")
 		return "", false
 	}
-	fl, err := json.Marshal(signInFlow{Return: r.URL.Path, Expires: time.Now().Add(ua.LinkLifetime).Unix(), Pending: p})
-	var sealed string
-	if err == nil {
-		sealed, err = ua.Protector.Seal(r.Context(), []byte(signInBinding+"\x00"+p.State), fl)
-	}
-	if err != nil {
+	fl := signInFlow{Return: r.URL.Path, Expires: time.Now().Add(ua.LinkLifetime).Unix(), Pending: p}
+	if err := g.setSealedCookie(w, r, signInCookiePrefix+p.State, base+"/signin", signInBinding+"\x00"+p.State, fl, ua.LinkLifetime); err != nil {
 		g.log.Error("gateway: cannot seal a sign-in", "err", err)
 		authorizationPage(w, http.StatusInternalServerError, "The sign-in could not be started.")
 		return "", false
 	}
-	http.SetCookie(w, &http.Cookie{Name: signInCookiePrefix + p.State, Value: sealed, Path: base + "/signin",
-		MaxAge: int(ua.LinkLifetime / time.Second), HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, authURL, http.StatusFound)
 	return "", false
 }
@@ -175,19 +160,13 @@ func (g *Gateway) serveSignIn(w http.ResponseWriter, r *http.Request, base strin
 	q := r.URL.Query()
 	state := q.Get("state")
 	var fl signInFlow
-	ck, err := r.Cookie(signInCookiePrefix + state)
-	if err == nil && state != "" {
-		var pt []byte
-		if pt, err = ua.Protector.Open(r.Context(), ck.Value, []byte(signInBinding+"\x00"+state)); err == nil {
-			err = json.Unmarshal(pt, &fl)
-		}
-	}
-	if err != nil || state == "" || fl.Pending == nil || time.Now().Unix() > fl.Expires || !strings.HasPrefix(fl.Return, base+"/start/") {
+	if state == "" || !g.openSealedCookie(r, signInCookiePrefix+state, signInBinding+"\x00"+state, &fl) ||
+		fl.Pending == nil || time.Now().Unix() > fl.Expires || !strings.HasPrefix(fl.Return, base+"/start/") {
 		authorizationPage(w, http.StatusBadRequest, "This sign-in was not started in this browser, or it expired. Open the authorization link again.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: signInCookiePrefix + state, Value: "", Path: base + "/signin", MaxAge: -1, HttpOnly: true})
-	tok, err := g.signIn.authz.Finish(r.Context(), fl.Pending, q)
+	g.clearCookie(w, r, signInCookiePrefix+state, base+"/signin")
+	tok, err := g.signIn.Finish(r.Context(), fl.Pending, q)
 	if err != nil {
 		g.log.Info("gateway: a sign-in at the gateway's authorization server failed", "err", err)
 		authorizationPage(w, http.StatusBadRequest, "The sign-in failed. Open the authorization link again to retry.")
@@ -200,19 +179,12 @@ func (g *Gateway) serveSignIn(w http.ResponseWriter, r *http.Request, base strin
 		authorizationPage(w, http.StatusForbidden, "Your sign-in does not identify you as a user of this gateway.")
 		return
 	}
-	life := g.signIn.cfg.SessionLifetime
-	bs, err := json.Marshal(browserSession{Identity: d, Expires: time.Now().Add(life).Unix()})
-	var sealed string
-	if err == nil {
-		sealed, err = ua.Protector.Seal(r.Context(), []byte(browserUserBinding), bs)
-	}
-	if err != nil {
+	life := ua.SignIn.SessionLifetime
+	if err := g.setSealedCookie(w, r, browserUserCookie, base+"/", browserUserBinding, browserSession{Identity: d, Expires: time.Now().Add(life).Unix()}, life); err != nil {
 		g.log.Error("gateway: cannot seal a browser's sign-in", "err", err)
 		authorizationPage(w, http.StatusInternalServerError, "The sign-in could not be kept.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: browserUserCookie, Value: sealed, Path: base + "/",
-		MaxAge: int(life / time.Second), HttpOnly: true, Secure: secureCookies(ua, r), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, fl.Return, http.StatusFound)
 }
 
@@ -231,15 +203,40 @@ func sameUser(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-func secureCookies(ua *UserAuthorization, r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(ua.BaseURL, "https:")
+// setSealedCookie sets cookie name, sent to path for life, to v sealed
+// under binding (HttpOnly, SameSite=Lax, Secure on https). The sealed
+// value carries its own expiry, which its reader checks.
+func (g *Gateway) setSealedCookie(w http.ResponseWriter, r *http.Request, name, path, binding string, v any, life time.Duration) error {
+	pt, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	sealed, err := g.userAuth.Protector.Seal(r.Context(), []byte(binding), pt)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, g.cookie(r, name, sealed, path, int(life/time.Second)))
+	return nil
 }
 
-// newLinkID returns the random id of a start link (used once).
-func newLinkID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+// openSealedCookie reads cookie name, sealed under binding, into v; false
+// when the browser has none or it does not open.
+func (g *Gateway) openSealedCookie(r *http.Request, name, binding string, v any) bool {
+	ck, err := r.Cookie(name)
+	if err != nil {
+		return false
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	pt, err := g.userAuth.Protector.Open(r.Context(), ck.Value, []byte(binding))
+	return err == nil && json.Unmarshal(pt, v) == nil
+}
+
+// clearCookie removes cookie name (sent to path) from the browser.
+func (g *Gateway) clearCookie(w http.ResponseWriter, r *http.Request, name, path string) {
+	http.SetCookie(w, g.cookie(r, name, "", path, -1))
+}
+
+// cookie is a cookie of the authorization pages.
+func (g *Gateway) cookie(r *http.Request, name, value, path string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge, HttpOnly: true,
+		Secure: r.TLS != nil || strings.HasPrefix(g.userAuth.BaseURL, "https:"), SameSite: http.SameSiteLaxMode}
 }
