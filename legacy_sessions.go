@@ -8,10 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"net"
-	"net/netip"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/addrkey"
 	"github.com/weftmcp/weft/sessionstore"
 )
 
@@ -62,7 +61,7 @@ const (
 // that anonymous clients on different addresses get separate shares
 // instead of one shared by all of them.
 func sessionOwner(id Identity, remoteAddr string) string {
-	addr := ownerAddress(remoteAddr)
+	addr := addrkey.Of(remoteAddr)
 	if !id.Anonymous() || addr == "" {
 		return identityDigest(id)
 	}
@@ -76,26 +75,6 @@ func sessionPartition(id Identity) string {
 		return ""
 	}
 	return digestOf(partitionDomain, id.Partition)
-}
-
-// ownerAddress is the network identity of a remote address (host:port): the
-// IP address, and for IPv6 its /64 prefix (a single host usually holds a
-// whole /64). "" when the address is empty or not an IP.
-func ownerAddress(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return ""
-	}
-	ip = ip.Unmap()
-	if ip.Is6() {
-		p, _ := ip.WithZone("").Prefix(64)
-		return p.String()
-	}
-	return ip.String()
 }
 
 func digestOf(domain string, parts ...string) string {

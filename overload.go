@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/addrkey"
 )
 
 // Defaults of the overload controls in [Options].
@@ -166,7 +167,7 @@ func fairKeyOf(id Identity, remoteAddr string) fairKey {
 
 // remoteHost is the network identity of a remote address (host:port): the
 // host of an IPv4 address (a substring: no allocation on the hot path), and
-// for IPv6 its /64 prefix as the 2025 sessions count it (ownerAddress), so
+// for IPv6 its /64 prefix as the 2025 sessions count it (addrkey.Of), so
 // that one client cannot take a share per address of its /64.
 func remoteHost(addr string) string {
 	h, _, err := net.SplitHostPort(addr)
@@ -174,7 +175,7 @@ func remoteHost(addr string) string {
 		h = addr
 	}
 	if strings.Contains(h, ":") {
-		if o := ownerAddress(h); o != "" {
+		if o := addrkey.Of(h); o != "" {
 			return o
 		}
 	}

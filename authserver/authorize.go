@@ -160,8 +160,9 @@ func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) 
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if s.authorizeRate != nil {
-		if ok, wait := s.authorizeRate.allow(s.clientAddress(r), s.now()); !ok {
-			s.log.Info("authserver: authorization requests of one address over its rate; refused", "address", s.clientAddress(r))
+		addr := s.clientAddress(r)
+		if ok, wait := s.authorizeRate.Allow(ctx, addr); !ok {
+			s.log.Info("authserver: authorization requests of one address over its rate; refused", "address", addr)
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 			s.errorPage(w, http.StatusTooManyRequests, "Too many sign-ins were started from your address. Wait a minute, then start again from your application.")
 			return

@@ -89,41 +89,27 @@ func TestAuthorizeFlood(t *testing.T) {
 	}
 }
 
-// TestAddrLimiter: the bucket refills at the rate, addresses are
-// independent, an IPv6 client counts by its /64, and the tracked
-// addresses stay bounded.
-func TestAddrLimiter(t *testing.T) {
-	l := newAddrLimiter(60, 4) // one a second, 60 at once
-	t0 := time.Unix(1_000_000, 0)
-	for i := range 60 {
-		if ok, _ := l.allow("a", t0); !ok {
-			t.Fatalf("request %d of the burst refused", i+1)
-		}
-	}
-	if ok, wait := l.allow("a", t0); ok || wait != time.Second {
-		t.Errorf("past the burst: %v, wait %s; want refused, 1s", ok, wait)
-	}
-	if ok, _ := l.allow("b", t0); !ok {
-		t.Error("another address refused")
-	}
-	if ok, _ := l.allow("a", t0.Add(time.Second)); !ok {
-		t.Error("no refill after a second")
-	}
-	for _, k := range []string{"c", "d", "e", "f", "g"} {
-		l.allow(k, t0)
-	}
-	if n := len(l.buckets); n > 4 {
-		t.Errorf("%d addresses tracked, bound 4", n)
-	}
+// TestClientAddress: the authorization rate counts a browser by its IP
+// address, an IPv6 one by its /64, or by what Config.ClientAddress names
+// behind a proxy.
+func TestClientAddress(t *testing.T) {
 	s := &Server{}
-	for _, tc := range []struct{ remote, want string }{
-		{"192.0.2.7:5000", "192.0.2.7"},
-		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
-		{"[2001:db8:1:2:ffff::1]:443", "2001:db8:1:2::/64"},
-		{"[::ffff:192.0.2.7]:80", "192.0.2.7"},
+	proxied := &Server{cfg: Config{ClientAddress: func(r *http.Request) string { return r.Header.Get("X-Forwarded-For") }}}
+	for _, tc := range []struct {
+		s           *Server
+		remote, fwd string
+		want        string
+	}{
+		{s, "192.0.2.7:5000", "", "192.0.2.7"},
+		{s, "[2001:db8:1:2:3:4:5:6]:443", "", "2001:db8:1:2::/64"},
+		{s, "[2001:db8:1:2:ffff::1]:443", "", "2001:db8:1:2::/64"},
+		{s, "[::ffff:192.0.2.7]:80", "", "192.0.2.7"},
+		{proxied, "10.0.0.1:443", "2001:db8:5:6::9", "2001:db8:5:6::/64"},
+		{proxied, "10.0.0.1:443", "unknown-client", "unknown-client"},
 	} {
-		if got := s.clientAddress(&http.Request{RemoteAddr: tc.remote}); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.remote, got, tc.want)
+		r := &http.Request{RemoteAddr: tc.remote, Header: http.Header{"X-Forwarded-For": {tc.fwd}}}
+		if got := tc.s.clientAddress(r); got != tc.want {
+			t.Errorf("%s (forwarded %q): %s, want %s", tc.remote, tc.fwd, got, tc.want)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/auth"
 )
 
@@ -197,7 +198,7 @@ type Server struct {
 	requests atomic.Uint64 // authorization requests, for the periodic purge
 	// authorizeRate bounds each address's authorization requests (nil:
 	// no bound).
-	authorizeRate *addrLimiter
+	authorizeRate *weft.TokenBucket
 }
 
 // New checks cfg and returns a server. It does not contact the upstream
@@ -296,7 +297,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.AuthorizeRate = DefaultAuthorizeRate
 	}
 	if s.cfg.AuthorizeRate > 0 {
-		s.authorizeRate = newAddrLimiter(s.cfg.AuthorizeRate, maxRateAddresses)
+		s.authorizeRate = &weft.TokenBucket{Rate: float64(s.cfg.AuthorizeRate) / 60, Burst: s.cfg.AuthorizeRate, MaxKeys: maxRateAddresses, Now: s.now}
 	}
 	if s.cfg.MaxDynamicClients <= 0 {
 		s.cfg.MaxDynamicClients = DefaultMaxDynamicClients
