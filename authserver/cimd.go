@@ -105,8 +105,7 @@ type cimdFetcher struct {
 // cimdCall is one fetch that concurrent requests for its URL share.
 type cimdCall struct {
 	done chan struct{}
-	body []byte
-	ttl  time.Duration
+	c    *Client
 	err  error
 }
 
@@ -254,22 +253,18 @@ func (f *cimdFetcher) client(ctx context.Context, id string) (*Client, error) {
 			return c, nil
 		}
 	}
-	body, _, err := f.shared(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return ParseClientMetadata(id, body)
+	return f.shared(ctx, id)
 }
 
-// shared fetches id once for every concurrent request of it, within the
-// bound on fetches at once, and remembers a failure for CIMDFailureTTL; a
-// valid document is cached in the store.
-func (f *cimdFetcher) shared(ctx context.Context, id string) ([]byte, time.Duration, error) {
+// shared fetches and parses id once for every concurrent request of it,
+// within the bound on fetches at once, and remembers a failure for
+// CIMDFailureTTL; a valid document is cached in the store.
+func (f *cimdFetcher) shared(ctx context.Context, id string) (*Client, error) {
 	f.mu.Lock()
 	if fl, ok := f.failed[id]; ok {
 		if f.now().Before(fl.until) {
 			f.mu.Unlock()
-			return nil, 0, fl.err
+			return nil, fl.err
 		}
 		delete(f.failed, id)
 	}
@@ -283,21 +278,23 @@ func (f *cimdFetcher) shared(ctx context.Context, id string) ([]byte, time.Durat
 	if !leader {
 		select {
 		case <-call.done:
-			return call.body, call.ttl, call.err
+			return call.c, call.err
 		case <-ctx.Done():
-			return nil, 0, fmt.Errorf("%w: %w", ErrCIMDFetch, ctx.Err())
+			return nil, fmt.Errorf("%w: %w", ErrCIMDFetch, ctx.Err())
 		}
 	}
 	// The fetch serves every waiter: it runs to its own timeout even if
 	// this request goes away.
-	call.body, call.ttl, call.err = f.fetchInTurn(context.WithoutCancel(ctx), id)
-	if call.err == nil {
-		if _, err := ParseClientMetadata(id, call.body); err != nil {
-			call.err = err
-		} else if err := f.store.Put(ctx, Item{Kind: kindCIMD, ID: id, Data: call.body, Expires: f.now().Add(call.ttl)}); err == nil {
+	body, ttl, err := f.fetchInTurn(context.WithoutCancel(ctx), id)
+	if err == nil {
+		call.c, err = ParseClientMetadata(id, body)
+	}
+	if err == nil {
+		if err := f.store.Put(ctx, Item{Kind: kindCIMD, ID: id, Data: body, Expires: f.now().Add(ttl)}); err == nil {
 			_ = f.store.Trim(ctx, kindCIMD, f.cfg.MaxCacheEntries)
 		}
 	}
+	call.err = err
 	f.mu.Lock()
 	delete(f.inflight, id)
 	if call.err != nil && !errors.Is(call.err, errCIMDBusy) {
@@ -312,7 +309,7 @@ func (f *cimdFetcher) shared(ctx context.Context, id string) ([]byte, time.Durat
 	}
 	f.mu.Unlock()
 	close(call.done)
-	return call.body, call.ttl, call.err
+	return call.c, call.err
 }
 
 // errCIMDBusy: every fetch slot stayed taken (not remembered as the
