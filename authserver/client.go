@@ -112,8 +112,7 @@ var errUnknownClient = errors.New("unknown client")
 // dynamically registered.
 func (s *Server) client(ctx context.Context, id string) (*Client, error) {
 	if c, ok := s.clients[id]; ok {
-		c.kind = "static"
-		return c, nil
+		return c, nil // shared by every request: never written after New
 	}
 	if isURLClientID(id) {
 		if s.cfg.CIMD.Disabled {

@@ -279,6 +279,7 @@ func New(cfg Config) (*Server, error) {
 		if isURLClientID(c.ID) {
 			return nil, fmt.Errorf("%w: pre-registered client %q must not look like a metadata document URL", ErrConfig, c.ID)
 		}
+		c.kind = "static"
 		s.clients[c.ID] = &c
 	}
 	if s.upstream, err = newUpstream(cfg.Upstream, s.redirectURL()); err != nil {
