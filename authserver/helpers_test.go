@@ -273,8 +273,18 @@ var formAction = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
 
 // login runs the browser part of a flow from the authorization URL to the
 // client's redirect, approving the consent page if it appears, and returns
-// the redirect's query.
+// the redirect's query, which must not be an error.
 func (e *env) login(b *browser, authURL string) url.Values {
+	e.t.Helper()
+	q := e.flow(b, authURL)
+	if q.Get("error") != "" {
+		e.t.Fatalf("flow ended with error %s: %s", q.Get("error"), q.Get("error_description"))
+	}
+	return q
+}
+
+// flow is login that returns an error redirect's query too.
+func (e *env) flow(b *browser, authURL string) url.Values {
 	e.t.Helper()
 	resp, err := b.c.Get(authURL)
 	if err != nil {
@@ -305,9 +315,6 @@ func (e *env) login(b *browser, authURL string) url.Values {
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil || !strings.HasPrefix(loc.String(), b.stop) {
 		e.t.Fatalf("flow redirected to %q, not the client", resp.Header.Get("Location"))
-	}
-	if q := loc.Query(); q.Get("error") != "" {
-		e.t.Fatalf("flow ended with error %s: %s", q.Get("error"), q.Get("error_description"))
 	}
 	return loc.Query()
 }

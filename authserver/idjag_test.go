@@ -5,8 +5,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
-	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"testing"
@@ -185,32 +183,6 @@ func TestIDJAGProviders(t *testing.T) {
 	a, b := identity(idpA, keyA, "a"), identity(idpB, keyB, "b")
 
 	// The upstream provider's user "alice" of tenant acme (Hydra).
-	signIn := func() url.Values {
-		b := newBrowser(t, e.redirect)
-		_, challenge := pkce()
-		resp, err := b.c.Get(e.authorizeURL(e.clientID, e.redirect, challenge, "st", nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK { // the consent page: approve
-			m := formAction.FindStringSubmatch(string(body))
-			form := url.Values{"action": {"approve"}}
-			for _, h := range hiddenInput.FindAllStringSubmatch(string(body), -1) {
-				form.Set(h[1], html.UnescapeString(h[2]))
-			}
-			if resp, err = b.c.PostForm(html.UnescapeString(m[1]), form); err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return loc.Query()
-	}
 	verifier, challenge := pkce()
 	q := e.login(newBrowser(t, e.redirect), e.authorizeURL(e.clientID, e.redirect, challenge, "st-1", nil))
 	st, tok := e.token(url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
@@ -243,7 +215,8 @@ func TestIDJAGProviders(t *testing.T) {
 
 	// An upstream user whose subject spells idp B's alice is refused.
 	e.hydra.SetSubject("idp-b:alice")
-	if q := signIn(); q.Get("error") != "access_denied" {
+	_, challenge = pkce()
+	if q := e.flow(newBrowser(t, e.redirect), e.authorizeURL(e.clientID, e.redirect, challenge, "st-2", nil)); q.Get("error") != "access_denied" {
 		t.Errorf("upstream user idp-b:alice: redirect %v, want access_denied", q)
 	}
 
