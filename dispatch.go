@@ -119,7 +119,7 @@ type inbound struct {
 	out        stream
 	// conn is the stdio connection the message came on (its 2025-11-25
 	// session is the connection's); nil on HTTP.
-	conn *stdioWriter
+	conn *stdioConn
 	// early, when set, sends a reply before the handler returns (the
 	// deadline of a handler that ignores its context); the transport then
 	// drops the handler's own reply.

@@ -1,15 +1,12 @@
 package weft
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"path"
 	"sync"
 	"time"
 
 	"github.com/weftmcp/weft/internal/localsess"
-	"github.com/weftmcp/weft/sessionstore"
 )
 
 // serveLegacyHTTP is the ServeHTTP hook for the legacy era's GET (the
@@ -178,58 +175,9 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	_ = st.rc.Flush()
 	st.mu.Unlock()
 
-	keep := time.NewTicker(s.opts.KeepAlive)
-	defer keep.Stop()
-	// Re-reading the session keeps it alive while the stream is open (up
-	// to its absolute expiry) and notices its end on another instance.
-	check := time.NewTicker(max(min(l.opts.IdleTimeout/3, 30*time.Second), 10*time.Millisecond))
-	defer check.Stop()
-	subs := c.sess.Subscriptions
-	reload := func(ctx context.Context) bool {
-		sess, err := l.store.Get(ctx, sid)
-		if errors.Is(err, sessionstore.ErrNotFound) {
-			return false
-		}
-		if err == nil {
-			subs = sess.Subscriptions
-		}
-		return true
-	}
-	ctx := r.Context()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.done:
-			return
-		case <-st.ended:
-			return
-		case <-keep.C:
-			if st.write([]byte(": keep-alive\n\n")) != nil {
-				return
-			}
-		case <-check.C:
-			if !reload(ctx) {
-				return
-			}
-		case <-sub.wake:
-			reloaded := false
-			for _, ev := range sub.drain() {
-				if ev.kind == evResourceUpdated {
-					if !reloaded {
-						if !reload(ctx) {
-							return
-						}
-						reloaded = true
-					}
-					if !(&filter{uris: subs}).wants(ev) {
-						continue
-					}
-				}
-				if st.send(ev.frame()) != nil {
-					return
-				}
-			}
-		}
-	}
+	l.pumpEvents(r.Context(), eventPump{
+		sid: sid, store: l.store, sub: sub, out: st, ended: st.ended,
+		keepAlive: func() error { return st.write([]byte(": keep-alive\n\n")) },
+		check:     max(min(l.opts.IdleTimeout/3, 30*time.Second), 10*time.Millisecond),
+	})
 }

@@ -109,7 +109,7 @@ type legacyServer struct {
 	opts       LegacyOptions
 	store      sessionstore.Store
 	stdioStore *sessionstore.Memory
-	local      *localsess.Local[*legacyStream, *stdioWriter]
+	local      *localsess.Local[*legacyStream]
 	handlers   map[string]Handler // the session methods, wrapped in the middleware
 	// sweeping is set while the sweeper of the in-memory stores runs (under
 	// sweepMu, read without it on the fast path).
@@ -192,7 +192,7 @@ func newLegacyServer(s *Server, o LegacyOptions) (*legacyServer, error) {
 	case o.Limits != (sessionstore.Limits{}) && !o.InMemorySessions:
 		return nil, errors.New("weft: LegacyOptions.Limits bound the in-memory session store: set LegacyOptions.InMemorySessions, or the limits of your Store")
 	}
-	l := &legacyServer{srv: s, opts: o, local: localsess.New[*legacyStream, *stdioWriter](s.opts.Events != nil)}
+	l := &legacyServer{srv: s, opts: o, local: localsess.New[*legacyStream](s.opts.Events != nil)}
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}
@@ -298,12 +298,11 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 	mv, _ := v.Get("method")
 	method, _ := mv.AsString()
 	if in.header == nil {
-		w := in.conn
-		if w == nil {
+		if in.conn == nil {
 			return reply{}, false
 		}
-		sid, open := l.local.StdioSession(w)
-		if !open && method != "initialize" {
+		sid, _ := in.conn.session()
+		if sid == "" && method != "initialize" {
 			return reply{}, false
 		}
 		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt, ""), true
@@ -468,7 +467,7 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 // serveRequest dispatches one admitted request of a session.
 func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m message, params exactjson.Value, name target, nameErr *Error, rt *requestTelemetry) reply {
 	s := l.srv
-	h, ok := l.handler(m.method)
+	h, ok := l.handler(m.method, c.stateless())
 	if !ok {
 		return reply{err: legacyMethodNotFound(m.method)}
 	}
@@ -523,11 +522,11 @@ func (l *legacyServer) request(c *legacyConn, method string, id ID, name string,
 
 // handler returns the middleware-wrapped handler of a method a session may
 // call: the session methods, and the 2026-07-28 methods that also exist in
-// 2025-11-25 (not discovery, listen or the tasks extension). Without
-// sessions there is nothing to keep a log level or subscriptions in.
-func (l *legacyServer) handler(method string) (Handler, bool) {
+// 2025-11-25 (not discovery, listen or the tasks extension). A stateless
+// request has no session to keep a log level or subscriptions in.
+func (l *legacyServer) handler(method string, stateless bool) (Handler, bool) {
 	if h, ok := l.handlers[method]; ok {
-		if l.stateless() && (method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe") {
+		if stateless && (method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe") {
 			return nil, false
 		}
 		if method == "resources/subscribe" || method == "resources/unsubscribe" {
@@ -703,7 +702,14 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 		return nil, withStatus(internalError(fmt.Errorf("weft: storing a legacy session: %w", err)), http.StatusServiceUnavailable)
 	}
 	if c.transport == "stdio" {
-		l.local.SetStdioSession(c.in.conn, sid)
+		// The session's events start when this response is out
+		// (ServeStdio); the subscription starts now, so none is lost.
+		sub := s.bus.subscribe()
+		if !c.in.conn.bind(sid, sub) {
+			s.bus.unsubscribe(sub)
+			_, _ = c.store.Delete(ctx, sid)
+			return nil, withStatus(protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), http.StatusBadRequest)
+		}
 	}
 	return &InitializeResult{
 		ProtocolVersion: version,

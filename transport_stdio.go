@@ -17,11 +17,29 @@ import (
 // Requests run concurrently; notifications/cancelled cancels the named
 // request (which then sends nothing more). It returns nil at EOF on r, after
 // in-flight requests finish, or ctx's error when ctx ends first. Nothing but
-// protocol messages is written to w: logs go to Options.Logger.
+// protocol messages is written to w, each one whole on its line: logs go to
+// Options.Logger.
+//
+// A 2025-era client's initialize opens a session for the connection, which
+// then hears about changes between its requests, as the GET stream of an
+// HTTP session does: list changes of tools, prompts and resources, and
+// resources/updated for the URIs it subscribed to. The session ends with the
+// connection.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
-	out := &stdioWriter{w: bufio.NewWriter(w)}
+	out := &stdioConn{w: bufio.NewWriter(w)}
+	// The session's events run until the requests are done: at EOF they
+	// finish first, so a change they announce still reaches the client.
+	evCtx, stopEvents := context.WithCancel(ctx)
+	var events sync.WaitGroup
+	defer func() {
+		stopEvents()
+		events.Wait()
+		if s.legacy != nil {
+			s.legacy.endStdio(out)
+		}
+	}()
 	var (
 		mu       sync.Mutex
 		inflight = map[string]context.CancelFunc{}
@@ -107,10 +125,18 @@ loop:
 					delete(inflight, key)
 					mu.Unlock()
 				}
-				if rep.none || rctx.Err() != nil {
-					return // notification, or cancelled: send nothing more
+				if !rep.none && rctx.Err() == nil { // a notification, or cancelled: nothing more
+					send(rep)
 				}
-				send(rep)
+				if s.legacy != nil && out.startEvents() {
+					// The initialize response is out: the session's events
+					// follow it.
+					events.Add(1)
+					go func() {
+						defer events.Done()
+						s.legacy.stdioEvents(evCtx, out)
+					}()
+				}
 			}()
 		}
 	}
@@ -183,12 +209,62 @@ func requestKey(line []byte) string {
 	return ID{id}.key()
 }
 
-type stdioWriter struct {
-	mu sync.Mutex
+// stdioConn is one stdio connection: its writer, which puts each message
+// whole on its line, and the 2025-era session its initialize opened.
+type stdioConn struct {
+	mu sync.Mutex // held while a message is written
 	w  *bufio.Writer
+
+	smu sync.Mutex
+	sid string
+	// sub is the session's bus subscription, from its initialize until the
+	// connection ends; pumping reports that its event pump was started.
+	sub      *subscriber
+	pumping  bool
+	released bool
 }
 
-func (o *stdioWriter) write(msg []byte) error {
+// bind records the session the connection's initialize opened and its bus
+// subscription; false when the connection has one already (or has ended).
+func (o *stdioConn) bind(sid string, sub *subscriber) bool {
+	o.smu.Lock()
+	defer o.smu.Unlock()
+	if o.sid != "" || o.released {
+		return false
+	}
+	o.sid, o.sub = sid, sub
+	return true
+}
+
+// session returns the connection's session and its bus subscription.
+func (o *stdioConn) session() (string, *subscriber) {
+	o.smu.Lock()
+	defer o.smu.Unlock()
+	return o.sid, o.sub
+}
+
+// startEvents reports, once, that the connection has a session whose event
+// pump should start.
+func (o *stdioConn) startEvents() bool {
+	o.smu.Lock()
+	defer o.smu.Unlock()
+	if o.sub == nil || o.pumping || o.released {
+		return false
+	}
+	o.pumping = true
+	return true
+}
+
+// release takes the session away from the ended connection.
+func (o *stdioConn) release() (string, *subscriber) {
+	o.smu.Lock()
+	defer o.smu.Unlock()
+	sid, sub := o.sid, o.sub
+	o.sub, o.released = nil, true
+	return sid, sub
+}
+
+func (o *stdioConn) write(msg []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, err := o.w.Write(msg); err != nil {
@@ -201,7 +277,7 @@ func (o *stdioWriter) write(msg []byte) error {
 }
 
 type stdioNotifier struct {
-	out *stdioWriter
+	out *stdioConn
 	ctx context.Context
 }
 

@@ -1,7 +1,7 @@
 // Package localsess is what one instance holds for the 2025-11-25 sessions
 // it serves and that cannot move between instances: open GET streams,
-// in-flight calls, stdio connections, and the digests by which the fleet
-// names them on its event bus without revealing session ids.
+// in-flight calls, and the digests by which the fleet names them on its
+// event bus without revealing session ids.
 package localsess
 
 import (
@@ -13,11 +13,10 @@ import (
 
 // Local is what one instance holds for sessions: their open GET
 // streams and in-flight calls. None of it moves between instances.
-type Local[S Stream, C comparable] struct {
+type Local[S Stream] struct {
 	mu      sync.Mutex
 	streams map[string]S
 	calls   map[string]map[string]context.CancelFunc // session -> request id key -> cancel
-	stdio   map[C]string                             // stdio connection -> its session
 	// byDigest finds a session with calls or a stream here from its
 	// fleetDigest, for cancellations that arrive on another instance; kept
 	// only when fleet (the server has a fleet event bus).
@@ -33,9 +32,9 @@ type Stream interface {
 
 // New returns an empty registry; fleet keeps the digest index that
 // cancellations from other instances are looked up in.
-func New[S Stream, C comparable](fleet bool) *Local[S, C] {
-	return &Local[S, C]{streams: map[string]S{}, calls: map[string]map[string]context.CancelFunc{},
-		stdio: map[C]string{}, byDigest: map[string]string{}, fleet: fleet}
+func New[S Stream](fleet bool) *Local[S] {
+	return &Local[S]{streams: map[string]S{}, calls: map[string]map[string]context.CancelFunc{},
+		byDigest: map[string]string{}, fleet: fleet}
 }
 
 // fleetDigest names a session, or a call of a session, on the fleet's
@@ -60,7 +59,7 @@ func CallDigest(sid, key string) string { return fleetDigest("weft legacy call",
 
 // track and untrack keep byDigest in step with the sessions that have calls
 // or a stream here (l.mu held).
-func (l *Local[S, C]) track(sid string) {
+func (l *Local[S]) track(sid string) {
 	if !l.fleet {
 		return
 	}
@@ -71,7 +70,7 @@ func (l *Local[S, C]) track(sid string) {
 	}
 }
 
-func (l *Local[S, C]) untrack(sid string) {
+func (l *Local[S]) untrack(sid string) {
 	if !l.fleet {
 		return
 	}
@@ -83,7 +82,7 @@ func (l *Local[S, C]) untrack(sid string) {
 }
 
 // AddStream registers the GET stream of a session; false if one is open.
-func (l *Local[S, C]) AddStream(sid string, st S) bool {
+func (l *Local[S]) AddStream(sid string, st S) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.streams[sid]; ok {
@@ -95,7 +94,7 @@ func (l *Local[S, C]) AddStream(sid string, st S) bool {
 }
 
 // RemoveStream unregisters the GET stream st of a session.
-func (l *Local[S, C]) RemoveStream(sid string, st S) {
+func (l *Local[S]) RemoveStream(sid string, st S) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if cur, ok := l.streams[sid]; ok && cur == st {
@@ -105,7 +104,7 @@ func (l *Local[S, C]) RemoveStream(sid string, st S) {
 }
 
 // Stream returns the GET stream of a session held here.
-func (l *Local[S, C]) Stream(sid string) (S, bool) {
+func (l *Local[S]) Stream(sid string) (S, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st, ok := l.streams[sid]
@@ -114,7 +113,7 @@ func (l *Local[S, C]) Stream(sid string) (S, bool) {
 
 // AddCall registers an in-flight call so that notifications/cancelled and
 // DELETE can cancel it; the returned function unregisters it.
-func (l *Local[S, C]) AddCall(sid, key string, cancel context.CancelFunc) func() {
+func (l *Local[S]) AddCall(sid, key string, cancel context.CancelFunc) func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := l.calls[sid]
@@ -141,7 +140,7 @@ func (l *Local[S, C]) AddCall(sid, key string, cancel context.CancelFunc) func()
 }
 
 // CancelCall cancels a call running here; it reports whether there was one.
-func (l *Local[S, C]) CancelCall(sid, key string) bool {
+func (l *Local[S]) CancelCall(sid, key string) bool {
 	l.mu.Lock()
 	cancel := l.calls[sid][key]
 	l.mu.Unlock()
@@ -153,7 +152,7 @@ func (l *Local[S, C]) CancelCall(sid, key string) bool {
 
 // CancelByDigest cancels the call named by a fleet cancellation, if it runs
 // here.
-func (l *Local[S, C]) CancelByDigest(sessionD, callD string) {
+func (l *Local[S]) CancelByDigest(sessionD, callD string) {
 	l.mu.Lock()
 	sid, ok := l.byDigest[sessionD]
 	var cancel context.CancelFunc
@@ -173,7 +172,7 @@ func (l *Local[S, C]) CancelByDigest(sessionD, callD string) {
 
 // EndByDigest ends what this instance holds for a session deleted on
 // another instance.
-func (l *Local[S, C]) EndByDigest(sessionD string) {
+func (l *Local[S]) EndByDigest(sessionD string) {
 	l.mu.Lock()
 	sid, ok := l.byDigest[sessionD]
 	l.mu.Unlock()
@@ -183,7 +182,7 @@ func (l *Local[S, C]) EndByDigest(sessionD string) {
 }
 
 // End cancels what this instance holds for a deleted session.
-func (l *Local[S, C]) End(sid string) {
+func (l *Local[S]) End(sid string) {
 	l.mu.Lock()
 	st, hasStream := l.streams[sid]
 	calls := l.calls[sid]
@@ -196,19 +195,4 @@ func (l *Local[S, C]) End(sid string) {
 	if hasStream {
 		st.End()
 	}
-}
-
-// StdioSession returns the session of a stdio connection.
-func (l *Local[S, C]) StdioSession(w C) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sid, ok := l.stdio[w]
-	return sid, ok
-}
-
-// SetStdioSession records the session of a stdio connection.
-func (l *Local[S, C]) SetStdioSession(w C, sid string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stdio[w] = sid
 }

@@ -1,0 +1,340 @@
+package weft
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// legacyStdio is a 2025-era client typing raw JSON-RPC lines to ServeStdio
+// over pipes, reading its output line by line.
+type legacyStdio struct {
+	t *testing.T
+	p *pipeStdio
+}
+
+func startLegacyStdio(t *testing.T, s *Server) *legacyStdio {
+	t.Helper()
+	c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
+	c.send(1, "initialize", M{"protocolVersion": "2025-11-25", "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
+	init := c.next()
+	if string(init.ID) != "1" || init.Error != nil {
+		t.Fatalf("initialize: %+v", init)
+	}
+	c.notify("notifications/initialized", nil)
+	return c
+}
+
+func (c *legacyStdio) write(b []byte) {
+	c.t.Helper()
+	if _, err := c.p.in.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *legacyStdio) send(id any, method string, params M) {
+	c.t.Helper()
+	m := M{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.write(b)
+}
+
+func (c *legacyStdio) notify(method string, params M) {
+	c.t.Helper()
+	m := M{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.write(b)
+}
+
+// next reads the next line, which must be one whole JSON-RPC message.
+func (c *legacyStdio) next() rpcMsg {
+	c.t.Helper()
+	line := c.p.line(c.t)
+	var m rpcMsg
+	if err := json.Unmarshal(line, &m); err != nil || m.JSONRPC != "2.0" {
+		c.t.Fatalf("not one JSON-RPC message: %q (%v)", line, err)
+	}
+	return m
+}
+
+// note reads the next line, which must be the notification method (with
+// params.uri equal to uri when uri is not empty).
+func (c *legacyStdio) note(method, uri string) {
+	c.t.Helper()
+	m := c.next()
+	if m.Method != method || m.ID != nil {
+		c.t.Fatalf("got %+v, want the notification %s", m, method)
+	}
+	if uri != "" {
+		if got := noteURI(m); got != uri {
+			c.t.Fatalf("%s for %q, want %q", method, got, uri)
+		}
+	}
+}
+
+// ok reads the next line, which must be the empty result of request id.
+func (c *legacyStdio) ok(id string) {
+	c.t.Helper()
+	m := c.next()
+	if string(m.ID) != id || m.Error != nil {
+		c.t.Fatalf("got %+v (error %+v), want the result of request %s", m, m.Error, id)
+	}
+}
+
+func readText(text string) ResourceHandler {
+	return func(ctx context.Context, req *Request) (*ReadResourceResult, error) {
+		return &ReadResourceResult{Contents: []ResourceContents{TextResource(req.Name, "text/plain", text)}}, nil
+	}
+}
+
+func promptText(text string) PromptHandler {
+	return func(ctx context.Context, req *Request, args map[string]string) (*GetPromptResult, error) {
+		return &GetPromptResult{Messages: []PromptMessage{{Role: RoleUser, Content: TextContent(text)}}}, nil
+	}
+}
+
+// TestLegacyStdioEvents types a 2025-era session line by line: it hears the
+// list changes of tools, prompts and resources and the updates of the
+// resources it subscribed to, and no others; after unsubscribe no update of
+// that resource arrives.
+func TestLegacyStdioEvents(t *testing.T) {
+	s, _ := newServer(t, nil)
+	addText(t, s, "t", "ok")
+	for _, uri := range []string{"test://a", "test://b"} {
+		must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: uri, Name: uri}}, readText(uri)))
+	}
+	must(t, s.AddPrompt(Prompt{Name: "p"}, promptText("p")))
+	c := startLegacyStdio(t, s)
+
+	c.send(2, "resources/subscribe", M{"uri": "test://a"})
+	c.ok("2")
+	// Each step publishes what must not arrive first, then what must: the
+	// session's events keep their order, so the next line tells.
+	s.NotifyResourceUpdated("test://b")
+	s.NotifyResourceUpdated("test://a")
+	c.note("notifications/resources/updated", "test://a")
+	must(t, s.AddTool(Tool{Name: "t2", Description: "Added."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		return textResult("t2"), nil
+	}))
+	c.note("notifications/tools/list_changed", "")
+	must(t, s.AddPrompt(Prompt{Name: "p2"}, promptText("p2")))
+	c.note("notifications/prompts/list_changed", "")
+	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://c", Name: "c"}}, readText("c")))
+	c.note("notifications/resources/list_changed", "")
+
+	c.send(3, "resources/unsubscribe", M{"uri": "test://a"})
+	c.ok("3")
+	c.send(4, "resources/subscribe", M{"uri": "test://b"})
+	c.ok("4")
+	s.NotifyResourceUpdated("test://a")
+	s.NotifyResourceUpdated("test://b")
+	c.note("notifications/resources/updated", "test://b")
+
+	// A request after the events is answered as usual, and EOF ends the
+	// connection with nothing more written.
+	c.send(5, "ping", nil)
+	c.ok("5")
+	c.p.in.Close()
+	if err := waitFor(t, c.p.done, "ServeStdio returning at EOF"); err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	if rest, _ := io.ReadAll(c.p.out); len(rest) != 0 {
+		t.Errorf("written after the last answer: %q", rest)
+	}
+}
+
+// TestLegacyStdioSessionEnds checks that a stdio connection's end releases
+// its session: the session record and its bus subscription go, and later
+// changes are not kept for it.
+func TestLegacyStdioSessionEnds(t *testing.T) {
+	s, _ := newServer(t, nil)
+	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://a", Name: "a"}}, readText("a")))
+	subscribers := func() int {
+		s.bus.mu.Lock()
+		defer s.bus.mu.Unlock()
+		return len(s.bus.subs)
+	}
+	before := subscribers()
+	c := startLegacyStdio(t, s)
+	c.send(2, "resources/subscribe", M{"uri": "test://a"})
+	c.ok("2")
+	if got := s.legacy.stdioStore.Len(); got != 1 {
+		t.Fatalf("%d stdio sessions while connected, want 1", got)
+	}
+	if got := subscribers(); got != before+1 {
+		t.Fatalf("%d bus subscribers while connected, want %d", got, before+1)
+	}
+	c.p.in.Close()
+	if err := waitFor(t, c.p.done, "ServeStdio returning at EOF"); err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+	if got := s.legacy.stdioStore.Len(); got != 0 {
+		t.Errorf("%d stdio sessions after the connection ended, want 0", got)
+	}
+	if got := subscribers(); got != before {
+		t.Errorf("%d bus subscribers after the connection ended, want %d", got, before)
+	}
+}
+
+// TestLegacyStdioSecondInitialize refuses a second initialize on a
+// connection that has a session, which keeps its events.
+func TestLegacyStdioSecondInitialize(t *testing.T) {
+	s, _ := newServer(t, nil)
+	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://a", Name: "a"}}, readText("a")))
+	c := startLegacyStdio(t, s)
+	c.send(2, "initialize", M{"protocolVersion": "2025-11-25", "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
+	if m := c.next(); m.Error == nil || m.Error.Code != CodeInvalidRequest {
+		t.Fatalf("second initialize: %+v", m)
+	}
+	if got := s.legacy.stdioStore.Len(); got != 1 {
+		t.Errorf("%d stdio sessions, want 1", got)
+	}
+	c.send(3, "resources/subscribe", M{"uri": "test://a"})
+	c.ok("3")
+	s.NotifyResourceUpdated("test://a")
+	c.note("notifications/resources/updated", "test://a")
+}
+
+// TestLegacyStdioFlood floods resource updates and list changes while calls
+// are answered: every line is one whole JSON-RPC message, every call is
+// answered once, and the updates arrive coalesced (never more than were
+// published).
+func TestLegacyStdioFlood(t *testing.T) {
+	const (
+		calls         = 200
+		uris          = 50
+		maxPublishes  = 100000
+		changesPeriod = 100 // a list change every this many updates
+	)
+	s, _ := newServer(t, nil)
+	must(t, s.AddTool(Tool{Name: "echo", Description: "Echoes its argument, padded."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		n, _ := req.Arguments().Get("n")
+		return textResult(fmt.Sprintf("%s:%s", n.String(), strings.Repeat("x", 4096))), nil
+	}))
+	for i := range uris {
+		uri := fmt.Sprintf("test://r/%d", i)
+		must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: uri, Name: uri}}, readText(uri)))
+	}
+	c := startLegacyStdio(t, s)
+	c.send("sub", "resources/subscribe", M{"uri": "test://r"}) // the prefix covers every test://r/N
+	c.ok(`"sub"`)
+
+	// Updates are published until every call is answered, so they
+	// interleave with the answers.
+	var (
+		wg        sync.WaitGroup
+		stop      atomic.Bool
+		published int
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ; published < maxPublishes && !stop.Load(); published++ {
+			if published%changesPeriod == changesPeriod-1 {
+				s.NotifyResourcesChanged()
+			}
+			s.NotifyResourceUpdated(fmt.Sprintf("test://r/%d", published%uris))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range calls {
+			c.send(i, "tools/call", M{"name": "echo", "arguments": M{"n": i}})
+		}
+	}()
+	answered := make(map[string]bool, calls)
+	updates, changes := 0, 0
+	for len(answered) < calls {
+		line := c.p.line(t)
+		if bytes.Count(line, []byte("\n")) != 1 || !json.Valid(line) {
+			t.Fatalf("not one whole JSON-RPC message per line: %q", line)
+		}
+		var m rpcMsg
+		if err := json.Unmarshal(line, &m); err != nil || m.JSONRPC != "2.0" {
+			t.Fatalf("not a JSON-RPC message: %q", line)
+		}
+		switch {
+		case m.ID != nil:
+			id := string(m.ID)
+			if answered[id] {
+				t.Fatalf("request %s answered twice", id)
+			}
+			if m.Error != nil || !strings.HasPrefix(textOfResult(t, m), id+":") {
+				t.Fatalf("request %s: %q", id, line)
+			}
+			answered[id] = true
+		case m.Method == "notifications/resources/updated":
+			if uri := noteURI(m); !strings.HasPrefix(uri, "test://r/") {
+				t.Fatalf("update of %q", uri)
+			}
+			updates++
+		case m.Method == "notifications/resources/list_changed":
+			changes++
+		default:
+			t.Fatalf("unexpected message %q", line)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	// The last publication always arrives: a marker after the flood shows
+	// where it ends.
+	s.NotifyResourceUpdated("test://r/marker")
+	for {
+		m := c.next()
+		if m.Method == "notifications/resources/updated" && noteURI(m) == "test://r/marker" {
+			break
+		}
+		switch m.Method {
+		case "notifications/resources/updated":
+			updates++
+		case "notifications/resources/list_changed":
+			changes++
+		default:
+			t.Fatalf("unexpected message after the calls: %+v", m)
+		}
+	}
+	if updates == 0 || updates > published || changes > published/changesPeriod {
+		t.Errorf("%d updates and %d list changes delivered for %d and %d published", updates, changes, published, published/changesPeriod)
+	}
+	t.Logf("%d updates and %d list changes delivered for %d and %d published", updates, changes, published, published/changesPeriod)
+}
+
+func textOfResult(t *testing.T, m rpcMsg) string {
+	t.Helper()
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || len(r.Content) != 1 {
+		return ""
+	}
+	return r.Content[0].Text
+}
+
+// noteURI is params.uri of a notification.
+func noteURI(m rpcMsg) string {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	return p.URI
+}
