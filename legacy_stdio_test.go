@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,4 +338,143 @@ func noteURI(m rpcMsg) string {
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	return p.URI
+}
+
+// eventsSide is one client of TestCapabilityClaimsMatchDelivery: the
+// capabilities the server advertised to it, and the next notification it
+// hears (nil when it can hear none).
+type eventsSide struct {
+	caps M
+	next func() rpcMsg
+}
+
+// TestCapabilityClaimsMatchDelivery holds every transport and era to what
+// the server advertises: where it claims tools, prompts or resources
+// listChanged or resources subscribe, the notification arrives after the
+// change (and an update arrives only for the subscribed URI); where it
+// claims none (2025-era HTTP without sessions), nothing can be subscribed.
+func TestCapabilityClaimsMatchDelivery(t *testing.T) {
+	const watched, other = "test://a", "test://b"
+	filter := M{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": []any{watched}}
+	modernCaps := func(t *testing.T, r resp) M {
+		caps, _ := r.result(t)["capabilities"].(map[string]any)
+		return caps
+	}
+	stdioNext := func(t *testing.T, c *legacyStdio) func() rpcMsg {
+		return func() rpcMsg {
+			t.Helper()
+			for {
+				if m := c.next(); m.Method != "notifications/message" {
+					return m
+				}
+			}
+		}
+	}
+	rows := []struct {
+		name      string
+		stateless bool // 2025-era HTTP without sessions
+		open      func(t *testing.T, s *Server) eventsSide
+	}{
+		{"2026-07-28 HTTP", false, func(t *testing.T, s *Server) eventsSide {
+			ts := startHTTP(t, s)
+			caps := modernCaps(t, rpc(t, ts.URL, 1, "server/discover", params(nil)))
+			_, st, _ := listen(t, ts.URL, 2, filter)
+			return eventsSide{caps, func() rpcMsg { m, _ := st.nextMsg(); return m }}
+		}},
+		{"2026-07-28 stdio", false, func(t *testing.T, s *Server) eventsSide {
+			c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
+			c.send(1, "server/discover", params(nil))
+			d := c.next()
+			var caps struct {
+				Capabilities M `json:"capabilities"`
+			}
+			if err := json.Unmarshal(d.Result, &caps); err != nil {
+				t.Fatalf("server/discover: %+v", d)
+			}
+			c.send(2, "subscriptions/listen", params(M{"notifications": filter}))
+			c.note("notifications/subscriptions/acknowledged", "")
+			return eventsSide{caps.Capabilities, stdioNext(t, c)}
+		}},
+		{"2025-11-25 HTTP session", false, func(t *testing.T, s *Server) eventsSide {
+			ts := startHTTP(t, s)
+			c := newLegacyClient(t, ts.URL)
+			caps, _ := c.initialize()["capabilities"].(map[string]any)
+			if r := c.call(1, "resources/subscribe", M{"uri": watched}); r.Status != http.StatusOK || r.result(t) == nil {
+				t.Fatalf("resources/subscribe: %v", r)
+			}
+			res, st := c.openGet(t.Context())
+			t.Cleanup(func() { res.Body.Close() })
+			return eventsSide{caps, func() rpcMsg { m, _ := st.nextMsg(); return m }}
+		}},
+		{"2025-11-25 HTTP stateless", true, func(t *testing.T, s *Server) eventsSide {
+			ts := startHTTP(t, s)
+			r := post(t, ts.URL, body(t, 1, "initialize", M{"protocolVersion": LegacyVersion20251125, "capabilities": M{},
+				"clientInfo": M{"name": "raw", "version": "1"}}), stdHeaders(nil))
+			if r.Header.Get("Mcp-Session-Id") != "" {
+				t.Fatalf("a stateless server opened a session: %v", r)
+			}
+			caps, _ := r.result(t)["capabilities"].(map[string]any)
+			h := stdHeaders(nil)
+			h.Set("MCP-Protocol-Version", LegacyVersion20251125)
+			if sub := post(t, ts.URL, body(t, 2, "resources/subscribe", M{"uri": watched}), h); sub.Status != http.StatusOK || sub.wantError(t, http.StatusOK, CodeMethodNotFound) == nil {
+				t.Fatalf("resources/subscribe without a session: %v", sub)
+			}
+			return eventsSide{caps: caps}
+		}},
+		{"2025-11-25 stdio", false, func(t *testing.T, s *Server) eventsSide {
+			c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
+			c.send(1, "initialize", M{"protocolVersion": LegacyVersion20251125, "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
+			var init struct {
+				Capabilities M `json:"capabilities"`
+			}
+			if m := c.next(); json.Unmarshal(m.Result, &init) != nil {
+				t.Fatalf("initialize: %+v", m)
+			}
+			c.notify("notifications/initialized", nil)
+			c.send(2, "resources/subscribe", M{"uri": watched})
+			c.ok("2")
+			return eventsSide{init.Capabilities, stdioNext(t, c)}
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			opts := &Options{}
+			if !row.stateless {
+				opts.Legacy.InMemorySessions = true
+			}
+			s := listenServer(t, opts)
+			must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: other, Name: "b"}}, readText("b")))
+			side := row.open(t, s)
+			claims := func(list, flag string) bool {
+				c, _ := side.caps[list].(map[string]any)
+				return c[flag] == true
+			}
+			changes := []struct {
+				list, flag, method string
+				change             func()
+			}{
+				{"tools", "listChanged", "notifications/tools/list_changed", func() { addText(t, s, "t2", "two") }},
+				{"prompts", "listChanged", "notifications/prompts/list_changed", func() { must(t, s.AddPrompt(Prompt{Name: "p2"}, promptText("p2"))) }},
+				{"resources", "listChanged", "notifications/resources/list_changed", func() { s.NotifyResourcesChanged() }},
+				{"resources", "subscribe", "notifications/resources/updated", func() {
+					s.NotifyResourceUpdated(other) // not subscribed: must not arrive
+					s.NotifyResourceUpdated(watched)
+				}},
+			}
+			for _, ch := range changes {
+				claimed := claims(ch.list, ch.flag)
+				if claimed == row.stateless {
+					t.Errorf("%s.%s claimed: %v", ch.list, ch.flag, claimed)
+				}
+				if !claimed {
+					continue
+				}
+				ch.change()
+				m := side.next()
+				if m.Method != ch.method || (ch.flag == "subscribe" && noteURI(m) != watched) {
+					t.Errorf("%s.%s is claimed; after the change the client heard %+v, want %s", ch.list, ch.flag, m, ch.method)
+				}
+			}
+		})
+	}
 }
