@@ -580,11 +580,19 @@ func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*li
 // listenLoop delivers events to an open stream until the client leaves or
 // the server shuts down.
 func (s *Server) listenLoop(ctx context.Context, req *Request, st *listenState) (Result, error) {
+	// A stdio client that closed its side can no longer cancel the stream:
+	// it ends as at shutdown, so the connection can end.
+	var hangup <-chan struct{}
+	if h, ok := req.out.(interface{ hangup() <-chan struct{} }); ok {
+		hangup = h.hangup()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, errNoReply // the client went away: nothing more is sent
 		case <-s.done:
+			return &EmptyResult{Meta: st.subMeta}, nil
+		case <-hangup:
 			return &EmptyResult{Meta: st.subMeta}, nil
 		case id, ok := <-st.taskEvents:
 			if !ok {

@@ -28,7 +28,7 @@ import (
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
-	out := &stdioConn{w: bufio.NewWriter(w)}
+	out := &stdioConn{w: bufio.NewWriter(w), hangup: make(chan struct{})}
 	// The session's events run until the requests are done: at EOF they
 	// finish first, so a change they announce still reaches the client.
 	evCtx, stopEvents := context.WithCancel(ctx)
@@ -73,6 +73,10 @@ loop:
 			result = ctx.Err()
 			break loop
 		case err := <-readErr:
+			// Nothing more can arrive: the streams that only the client
+			// could end (subscriptions/listen) end now, and the requests
+			// that finish on their own are answered first.
+			close(out.hangup)
 			if !errors.Is(err, io.EOF) {
 				result = fmt.Errorf("weft: stdio read: %w", err)
 			}
@@ -214,6 +218,9 @@ func requestKey(line []byte) string {
 type stdioConn struct {
 	mu sync.Mutex // held while a message is written
 	w  *bufio.Writer
+	// hangup is closed when the client's side of the connection ends (EOF
+	// or a read error).
+	hangup chan struct{}
 
 	smu sync.Mutex
 	sid string
@@ -282,6 +289,9 @@ type stdioNotifier struct {
 }
 
 func (n *stdioNotifier) canStream() bool { return true }
+
+// hangup is closed when the client's side of the connection has ended.
+func (n *stdioNotifier) hangup() <-chan struct{} { return n.out.hangup }
 
 func (n *stdioNotifier) send(f frame) error {
 	if n.ctx.Err() != nil {

@@ -388,3 +388,39 @@ func TestServeStdioContextCancel(t *testing.T) {
 		t.Errorf("a cancelled request answered: %q", rest)
 	}
 }
+
+// TestServeStdioEOFEndsListen: a client that closes its side of the
+// connection can no longer cancel its subscriptions/listen stream, so EOF
+// ends the stream with its result (as shutdown does) and ServeStdio
+// returns, after answering a call still running.
+func TestServeStdioEOFEndsListen(t *testing.T) {
+	s := listenServer(t, nil)
+	release := make(chan struct{})
+	must(t, s.AddTool(Tool{Name: "slow", Description: "Finishes when released."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+		<-release
+		return textResult("done"), nil
+	}))
+	p := startPipeStdio(t, s, t.Context())
+	send := func(b []byte) {
+		if _, err := p.in.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(body(t, "listen", "subscriptions/listen", params(M{"notifications": M{"toolsListChanged": true}})))
+	if got := p.line(t); !bytes.Contains(got, []byte("notifications/subscriptions/acknowledged")) {
+		t.Fatalf("first line %q, want the acknowledgement", got)
+	}
+	send(body(t, "slow", "tools/call", toolCall(nil, "slow", nil)))
+	p.in.Close()
+	got := p.line(t)
+	if !bytes.HasPrefix(got, []byte(`{"jsonrpc":"2.0","id":"listen","result":`)) {
+		t.Fatalf("after EOF %q, want the listen stream's result", got)
+	}
+	close(release)
+	if got := p.line(t); !bytes.HasPrefix(got, []byte(`{"jsonrpc":"2.0","id":"slow","result":`)) {
+		t.Fatalf("%q, want the running call's result", got)
+	}
+	if err := waitFor(t, p.done, "ServeStdio returning at EOF"); err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+}
