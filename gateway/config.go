@@ -374,6 +374,7 @@ func ParseConfig(data []byte, format string) (*Config, error) {
 		if err := yaml.Unmarshal(data, &node); err != nil {
 			return nil, fmt.Errorf("YAML: %w", err)
 		}
+		keepDates(&node)
 		var doc any
 		if err := node.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("YAML: %w", err)
@@ -452,6 +453,18 @@ func jsonLine(data []byte, err error) string {
 		return ""
 	}
 	return fmt.Sprintf("line %d: ", 1+bytes.Count(data[:max(off-1, 0)], []byte("\n")))
+}
+
+// keepDates makes the plain scalars YAML would read as timestamps strings as
+// written, so that an unquoted protocol revision (protocol: 2025-11-25) is
+// the revision, not midnight of that day.
+func keepDates(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 && n.ShortTag() == "!!timestamp" {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		keepDates(c)
+	}
 }
 
 // yamlLine returns "line N: " for an error of the decoder of the YAML

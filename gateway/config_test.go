@@ -260,3 +260,18 @@ func TestLoadConfigRelativePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestParseConfigUnquotedRevision: YAML reads an unquoted date as a
+// timestamp; a protocol revision written plainly is still the revision, and
+// so is any other value that looks like a date.
+func TestParseConfigUnquotedRevision(t *testing.T) {
+	for _, rev := range []string{"2025-11-25", "2025-06-18", "2026-07-28", `"2025-11-25"`} {
+		c, err := ParseConfig([]byte("upstreams:\n  - name: a\n    command: srv\n    protocol: "+rev+"\n    args: [2025-01-02]\n"), "yaml")
+		if err != nil {
+			t.Fatalf("protocol: %s: %v", rev, err)
+		}
+		if u := c.Upstreams[0]; u.Protocol != strings.Trim(rev, `"`) || len(u.Args) != 1 || u.Args[0] != "2025-01-02" {
+			t.Errorf("protocol: %s read as %q, args %q", rev, u.Protocol, u.Args)
+		}
+	}
+}
