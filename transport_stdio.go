@@ -16,7 +16,9 @@ import (
 // message per line in r, responses and notifications one per line on w.
 // Requests run concurrently; notifications/cancelled cancels the named
 // request (which then sends nothing more). It returns nil at EOF on r, after
-// in-flight requests finish, or ctx's error when ctx ends first. Nothing but
+// in-flight requests finish (subscriptions/listen streams, which only the
+// client could end, end at EOF with their result), or ctx's error when ctx
+// ends first. Nothing but
 // protocol messages is written to w, each one whole on its line: logs go to
 // Options.Logger.
 //
