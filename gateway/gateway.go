@@ -566,7 +566,11 @@ func (u *upstream) refreshLoop(stop <-chan struct{}) {
 			}
 		}()
 		if err := u.refresh(ctx); err != nil {
-			u.g.log.Warn("gateway: cannot refresh an upstream's lists", "upstream", u.cfg.Name, "err", err)
+			select {
+			case <-stop: // the gateway is closing: the upstream went with it
+			default:
+				u.g.log.Warn("gateway: cannot refresh an upstream's lists", "upstream", u.cfg.Name, "err", err)
+			}
 		}
 		cancel()
 	}
