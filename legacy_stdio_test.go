@@ -125,6 +125,10 @@ func TestLegacyStdioEvents(t *testing.T) {
 	must(t, s.AddPrompt(Prompt{Name: "p"}, promptText("p")))
 	c := startLegacyStdio(t, s)
 
+	// A stdio session keeps subscriptions and a log level even where
+	// 2025-era HTTP is served without sessions (this server's default).
+	c.send("level", "logging/setLevel", M{"level": "info"})
+	c.ok(`"level"`)
 	c.send(2, "resources/subscribe", M{"uri": "test://a"})
 	c.ok("2")
 	// Each step publishes what must not arrive first, then what must: the
