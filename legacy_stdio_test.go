@@ -39,30 +39,16 @@ func (c *legacyStdio) write(b []byte) {
 	}
 }
 
+// send writes a request (params nil: none).
 func (c *legacyStdio) send(id any, method string, params M) {
 	c.t.Helper()
-	m := M{"jsonrpc": "2.0", "id": id, "method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.write(b)
+	c.write(body(c.t, id, method, params))
 }
 
+// notify writes a notification (params nil: none).
 func (c *legacyStdio) notify(method string, params M) {
 	c.t.Helper()
-	m := M{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.write(b)
+	c.write(body(c.t, nil, method, params))
 }
 
 // next reads the next line, which must be one whole JSON-RPC message.
