@@ -18,9 +18,8 @@ import (
 // request (which then sends nothing more). It returns nil at EOF on r, after
 // in-flight requests finish (subscriptions/listen streams, which only the
 // client could end, end at EOF with their result), or ctx's error when ctx
-// ends first. Nothing but
-// protocol messages is written to w, each one whole on its line: logs go to
-// Options.Logger.
+// ends first. Nothing but protocol messages is written to w, each one whole
+// on its line: logs go to Options.Logger.
 //
 // A 2025-era client's initialize opens a session for the connection, which
 // then hears about changes between its requests, as the GET stream of an
