@@ -23,7 +23,10 @@ type eventPump struct {
 	// sub is the session's bus subscription, made before the stream was
 	// announced so that no event in between is lost.
 	sub *subscriber
-	out stream
+	// subs are the session's subscriptions as last read (read again when
+	// a resource update arrives).
+	subs []string
+	out  stream
 	// ended is closed when the session ends on this instance (an HTTP
 	// DELETE); nil when nothing but ctx ends it.
 	ended <-chan struct{}
@@ -54,7 +57,7 @@ func (l *legacyServer) pumpEvents(ctx context.Context, p eventPump) {
 		defer t.Stop()
 		check = t.C
 	}
-	var subs []string // read before the first resource update is filtered
+	subs := p.subs
 	reload := func() bool {
 		sess, err := p.store.Get(ctx, p.sid)
 		if errors.Is(err, sessionstore.ErrNotFound) {
@@ -116,10 +119,11 @@ func (l *legacyServer) stdioEvents(ctx context.Context, conn *stdioConn) {
 	l.pumpEvents(ctx, eventPump{sid: sid, store: l.stdioStore, sub: sub, out: &stdioNotifier{out: conn, ctx: ctx}})
 }
 
-// endStdio releases the 2025-era session of a stdio connection that ended:
-// its bus subscription, its record and what this instance holds for it.
+// endStdio releases the 2025-era session of a stdio connection that ended
+// (its requests and its event pump are done): its bus subscription, its
+// record and what this instance holds for it.
 func (l *legacyServer) endStdio(conn *stdioConn) {
-	sid, sub := conn.release()
+	sid, sub := conn.session()
 	if sub != nil {
 		l.srv.bus.unsubscribe(sub)
 	}

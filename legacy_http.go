@@ -176,7 +176,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	st.mu.Unlock()
 
 	l.pumpEvents(r.Context(), eventPump{
-		sid: sid, store: l.store, sub: sub, out: st, ended: st.ended,
+		sid: sid, store: l.store, sub: sub, subs: c.sess.Subscriptions, out: st, ended: st.ended,
 		keepAlive: func() error { return st.write([]byte(": keep-alive\n\n")) },
 		check:     max(min(l.opts.IdleTimeout/3, 30*time.Second), 10*time.Millisecond),
 	})

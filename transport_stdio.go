@@ -227,17 +227,16 @@ type stdioConn struct {
 	sid string
 	// sub is the session's bus subscription, from its initialize until the
 	// connection ends; pumping reports that its event pump was started.
-	sub      *subscriber
-	pumping  bool
-	released bool
+	sub     *subscriber
+	pumping bool
 }
 
 // bind records the session the connection's initialize opened and its bus
-// subscription; false when the connection has one already (or has ended).
+// subscription; false when the connection has one already.
 func (o *stdioConn) bind(sid string, sub *subscriber) bool {
 	o.smu.Lock()
 	defer o.smu.Unlock()
-	if o.sid != "" || o.released {
+	if o.sid != "" {
 		return false
 	}
 	o.sid, o.sub = sid, sub
@@ -256,20 +255,11 @@ func (o *stdioConn) session() (string, *subscriber) {
 func (o *stdioConn) startEvents() bool {
 	o.smu.Lock()
 	defer o.smu.Unlock()
-	if o.sub == nil || o.pumping || o.released {
+	if o.sub == nil || o.pumping {
 		return false
 	}
 	o.pumping = true
 	return true
-}
-
-// release takes the session away from the ended connection.
-func (o *stdioConn) release() (string, *subscriber) {
-	o.smu.Lock()
-	defer o.smu.Unlock()
-	sid, sub := o.sid, o.sub
-	o.sub, o.released = nil, true
-	return sid, sub
 }
 
 func (o *stdioConn) write(msg []byte) error {
