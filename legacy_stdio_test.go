@@ -13,26 +13,36 @@ import (
 	"testing"
 )
 
-// legacyStdio is a 2025-era client typing raw JSON-RPC lines to ServeStdio
-// over pipes, reading its output line by line.
-type legacyStdio struct {
+// rawStdio is a client typing raw JSON-RPC lines to ServeStdio over pipes,
+// reading its output line by line.
+type rawStdio struct {
 	t *testing.T
 	p *pipeStdio
 }
 
-func startLegacyStdio(t *testing.T, s *Server) *legacyStdio {
+// startLegacyStdio opens a 2025-11-25 session on a new connection to s and
+// returns it with the capabilities the server advertised.
+func startLegacyStdio(t *testing.T, s *Server) (*rawStdio, M) {
 	t.Helper()
-	c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
-	c.send(1, "initialize", M{"protocolVersion": "2025-11-25", "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
+	c := &rawStdio{t: t, p: startPipeStdio(t, s, t.Context())}
+	c.send(1, "initialize", M{"protocolVersion": LegacyVersion20251125, "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
 	init := c.next()
 	if string(init.ID) != "1" || init.Error != nil {
 		t.Fatalf("initialize: %+v", init)
 	}
 	c.notify("notifications/initialized", nil)
-	return c
+	return c, resultCaps(t, resp{Msg: init, Body: init.Result})
 }
 
-func (c *legacyStdio) write(b []byte) {
+// resultCaps is the capabilities member of an initialize or server/discover
+// result.
+func resultCaps(t *testing.T, r resp) M {
+	t.Helper()
+	caps, _ := r.result(t)["capabilities"].(M)
+	return caps
+}
+
+func (c *rawStdio) write(b []byte) {
 	c.t.Helper()
 	if _, err := c.p.in.Write(append(b, '\n')); err != nil {
 		c.t.Fatal(err)
@@ -40,19 +50,19 @@ func (c *legacyStdio) write(b []byte) {
 }
 
 // send writes a request (params nil: none).
-func (c *legacyStdio) send(id any, method string, params M) {
+func (c *rawStdio) send(id any, method string, params M) {
 	c.t.Helper()
 	c.write(body(c.t, id, method, params))
 }
 
 // notify writes a notification (params nil: none).
-func (c *legacyStdio) notify(method string, params M) {
+func (c *rawStdio) notify(method string, params M) {
 	c.t.Helper()
 	c.write(body(c.t, nil, method, params))
 }
 
 // next reads the next line, which must be one whole JSON-RPC message.
-func (c *legacyStdio) next() rpcMsg {
+func (c *rawStdio) next() rpcMsg {
 	c.t.Helper()
 	line := c.p.line(c.t)
 	var m rpcMsg
@@ -64,7 +74,7 @@ func (c *legacyStdio) next() rpcMsg {
 
 // note reads the next line, which must be the notification method (with
 // params.uri equal to uri when uri is not empty).
-func (c *legacyStdio) note(method, uri string) {
+func (c *rawStdio) note(method, uri string) {
 	c.t.Helper()
 	m := c.next()
 	if m.Method != method || m.ID != nil {
@@ -78,7 +88,7 @@ func (c *legacyStdio) note(method, uri string) {
 }
 
 // ok reads the next line, which must be the empty result of request id.
-func (c *legacyStdio) ok(id string) {
+func (c *rawStdio) ok(id string) {
 	c.t.Helper()
 	m := c.next()
 	if string(m.ID) != id || m.Error != nil {
@@ -109,7 +119,7 @@ func TestLegacyStdioEvents(t *testing.T) {
 		must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: uri, Name: uri}}, readText(uri)))
 	}
 	must(t, s.AddPrompt(Prompt{Name: "p"}, promptText("p")))
-	c := startLegacyStdio(t, s)
+	c, _ := startLegacyStdio(t, s)
 
 	// A stdio session keeps subscriptions and a log level even where
 	// 2025-era HTTP is served without sessions (this server's default).
@@ -164,7 +174,7 @@ func TestLegacyStdioSessionEnds(t *testing.T) {
 		return len(s.bus.subs)
 	}
 	before := subscribers()
-	c := startLegacyStdio(t, s)
+	c, _ := startLegacyStdio(t, s)
 	c.send(2, "resources/subscribe", M{"uri": "test://a"})
 	c.ok("2")
 	if got := s.legacy.stdioStore.Len(); got != 1 {
@@ -190,7 +200,7 @@ func TestLegacyStdioSessionEnds(t *testing.T) {
 func TestLegacyStdioSecondInitialize(t *testing.T) {
 	s, _ := newServer(t, nil)
 	must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "test://a", Name: "a"}}, readText("a")))
-	c := startLegacyStdio(t, s)
+	c, _ := startLegacyStdio(t, s)
 	c.send(2, "initialize", M{"protocolVersion": "2025-11-25", "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
 	if m := c.next(); m.Error == nil || m.Error.Code != CodeInvalidRequest {
 		t.Fatalf("second initialize: %+v", m)
@@ -224,7 +234,7 @@ func TestLegacyStdioFlood(t *testing.T) {
 		uri := fmt.Sprintf("test://r/%d", i)
 		must(t, s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: uri, Name: uri}}, readText(uri)))
 	}
-	c := startLegacyStdio(t, s)
+	c, _ := startLegacyStdio(t, s)
 	c.send("sub", "resources/subscribe", M{"uri": "test://r"}) // the prefix covers every test://r/N
 	c.ok(`"sub"`)
 
@@ -268,7 +278,7 @@ func TestLegacyStdioFlood(t *testing.T) {
 			if answered[id] {
 				t.Fatalf("request %s answered twice", id)
 			}
-			if m.Error != nil || !strings.HasPrefix(textOfResult(t, m), id+":") {
+			if m.Error != nil || !strings.HasPrefix(textOf(t, m), id+":") {
 				t.Fatalf("request %s: %q", id, line)
 			}
 			answered[id] = true
@@ -308,19 +318,6 @@ func TestLegacyStdioFlood(t *testing.T) {
 	t.Logf("%d updates and %d list changes delivered for %d and %d published", updates, changes, published, published/changesPeriod)
 }
 
-func textOfResult(t *testing.T, m rpcMsg) string {
-	t.Helper()
-	var r struct {
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(m.Result, &r) != nil || len(r.Content) != 1 {
-		return ""
-	}
-	return r.Content[0].Text
-}
-
 // noteURI is params.uri of a notification.
 func noteURI(m rpcMsg) string {
 	var p struct {
@@ -346,11 +343,7 @@ type eventsSide struct {
 func TestCapabilityClaimsMatchDelivery(t *testing.T) {
 	const watched, other = "test://a", "test://b"
 	filter := M{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": []any{watched}}
-	modernCaps := func(t *testing.T, r resp) M {
-		caps, _ := r.result(t)["capabilities"].(map[string]any)
-		return caps
-	}
-	stdioNext := func(t *testing.T, c *legacyStdio) func() rpcMsg {
+	stdioNext := func(t *testing.T, c *rawStdio) func() rpcMsg {
 		return func() rpcMsg {
 			t.Helper()
 			for {
@@ -367,23 +360,18 @@ func TestCapabilityClaimsMatchDelivery(t *testing.T) {
 	}{
 		{"2026-07-28 HTTP", false, func(t *testing.T, s *Server) eventsSide {
 			ts := startHTTP(t, s)
-			caps := modernCaps(t, rpc(t, ts.URL, 1, "server/discover", params(nil)))
+			caps := resultCaps(t, rpc(t, ts.URL, 1, "server/discover", params(nil)))
 			_, st, _ := listen(t, ts.URL, 2, filter)
 			return eventsSide{caps, func() rpcMsg { m, _ := st.nextMsg(); return m }}
 		}},
 		{"2026-07-28 stdio", false, func(t *testing.T, s *Server) eventsSide {
-			c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
+			c := &rawStdio{t: t, p: startPipeStdio(t, s, t.Context())}
 			c.send(1, "server/discover", params(nil))
 			d := c.next()
-			var caps struct {
-				Capabilities M `json:"capabilities"`
-			}
-			if err := json.Unmarshal(d.Result, &caps); err != nil {
-				t.Fatalf("server/discover: %+v", d)
-			}
+			caps := resultCaps(t, resp{Msg: d, Body: d.Result})
 			c.send(2, "subscriptions/listen", params(M{"notifications": filter}))
 			c.note("notifications/subscriptions/acknowledged", "")
-			return eventsSide{caps.Capabilities, stdioNext(t, c)}
+			return eventsSide{caps, stdioNext(t, c)}
 		}},
 		{"2025-11-25 HTTP session", false, func(t *testing.T, s *Server) eventsSide {
 			ts := startHTTP(t, s)
@@ -403,7 +391,7 @@ func TestCapabilityClaimsMatchDelivery(t *testing.T) {
 			if r.Header.Get("Mcp-Session-Id") != "" {
 				t.Fatalf("a stateless server opened a session: %v", r)
 			}
-			caps, _ := r.result(t)["capabilities"].(map[string]any)
+			caps := resultCaps(t, r)
 			h := stdHeaders(nil)
 			h.Set("MCP-Protocol-Version", LegacyVersion20251125)
 			if sub := post(t, ts.URL, body(t, 2, "resources/subscribe", M{"uri": watched}), h); sub.Status != http.StatusOK || sub.wantError(t, http.StatusOK, CodeMethodNotFound) == nil {
@@ -412,18 +400,10 @@ func TestCapabilityClaimsMatchDelivery(t *testing.T) {
 			return eventsSide{caps: caps}
 		}},
 		{"2025-11-25 stdio", false, func(t *testing.T, s *Server) eventsSide {
-			c := &legacyStdio{t: t, p: startPipeStdio(t, s, t.Context())}
-			c.send(1, "initialize", M{"protocolVersion": LegacyVersion20251125, "capabilities": M{}, "clientInfo": M{"name": "raw", "version": "1"}})
-			var init struct {
-				Capabilities M `json:"capabilities"`
-			}
-			if m := c.next(); json.Unmarshal(m.Result, &init) != nil {
-				t.Fatalf("initialize: %+v", m)
-			}
-			c.notify("notifications/initialized", nil)
+			c, caps := startLegacyStdio(t, s)
 			c.send(2, "resources/subscribe", M{"uri": watched})
 			c.ok("2")
-			return eventsSide{init.Capabilities, stdioNext(t, c)}
+			return eventsSide{caps, stdioNext(t, c)}
 		}},
 	}
 	for _, row := range rows {
