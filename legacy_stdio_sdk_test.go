@@ -17,9 +17,9 @@ func TestLegacyStdioSDKClients(t *testing.T) {
 	}
 	bin := buildFixtureServer(t)
 	t.Run("go-sdk", func(t *testing.T) {
-		sdkclients.GoSDK(t, sdkclients.Names{}, bin, "-stdio").Check(t, sdkclients.Names{})
+		sdkclients.GoSDK(t, sdkclients.Conformance(), bin, "-stdio").Check(t, sdkclients.Conformance())
 	})
 	t.Run("typescript-sdk-v2", func(t *testing.T) {
-		sdkclients.TypeScript(t, sdkclients.Names{}, bin, "-stdio").Check(t, sdkclients.Names{})
+		sdkclients.TypeScript(t, sdkclients.Conformance(), bin, "-stdio").Check(t, sdkclients.Conformance())
 	})
 }

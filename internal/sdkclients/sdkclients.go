@@ -21,29 +21,26 @@ import (
 	"github.com/weftmcp/weft/internal/nodetest"
 )
 
-// Names are the resource and the tools a scenario uses; the zero value
-// names the fixtures of cmd/weft-conformance.
+// Names are the resources and the tools a scenario uses.
 type Names struct {
-	Resource     string // the resource subscribed to
-	Update       string // the tool that announces a change of Resource
-	ToolChange   string // the tool that changes the tool list
-	PromptChange string // the tool that changes the prompt list
+	Resource string // the resource subscribed to, then unsubscribed from
+	// Keep, when set, is a resource that stays subscribed, for a server
+	// that announces updates at its own pace once Update is called (the
+	// Go SDK client only).
+	Keep         string
+	Update       string // the tool that announces a change of Resource (or starts the announcements)
+	ToolChange   string // the tool that changes the tool list ("": none)
+	PromptChange string // the tool that changes the prompt list ("": none)
 }
 
-func (n Names) withDefaults() Names {
-	if n.Resource == "" {
-		n.Resource = "test://watched-resource"
+// Conformance names the fixtures of cmd/weft-conformance.
+func Conformance() Names {
+	return Names{
+		Resource:     "test://watched-resource",
+		Update:       "test_update_watched_resource",
+		ToolChange:   "test_trigger_tool_change",
+		PromptChange: "test_trigger_prompt_change",
 	}
-	if n.Update == "" {
-		n.Update = "test_update_watched_resource"
-	}
-	if n.ToolChange == "" {
-		n.ToolChange = "test_trigger_tool_change"
-	}
-	if n.PromptChange == "" {
-		n.PromptChange = "test_trigger_prompt_change"
-	}
-	return n
 }
 
 // Events is what a client heard.
@@ -52,17 +49,18 @@ type Events struct {
 	Capabilities            map[string]any `json:"capabilities"`
 	Updated                 []string       `json:"updated"`
 	UpdatedAfterUnsubscribe []string       `json:"updatedAfterUnsubscribe"`
+	KeptAfterUnsubscribe    int            `json:"keptAfterUnsubscribe"`
 	ToolsListChanged        int            `json:"toolsListChanged"`
 	PromptsListChanged      int            `json:"promptsListChanged"`
 }
 
 // Check fails t unless the client negotiated 2025-11-25, was promised the
 // notifications (tools and prompts listChanged, resources subscribe), heard
-// the update of the subscribed resource once and the list changes, and
-// heard no update after it unsubscribed.
+// the updates of the subscribed resources (Resource once, or with Keep at
+// least once, and Keep twice after the unsubscribe) and each list change it
+// caused once, and heard no update of Resource after it unsubscribed.
 func (e Events) Check(t testing.TB, names Names) {
 	t.Helper()
-	names = names.withDefaults()
 	claims := func(list, flag string) bool {
 		c, _ := e.Capabilities[list].(map[string]any)
 		return c[flag] == true
@@ -73,14 +71,35 @@ func (e Events) Check(t testing.TB, names Names) {
 	case !claims("tools", "listChanged") || !claims("prompts", "listChanged") || !claims("resources", "subscribe"):
 		t.Errorf("capabilities %v do not promise the notifications", e.Capabilities)
 	}
-	if !slices.Equal(e.Updated, []string{names.Resource}) {
-		t.Errorf("resource updates heard while subscribed: %q, want [%q]", e.Updated, names.Resource)
+	if names.Keep == "" {
+		if !slices.Equal(e.Updated, []string{names.Resource}) {
+			t.Errorf("resource updates heard while subscribed: %q, want [%q]", e.Updated, names.Resource)
+		}
+	} else {
+		for _, want := range []string{names.Resource, names.Keep} {
+			if !slices.Contains(e.Updated, want) {
+				t.Errorf("resource updates heard while subscribed: %q, none of %q", e.Updated, want)
+			}
+		}
+		if i := slices.IndexFunc(e.Updated, func(u string) bool { return u != names.Resource && u != names.Keep }); i >= 0 {
+			t.Errorf("an update of %q, which was never subscribed to", e.Updated[i])
+		}
+		if e.KeptAfterUnsubscribe < 2 {
+			t.Errorf("heard %d updates of %q after the unsubscribe, want 2", e.KeptAfterUnsubscribe, names.Keep)
+		}
 	}
 	if len(e.UpdatedAfterUnsubscribe) != 0 {
 		t.Errorf("resource updates heard after unsubscribe: %q", e.UpdatedAfterUnsubscribe)
 	}
-	if e.ToolsListChanged != 1 || e.PromptsListChanged != 1 {
-		t.Errorf("heard %d tools and %d prompts list changes, want 1 and 1", e.ToolsListChanged, e.PromptsListChanged)
+	wantChanges := func(tool string) int {
+		if tool == "" {
+			return 0
+		}
+		return 1
+	}
+	if e.ToolsListChanged != wantChanges(names.ToolChange) || e.PromptsListChanged != wantChanges(names.PromptChange) {
+		t.Errorf("heard %d tools and %d prompts list changes, want %d and %d", e.ToolsListChanged, e.PromptsListChanged,
+			wantChanges(names.ToolChange), wantChanges(names.PromptChange))
 	}
 }
 
@@ -97,14 +116,13 @@ func dir(t testing.TB) string {
 // GoSDK runs the Go SDK client against the stdio server command server.
 func GoSDK(t testing.TB, names Names, server ...string) Events {
 	t.Helper()
-	names = names.withDefaults()
 	bin := filepath.Join(t.TempDir(), "gosdkstdio")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = filepath.Join(dir(t), "gosdkstdio")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the Go SDK client: %v\n%s", err, out)
 	}
-	args := append([]string{"-resource", names.Resource, "-update", names.Update,
+	args := append([]string{"-resource", names.Resource, "-keep", names.Keep, "-update", names.Update,
 		"-tool-change", names.ToolChange, "-prompt-change", names.PromptChange}, server...)
 	return run(t, exec.Command(bin, args...))
 }
@@ -113,7 +131,9 @@ func GoSDK(t testing.TB, names Names, server ...string) Events {
 // command server. Node and npm are required in CI (see nodetest).
 func TypeScript(t testing.TB, names Names, server ...string) Events {
 	t.Helper()
-	names = names.withDefaults()
+	if names.Keep != "" || names.ToolChange == "" || names.PromptChange == "" {
+		t.Fatal("sdkclients: the TypeScript client runs the scenario of a server that announces every change on a call")
+	}
 	node := nodetest.Node(t)
 	work := nodetest.Install(t, filepath.Join(dir(t), "tsstdio"))
 	cmd := exec.Command(node, append([]string{"events.mjs"}, server...)...)

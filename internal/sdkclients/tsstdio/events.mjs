@@ -9,16 +9,24 @@
 // tools/list_changed; unsubscribes, calls UPDATE again, then PROMPT_CHANGE,
 // and waits for prompts/list_changed (the server's events keep their order,
 // so an update sent after the unsubscribe would have arrived first). The
-// names come from the environment, with the conformance fixtures' defaults.
+// names come from the environment (internal/sdkclients sets them).
 // It prints what it heard as one JSON object and exits non-zero on a timeout.
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
+const need = (name) => {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`${name} must be set`);
+    process.exit(2);
+  }
+  return v;
+};
 const env = process.env;
-const resource = env.RESOURCE ?? 'test://watched-resource';
-const update = env.UPDATE ?? 'test_update_watched_resource';
-const toolChange = env.TOOL_CHANGE ?? 'test_trigger_tool_change';
-const promptChange = env.PROMPT_CHANGE ?? 'test_trigger_prompt_change';
+const resource = need('RESOURCE');
+const update = need('UPDATE');
+const toolChange = need('TOOL_CHANGE');
+const promptChange = need('PROMPT_CHANGE');
 const timeoutMs = Number(env.TIMEOUT_MS ?? 30000);
 const [command, ...args] = process.argv.slice(2);
 
