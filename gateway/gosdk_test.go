@@ -2,40 +2,20 @@ package gateway_test
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/partners"
 )
 
-var (
-	gosdkOnce sync.Once
-	gosdkPath string
-	gosdkErr  error
-)
-
-// gosdkUpstream fronts testdata/gosdkserver, a server built on the official
-// Go SDK v1.8.0 (its own module), compiled once per test binary.
+// gosdkUpstream fronts internal/partners/gosdkserver, a server built on
+// the official Go SDK v1.8.0 (its own module).
 func gosdkUpstream(t *testing.T, protocol string) gateway.UpstreamConfig {
 	t.Helper()
-	gosdkOnce.Do(func() {
-		gosdkPath = filepath.Join(weftBinDir(t), "gosdkserver")
-		cmd := exec.Command("go", "build", "-o", gosdkPath, ".")
-		cmd.Dir = "testdata/gosdkserver"
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gosdkErr = err
-			t.Logf("building the Go SDK server: %s", out)
-		}
-	})
-	if gosdkErr != nil {
-		t.Fatal(gosdkErr)
-	}
-	return gateway.UpstreamConfig{Name: "gosdk", Command: gosdkPath, Protocol: protocol, Prefix: "sdk_"}
+	return gateway.UpstreamConfig{Name: "gosdk", Command: partners.GoServer(t, "gosdkserver"), Protocol: protocol, Prefix: "sdk_"}
 }
 
 // The Go SDK v1.8.0 also speaks 2026-07-28 (where its Elicit refuses to

@@ -24,25 +24,19 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 
 	"github.com/weftmcp/weft/gateway"
-	"github.com/weftmcp/weft/internal/nodetest"
+	"github.com/weftmcp/weft/internal/partners"
 	"github.com/weftmcp/weft/internal/testpg"
 )
 
-// Third-party MCP servers from npm (gateway/testdata/npmservers), installed
-// once per machine by internal/nodetest: the TypeScript SDK's reference
-// servers, speaking 2025-11-25. In CI a missing node or npm fails the test.
+// Third-party MCP servers from npm (internal/partners/npm), installed
+// once per machine: the TypeScript SDK's reference servers, speaking
+// 2025-11-25. In CI a missing node or npm fails the test.
 
 // npmServer returns the entry script of the installed npm package pkg
 // (its package.json "bin") and the node binary.
 func npmServer(t *testing.T, pkg, script string) (node, entry string) {
 	t.Helper()
-	node = nodetest.Node(t)
-	dir := nodetest.Install(t, filepath.Join("testdata", "npmservers"))
-	entry = filepath.Join(dir, "node_modules", pkg, script)
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("%s: %v", pkg, err)
-	}
-	return node, entry
+	return partners.NPM(t, pkg, script)
 }
 
 // everythingStdio is server-everything as a stdio upstream.
