@@ -154,7 +154,9 @@ var ErrIssuerMismatch = errors.New("oauth: authorization response issuer mismatc
 var ErrState = errors.New("oauth: authorization response state mismatch")
 
 // ErrInteractionRequired reports that a user must authorize but the
-// configuration has no Authorize callback (a non-interactive client).
+// configuration has no Authorize callback (a non-interactive client). It
+// is returned before any metadata is fetched: such a client contacts no
+// authorization server except to refresh a token it holds.
 var ErrInteractionRequired = errors.New("oauth: the user must authorize, and this client cannot ask")
 
 // ErrUnsupported reports an authorization server the client cannot use:
@@ -326,6 +328,11 @@ func (a *Authorizer) Authorize(ctx context.Context, challenges []Challenge, fail
 		if t, err := a.refreshLocked(ctx); err == nil {
 			return t, nil
 		}
+	}
+	if !a.canObtain() {
+		// Nothing to discover for: no network contact the caller cannot
+		// use (the metadata may name hosts the user never chose).
+		return nil, ErrInteractionRequired
 	}
 	var base []string
 	if stepUp && a.tok != nil {
@@ -577,6 +584,13 @@ func (a *Authorizer) clientName() string {
 		return a.cfg.ClientName
 	}
 	return "weft-client"
+}
+
+// canObtain reports whether the configured grant can get a new token: the
+// authorization code grant needs a user to ask (Authorize and
+// RedirectURL); the others need no one.
+func (a *Authorizer) canObtain() bool {
+	return a.cfg.Grant != GrantAuthorizationCode || (a.cfg.Authorize != nil && a.cfg.RedirectURL != "")
 }
 
 // codeFlow runs the authorization code flow with PKCE S256, the resource

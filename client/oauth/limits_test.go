@@ -23,6 +23,8 @@ func TestLimitsDoc(t *testing.T) {
 			Default: limitsdoc.None()},
 		{Doc: "closing a 2025-era session (DELETE)", Names: []string{"client.DeleteSessionTimeout"},
 			Default: limitsdoc.Dur(client.DeleteSessionTimeout), Past: []string{"abandoned"}},
+		{Doc: "wait for the `server/discover` probe of an unpinned client", Names: []string{"client.Options.ProbeTimeout", "client.DefaultProbeTimeout"},
+			Default: limitsdoc.Dur(client.DefaultProbeTimeout), Past: []string{"initialize"}},
 		{Doc: "posting `notifications/cancelled` for a cancelled 2025-era request over HTTP", Default: limitsdoc.Dur(5 * time.Second), Past: []string{"abandoned"}},
 		{Doc: "WWW-Authenticate values of one response", Names: []string{"oauth.MaxChallengeBytes"},
 			Default: limitsdoc.Num(oauth.MaxChallengeBytes), Past: []string{"refused"}},
@@ -33,6 +35,7 @@ func TestLimitsDoc(t *testing.T) {
 		{Doc: "step-up authorizations per request on 403 `insufficient_scope`", Names: []string{"oauth.Config.MaxStepUps", "DefaultMaxStepUps"},
 			Default: limitsdoc.Num(oauth.DefaultMaxStepUps), Past: []string{"403"}},
 		{Doc: "time `weft call --login` waits for the browser", Default: limitsdoc.Dur(5 * time.Minute), Past: []string{"fails"}},
+		{Doc: "size of the `mcp.json` a `weft` client command reads", Default: limitsdoc.Num(1 << 20), Past: []string{"larger than"}},
 		{Doc: "time a `weft` client command waits for the server (`--timeout`)", Default: limitsdoc.Dur(time.Minute), Past: []string{"fails"}},
 	}
 	errs, err := limitsdoc.CheckSection("../../docs/limits.md", "Go client", ".", limits,

@@ -404,3 +404,32 @@ func TestFileStore(t *testing.T) {
 		t.Errorf("token after delete: %+v", got)
 	}
 }
+
+// TestNoInteractionNoContact: a client that cannot ask the user (no
+// Authorize) and holds no token gets ErrInteractionRequired on a 401
+// without contacting the authorization server (the metadata may name hosts
+// the user never chose); given a token with a refresh token, it refreshes.
+func TestNoInteractionNoContact(t *testing.T) {
+	as := newTestAS(t)
+	rs := newTestRS(t, as, func(string) []string { return []string{"mcp:read"} })
+	req, _ := http.NewRequest(http.MethodPost, rs.url(), strings.NewReader(`{"method":"tools/list"}`))
+	_, err := NewTransport(nil, Config{}).RoundTrip(req)
+	if !errors.Is(err, ErrInteractionRequired) {
+		t.Fatalf("err %v, want ErrInteractionRequired", err)
+	}
+	if paths, _, _, _ := as.snapshot(); len(paths) != 0 {
+		t.Fatalf("the authorization server was contacted: %v", paths)
+	}
+
+	// Signed in once (interactively), a later non-interactive client
+	// uses the stored token without asking.
+	store := &MemoryStore{}
+	cfg := codeConfig()
+	cfg.Store = store
+	if resp := post(t, NewTransport(nil, cfg), rs.url(), `{"method":"tools/list"}`); resp.StatusCode != 200 {
+		t.Fatalf("interactive: %d", resp.StatusCode)
+	}
+	if resp := post(t, NewTransport(nil, Config{Store: store}), rs.url(), `{"method":"tools/list"}`); resp.StatusCode != 200 {
+		t.Fatalf("with the stored token: %d", resp.StatusCode)
+	}
+}
