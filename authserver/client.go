@@ -218,7 +218,38 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// allowedRedirect reports whether redirect is exactly one of the client's.
+// allowedRedirect reports whether redirect is one of the client's: equal
+// to one, or, for an http redirect URI on a loopback host, equal to one
+// but for the port (RFC 8252 §7.3, OAuth 2.1 §8.4.2: a native client
+// listens on whatever port the system gives it, so any port is allowed).
+// Scheme, host, path and query still match exactly.
 func (c *Client) allowedRedirect(redirect string) bool {
-	return slices.Contains(c.RedirectURIs, redirect)
+	if slices.Contains(c.RedirectURIs, redirect) {
+		return true
+	}
+	want, ok := loopbackWithoutPort(redirect)
+	if !ok {
+		return false
+	}
+	for _, r := range c.RedirectURIs {
+		if got, ok := loopbackWithoutPort(r); ok && got == want {
+			return true
+		}
+	}
+	return false
+}
+
+// loopbackWithoutPort returns an http redirect URI on a loopback host with
+// its port removed, and whether it is one.
+func loopbackWithoutPort(r string) (string, bool) {
+	u, err := url.Parse(r)
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Fragment != "" || !isLoopbackHost(u.Hostname()) {
+		return "", false
+	}
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	u.Host = host
+	return u.String(), true
 }

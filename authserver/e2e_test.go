@@ -3,6 +3,7 @@ package authserver
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,45 @@ func TestEndToEndHydra(t *testing.T) {
 	gid := claimOf(t, tok["access_token"].(string), "gid")
 	if _, _, err := e.as.UpstreamTokens(t.Context(), gid); err == nil {
 		t.Error("upstream tokens of a revoked grant are still available")
+	}
+}
+
+// TestLoopbackRedirectAnyPort: a native client's metadata document lists
+// its loopback redirect URI without a port (or with another one), and signs
+// in through Hydra with whatever port its listener got (RFC 8252 §7.3);
+// the token request must repeat the port the authorization request used.
+// A non-loopback redirect URI on another port is still refused.
+func TestLoopbackRedirectAnyPort(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for i, c := range []struct{ registered, used string }{
+		{"http://127.0.0.1/callback", "http://127.0.0.1:54321/callback"},
+		{"http://127.0.0.1:8080/callback", "http://127.0.0.1:40001/callback"},
+		{"http://[::1]/cb", "http://[::1]:61000/cb"},
+	} {
+		id := e.cimd.URL + "/native-" + strconv.Itoa(i) + ".json"
+		e.docs.set(id[len(e.cimd.URL):], cimdDoc(id, c.registered))
+		b := newBrowser(t, c.used)
+		verifier, challenge := pkce()
+		q := e.login(b, e.authorizeURL(id, c.used, challenge, "st", nil))
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
+			"client_id": {id}, "redirect_uri": {c.registered}}
+		if st, out := e.token(form, nil); st != 400 || out["error"] != "invalid_grant" {
+			t.Fatalf("%s: token request naming the registered URI, not the one used: %d %v", c.used, st, out)
+		}
+		verifier, challenge = pkce()
+		q = e.login(b, e.authorizeURL(id, c.used, challenge, "st", nil))
+		form = url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "code_verifier": {verifier},
+			"client_id": {id}, "redirect_uri": {c.used}}
+		if st, tok := e.token(form, nil); st != 200 || tok["access_token"] == nil {
+			t.Fatalf("%s registered as %s: token %d %v", c.used, c.registered, st, tok)
+		}
+	}
+
+	// A non-loopback redirect URI still matches exactly: no other port.
+	id := e.cimd.URL + "/web.json"
+	e.docs.set("/web.json", cimdDoc(id, "https://app.example/cb"))
+	_, challenge := pkce()
+	if resp, body := get(t, e.authorizeURL(id, "https://app.example:8443/cb", challenge, "st", nil)); resp.StatusCode != 400 || !strings.Contains(body, "not registered") {
+		t.Errorf("https redirect on another port: %d %s", resp.StatusCode, body)
 	}
 }

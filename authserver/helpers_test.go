@@ -91,8 +91,9 @@ type envOpts struct {
 	store     func(t *testing.T) Store
 	noHydra   bool
 	mutate    func(*Config)
-	resources []string // extra resources beyond the MCP server's
-	instances int      // authorization server instances behind a round-robin balancer (default 1)
+	resources []string      // extra resources beyond the MCP server's
+	instances int           // authorization server instances behind a round-robin balancer (default 1)
+	leeway    time.Duration // the MCP server's JWT clock-skew leeway (default auth.DefaultLeeway)
 }
 
 // newEnv builds the setup. Hydra is started unless noHydra.
@@ -190,7 +191,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	meta := &auth.ResourceMetadata{Resource: e.resource, AuthorizationServers: []string{e.asURL}, ScopesSupported: []string{"mcp:read"}}
 	v := &auth.JWTValidator{Issuer: e.asURL, JWKS: keys, RequiredScopes: []string{"mcp:read"}, PartitionClaim: "tenant", StrictType: true,
-		DPoP: &auth.DPoPVerifier{Replay: auth.NewMemoryReplayCache(0)}}
+		DPoP: &auth.DPoPVerifier{Replay: auth.NewMemoryReplayCache(0)}, Leeway: o.leeway}
 	srv := weft.NewServer(weft.Implementation{Name: "protected", Version: "1.0.0"}, &weft.Options{Admission: v.Admission(meta)})
 	type who struct {
 		Principal string   `json:"principal"`

@@ -1,6 +1,7 @@
 package authserver
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -35,6 +36,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 		err    string // error code in the redirect
 	}
 	e.docs.set("/other.json", cimdDoc(e.cimd.URL+"/client.json", e.redirect))
+	e.docs.set("/https.json", cimdDoc(e.cimd.URL+"/https.json", "https://app.example/cb"))
 	e.docs.set("/big.json", `{"client_id":"`+e.cimd.URL+`/big.json","client_name":"`+strings.Repeat("x", 6000)+`","redirect_uris":["`+e.redirect+`"]}`)
 	e.docs.set("/secret.json", `{"client_id":"`+e.cimd.URL+`/secret.json","client_name":"x","client_secret":"s","redirect_uris":["`+e.redirect+`"]}`)
 	cases := []struct {
@@ -46,6 +48,10 @@ func TestAuthorizeRefusals(t *testing.T) {
 	}{
 		{"wrong redirect URI", e.clientID, "http://127.0.0.1:9/evil", nil, want{400, "not registered", ""}},
 		{"redirect URI with extra path", e.clientID, e.redirect + "/x", nil, want{400, "not registered", ""}},
+		{"loopback redirect on another port, other path", e.clientID, "http://127.0.0.1:54321/other", nil, want{400, "not registered", ""}},
+		{"loopback redirect on another port, other query", e.clientID, "http://127.0.0.1:54321/callback?x=1", nil, want{400, "not registered", ""}},
+		{"loopback redirect on another loopback host", e.clientID, "http://localhost:9/callback", nil, want{400, "not registered", ""}},
+		{"https redirect on another port", e.cimd.URL + "/https.json", "https://app.example:8443/cb", nil, want{400, "not registered", ""}},
 		{"unknown client", "plain-client", e.redirect, nil, want{400, "unknown", ""}},
 		{"CIMD naming another client_id", e.cimd.URL + "/other.json", e.redirect, nil, want{400, "client_id is not the document", ""}},
 		{"CIMD oversized", e.cimd.URL + "/big.json", e.redirect, nil, want{400, "larger than", ""}},
@@ -139,6 +145,11 @@ func TestMetadata(t *testing.T) {
 		}
 		if got := m["code_challenge_methods_supported"].([]any); len(got) != 1 || got[0] != "S256" {
 			t.Errorf("%s: code_challenge_methods_supported %v", p, got)
+		}
+		// offline_access is listed: clients ask only for listed scopes, and
+		// it is how they get a refresh token.
+		if got := fmt.Sprint(m["scopes_supported"]); got != "[mcp:read mcp:write offline_access]" {
+			t.Errorf("%s: scopes_supported %s", p, got)
 		}
 	}
 }

@@ -464,7 +464,7 @@ func (s *Server) Metadata() map[string]any {
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_basic", "client_secret_post"},
-		"scopes_supported":                               s.cfg.Scopes,
+		"scopes_supported":                               s.scopesSupported(),
 		"authorization_response_iss_parameter_supported": true,
 		"client_id_metadata_document_supported":          !s.cfg.CIMD.Disabled,
 		"dpop_signing_alg_values_supported":              auth.DPoPAlgorithms(),
@@ -476,6 +476,18 @@ func (s *Server) Metadata() map[string]any {
 		m["registration_endpoint"] = s.endpoint("/register")
 	}
 	return m
+}
+
+// scopesSupported is Config.Scopes and offline_access, which asks for a
+// refresh token: clients ask only for listed scopes (the MCP
+// authorization spec's scope selection), so a server that issues refresh
+// tokens on request must list it or no client that follows the spec gets
+// one.
+func (s *Server) scopesSupported() []string {
+	if slices.Contains(s.cfg.Scopes, "offline_access") {
+		return s.cfg.Scopes
+	}
+	return append(slices.Clone(s.cfg.Scopes), "offline_access")
 }
 
 func (s *Server) grantTypes() []string {

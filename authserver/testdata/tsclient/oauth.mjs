@@ -2,11 +2,14 @@
 // TypeScript SDK v2 client's OAuth client provider, registering by Client ID
 // Metadata Document, then calls whoami. The test plays the browser: this
 // script prints "AUTH <url>" and reads the redirect's query from stdin.
-// Usage: node oauth.mjs MCP_URL CLIENT_ID_URL REDIRECT_URI
+// With "refresh" as a fourth argument it then waits until the access token
+// has expired and calls whoami again, which the SDK can only do by
+// refreshing ("REFRESHED <json>").
+// Usage: node oauth.mjs MCP_URL CLIENT_ID_URL REDIRECT_URI [refresh]
 import { createInterface } from 'node:readline';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
-const [mcpURL, clientIdURL, redirect] = process.argv.slice(2);
+const [mcpURL, clientIdURL, redirect, mode] = process.argv.slice(2);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 let info, tokens, verifier, discovery, asURL, resourceURL;
 const provider = {
@@ -48,5 +51,11 @@ const client = new Client({ name: 'weft-ts-oauth', version: '1.0.0' }, opts);
 await client.connect(new StreamableHTTPClientTransport(new URL(mcpURL), { authProvider: provider }));
 const result = await client.callTool({ name: 'whoami', arguments: {} });
 console.log('RESULT ' + JSON.stringify({ result, tokenType: tokens?.token_type, hasRefresh: !!tokens?.refresh_token }));
+if (mode === 'refresh') {
+  const old = tokens?.access_token;
+  await new Promise((r) => setTimeout(r, ((tokens?.expires_in ?? 0) + 1.5) * 1000));
+  const again = await client.callTool({ name: 'whoami', arguments: {} });
+  console.log('REFRESHED ' + JSON.stringify({ result: again, changed: !!tokens?.access_token && tokens.access_token !== old }));
+}
 await client.close();
 process.exit(0);
