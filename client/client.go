@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 )
@@ -97,16 +98,28 @@ type Options struct {
 	// OnNotification receives every other notification of a request
 	// (subscription notifications go to the Subscription instead).
 	OnNotification func(Notification)
-	// OnTaskStatus receives the status and statusMessage of a followed
-	// task each time either changes.
-	OnTaskStatus func(status, message string)
+	// OnTaskStatus receives the id, status and statusMessage of a followed
+	// task when the client starts following it and each time the status
+	// or message changes.
+	OnTaskStatus func(taskID, status, message string)
 	// MaxRounds bounds the MRTR retries of one call. Default 10.
 	MaxRounds int
 	// TasksEnabled declares the tasks extension; CallTool then follows
 	// tasks the server creates.
 	TasksEnabled bool
-	// ProtocolVersion overrides the version sent. Default ProtocolVersion.
+	// ProtocolVersion pins the version sent. Unpinned (the default), the
+	// client probes the server with server/discover before its first
+	// request and speaks ProtocolVersion to a 2026-07-28 server and the
+	// 2025 era (initialize) to any other, as the 2026-07-28 transport
+	// pages describe. Pinned to 2026-07-28, it probes too and fails with
+	// ErrLegacyServer against a 2025-era server; pinned to a 2025
+	// revision, it initializes at once, and a server speaking only
+	// 2026-07-28 fails with ErrModernServer.
 	ProtocolVersion string
+	// ProbeTimeout bounds the server/discover probe of an unpinned
+	// client; a server silent for that long is taken to be of the 2025
+	// era. Default DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 	// Logger receives warnings (e.g. tools dropped for invalid
 	// x-mcp-header annotations). Default: discard.
 	Logger *slog.Logger
@@ -147,6 +160,7 @@ func New(t Transport, opts Options) *Client {
 		c.era.version = ProtocolVersion
 	}
 	c.era.legacy = isLegacy(c.era.version)
+	c.era.known = c.era.legacy // a pinned 2025 revision: no probe
 	ci := opts.ClientInfo
 	if ci.Name == "" {
 		ci.Name = "weft-client"
@@ -311,6 +325,9 @@ func (c *Client) roundTrip(ctx context.Context, method string, params exactjson.
 	}
 	var res exactjson.Value
 	var err error
+	if _, err := c.ensureEra(ctx); err != nil {
+		return exactjson.Value{}, err
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		e := c.currentEra()
 		if e.legacy {
@@ -319,7 +336,7 @@ func (c *Client) roundTrip(ctx context.Context, method string, params exactjson.
 					c.restartSession(err)
 					continue
 				}
-				return exactjson.Value{}, err
+				return exactjson.Value{}, c.eraError(err)
 			}
 			e = c.currentEra()
 		}
@@ -402,6 +419,13 @@ func resultType(v exactjson.Value) string {
 // returns what the initialize result says (the negotiated version as the
 // only supported one).
 func (c *Client) Discover(ctx context.Context) (*DiscoverResult, error) {
+	d, err := c.ensureEra(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		return d, nil // the era probe was this call's server/discover
+	}
 	if e := c.currentEra(); e.legacy {
 		if err := c.ensureInitialized(ctx); err != nil {
 			return nil, err

@@ -374,8 +374,8 @@ func TestConformance(t *testing.T) {
 		if res.Text() != "This is a simple text response for testing." || res.IsError || res.ResultType != "complete" {
 			t.Errorf("result = %s", enc(res.Raw))
 		}
-		if got := rec.methods(); !slices.Equal(got, []string{"tools/list", "tools/call"}) {
-			t.Errorf("methods = %v", got)
+		if got := rec.methods(); !slices.Equal(got, []string{"server/discover", "tools/list", "tools/call"}) {
+			t.Errorf("methods = %v (the era probe, then the call)", got)
 		}
 		h := hl.byMethod("tools/call")[0]
 		if h.Get("Mcp-Name") != "test_simple_text" {
@@ -590,8 +590,8 @@ func TestConformance(t *testing.T) {
 		if res.IsError || !strings.Contains(res.Text(), `"region":"us-west1"`) {
 			t.Errorf("result = %s", enc(res.Raw))
 		}
-		if got := rec.methods(); !slices.Equal(got, []string{"tools/list", "tools/call"}) {
-			t.Errorf("methods = %v (tools must be listed once before the first call)", got)
+		if got := rec.methods(); !slices.Equal(got, []string{"server/discover", "tools/list", "tools/call"}) {
+			t.Errorf("methods = %v (after the era probe, tools must be listed once before the first call)", got)
 		}
 		h := hl.byMethod("tools/call")[0]
 		if h.Get("Mcp-Param-Region") != "us-west1" || h.Get("Mcp-Name") != "test_x_mcp_header" || h.Get("Mcp-Method") != "tools/call" {
@@ -1115,6 +1115,15 @@ func (f *fakeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	id, _ := idn.Int64()
 	method := str(v, "method")
 	params, _ := v.Get("params")
+	if method == "server/discover" {
+		// The era probe of an unpinned client: this fake is a
+		// 2026-07-28 server. Not recorded, so that tests see only
+		// the requests they make.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(enc(exactjson.Object(exactjson.Field("jsonrpc", exactjson.String("2.0")), exactjson.Field("id", idv),
+			exactjson.Field("result", exactjson.Object(exactjson.Field("supportedVersions", exactjson.Array(exactjson.String(ProtocolVersion))), exactjson.Field("capabilities", exactjson.Object())))))))
+		return
+	}
 	fr := fakeRequest{id: id, method: method, params: params, header: r.Header.Clone(), at: time.Now()}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, fr)
@@ -1152,6 +1161,19 @@ func (f *fakeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(enc(out)))
+}
+
+// answerDiscover answers the era probe of a client as a 2026-07-28 server
+// and reports whether r was one.
+func answerDiscover(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Mcp-Method") != "server/discover" {
+		return false
+	}
+	v, _ := exactjson.ParseString(mustRead(r), exactjson.Limits{})
+	id, _ := v.Get("id")
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":[%q],"capabilities":{}}}`, enc(id), ProtocolVersion)
+	return true
 }
 
 func (f *fakeServer) requests() []fakeRequest {
@@ -1236,7 +1258,7 @@ func TestTaskFollowing(t *testing.T) {
 	type st struct{ status, msg string }
 	var statuses []st
 	th := &testHandlers{}
-	c := f.client(Options{TasksEnabled: true, Handlers: th.handlers(), OnTaskStatus: func(s, m string) { statuses = append(statuses, st{s, m}) }})
+	c := f.client(Options{TasksEnabled: true, Handlers: th.handlers(), OnTaskStatus: func(_, s, m string) { statuses = append(statuses, st{s, m}) }})
 	res, err := c.CallTool(testCtx(t), "long_job", map[string]any{"n": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -1439,6 +1461,9 @@ func TestMcpNameEncoding(t *testing.T) {
 	var raw []string
 	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerDiscover(w, r) {
+			return
+		}
 		mu.Lock()
 		raw = append(raw, r.Header.Get("Mcp-Name"))
 		mu.Unlock()
@@ -1640,6 +1665,9 @@ func TestHTTPStatusWithoutJSON(t *testing.T) {
 
 func TestSSEParsing(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerDiscover(w, r) {
+			return
+		}
 		v, _ := exactjson.ParseString(mustRead(r), exactjson.Limits{})
 		id, _ := v.Get("id")
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -1,9 +1,13 @@
 // Package client is an MCP client for 2026-07-28 and the 2025 era:
 // stateless requests carrying their own _meta (protocol version, client
-// capabilities, client info) or, for a 2025-11-25 server (a pinned
-// Options.ProtocolVersion, or an unpinned client told -32022 that only
-// the 2025 era is served), initialize, an Mcp-Session-Id session and the
-// server's own requests answered through the same handlers;
+// capabilities, client info) or, for a 2025-era server, initialize, an
+// Mcp-Session-Id session and the server's own requests answered through
+// the same handlers. An unpinned client detects the era before its first
+// request as the 2026-07-28 transport pages say: it probes with
+// server/discover (bounded by Options.ProbeTimeout) and falls back to
+// initialize on any answer that is not a recognised modern one, whatever
+// its error code; a client pinned to a version fails with ErrLegacyServer
+// or ErrModernServer when the server speaks only the other era;
 // the Streamable HTTP and stdio transports, an automatic multi round-trip
 // (MRTR) loop that answers the server's input requests (elicitation,
 // sampling, roots) through registered handlers, and the tasks extension
@@ -28,6 +32,6 @@
 // the MCP authorization flow.
 //
 // Errors sent by the server are *RPCError; local failures are plain
-// errors (ErrClosed, ErrProtocol, ErrTooManyRounds, *MissingHandlerError,
-// *HTTPError, *TaskError).
+// errors (ErrClosed, ErrProtocol, ErrTooManyRounds, ErrLegacyServer,
+// ErrModernServer, *MissingHandlerError, *HTTPError, *TaskError).
 package client

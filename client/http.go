@@ -36,6 +36,12 @@ type HTTPTransport struct {
 	// ended says the session was forgotten (ResetSession, Close): until
 	// an initialize opens another, requests are not sent without it.
 	ended bool
+	// cancels are the notifications/cancelled being sent; Close waits
+	// for them, so that a program exiting after a cancelled request still
+	// tells the server.
+	cancels sync.WaitGroup
+	closing bool // under mu: Close is waiting for cancels, so none is added
+	trace   WireTrace
 }
 
 // SetProtocolVersion records the 2025-era revision initialize negotiated:
@@ -96,6 +102,9 @@ func (t *HTTPTransport) newRequest(ctx context.Context, method string, body []by
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
+		if t.trace != nil {
+			t.trace(true, body)
+		}
 	}
 	hr, err := http.NewRequestWithContext(ctx, method, t.url, rd)
 	if err != nil {
@@ -194,6 +203,18 @@ func WithHeaderFunc(f func(ctx context.Context, h http.Header) error) HTTPOption
 	}
 }
 
+// WireTrace receives every JSON-RPC message a transport sends (sent
+// true) or receives, as the bytes on the wire, for debugging (weft
+// --trace). It is called from the transport's goroutines, possibly at
+// once from several, and must not keep or change msg.
+type WireTrace func(sent bool, msg []byte)
+
+// WithWireTrace calls f with every message the transport sends and
+// receives.
+func WithWireTrace(f WireTrace) HTTPOption {
+	return func(t *HTTPTransport) { t.trace = f }
+}
+
 // WithMaxMessageBytes bounds each message read from the server (a JSON
 // response body or one SSE event). Default and ceiling: 16 MiB.
 func WithMaxMessageBytes(n int) HTTPOption {
@@ -223,8 +244,14 @@ func NewHTTPTransport(url string, httpClient *http.Client, opts ...HTTPOption) *
 // arguments as Mcp-Param-{Name} headers.
 func (t *HTTPTransport) MirrorsParamHeaders() bool { return true }
 
-// Close releases idle connections. Requests in flight are not affected.
+// Close waits for the notifications/cancelled being sent (at most
+// cancelledTimeout), ends a 2025-era session with DELETE, and releases idle
+// connections. Requests in flight are not affected.
 func (t *HTTPTransport) Close() error {
+	t.mu.Lock()
+	t.closing = true
+	t.mu.Unlock()
+	t.cancels.Wait()
 	t.mu.Lock()
 	stop, session, version := t.stopGet, t.session, t.negotiated
 	t.ended = t.ended || session != ""
@@ -464,10 +491,24 @@ func (t *HTTPTransport) sendCancelled(ctx context.Context, id int64, version str
 	if version != "" {
 		h.Set("MCP-Protocol-Version", version)
 	}
-	go func() {
+	send := func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelledTimeout)
 		defer cancel()
 		_ = t.postMessage(cctx, msg, h)
+	}
+	t.mu.Lock()
+	closing := t.closing
+	if !closing {
+		t.cancels.Add(1) // before Close's Wait: ordered by mu
+	}
+	t.mu.Unlock()
+	if closing {
+		send() // Close is under way: send before returning
+		return
+	}
+	go func() {
+		defer t.cancels.Done()
+		send()
 	}()
 }
 
@@ -510,6 +551,9 @@ func (t *HTTPTransport) post(ctx context.Context, hr *http.Request, req *Request
 				return nil, ctx.Err()
 			}
 			return nil, err
+		}
+		if t.trace != nil {
+			t.trace(false, data)
 		}
 		m, perr := parseMessage(data)
 		if perr == nil && m.kind == msgResponse {
@@ -657,6 +701,9 @@ func (t *HTTPTransport) readEvents(ctx context.Context, sr *jsonrpc.SSEReader, r
 			return nil, nil // resumable like an ended one
 		}
 		if (event == "" || event == "message") && len(bytes.TrimSpace(data)) > 0 {
+			if t.trace != nil {
+				t.trace(false, data)
+			}
 			m, err := parseMessage(data)
 			if err != nil {
 				return nil, err

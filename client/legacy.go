@@ -37,6 +37,7 @@ type era struct {
 	version     string
 	legacy      bool
 	pinned      bool // Options.ProtocolVersion given: no fallback
+	known       bool // pinned, or the era probe decided (era.go)
 	initialized bool
 	initResult  exactjson.Value
 }
@@ -117,7 +118,7 @@ func (c *Client) switchToLegacy(supported []string) bool {
 	}
 	for _, v := range legacyVersions {
 		if slices.Contains(supported, v) {
-			c.era = era{version: v, legacy: true}
+			c.era = era{version: v, legacy: true, known: true}
 			return true
 		}
 	}

@@ -96,10 +96,10 @@ func TestLegacyEra(t *testing.T) {
 	}
 	lines := log.lines()
 	text := strings.Join(lines, "\n")
-	// First the 2026 attempt, refused; then the handshake without a
+	// First the era probe, refused; then the handshake without a
 	// session; then everything in the session at 2025-11-25.
 	want := []string{
-		"POST tools/list session=false version=2026-07-28",
+		"POST server/discover session=false version=2026-07-28",
 		"POST initialize session=false version=",
 		"POST  session=true version=2025-11-25", // notifications/initialized
 	}

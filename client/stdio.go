@@ -70,6 +70,7 @@ type StdioTransport struct {
 	// (nil: an error answers them).
 	unclaimed func(ctx context.Context, method string, params exactjson.Value) (exactjson.Value, error)
 	noise     func(line []byte) // set at construction only: read without mu
+	trace     WireTrace         // set at construction only
 	// unanswered counts the server requests whose answer is not written
 	// yet (at most MaxServerRequests).
 	unanswered int
@@ -168,6 +169,12 @@ type StdioOption func(*StdioTransport)
 // moment it starts.
 func WithNoiseHandler(f func(line []byte)) StdioOption {
 	return func(t *StdioTransport) { t.noise = f }
+}
+
+// WithStdioWireTrace calls f with every line the transport writes and
+// every line it reads (see [WireTrace]).
+func WithStdioWireTrace(f WireTrace) StdioOption {
+	return func(t *StdioTransport) { t.trace = f }
 }
 
 // NewStdioTransport runs the stdio framing over r (server to client) and w
@@ -315,6 +322,9 @@ func (t *StdioTransport) fail(err error) {
 func (t *StdioTransport) write(line []byte) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	if t.trace != nil {
+		t.trace(true, line)
+	}
 	line = append(line, '\n')
 	_, err := t.w.Write(line)
 	return err
@@ -482,6 +492,9 @@ func (t *StdioTransport) readLoop(r io.Reader) {
 	for {
 		line, err := readLine(br, t.maxLine)
 		if len(bytes.TrimSpace(line)) > 0 {
+			if t.trace != nil {
+				t.trace(false, line)
+			}
 			if perr := t.handleLine(line); perr != nil && t.noise != nil && isNoise(line) {
 				t.noise(bytes.Clone(line))
 			} else if perr != nil {

@@ -108,8 +108,10 @@ func (c *Client) CancelTask(ctx context.Context, taskID string) error {
 // FollowTask polls task taskID until it ends, answering its input requests
 // through the handlers, and returns the inlined result of a completed task
 // (e.g. a CallToolResult object). A failed or cancelled task is a
-// *TaskError (wrapping the task's *RPCError when failed). When ctx ends the
-// task is cancelled with tasks/cancel.
+// *TaskError (wrapping the task's *RPCError when failed). When ctx ends, or
+// an input handler fails, the task is cancelled with tasks/cancel, unless
+// the handler's error wraps ErrLeaveTask: the task then keeps waiting for
+// its input, to be followed again later.
 func (c *Client) FollowTask(ctx context.Context, taskID string) (exactjson.Value, error) {
 	cur, err := c.roundTrip(ctx, "tasks/get", taskParams(taskID), nil, nil)
 	if err != nil {
@@ -141,7 +143,7 @@ func (c *Client) followTask(ctx context.Context, cur exactjson.Value) (exactjson
 		if !reported || status != lastStatus || msg != lastMsg {
 			reported, lastStatus, lastMsg = true, status, msg
 			if c.opts.OnTaskStatus != nil {
-				c.opts.OnTaskStatus(status, msg)
+				c.opts.OnTaskStatus(id, status, msg)
 			}
 		}
 		switch status {
@@ -169,6 +171,8 @@ func (c *Client) followTask(ctx context.Context, cur exactjson.Value) (exactjson
 				if err != nil {
 					if ctx.Err() != nil {
 						err = ctx.Err()
+					} else if errors.Is(err, ErrLeaveTask) {
+						return exactjson.Value{}, &TaskError{TaskID: id, Status: status, StatusMessage: msg, Err: err}
 					}
 					return abandon(status, err)
 				}
@@ -199,6 +203,12 @@ func (c *Client) followTask(ctx context.Context, cur exactjson.Value) (exactjson
 		cur = next
 	}
 }
+
+// ErrLeaveTask, wrapped in the error of an input handler answering a
+// task's input request, stops following the task without cancelling it:
+// the task keeps waiting for the input, and FollowTask (here or in another
+// process) can answer it later. The *TaskError returned wraps it.
+var ErrLeaveTask = errors.New("client: the task was left waiting for its input")
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {

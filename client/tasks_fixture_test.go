@@ -38,7 +38,7 @@ func TestTasksAgainstFixture(t *testing.T) {
 			}
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", content)), nil
 		}},
-		OnTaskStatus: func(status, message string) {
+		OnTaskStatus: func(_, status, message string) {
 			mu.Lock()
 			statuses = append(statuses, status)
 			mu.Unlock()
