@@ -57,6 +57,8 @@ type conn struct {
 	// retired is set when the process pool closes the upstream's primary
 	// connection, tainted by a call the server did not answer (pool.go).
 	retired atomic.Bool
+	// listening is what a 2026-07-28 upstream's listen stream covers.
+	listening listenState
 }
 
 // modern reports a 2026-07-28 upstream.
@@ -255,11 +257,11 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 	return c, nil
 }
 
-// fallsBack reports a discover failure that suggests a 2025-era server.
+// fallsBack reports a discover failure that shows a 2025-era server, by
+// the transport pages' rule (client.LegacyProbeAnswer): an upstream that
+// asks for authorization or fails with 5xx is not taken for a 2025 one.
 func fallsBack(err error) bool {
-	var re *client.RPCError
-	var he *client.HTTPError
-	return errors.As(err, &re) || errors.As(err, &he) || errors.Is(err, client.ErrProtocol)
+	return client.LegacyProbeAnswer(err)
 }
 
 func (c *conn) handshake(ctx context.Context, u *UpstreamConfig) error {
@@ -345,6 +347,10 @@ func (c *conn) initialize(ctx context.Context, u *UpstreamConfig) error {
 	return nil
 }
 
+// listenOverlap is how long a listen stream stays open once its successor
+// is acknowledged, for what it carried before the successor was subscribed.
+const listenOverlap = time.Second
+
 // maxResourceSubscriptions bounds the resource URIs a listen stream
 // subscribes to.
 const maxResourceSubscriptions = 256
@@ -352,26 +358,42 @@ const maxResourceSubscriptions = 256
 // listen keeps a subscriptions/listen stream open on a 2026-07-28
 // upstream for its list changes and the updates of the resources uris()
 // returns, passing each notification's method and params to onChange, until
-// the connection ends. A stream that fails is opened again after a pause;
-// one is reopened at once (with the current resources) when reset fires.
+// the connection ends. A stream that fails is opened again after a pause.
+// When reset fires a stream with the current resources is opened beside
+// the acknowledged one, which relays until listenOverlap after the new one
+// is acknowledged: no update falls between the two (one sent while both
+// are open may be relayed twice). c.listening records what the
+// acknowledged stream covers.
 func (c *conn) listen(onChange func(method string, params exactjson.Value), uris func() []string, reset <-chan struct{}, log func(msg string, args ...any)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-c.done()
+	var streams sync.WaitGroup
+	defer func() {
 		cancel()
+		streams.Wait()
 	}()
+	go func() {
+		select {
+		case <-c.done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// prev ends the acknowledged stream kept open until its successor is
+	// acknowledged.
+	var prev context.CancelFunc
 	pause := time.Second
+open:
 	for ctx.Err() == nil {
 		filter := exactjson.Object(
 			exactjson.Field("toolsListChanged", exactjson.Bool(true)),
 			exactjson.Field("promptsListChanged", exactjson.Bool(true)),
 			exactjson.Field("resourcesListChanged", exactjson.Bool(true)))
-		if us := uris(); len(us) > 0 {
-			if len(us) > maxResourceSubscriptions {
-				log("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", c.name, "resources", len(us))
-				us = us[:maxResourceSubscriptions]
-			}
+		us := uris()
+		if len(us) > maxResourceSubscriptions {
+			log("gateway: too many upstream resources to subscribe to; updates of the others are not relayed", "upstream", c.name, "resources", len(us))
+			us = us[:maxResourceSubscriptions]
+		}
+		if len(us) > 0 {
 			vs := make([]exactjson.Value, len(us))
 			for i, u := range us {
 				vs[i] = exactjson.String(u)
@@ -379,38 +401,58 @@ func (c *conn) listen(onChange func(method string, params exactjson.Value), uris
 			filter = filter.With("resourceSubscriptions", exactjson.Array(vs...))
 		}
 		sctx, scancel := context.WithCancel(ctx)
-		stop := make(chan struct{})
-		reopened := atomic.Bool{}
+		acked := make(chan struct{})
+		ended := make(chan error, 1)
+		streams.Add(1)
 		go func() {
-			select {
-			case <-reset:
-				reopened.Store(true)
-				scancel()
-			case <-stop:
-			}
+			defer streams.Done()
+			var once sync.Once
+			_, err := c.do(sctx, "subscriptions/listen", exactjson.Object(exactjson.Field("notifications", filter)),
+				callOpts{sink: &sink{notify: func(m string, p exactjson.Value) {
+					switch m {
+					case "notifications/subscriptions/acknowledged":
+						once.Do(func() { close(acked) })
+						onChange(m, p) // what changed while no stream was open is listed again
+					case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+						"notifications/resources/list_changed", "notifications/resources/updated":
+						onChange(m, p)
+					}
+				}}})
+			ended <- err
 		}()
-		var acked atomic.Bool
-		_, err := c.do(sctx, "subscriptions/listen", exactjson.Object(exactjson.Field("notifications", filter)),
-			callOpts{sink: &sink{notify: func(m string, p exactjson.Value) {
-				switch m {
-				case "notifications/subscriptions/acknowledged":
-					acked.Store(true)
-					onChange(m, p) // what changed while no stream was open is listed again
-				case "notifications/tools/list_changed", "notifications/prompts/list_changed",
-					"notifications/resources/list_changed", "notifications/resources/updated":
-					onChange(m, p)
+		isAcked := false
+		var err error
+	wait:
+		for {
+			select {
+			case <-acked:
+				acked, isAcked = nil, true
+				c.listening.report(us, nil)
+				if prev != nil {
+					// What the upstream sent on the old stream before
+					// the new one was subscribed may still be on its
+					// way: the old one ends a while later.
+					time.AfterFunc(listenOverlap, prev)
+					prev = nil
 				}
-			}}})
-		close(stop)
+				pause = time.Second
+			case <-reset:
+				if isAcked {
+					prev = scancel // relays until its successor is acknowledged
+				} else {
+					scancel() // ask again with the current resources; prev still relays
+				}
+				continue open
+			case err = <-ended:
+				break wait
+			}
+		}
 		scancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if reopened.Load() {
-			continue
-		}
-		if acked.Load() {
-			pause = time.Second
+		if !isAcked {
+			c.listening.report(nil, err)
 		}
 		log("gateway: the upstream's subscriptions/listen stream ended; reopening", "upstream", c.name, "err", err, "in", pause)
 		select {
@@ -420,4 +462,65 @@ func (c *conn) listen(onChange func(method string, params exactjson.Value), uris
 		}
 		pause = min(2*pause, time.Minute)
 	}
+}
+
+// listenState is what the acknowledged subscriptions/listen stream of a
+// 2026-07-28 upstream covers.
+type listenState struct {
+	mu      sync.Mutex
+	acked   bool
+	covered []string      // the resources subscribed to, sorted
+	err     error         // why the latest stream ended unacknowledged
+	changed chan struct{} // closed, and replaced, on each report
+}
+
+// report records an acknowledged stream's resources (err nil) or why a
+// stream ended before its acknowledgement.
+func (s *listenState) report(uris []string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.acked, s.covered, s.err = true, uris, nil
+	} else {
+		s.err = err
+	}
+	if s.changed != nil {
+		close(s.changed)
+	}
+	s.changed = make(chan struct{})
+}
+
+// wait returns nil once an acknowledged stream covers every URI of want
+// (sorted), the error of a stream that ended unacknowledged, or ctx's.
+func (s *listenState) wait(ctx context.Context, want []string) error {
+	for {
+		s.mu.Lock()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		done := s.acked && covers(s.covered, want)
+		err, ch := s.err, s.changed
+		s.mu.Unlock()
+		switch {
+		case done:
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// covers reports whether the sorted have holds every element of want.
+func covers(have, want []string) bool {
+	for _, w := range want {
+		if _, ok := slices.BinarySearch(have, w); !ok {
+			return false
+		}
+	}
+	return true
 }

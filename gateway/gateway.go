@@ -164,6 +164,9 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil {
+			if c.modern() {
+				u.awaitListen(ctx, c)
+			}
 			// A per-user upstream's tasks belong to its users: following
 			// them needs each user's connection, which the task relay does
 			// not have, so its calls run in line (peruser.go).
@@ -526,6 +529,21 @@ func (u *upstream) unrouted(method string, params exactjson.Value) {
 		u.g.log.Debug("gateway: an upstream's URL elicitation completed; 2026-07-28 clients learn it by retrying", "upstream", u.cfg.Name, "elicitationId", str(params, "elicitationId"))
 	default:
 		u.g.log.Debug("gateway: an upstream notification of no call is not relayed", "upstream", u.cfg.Name, "method", method)
+	}
+}
+
+// awaitListen waits, bounded by the call timeout, until c's listen stream
+// is acknowledged for the resources the server now offers, so that what
+// the upstream announces once a client can see them reaches it. A stream
+// that cannot be opened is logged; the gateway serves without it.
+func (u *upstream) awaitListen(ctx context.Context, c *conn) {
+	want := u.resourceURIs()
+	want = want[:min(len(want), maxResourceSubscriptions)]
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.callTimeout())
+	defer cancel()
+	if err := c.listening.wait(ctx, want); err != nil {
+		u.g.log.Warn("gateway: the upstream's subscriptions/listen stream is not acknowledged; its list changes and resource updates are not relayed until it is",
+			"upstream", u.cfg.Name, "err", err)
 	}
 }
 

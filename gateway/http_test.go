@@ -326,12 +326,7 @@ func legacyHTTPSessionExpired(t *testing.T, status int) {
 // after resources/subscribe.
 func TestResourceUpdatesRelayed(t *testing.T) {
 	upSrv, url := httpUpstream(t)
-	if err := upSrv.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://status", Name: "status"}},
-		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
-			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource("test://status", "text/plain", "ok")}}, nil
-		}); err != nil {
-		t.Fatal(err)
-	}
+	addTextResource(t, upSrv, "test://status")
 	fake, _ := fakeUpstream(t, "fake")
 	// With prefixes: the gateway subscribes upstream to the upstreams'
 	// URIs and relays the updates under the exposed ones.
@@ -341,39 +336,48 @@ func TestResourceUpdatesRelayed(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fsub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"fake://fk/status"}})
+	fsub := subscribe(ctx, t, c, "fake://fk/status")
+	expectUpdate(t, fsub, "fake://fk/status", "the 2025 upstream's")
+	sub := subscribe(ctx, t, c, "test://up/status")
+	// The gateway's listen stream to the upstream was acknowledged before
+	// it served: one update is enough.
+	upSrv.NotifyResourceUpdated("test://status")
+	expectUpdate(t, sub, "test://up/status", "the 2026-07-28 upstream's")
+}
+
+// addTextResource registers on srv a resource at uri reading "ok".
+func addTextResource(t *testing.T, srv *weft.Server, uri string) {
+	t.Helper()
+	if err := srv.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: uri, Name: uri}},
+		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
+			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(uri, "text/plain", "ok")}}, nil
+		}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subscribe opens a listen stream of c for the updates of uri, closed when
+// the test ends.
+func subscribe(ctx context.Context, t *testing.T, c *client.Client, uri string) *client.Subscription {
+	t.Helper()
+	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{uri}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fsub.Close()
+	t.Cleanup(func() { _ = sub.Close() })
+	return sub
+}
+
+// expectUpdate waits up to ten seconds for the next notification of sub,
+// which must be an update of uri.
+func expectUpdate(t *testing.T, sub *client.Subscription, uri, what string) {
+	t.Helper()
 	select {
-	case n := <-fsub.Notifications():
-		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), `"fake://fk/status"`) {
-			t.Fatalf("notification %s %s", n.Method, n.Params)
+	case n := <-sub.Notifications():
+		if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), strconv.Quote(uri)) {
+			t.Fatalf("%s: notification %s %s", what, n.Method, n.Params)
 		}
-	case <-ctx.Done():
-		t.Fatal("no resource update of the 2025 upstream through the gateway")
-	}
-	sub, err := c.Listen(ctx, client.ListenFilter{ResourceSubscriptions: []string{"test://up/status"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	// The gateway's own listen stream may still be reopening with the new
-	// resource: notify until an update arrives.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case n := <-sub.Notifications():
-			if n.Method != "notifications/resources/updated" || !strings.Contains(n.Params.String(), `"test://up/status"`) {
-				t.Fatalf("notification %s %s", n.Method, n.Params)
-			}
-			return
-		case <-tick.C:
-			upSrv.NotifyResourceUpdated("test://status")
-		case <-ctx.Done():
-			t.Fatal("no resource update through the gateway")
-		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no update of %s through the gateway", what, uri)
 	}
 }
