@@ -30,7 +30,7 @@ import (
 // authorization server (docs/authorization.md).
 type authFlags struct {
 	upstream, clientID, secretFile, issuer, scopes string
-	dev                                            bool
+	dev, noDynamic                                 bool
 }
 
 func (a *authFlags) enabled() bool { return a.upstream != "" }
@@ -136,6 +136,10 @@ func setupAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, 
 		SigningKeys:         []jose.JSONWebKey{keys.SigningKey},
 		SecretKey:           keys.Secret,
 		Logger:              logger,
+		// Native clients that can host no metadata document (the weft
+		// CLI, desktop apps) register themselves: public clients only,
+		// bounded in number and lifetime.
+		DynamicRegistration: !a.noDynamic,
 	}
 	if a.dev {
 		cfg.CIMD.AllowHTTP = true

@@ -11,10 +11,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftmcp/weft/internal/hydratest"
 )
@@ -141,5 +143,108 @@ func TestServeBehindAuthServer(t *testing.T) {
 	resp, body = list(bare)
 	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusForbidden || !strings.Contains(ch, "insufficient_scope") || !strings.Contains(ch, `scope="mcp"`) {
 		t.Errorf("tools/list with a token without scope: %d %q %s", resp.StatusCode, ch, body)
+	}
+}
+
+// TestLoginToOwnAuthServer: the two commands and nothing else. `weft serve
+// --auth-upstream` in front of Ory Hydra (dynamic registration off there)
+// and `weft call --login` against it: the CLI registers itself with the
+// demo's authorization server, the user signs in at Hydra and consents
+// (a headless browser following the printed URL), the call succeeds, and
+// the cached token works on the next call without --login. Then the same
+// with dynamic registration off and the CLI registered by a metadata
+// document (--client-metadata-url) whose loopback redirect URI has no port:
+// the CLI's listener port, whatever it is, is accepted (RFC 8252 §7.3).
+func TestLoginToOwnAuthServer(t *testing.T) {
+	hydra := hydratest.Start(t, hydratest.Options{})
+	var docURL string
+	docs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "weft CLI (test)",
+			"redirect_uris": []string{"http://127.0.0.1/callback"}, "token_endpoint_auth_method": "none",
+			"grant_types": []string{"authorization_code", "refresh_token"}})
+	}))
+	defer docs.Close()
+	docURL = docs.URL + "/weft-cli.json"
+	for _, c := range []struct {
+		name     string
+		serve    []string
+		login    []string
+		clientID func(string) bool
+	}{
+		{"dynamic registration", nil, nil, func(id string) bool { return strings.HasPrefix(id, "dyn_") }},
+		{"metadata document", []string{"--auth-no-dynamic-registration"}, []string{"--client-metadata-url", docURL}, func(id string) bool { return id == docURL }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			base := "http://" + addr
+			hydra.CreateClient(t, hydratest.Client{ID: "weft-demo-" + addr, Secret: "demo-secret-0123456789", RedirectURIs: []string{base + "/callback"}})
+			dir := t.TempDir()
+			secret := filepath.Join(dir, "secret")
+			if err := os.WriteFile(secret, []byte("demo-secret-0123456789\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			startServe(t, append([]string{"--addr", addr, "--data", filepath.Join(dir, "data"), "--auth-upstream", hydra.Issuer,
+				"--auth-client-id", "weft-demo-" + addr, "--auth-client-secret-file", secret, "--auth-dev"}, c.serve...)...)
+			waitPort(t, addr)
+			loginOwnServer(t, base, c.login, c.clientID)
+		})
+	}
+}
+
+// loginOwnServer runs weft call --login against the demo at base, plays
+// the browser, and checks the cached token on a second call.
+func loginOwnServer(t *testing.T, base string, loginArgs []string, clientID func(string) bool) {
+	home := t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "PATH="+t.TempDir())
+	cmd, authURL, stdout := startLogin(t, env, append([]string{"call", base + "/mcp", "counter.show", "start=3", "--login"}, loginArgs...)...)
+	if q, _ := url.Parse(authURL); !clientID(q.Query().Get("client_id")) || !strings.Contains(q.Query().Get("scope"), "offline_access") {
+		t.Errorf("authorization request %s: unexpected client, or no offline_access", authURL)
+	}
+
+	// The browser: Hydra signs the user in, Weft's consent page is
+	// approved, and the redirect lands on the CLI's loopback listener.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := browser.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("consent page: %s\n%s", resp.Status, page)
+	}
+	form := url.Values{"action": {"approve"}}
+	for _, m := range regexp.MustCompile(`type="hidden" name="([a-z]+)" value="([^"]*)"`).FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if form.Get("csrf") == "" {
+		t.Fatalf("no consent form:\n%s", page)
+	}
+	resp, err = browser.PostForm(base+"/consent", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Authorized") {
+		t.Fatalf("the CLI's loopback redirect answered %s: %s", resp.Status, page)
+	}
+	if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "Counter at 3.") {
+		t.Fatalf("weft call --login: %v\nstdout:\n%s", err, stdout)
+	}
+
+	// The next call uses the cached token: no --login, no browser.
+	again := exec.Command(weftBin, "call", base+"/mcp", "counter.show", "start=4")
+	again.Env = env
+	if out, err := again.CombinedOutput(); err != nil || !strings.Contains(string(out), "Counter at 4.") {
+		t.Fatalf("call with the cached token: %v\n%s", err, out)
+	}
+	// Without the cache the server's 401 is reported, not a sign-in.
+	fresh := exec.Command(weftBin, "tools", base+"/mcp")
+	fresh.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	if out, err := fresh.CombinedOutput(); err == nil || !strings.Contains(string(out), "needs authorization (HTTP 401)") {
+		t.Fatalf("tools without a token: %v\n%s", err, out)
 	}
 }

@@ -28,24 +28,46 @@ func callCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if pos, err = t.resolve(callDoc, pos); err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError(callDoc, fmt.Errorf("call needs a tool name after the server, got %d arguments", len(pos)))
+	if len(pos) == 0 {
+		return usageError(callDoc, errors.New("call needs a tool name after the server"))
 	}
-	tool := pos[0]
+	tool, words := pos[0], pos[1:]
 	argv, err := exactjson.Parse([]byte(*argsJSON), exactjson.Limits{})
 	if err != nil || argv.Kind() != exactjson.KindObject {
 		return errors.New("--args must be a JSON object, such as '{\"name\":\"Ada\"}'")
 	}
+	for _, w := range words {
+		if _, _, err := splitArg(w); err != nil {
+			return usageError(callDoc, fmt.Errorf("%w (the tool's name comes once, before its arguments)", err))
+		}
+	}
 	ctx, cancel := t.bound(ctx, fs, defaultCallTimeout)
 	defer cancel()
-	term := newTerminal(stdin, stdout)
-	c, err := t.connect(term.options(), stderr)
+	c, term, err := t.open(ctx, stdin, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	defer t.close(c)
+	if len(words) > 0 {
+		// NAME=VALUE words are typed by the tool's input schema.
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return t.timedOut(ctx, t.explain(err, "tools"))
+		}
+		var schema exactjson.Value
+		if i := slices.IndexFunc(tools, func(x client.Tool) bool { return x.Name == tool }); i >= 0 {
+			schema = tools[i].InputSchema
+		}
+		if argv, err = keyValueArgs(argv, words, schema); err != nil {
+			return err
+		}
+	}
 	res, err := c.CallTool(ctx, tool, argv)
 	term.endProgress()
+	var te *client.TaskError
+	if errors.As(err, &te) {
+		return t.explainTask(ctx, te)
+	}
 	if err != nil {
 		return t.timedOut(ctx, t.explain(err, "tools"))
 	}
@@ -81,6 +103,25 @@ type terminal struct {
 	in       *bufio.Reader
 	out      io.Writer
 	barShown bool
+	// follow, when set, is the command line following a task, shown
+	// when a task starts.
+	follow func(id string) string
+	tasks  map[string]bool // the tasks shown
+	// pending is the read of standard input in progress (under mu).
+	pending chan lineRead
+	// auto answers questions without asking, for scripts.
+	auto autoAnswers
+}
+
+// autoAnswers are the answers given on the command line: form fields
+// (--answer NAME=VALUE), declining every form and URL (--decline), the
+// reply to sampling (--sampling-reply), and never reading standard input
+// (--no-input).
+type autoAnswers struct {
+	fields   map[string]string
+	decline  bool
+	sampling string
+	noInput  bool
 }
 
 // newTerminal reads answers from in and writes questions to out.
@@ -92,7 +133,7 @@ func newTerminal(in io.Reader, out io.Writer) *terminal {
 // terminal: forms, URLs, sampling and roots, task following, progress.
 func (t *terminal) options() client.Options {
 	return client.Options{
-		ClientInfo:   client.Implementation{Name: "weft-cli", Version: "0.1.0"},
+		ClientInfo:   client.Implementation{Name: "weft-cli", Version: cliVersion()},
 		Handlers:     client.Handlers{Elicit: t.elicit, Sample: t.sample, Roots: roots},
 		TasksEnabled: true,
 		OnProgress:   t.progress,
@@ -100,13 +141,49 @@ func (t *terminal) options() client.Options {
 	}
 }
 
-func (t *terminal) readLine(prompt string) (string, error) {
-	fmt.Fprint(t.out, prompt)
-	line, err := t.in.ReadString('\n')
-	if err != nil && line == "" {
-		return "", fmt.Errorf("no answer on standard input: %w", err)
+// readLine shows prompt and reads one line of the answer. It returns when
+// ctx ends (Ctrl-C) even while the read waits; that read is kept for the
+// next question.
+func (t *terminal) readLine(ctx context.Context, prompt string) (string, error) {
+	if t.auto.noInput {
+		return "", noAnswer(fmt.Sprintf("the server asks %q and --no-input is given: answer with --answer, --decline or --sampling-reply", strings.TrimSpace(prompt)))
 	}
-	return strings.TrimSpace(line), nil
+	fmt.Fprint(t.out, prompt)
+	if t.pending == nil {
+		ch := make(chan lineRead, 1)
+		t.pending = ch
+		go func() {
+			line, err := t.in.ReadString('\n')
+			ch <- lineRead{line, err}
+		}()
+	}
+	select {
+	case r := <-t.pending:
+		t.pending = nil
+		if r.err != nil && r.line == "" {
+			// A task asking leaves it waiting: weft task follow
+			// answers it later.
+			return "", noAnswer(fmt.Sprintf("no answer on standard input: %v", r.err))
+		}
+		return strings.TrimSpace(r.line), nil
+	case <-ctx.Done():
+		fmt.Fprintln(t.out)
+		return "", context.Cause(ctx)
+	}
+}
+
+// noAnswer is the error of a question nobody answers: it leaves a task
+// waiting (it is client.ErrLeaveTask), so that weft task follow can answer
+// it later, and ends a plain call.
+type noAnswer string
+
+func (e noAnswer) Error() string        { return string(e) }
+func (e noAnswer) Is(target error) bool { return target == client.ErrLeaveTask }
+
+// lineRead is one line read from the terminal.
+type lineRead struct {
+	line string
+	err  error
 }
 
 func action(a string) exactjson.Value {
@@ -120,11 +197,15 @@ func (t *terminal) elicit(ctx context.Context, params exactjson.Value) (exactjso
 	msg, _ := params.Get("message")
 	m, _ := msg.AsString()
 	mode, _ := params.Get("mode")
+	if t.auto.decline {
+		fmt.Fprintf(t.out, "\n%s\n  (declined: --decline)\n", m)
+		return action("decline"), nil
+	}
 	if md, _ := mode.AsString(); md == "url" {
 		u, _ := params.Get("url")
 		us, _ := u.AsString()
 		fmt.Fprintf(t.out, "\n%s\n  Open: %s\n", m, us)
-		ans, err := t.readLine("Press Enter when done, or type d to decline, c to cancel: ")
+		ans, err := t.readLine(ctx, "Press Enter when done, or type d to decline, c to cancel: ")
 		if err != nil {
 			return exactjson.Value{}, err
 		}
@@ -142,8 +223,20 @@ func (t *terminal) elicit(ctx context.Context, params exactjson.Value) (exactjso
 		return exactjson.Value{}, fmt.Errorf("the server sent a form this client cannot show: %w", err)
 	}
 	fmt.Fprintf(t.out, "\n%s\n", m)
+	if len(t.auto.fields) > 0 {
+		// Answered on the command line: accepted without asking, the
+		// fields not given asked (or their defaults taken).
+		content, err := t.fill(ctx, schema)
+		if err != nil {
+			return exactjson.Value{}, err
+		}
+		if err := schema.Validate(content); err != nil {
+			return exactjson.Value{}, fmt.Errorf("the answers do not fit the form: %w", err)
+		}
+		return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", content)), nil
+	}
 	for {
-		ans, err := t.readLine("[a]ccept, [d]ecline or [c]ancel? ")
+		ans, err := t.readLine(ctx, "[a]ccept, [d]ecline or [c]ancel? ")
 		if err != nil {
 			return exactjson.Value{}, err
 		}
@@ -156,7 +249,7 @@ func (t *terminal) elicit(ctx context.Context, params exactjson.Value) (exactjso
 		default:
 			continue
 		}
-		content, err := t.fill(schema)
+		content, err := t.fill(ctx, schema)
 		if err != nil {
 			return exactjson.Value{}, err
 		}
@@ -217,9 +310,14 @@ func (t *terminal) sample(ctx context.Context, params exactjson.Value) (exactjso
 	if mt, ok := params.Get("maxTokens"); ok {
 		fmt.Fprintf(t.out, "  (at most %s tokens)\n", mt.String())
 	}
-	ans, err := t.readLine("Your reply as the model (empty to decline): ")
-	if err != nil {
-		return exactjson.Value{}, err
+	ans := t.auto.sampling
+	if ans != "" {
+		fmt.Fprintf(t.out, "  (replied: --sampling-reply)\n")
+	} else {
+		var err error
+		if ans, err = t.readLine(ctx, "Your reply as the model (empty to decline): "); err != nil {
+			return exactjson.Value{}, err
+		}
 	}
 	if ans == "" {
 		return exactjson.Value{}, errSamplingRefused
@@ -236,7 +334,7 @@ func (t *terminal) sample(ctx context.Context, params exactjson.Value) (exactjso
 // fill asks for each field with typed parsing. A field shows its
 // description and default; an answer the form refuses re-asks only that
 // field, with the reason.
-func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
+func (t *terminal) fill(ctx context.Context, schema *elicit.Schema) (exactjson.Value, error) {
 	var members []exactjson.Member
 	for _, f := range schema.Fields() {
 		label := f.Title
@@ -246,12 +344,34 @@ func (t *terminal) fill(schema *elicit.Schema) (exactjson.Value, error) {
 		if f.Description != "" {
 			fmt.Fprintf(t.out, "  %s: %s\n", label, f.Description)
 		}
+		if given, ok := t.auto.fields[f.Name]; ok {
+			v, err := parseAnswer(f, given)
+			if err == nil {
+				if reason := fieldProblem(schema, f.Name, v); reason != "" {
+					err = errors.New(reason)
+				}
+			}
+			if err != nil {
+				return exactjson.Value{}, fmt.Errorf("--answer %s=%s: %v", f.Name, given, err)
+			}
+			fmt.Fprintf(t.out, "  %s: %s (--answer)\n", label, given)
+			members = append(members, exactjson.Field(f.Name, v))
+			continue
+		}
+		if len(t.auto.fields) > 0 && (f.Default.Kind() != exactjson.KindNull || !f.Required) {
+			// Answering from the command line: what is not given takes
+			// its default or stays out.
+			if f.Default.Kind() != exactjson.KindNull {
+				members = append(members, exactjson.Field(f.Name, f.Default))
+			}
+			continue
+		}
 		hint := kindHint(f)
 		if f.Default.Kind() != exactjson.KindNull {
 			hint += ", Enter for " + f.Default.String()
 		}
 		for {
-			ans, err := t.readLine(fmt.Sprintf("  %s (%s): ", label, hint))
+			ans, err := t.readLine(ctx, fmt.Sprintf("  %s (%s): ", label, hint))
 			if err != nil {
 				return exactjson.Value{}, err
 			}
@@ -367,9 +487,21 @@ func (t *terminal) drawBar(progress, total float64, message string) {
 	t.barShown = true
 }
 
-func (t *terminal) taskStatus(status, message string) {
+func (t *terminal) taskStatus(id, status, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.tasks[id] {
+		if t.tasks == nil {
+			t.tasks = map[string]bool{}
+		}
+		t.tasks[id] = true
+		t.endProgressLocked()
+		fmt.Fprintf(t.out, "task %s started", id)
+		if t.follow != nil {
+			fmt.Fprintf(t.out, "; follow it from elsewhere with: %s", t.follow(id))
+		}
+		fmt.Fprintln(t.out)
+	}
 	if status == "input_required" {
 		return
 	}

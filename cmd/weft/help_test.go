@@ -34,7 +34,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"admin", "keys", "remove"}, append([]string{"usage: weft admin keys remove"}, withID...), true},
 		{[]string{"tools"}, []string{"usage: weft tools TARGET", "--command COMMAND", "--header NAME: VALUE", "--bearer-file FILE", "--json", "--login"}, true},
 		{[]string{"logout"}, []string{"usage: weft logout URL", "weft logout --all", "--all"}, true},
-		{[]string{"call"}, []string{"usage: weft call TARGET TOOL [--args JSON]", "--args JSON", "(default {})", "--command COMMAND"}, true},
+		{[]string{"call"}, []string{"usage: weft call TARGET TOOL [NAME=VALUE]... [--args JSON]", "--args JSON", "(default {})", "--command COMMAND"}, true},
 		{[]string{"call", "http://127.0.0.1:1/mcp", "echo"}, []string{"usage: weft call TARGET TOOL", "--args JSON"}, true},
 		{[]string{"call", "http://127.0.0.1:1/mcp", "echo", "--args", "{}"}, []string{"usage: weft call TARGET TOOL", "--args JSON"}, true},
 		{[]string{"discover"}, []string{"usage: weft discover TARGET", "--json"}, true},

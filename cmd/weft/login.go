@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/weftmcp/weft/client/oauth"
@@ -33,27 +34,54 @@ func tokenFile() (string, error) {
 	return filepath.Join(dir, "weft", "tokens.json"), nil
 }
 
-// errLoginNeeded tells the user to log in.
-var errLoginNeeded = errors.New("the server asks for authorization: run the command again with --login")
+// loginFlags are the client identity --login uses at an authorization
+// server: by default whatever it offers (a stored or dynamic
+// registration), or a pre-registered client, or a client ID metadata
+// document (CIMD) the user hosts.
+type loginFlags struct {
+	clientID     string
+	clientSecret string // a file
+	metadataURL  string
+}
 
-// authorizedHTTP returns the HTTP client of the CLI's MCP requests: it
-// presents the tokens cached for the server (refreshing them), and with
-// login authorizes in the user's browser when the server asks (an RFC
-// 8252 loopback redirect; the URL is printed, and opened with xdg-open
-// or open when one is installed). The returned func releases the
-// loopback listener.
-func authorizedHTTP(login bool, stderr io.Writer) (*http.Client, func(), error) {
+// authorizedHTTP returns the HTTP client of the CLI's MCP requests to
+// serverURL. With login it authorizes in the user's browser when the
+// server asks (an RFC 8252 loopback redirect; the URL is printed, and
+// opened with xdg-open or open when one is installed). Without it, the
+// tokens an earlier --login cached for the server are presented (and
+// refreshed); when there are none, requests go out plain, so a 401 or 403
+// is reported as what it is and no authorization server is contacted. The
+// returned func releases the loopback listener.
+func authorizedHTTP(ctx context.Context, serverURL string, login bool, lf loginFlags, stderr io.Writer) (*http.Client, func(), error) {
 	path, err := tokenFile()
 	if err != nil {
 		return nil, nil, err
 	}
+	store := oauth.NewFileStore(path)
 	cfg := oauth.Config{
-		ClientName:    "weft CLI",
-		OfflineAccess: true,
-		Store:         oauth.NewFileStore(path),
+		ClientName:        "weft CLI",
+		OfflineAccess:     true,
+		Store:             store,
+		ClientID:          lf.clientID,
+		ClientMetadataURL: lf.metadataURL,
+	}
+	if lf.clientSecret != "" {
+		b, err := os.ReadFile(lf.clientSecret)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading --client-secret-file: %w", err)
+		}
+		cfg.ClientSecret = strings.TrimSpace(string(b))
 	}
 	release := func() {}
-	if login {
+	if !login {
+		tok, err := store.Token(ctx, oauth.NewAuthorizer(serverURL, cfg).Server())
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the token cache: %w", err)
+		}
+		if tok == nil {
+			return http.DefaultClient, release, nil
+		}
+	} else {
 		lb, err := oauth.NewLoopback()
 		if err != nil {
 			return nil, nil, err

@@ -36,6 +36,7 @@ type loginAS struct {
 	refresh   map[string]string // refresh token -> resource
 	authorize int               // authorization requests
 	refreshed int               // refresh_token grants
+	registers int               // dynamic registrations
 }
 
 type codeGrant struct{ challenge, redirect, resource string }
@@ -51,6 +52,9 @@ func newLoginAS(t *testing.T) *loginAS {
 		})
 	})
 	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.registers++
+		a.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 		writeJSON(w, map[string]any{"client_id": "cli-client", "token_endpoint_auth_method": "none"})
 	})
@@ -191,37 +195,12 @@ func TestCallLogin(t *testing.T) {
 
 	// Without a cached token and without --login: a clear refusal.
 	out, err := weft("call", mcpURL, "whoami").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--login") {
+	if err == nil || !strings.Contains(string(out), "needs authorization (HTTP 401)") || !strings.Contains(string(out), "--login") {
 		t.Fatalf("call without a token: err %v, output:\n%s\nwant a refusal naming --login", err, out)
 	}
 
 	// --login: follow the printed URL like a browser.
-	cmd := weft("call", mcpURL, "whoami", "--login")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	var authURL string
-	var rest strings.Builder
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "http://") && strings.Contains(line, "/authorize?") {
-			authURL = line
-			break
-		}
-		rest.WriteString(line + "\n")
-	}
-	if authURL == "" {
-		t.Fatalf("no authorization URL printed; stderr:\n%s", &rest)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cmd, authURL, stdout := startLogin(t, env, "call", mcpURL, "whoami", "--login")
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	resp, err := browser.Get(authURL)
@@ -234,10 +213,10 @@ func TestCallLogin(t *testing.T) {
 		t.Fatalf("the loopback redirect answered %s: %s", resp.Status, page)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("weft call --login: %v\nstdout:\n%s", err, &stdout)
+		t.Fatalf("weft call --login: %v\nstdout:\n%s", err, stdout)
 	}
 	if !strings.Contains(stdout.String(), "hello, authorized user") {
-		t.Fatalf("stdout:\n%s", &stdout)
+		t.Fatalf("stdout:\n%s", stdout)
 	}
 	file := filepath.Join(home, "config", "weft", "tokens.json")
 	fi, err := os.Stat(file)
@@ -289,4 +268,119 @@ func TestCallLogin(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "--login") {
 		t.Fatalf("call after logout: err %v, output:\n%s", err, out)
 	}
+}
+
+// TestNoLoginNoContact: without --login and without a cached token the CLI
+// contacts nothing but the MCP server, and reports its 401 and 403 as what
+// they are with the next step, even when the metadata names an
+// authorization server that is down (or a placeholder host).
+func TestNoLoginNoContact(t *testing.T) {
+	var mu sync.Mutex
+	var metadata int
+	status := http.StatusUnauthorized
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			mu.Lock()
+			metadata++
+			mu.Unlock()
+			writeJSON(w, map[string]any{"resource": "http://" + r.Host + "/mcp", "authorization_servers": []string{"https://auth.example.com"}})
+			return
+		}
+		mu.Lock()
+		st := status
+		mu.Unlock()
+		if st == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://`+r.Host+`/.well-known/oauth-protected-resource/mcp"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
+		}
+		http.Error(w, "no", st)
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"))
+	for _, c := range []struct {
+		status int
+		args   []string
+		want   string
+	}{
+		{http.StatusUnauthorized, []string{"tools", srv.URL + "/mcp"}, "needs authorization (HTTP 401): run the command again with --login, or give a token with --bearer-file"},
+		{http.StatusUnauthorized, []string{"call", srv.URL + "/mcp", "echo"}, "needs authorization (HTTP 401)"},
+		{http.StatusForbidden, []string{"tools", srv.URL + "/mcp", "--bearer", "t"}, `refused this token (HTTP 403): it needs scope "admin"`},
+	} {
+		mu.Lock()
+		status = c.status
+		mu.Unlock()
+		cmd := exec.Command(weftBin, c.args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("weft %v: err %v, output:\n%s\nwant %q", c.args, err, out, c.want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if metadata != 0 {
+		t.Errorf("the CLI fetched the authorization metadata %d times without --login", metadata)
+	}
+}
+
+// TestLoginClientID: --client-id signs in as a client registered for weft
+// beforehand: no dynamic registration; the flags apply to --login only.
+func TestLoginClientID(t *testing.T) {
+	as := newLoginAS(t)
+	mcpURL := protectedServer(t, as)
+	home := t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "PATH="+t.TempDir())
+	cmd, authURL, stdout := startLogin(t, env, "call", mcpURL, "whoami", "--login", "--client-id", "cli-client")
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar, Timeout: 10 * time.Second}).Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "hello, authorized user") {
+		t.Fatalf("weft call --login --client-id: %v\n%s", err, stdout)
+	}
+	as.mu.Lock()
+	regs := as.registers
+	as.mu.Unlock()
+	if regs != 0 {
+		t.Errorf("%d dynamic registrations with --client-id, want none", regs)
+	}
+	out, err := exec.Command(weftBin, "tools", mcpURL, "--client-id", "x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "apply to --login") {
+		t.Errorf("--client-id without --login: %v %s", err, out)
+	}
+}
+
+// startLogin starts weft with args (a command with --login) in env and
+// returns it, with its standard output, once it has printed the
+// authorization URL (a line holding "/authorize?").
+func startLogin(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(weftBin, args...)
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := &strings.Builder{}
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	var rest strings.Builder
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "http") && strings.Contains(line, "/authorize?") {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return cmd, line, stdout
+		}
+		rest.WriteString(line + "\n")
+	}
+	t.Fatalf("no authorization URL printed; stderr:\n%s", &rest)
+	return nil, "", nil
 }

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -51,7 +52,7 @@ const usage = `usage:
   weft keys fingerprint --keyring FILE
   weft admin keys status|stage|activate|rotate|remove [--id ID] --admin URL --token-file FILE
   weft discover|tools|prompts|resources|templates TARGET [--json]
-  weft call TARGET TOOL [--args JSON] [--json]
+  weft call TARGET TOOL [NAME=VALUE]... [--args JSON] [--json]
   weft prompt TARGET NAME [--arg NAME=VALUE]...
   weft read TARGET URI
   weft complete TARGET (--prompt NAME | --resource URI-TEMPLATE) ARGUMENT VALUE
@@ -59,9 +60,11 @@ const usage = `usage:
   weft task get|follow|cancel TARGET ID
   weft logout URL | --all
   weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--postgres URL]
+  weft version | weft completion bash|zsh|fish
 
-TARGET is a server URL (http://127.0.0.1:8080/mcp), or left out with --command "CMD ARGS"
-to start a stdio server; --header, --bearer-file, --login and --json work with every client command.
+TARGET is a server URL (http://127.0.0.1:8080/mcp), a server named in an mcp.json (--config FILE,
+default ./.mcp.json or ./mcp.json), or left out with --command "CMD ARGS" to start a stdio server;
+--header, --bearer-file, --login, --json, --trace and --timeout work with every client command.
 Without authentication, serve, gateway and openapi listen on a loopback --addr
 only; --allow-unauthenticated lets them listen on any.
 Run weft COMMAND --help for the flags of a command.`
@@ -76,9 +79,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return err
 }
 
+// clientCommands are the commands that talk to a server as its client.
+var clientCommands = []string{"discover", "tools", "prompts", "resources", "templates", "prompt", "read", "complete", "listen", "task", "call"}
+
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
+	}
+	if slices.Contains(clientCommands, args[0]) {
+		// Ctrl-C (or SIGTERM) ends the command's context, so that the
+		// client tells the server: notifications/cancelled for the
+		// request in flight, tasks/cancel for a followed task. A second
+		// one stops at once.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		go func() { <-ctx.Done(); stop() }()
 	}
 	switch args[0] {
 	case "serve":
@@ -93,23 +109,23 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "admin":
 		return adminCmd(ctx, args[1:], stdout)
 	case "discover":
-		return discoverCmd(ctx, args[1:], stdout, stderr)
+		return discoverCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "tools":
-		return toolsCmd(ctx, args[1:], stdout, stderr)
+		return toolsCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "prompts":
-		return promptsCmd(ctx, args[1:], stdout, stderr)
+		return promptsCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "resources":
-		return resourcesCmd(ctx, args[1:], stdout, stderr)
+		return resourcesCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "templates":
-		return templatesCmd(ctx, args[1:], stdout, stderr)
+		return templatesCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "prompt":
-		return promptCmd(ctx, args[1:], stdout, stderr)
+		return promptCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "read":
-		return readCmd(ctx, args[1:], stdout, stderr)
+		return readCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "complete":
-		return completeCmd(ctx, args[1:], stdout, stderr)
+		return completeCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "listen":
-		return listenCmd(ctx, args[1:], stdout, stderr)
+		return listenCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "task":
 		return taskCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "logout":
@@ -118,6 +134,10 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return callCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "gateway":
 		return gatewayCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		return versionCmd(stdout)
+	case "completion":
+		return completionCmd(args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			// weft help COMMAND...: the help of that command.
@@ -134,7 +154,7 @@ var serveDoc = helpDoc{name: "serve",
 		"weft serve [--addr 127.0.0.1:8080] [--data ./weft-data] [--keyring FILE] [--stdio]",
 		"           [--tokens FILE [--authorization-server URL]]",
 		"           [--auth-upstream URL --auth-client-id ID --auth-client-secret-file FILE",
-		"            [--auth-issuer URL] [--auth-scopes mcp] [--auth-dev]]",
+		"            [--auth-issuer URL] [--auth-scopes mcp] [--auth-no-dynamic-registration] [--auth-dev]]",
 		"           [--postgres URL [--schema NAME]] [--task-lease 30s]",
 		"           [--admin 127.0.0.1:8081 --admin-token-file FILE]",
 		"           [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s]",
@@ -166,6 +186,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	fs.StringVar(&af.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
 	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default http://<addr>, served on the same listener)")
 	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
+	fs.BoolVar(&af.noDynamic, "auth-no-dynamic-registration", false, "refuse RFC 7591 dynamic registration: clients then register by metadata document (CIMD) only")
 	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
 	eras := fs.String("eras", "both", "protocol `ERAS` served: both (2026-07-28, and 2025-11-25/2025-06-18 with sessions), 2026 (2026-07-28 alone) or 2025 (the 2025 revisions alone)")
 	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")

@@ -278,7 +278,7 @@ func TestFormFieldRetry(t *testing.T) {
 	}
 	var out strings.Builder
 	term := newTerminal(strings.NewReader("Ada\n12\n30\n\n"), &out)
-	content, err := term.fill(schema)
+	content, err := term.fill(context.Background(), schema)
 	if err != nil {
 		t.Fatal(err)
 	}

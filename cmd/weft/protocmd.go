@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -50,9 +52,12 @@ var (
 		"weft task follow TARGET ID",
 		"weft task cancel TARGET ID"},
 		about: "Shows a task, follows it to its result (answering its questions at the terminal), or cancels it."}
-	callDoc = helpDoc{name: "call", synopsis: []string{"weft call TARGET TOOL [--args JSON]"},
-		about: "Calls TOOL and prints its result. Questions the server asks on the way\n" +
-			"(forms, URLs to open, sampling, task input) are answered at the terminal."}
+	callDoc = helpDoc{name: "call", synopsis: []string{"weft call TARGET TOOL [NAME=VALUE]... [--args JSON]"},
+		about: "Calls TOOL and prints its result. Arguments are NAME=VALUE words, each value taken\n" +
+			"as the tool's input schema types it (a string as written; a number, boolean,\n" +
+			"object or array as JSON), on top of --args. Questions the server asks on the way\n" +
+			"(forms, URLs to open, sampling, task input) are answered at the terminal, or by\n" +
+			"--answer, --decline and --sampling-reply in scripts."}
 )
 
 // targetHelp is appended to every protocol command's help.
@@ -68,6 +73,29 @@ func init() {
 
 // headerList is a repeatable --header flag.
 type headerList []string
+
+// assignList is a repeatable NAME=VALUE flag.
+type assignList []string
+
+func (a *assignList) String() string { return strings.Join(*a, " ") }
+
+func (a *assignList) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	*a = append(*a, v)
+	return nil
+}
+
+// pairs returns the list as a map (a later NAME wins).
+func (a assignList) pairs() map[string]string {
+	m := make(map[string]string, len(a))
+	for _, kv := range a {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
 
 func (h *headerList) String() string { return strings.Join(*h, ", ") }
 
@@ -89,11 +117,19 @@ type target struct {
 	bearerFn string
 	json     bool
 	login    bool
+	lf       loginFlags
+	answers  assignList // --answer NAME=VALUE
+	auto     autoAnswers
+	env      assignList // --env NAME=VALUE for --command
+	trace    bool
+	config   string
 	protocol string
 	timeout  time.Duration
 
-	url     string // set by resolve for HTTP targets
-	release func() // set by connect: frees the --login loopback listener
+	url     string   // set by resolve for HTTP targets
+	release func()   // set by connect: frees the --login loopback listener
+	argv    []string // the command's words, when an mcp.json gave them
+	name    string   // the server's name in the mcp.json, when TARGET is one
 }
 
 // close closes the client and what connect opened for it.
@@ -114,6 +150,16 @@ func addTarget(fs *flag.FlagSet) *target {
 	fs.BoolVar(&t.json, "json", false, "print the result as JSON (for scripts)")
 	fs.StringVar(&t.protocol, "protocol", "", "speak protocol `VERSION` (2026-07-28, 2025-11-25 or 2025-06-18) instead of trying 2026-07-28 and falling back to the newest 2025 revision the server lists")
 	fs.BoolVar(&t.login, "login", false, "authorize in the browser when the server asks (OAuth; tokens cached per server, refreshed; weft logout URL forgets them)")
+	fs.StringVar(&t.lf.clientID, "client-id", "", "with --login: the client `ID` registered for weft at the authorization server (default: its dynamic registration)")
+	fs.StringVar(&t.lf.clientSecret, "client-secret-file", "", "with --client-id: read a confidential client's secret from `FILE`")
+	fs.StringVar(&t.lf.metadataURL, "client-metadata-url", "", "with --login: the https `URL` of a client ID metadata document for weft (CIMD), used where the authorization server supports it")
+	fs.Var(&t.answers, "answer", "answer the form field `NAME=VALUE` without asking (repeatable; a form then is accepted, its other fields take their defaults)")
+	fs.BoolVar(&t.auto.decline, "decline", false, "decline every form and URL the server asks for, without asking")
+	fs.StringVar(&t.auto.sampling, "sampling-reply", "", "answer every sampling request with `TEXT`, without asking")
+	fs.BoolVar(&t.auto.noInput, "no-input", false, "never read standard input: a question no flag answers ends the command (a task is left waiting)")
+	fs.Var(&t.env, "env", "with --command: set `NAME=VALUE` in the server's environment (repeatable)")
+	fs.BoolVar(&t.trace, "trace", false, "print every JSON-RPC message sent (>) and received (<) on standard error")
+	fs.StringVar(&t.config, "config", "", "read servers from this mcp.json `FILE` (default ./.mcp.json or ./mcp.json when TARGET is a name)")
 	fs.DurationVar(&t.timeout, "timeout", 0, "give up when the command has not finished within `DURATION` (default 1m; call 10m, as the server may ask questions; listen and task follow: none; 0: wait forever)")
 	return t
 }
@@ -156,6 +202,40 @@ func (t *target) resolve(doc helpDoc, pos []string) ([]string, error) {
 	default:
 		return nil, usageError(doc, fmt.Errorf("--protocol is 2026-07-28, 2025-11-25 or 2025-06-18, got %q", t.protocol))
 	}
+	if len(t.answers) > 0 {
+		t.auto.fields = t.answers.pairs()
+	}
+	if t.command == "" && len(pos) > 0 && !strings.Contains(pos[0], "://") {
+		// A server named in an mcp.json.
+		s, file, err := lookupServer(t.config, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		if file != "" {
+			t.name = pos[0]
+			if s.Command != "" {
+				t.argv = append([]string{s.Command}, s.Args...)
+				t.command = strings.Join(t.argv, " ")
+				for k, v := range s.Env {
+					t.env = append(assignList{k + "=" + v}, t.env...) // --env wins
+				}
+				pos = pos[1:]
+			} else {
+				for k, v := range s.Headers {
+					t.headers = append(t.headers, k+": "+v)
+				}
+				pos = append([]string{s.URL}, pos[1:]...)
+			}
+		}
+	} else if t.config != "" {
+		return nil, usageError(doc, errors.New("--config names the file of the servers TARGET names; give a server name as TARGET"))
+	}
+	if t.auto.decline && len(t.answers) > 0 {
+		return nil, usageError(doc, errors.New("give --answer or --decline, not both"))
+	}
+	if len(t.env) > 0 && t.command == "" {
+		return nil, usageError(doc, errors.New("--env applies to --command"))
+	}
 	if t.command != "" {
 		if len(t.headers) > 0 || t.bearer != "" || t.bearerFn != "" || t.login {
 			return nil, usageError(doc, errors.New("--header, --bearer and --login apply to HTTP servers, not to --command"))
@@ -167,13 +247,19 @@ func (t *target) resolve(doc helpDoc, pos []string) ([]string, error) {
 	}
 	u, err := url.Parse(pos[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError(doc, fmt.Errorf("%q is not a server URL such as http://127.0.0.1:8080/mcp (for a stdio server, use --command)", pos[0]))
+		return nil, usageError(doc, fmt.Errorf("%q is not a server URL such as http://127.0.0.1:8080/mcp, nor a server named in ./.mcp.json or ./mcp.json (--config FILE names another file; for a stdio server, use --command)", pos[0]))
 	}
 	if t.bearer != "" && t.bearerFn != "" {
 		return nil, usageError(doc, errors.New("give --bearer or --bearer-file, not both"))
 	}
 	if t.login && (t.bearer != "" || t.bearerFn != "") {
 		return nil, usageError(doc, errors.New("give --login or a bearer token, not both"))
+	}
+	if !t.login && t.lf != (loginFlags{}) {
+		return nil, usageError(doc, errors.New("--client-id, --client-secret-file and --client-metadata-url apply to --login"))
+	}
+	if t.lf.clientSecret != "" && t.lf.clientID == "" {
+		return nil, usageError(doc, errors.New("--client-secret-file needs --client-id"))
 	}
 	t.url = pos[0]
 	return pos[1:], nil
@@ -187,31 +273,100 @@ func (t *target) where() string {
 	return t.url
 }
 
+// open starts the terminal answering the server's questions (forms, URLs,
+// sampling, roots, task input) and connects with its options, so that
+// every command declares the same client capabilities. With --json the
+// terminal writes to stderr: stdout carries the one JSON value.
+func (t *target) open(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (*client.Client, *terminal, error) {
+	out := stdout
+	if t.json {
+		out = stderr
+	}
+	term := newTerminal(stdin, out)
+	term.follow = t.followCommand
+	term.auto = t.auto
+	c, err := t.connect(ctx, term.options(), stderr)
+	return c, term, err
+}
+
+// followCommand is the command line following task id on this target.
+func (t *target) followCommand(id string) string {
+	if t.name != "" {
+		cfg := ""
+		if t.config != "" {
+			cfg = " --config " + shellQuote(t.config)
+		}
+		return fmt.Sprintf("weft task follow %s%s %s", shellQuote(t.name), cfg, shellQuote(id))
+	}
+	if t.command != "" {
+		return fmt.Sprintf("weft task follow --command %s %s", shellQuote(t.command), shellQuote(id))
+	}
+	return fmt.Sprintf("weft task follow %s %s", shellQuote(t.url), shellQuote(id))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// explainTask explains a followed task that ended without a result: it
+// failed or was cancelled, the command was interrupted (the task was
+// cancelled), or it was left waiting for input it can still get.
+func (t *target) explainTask(ctx context.Context, te *client.TaskError) error {
+	switch {
+	case errors.Is(te, client.ErrLeaveTask):
+		return fmt.Errorf("task %s still waits for input (%v); answer it with:\n  %s", te.TaskID, te.Err, t.followCommand(te.TaskID))
+	case ctx.Err() != nil && context.Cause(ctx) != errCLITimeout:
+		return fmt.Errorf("interrupted: task %s was cancelled (tasks/cancel sent)", te.TaskID)
+	case ctx.Err() != nil:
+		return fmt.Errorf("task %s was cancelled at --timeout %s; give more time with --timeout (0: no bound)", te.TaskID, t.timeout)
+	}
+	return fmt.Errorf("the task ended without a result: %w", te)
+}
+
 // connect opens the client. Over HTTP without a fixed bearer token, the
 // tokens cached by an earlier --login are presented (and refreshed), and
 // with --login the user authorizes in the browser when the server asks.
-func (t *target) connect(opts client.Options, stderr io.Writer) (*client.Client, error) {
+func (t *target) connect(ctx context.Context, opts client.Options, stderr io.Writer) (*client.Client, error) {
 	if opts.ClientInfo.Name == "" {
-		opts.ClientInfo = client.Implementation{Name: "weft-cli", Version: "0.1.0"}
+		opts.ClientInfo = client.Implementation{Name: "weft-cli", Version: cliVersion()}
 	}
 	opts.ProtocolVersion = t.protocol
 	if t.command != "" {
-		words, err := splitCommand(t.command)
-		if err != nil {
-			return nil, err
+		words := t.argv
+		if words == nil {
+			var err error
+			if words, err = splitCommand(t.command); err != nil {
+				return nil, err
+			}
 		}
 		cmd := exec.Command(words[0], words[1:]...)
 		cmd.Stderr = stderr
-		tr, err := client.CommandTransport(cmd)
+		if len(t.env) > 0 {
+			cmd.Env = append(os.Environ(), t.env...)
+		}
+		var sopts []client.StdioOption
+		if t.trace {
+			sopts = append(sopts, client.WithStdioWireTrace(wireTrace(stderr)))
+		}
+		tr, err := client.CommandTransport(cmd, sopts...)
 		if err != nil {
 			return nil, fmt.Errorf("could not start %s: %w", t.command, err)
 		}
 		return client.New(tr, opts), nil
 	}
 	var hopts []client.HTTPOption
+	if t.trace {
+		hopts = append(hopts, client.WithWireTrace(wireTrace(stderr)))
+	}
 	hc := http.DefaultClient
 	if t.bearer == "" && t.bearerFn == "" {
-		authorized, release, err := authorizedHTTP(t.login, stderr)
+		authorized, release, err := authorizedHTTP(ctx, t.url, t.login, t.lf, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -307,9 +462,20 @@ func (t *target) explain(err error, what string) error {
 		return errSamplingRefused
 	}
 	if errors.Is(err, oauth.ErrInteractionRequired) {
-		return errLoginNeeded
+		return fmt.Errorf("the server at %s needs authorization again (the sign-in weft cached for it no longer works): run the command again with --login", t.where())
+	}
+	switch {
+	case errors.Is(err, client.ErrLegacyServer):
+		return fmt.Errorf("the server at %s speaks only the 2025 era of MCP (initialize), not --protocol %s: leave out --protocol, or give --protocol 2025-11-25 (it answered: %v)", t.where(), t.protocol, errors.Unwrap(err))
+	case errors.Is(err, client.ErrModernServer):
+		return fmt.Errorf("the server at %s speaks only MCP 2026-07-28, not --protocol %s: leave out --protocol (%v)", t.where(), t.protocol, err)
 	}
 	var rpc *client.RPCError
+	if errors.As(err, &rpc) && (rpc.HTTPStatus == http.StatusUnauthorized || rpc.HTTPStatus == http.StatusForbidden) {
+		// A refusal at the HTTP layer with a JSON-RPC body: what matters
+		// is the status.
+		return t.explain(&client.HTTPError{StatusCode: rpc.HTTPStatus}, what)
+	}
 	if errors.As(err, &rpc) {
 		switch rpc.Code {
 		case client.CodeMethodNotFound:
@@ -323,7 +489,18 @@ func (t *target) explain(err error, what string) error {
 		case http.StatusUnauthorized:
 			return fmt.Errorf("the server at %s needs authorization (HTTP 401): run the command again with --login, or give a token with --bearer-file", t.where())
 		case http.StatusForbidden:
-			return fmt.Errorf("the server at %s refused this token (HTTP 403): it may lack a scope", t.where())
+			next := "sign in again with --login, or give a token that has it"
+			if !t.login && t.bearer == "" && t.bearerFn == "" {
+				next = "run the command again with --login, or give a token that has it with --bearer-file"
+			}
+			if chs, err := oauth.ParseChallenges(herr.Header); err == nil {
+				if ch, ok := oauth.FindChallenge(chs, "DPoP", "Bearer"); ok && ch.Param("error") == "insufficient_scope" {
+					if sc := ch.Param("scope"); sc != "" {
+						return fmt.Errorf("the server at %s refused this token (HTTP 403): it needs scope %q; %s", t.where(), sc, next)
+					}
+				}
+			}
+			return fmt.Errorf("the server at %s refused this token (HTTP 403): it may lack a scope; %s", t.where(), next)
 		case http.StatusNotFound:
 			return fmt.Errorf("nothing answers MCP at %s (HTTP 404): check the path (often /mcp)", t.where())
 		}
@@ -348,7 +525,7 @@ func (t *target) explain(err error, what string) error {
 
 // protoCmd is the shape of the simple protocol commands: parse the
 // target and the command's own flags, connect, run.
-func protoCmd(ctx context.Context, doc helpDoc, args []string, stdout, stderr io.Writer,
+func protoCmd(ctx context.Context, doc helpDoc, args []string, stdin io.Reader, stdout, stderr io.Writer,
 	flags func(fs *flag.FlagSet), nargs int, argNames string,
 	run func(ctx context.Context, t *target, c *client.Client, pos []string) error) error {
 	fs := newFlags(doc.name)
@@ -372,21 +549,27 @@ func protoCmd(ctx context.Context, doc helpDoc, args []string, stdout, stderr io
 	}
 	ctx, cancel := t.bound(ctx, fs, def)
 	defer cancel()
-	c, err := t.connect(client.Options{TasksEnabled: true}, stderr)
+	c, term, err := t.open(ctx, stdin, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	defer t.close(c)
-	if err := run(ctx, t, c, pos); err != nil {
+	err = run(ctx, t, c, pos)
+	term.endProgress()
+	if err != nil {
 		return t.timedOut(ctx, err)
 	}
 	return nil
 }
 
-// timedOut says so when err ended the command at its --timeout.
+// timedOut says so when err ended the command at its --timeout, or at
+// Ctrl-C.
 func (t *target) timedOut(ctx context.Context, err error) error {
-	if context.Cause(ctx) == errCLITimeout {
+	switch {
+	case context.Cause(ctx) == errCLITimeout:
 		return fmt.Errorf("the server at %s did not finish answering within %s; give more time with --timeout (0: no bound)", t.where(), t.timeout)
+	case ctx.Err() != nil:
+		return errors.New("interrupted (the server was told to cancel the request)")
 	}
 	return err
 }
@@ -397,8 +580,8 @@ func printJSON(w io.Writer, v exactjson.Value) error {
 	return err
 }
 
-func discoverCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return protoCmd(ctx, discoverDoc, args, stdout, stderr, nil, 0, "nothing",
+func discoverCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return protoCmd(ctx, discoverDoc, args, stdin, stdout, stderr, nil, 0, "nothing",
 		func(ctx context.Context, t *target, c *client.Client, _ []string) error {
 			d, err := c.Discover(ctx)
 			if err != nil {
@@ -435,8 +618,8 @@ func discoverCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		})
 }
 
-func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return protoCmd(ctx, toolsDoc, args, stdout, stderr, nil, 0, "nothing",
+func toolsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return protoCmd(ctx, toolsDoc, args, stdin, stdout, stderr, nil, 0, "nothing",
 		func(ctx context.Context, t *target, c *client.Client, _ []string) error {
 			tools, err := c.ListTools(ctx)
 			if err != nil {
@@ -455,6 +638,7 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			for _, tl := range tools {
 				fmt.Fprintf(stdout, "%-28s %s\n", tl.Name, oneLine(tl.Description))
+				printParams(stdout, schemaParams(tl.InputSchema))
 			}
 			return nil
 		})
@@ -462,8 +646,8 @@ func toolsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // listCmd lists prompts, resources or templates.
 func listCmd(ctx context.Context, doc helpDoc, what string, list func(*client.Client, context.Context) ([]exactjson.Value, error),
-	line func(v exactjson.Value) string, args []string, stdout, stderr io.Writer) error {
-	return protoCmd(ctx, doc, args, stdout, stderr, nil, 0, "nothing",
+	line func(v exactjson.Value) string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return protoCmd(ctx, doc, args, stdin, stdout, stderr, nil, 0, "nothing",
 		func(ctx context.Context, t *target, c *client.Client, _ []string) error {
 			items, err := list(c, ctx)
 			if err != nil {
@@ -498,7 +682,7 @@ func oneLine(s string) string {
 	return s
 }
 
-func promptsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func promptsCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return listCmd(ctx, promptsDoc, "prompts", (*client.Client).ListPrompts, func(p exactjson.Value) string {
 		var as []string
 		if args, ok := p.Get("arguments"); ok {
@@ -517,19 +701,19 @@ func promptsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			s += "\n" + strings.Repeat(" ", 29) + "arguments: " + strings.Join(as, ", ") + " (* required)"
 		}
 		return s
-	}, args, stdout, stderr)
+	}, args, stdin, stdout, stderr)
 }
 
-func resourcesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func resourcesCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return listCmd(ctx, resourcesDoc, "resources", (*client.Client).ListResources, func(r exactjson.Value) string {
 		return fmt.Sprintf("%-40s %-16s %s", str(r, "uri"), str(r, "mimeType"), oneLine(str(r, "description")))
-	}, args, stdout, stderr)
+	}, args, stdin, stdout, stderr)
 }
 
-func templatesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func templatesCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return listCmd(ctx, templatesDoc, "resource templates", (*client.Client).ListResourceTemplates, func(r exactjson.Value) string {
 		return fmt.Sprintf("%-40s %-16s %s", str(r, "uriTemplate"), str(r, "mimeType"), oneLine(str(r, "description")))
-	}, args, stdout, stderr)
+	}, args, stdin, stdout, stderr)
 }
 
 // argList is a repeatable --arg NAME=VALUE flag.
@@ -549,9 +733,9 @@ func (a argList) Set(v string) error {
 	return nil
 }
 
-func promptCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func promptCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	pargs := argList{}
-	return protoCmd(ctx, promptDoc, args, stdout, stderr, func(fs *flag.FlagSet) {
+	return protoCmd(ctx, promptDoc, args, stdin, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.Var(pargs, "arg", "a prompt argument, `NAME=VALUE` (repeatable)")
 	}, 1, "the prompt's name", func(ctx context.Context, t *target, c *client.Client, pos []string) error {
 		res, err := c.GetPrompt(ctx, pos[0], pargs)
@@ -571,8 +755,8 @@ func promptCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 }
 
-func readCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return protoCmd(ctx, readDoc, args, stdout, stderr, nil, 1, "the resource's URI",
+func readCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return protoCmd(ctx, readDoc, args, stdin, stdout, stderr, nil, 1, "the resource's URI",
 		func(ctx context.Context, t *target, c *client.Client, pos []string) error {
 			res, err := c.ReadResource(ctx, pos[0])
 			if err != nil {
@@ -595,9 +779,9 @@ func readCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 }
 
-func completeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func completeCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var prompt, resource string
-	return protoCmd(ctx, completeDoc, args, stdout, stderr, func(fs *flag.FlagSet) {
+	return protoCmd(ctx, completeDoc, args, stdin, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&prompt, "prompt", "", "complete an argument of prompt `NAME`")
 		fs.StringVar(&resource, "resource", "", "complete a variable of `URI-TEMPLATE`")
 	}, 2, "the argument (or variable) and the value typed so far", func(ctx context.Context, t *target, c *client.Client, pos []string) error {
@@ -641,13 +825,13 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func listenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func listenCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var (
 		f           client.ListenFilter
 		uris, tasks stringList
 		count       int
 	)
-	return protoCmd(ctx, listenDoc, args, stdout, stderr, func(fs *flag.FlagSet) {
+	return protoCmd(ctx, listenDoc, args, stdin, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&f.ToolsListChanged, "tools", false, "tool list changes")
 		fs.BoolVar(&f.PromptsListChanged, "prompts", false, "prompt list changes")
 		fs.BoolVar(&f.ResourcesListChanged, "resources", false, "resource list changes")
@@ -744,8 +928,7 @@ func taskCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	ctx, cancel := t.bound(ctx, fs, def)
 	defer cancel()
-	term := newTerminal(stdin, stdout)
-	c, err := t.connect(term.options(), stderr)
+	c, term, err := t.open(ctx, stdin, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -789,7 +972,7 @@ func (t *target) task(ctx context.Context, c *client.Client, term *terminal, ver
 	if err != nil {
 		var te *client.TaskError
 		if errors.As(err, &te) {
-			return fmt.Errorf("the task ended without a result: %w", err)
+			return t.explainTask(ctx, te)
 		}
 		return t.explainEra(c, err, "tasks")
 	}
@@ -830,4 +1013,19 @@ func printToolResult(w io.Writer, res exactjson.Value) error {
 		}
 	}
 	return nil
+}
+
+// wireTrace prints each message on w, one line each: "> " sent, "< "
+// received.
+func wireTrace(w io.Writer) client.WireTrace {
+	var mu sync.Mutex
+	return func(sent bool, msg []byte) {
+		dir := "<"
+		if sent {
+			dir = ">"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s %s\n", dir, bytes.TrimSpace(msg))
+	}
 }
