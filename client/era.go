@@ -80,7 +80,7 @@ func (c *Client) ensureEra(ctx context.Context) (*DiscoverResult, error) {
 	case errors.As(err, &rerr) && rerr.Code == CodeUnsupportedProtocolVersion:
 		supported = supportedVersions(rerr)
 	}
-	if !legacy && len(supported) > 0 && !slices.Contains(supported, e.version) && slices.ContainsFunc(supported, isLegacy) {
+	if !legacy && offersOnlyLegacy(supported, e.version) {
 		// A server that offers this client only 2025 revisions (the Go
 		// SDK's stateful HTTP handler does).
 		legacy = true
@@ -124,11 +124,16 @@ func (c *Client) ensureEra(ctx context.Context) (*DiscoverResult, error) {
 func LegacyProbeAnswer(err error) bool {
 	var rerr *RPCError
 	if errors.As(err, &rerr) && rerr.Code == CodeUnsupportedProtocolVersion {
-		s := supportedVersions(rerr)
-		return len(s) > 0 && !slices.Contains(s, ProtocolVersion) && slices.ContainsFunc(s, isLegacy)
+		return offersOnlyLegacy(supportedVersions(rerr), ProtocolVersion)
 	}
 	legacy, decided := probeVerdict(err)
 	return legacy && decided
+}
+
+// offersOnlyLegacy reports whether supported, the versions a server named
+// to a client speaking version, leave that client only 2025 revisions.
+func offersOnlyLegacy(supported []string, version string) bool {
+	return !slices.Contains(supported, version) && slices.ContainsFunc(supported, isLegacy)
 }
 
 // errProbeTimeout is the cause of a probe that went unanswered.
