@@ -240,7 +240,9 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 			return c, nil
 		}
 		_ = c.ct.Close()
-		if u.Protocol != "" || !fallsBack(err) {
+		// The transport pages' fallback rule: an upstream that asks for
+		// authorization or fails with 5xx is not taken for a 2025 one.
+		if u.Protocol != "" || !client.LegacyProbeAnswer(err) {
 			return nil, err
 		}
 		if u.Authorization == "passthrough" {
@@ -255,13 +257,6 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 		return nil, err
 	}
 	return c, nil
-}
-
-// fallsBack reports a discover failure that shows a 2025-era server, by
-// the transport pages' rule (client.LegacyProbeAnswer): an upstream that
-// asks for authorization or fails with 5xx is not taken for a 2025 one.
-func fallsBack(err error) bool {
-	return client.LegacyProbeAnswer(err)
 }
 
 func (c *conn) handshake(ctx context.Context, u *UpstreamConfig) error {
