@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/partners"
 	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
@@ -76,44 +77,8 @@ func startConformance(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build weft-conformance: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	stderr := &syncbuf.Buffer{}
-	cmd := exec.Command(bin, "-addr", addr)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("weft-conformance stderr:\n%s", stderr)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			t.Fatalf("weft-conformance exited early:\n%s", stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weft-conformance did not listen on %s:\n%s", addr, stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr := "127.0.0.1:" + strconv.Itoa(partners.FreePort(t))
+	partners.Start(t, exec.Command(bin, "-addr", addr), addr)
 	return "http://" + addr + "/mcp"
 }
 

@@ -71,7 +71,7 @@ func EverythingHTTP(t testing.TB) string {
 	cmd := exec.Command(node, entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	start(t, cmd, addr)
+	Start(t, cmd, addr)
 	return "http://" + addr + "/mcp"
 }
 
@@ -99,7 +99,7 @@ func TSServerHTTP(t testing.TB) string {
 	t.Helper()
 	argv := TSServer(t)
 	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
-	start(t, exec.Command(argv[0], argv[1], "-http", addr), addr)
+	Start(t, exec.Command(argv[0], argv[1], "-http", addr), addr)
 	return "http://" + addr + "/mcp"
 }
 
@@ -155,13 +155,14 @@ func buildGo(src, name string) (string, error) {
 func GoServerHTTP(t testing.TB, name string) string {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
-	start(t, exec.Command(GoServer(t, name), "-http", addr), addr)
+	Start(t, exec.Command(GoServer(t, name), "-http", addr), addr)
 	return "http://" + addr + "/mcp"
 }
 
-// start runs cmd until the test ends and waits for addr to accept
-// connections.
-func start(t testing.TB, cmd *exec.Cmd, addr string) {
+// Start runs cmd until the test ends and waits for addr to accept
+// connections. Its standard error is in the failure message of a command
+// that exits or never listens, and logged when the test fails.
+func Start(t testing.TB, cmd *exec.Cmd, addr string) {
 	t.Helper()
 	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
@@ -173,6 +174,9 @@ func start(t testing.TB, cmd *exec.Cmd, addr string) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", cmd.Path, stderr)
+		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
