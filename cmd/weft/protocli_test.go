@@ -296,8 +296,6 @@ func TestFormFieldRetry(t *testing.T) {
 	}
 }
 
-// runWeftStdout runs weft and returns its standard output alone (a stdio
-// server's log lines go to standard error).
 // runWeftInput runs weft with stdin as its terminal input and returns its
 // combined output; it fails the test when weft fails.
 func runWeftInput(t *testing.T, stdin string, args ...string) string {
@@ -311,6 +309,8 @@ func runWeftInput(t *testing.T, stdin string, args ...string) string {
 	return string(out)
 }
 
+// runWeftStdout runs weft and returns its standard output alone (a stdio
+// server's log lines go to standard error).
 func runWeftStdout(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(weftBin, args...)
