@@ -602,7 +602,7 @@ func errShuttingDown() *Error {
 }
 
 // reservedCode reports the codes only the framework may emit.
-func reservedCode(code int) bool {
+func reservedCode(code Code) bool {
 	return code >= -32768 && code <= -32000 || code == CodeRateLimited
 }
 

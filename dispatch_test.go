@@ -336,18 +336,26 @@ func TestHandlerErrorsAreSanitized(t *testing.T) {
 		outcome Outcome
 		logged  string // substring of an Error log line
 	}{
-		{"reserved -32001", func() (*CallToolResult, error) { return nil, NewError(-32001, "Spoofed", exactjson.String("d")) }, 500, internal, "", OutcomeInternalError, "reserved error code -32001"},
-		{"reserved -32768", func() (*CallToolResult, error) { return nil, NewError(-32768, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved"},
-		{"reserved -32000", func() (*CallToolResult, error) { return nil, NewError(-32000, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved"},
-		{"reserved -32602", func() (*CallToolResult, error) { return nil, NewError(CodeInvalidParams, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved"},
-		{"application -32769", func() (*CallToolResult, error) { return nil, NewError(-32769, "Custom", exactjson.Value{}) }, 200, `{"code":-32769,"message":"Custom"}`, "", OutcomeApplicationError, ""},
-		{"framework rate-limit code -31999", func() (*CallToolResult, error) { return nil, NewError(CodeRateLimited, "Spoofed", exactjson.Value{}) }, 500, internal, "", OutcomeInternalError, "reserved error code -31999"},
-		{"application -31998", func() (*CallToolResult, error) { return nil, NewError(-31998, "Custom", exactjson.Value{}) }, 200, `{"code":-31998,"message":"Custom"}`, "", OutcomeApplicationError, ""},
+		{"reserved -32001", func() (*CallToolResult, error) { return nil, NewError(-32001, "Spoofed").WithData("d") }, 500, internal, "", OutcomeInternalError, "reserved error code -32001"},
+		{"reserved -32768", func() (*CallToolResult, error) { return nil, NewError(-32768, "Spoofed") }, 500, internal, "", OutcomeInternalError, "reserved"},
+		{"reserved -32000", func() (*CallToolResult, error) { return nil, NewError(-32000, "Spoofed") }, 500, internal, "", OutcomeInternalError, "reserved"},
+		{"reserved -32602", func() (*CallToolResult, error) { return nil, NewError(CodeInvalidParams, "Spoofed") }, 500, internal, "", OutcomeInternalError, "reserved"},
+		{"application -32769", func() (*CallToolResult, error) { return nil, NewError(-32769, "Custom") }, 200, `{"code":-32769,"message":"Custom"}`, "", OutcomeApplicationError, ""},
+		{"framework rate-limit code -31999", func() (*CallToolResult, error) { return nil, NewError(CodeRateLimited, "Spoofed") }, 500, internal, "", OutcomeInternalError, "reserved error code -31999"},
+		{"application -31998", func() (*CallToolResult, error) { return nil, NewError(-31998, "Custom") }, 200, `{"code":-31998,"message":"Custom"}`, "", OutcomeApplicationError, ""},
 		{"application 1000 with data", func() (*CallToolResult, error) {
-			return nil, NewError(1000, "Quota exceeded", exactjson.Object(exactjson.Field("retryAfter", exactjson.Int(5))))
+			return nil, NewError(1000, "Quota exceeded").WithData(exactjson.Object(exactjson.Field("retryAfter", exactjson.Int(5))))
 		}, 200, `{"code":1000,"message":"Quota exceeded","data":{"retryAfter":5}}`, "", OutcomeApplicationError, ""},
+		{"application 1000 with Go data", func() (*CallToolResult, error) {
+			return nil, NewError(1000, "Quota exceeded").WithData(struct {
+				RetryAfter int `json:"retryAfter"`
+			}{5})
+		}, 200, `{"code":1000,"message":"Quota exceeded","data":{"retryAfter":5}}`, "", OutcomeApplicationError, ""},
+		{"data that does not marshal", func() (*CallToolResult, error) {
+			return nil, NewError(1000, "Quota exceeded").WithData(make(chan int))
+		}, 500, internal, "", OutcomeInternalError, "data of error 1000"},
 		{"wrapped application error", func() (*CallToolResult, error) {
-			return nil, fmt.Errorf("context: %w", NewError(1001, "Wrapped", exactjson.Value{}))
+			return nil, fmt.Errorf("context: %w", NewError(1001, "Wrapped"))
 		}, 200, `{"code":1001,"message":"Wrapped"}`, "", OutcomeApplicationError, ""},
 		{"plain Go error", func() (*CallToolResult, error) { return nil, errBoom }, 500, internal, "", OutcomeInternalError, "hunter2"},
 		{"panic", func() (*CallToolResult, error) { panic("hunter2 leaked in a panic") }, 500, internal, "", OutcomeInternalError, "hunter2"},

@@ -2,32 +2,80 @@ package weft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/progerr"
 )
 
-// JSON-RPC and MCP error codes used by Weft.
+// Code is a JSON-RPC error code.
 //
 // Codes from -32768 to -32000 are reserved by JSON-RPC and MCP; application
 // code can never emit them through [NewError]. The framework emits them itself.
+type Code int
+
+// String returns the code's name for the codes Weft defines ("invalid
+// params") and its number otherwise.
+func (c Code) String() string {
+	switch c {
+	case CodeParseError:
+		return "parse error"
+	case CodeInvalidRequest:
+		return "invalid request"
+	case CodeMethodNotFound:
+		return "method not found"
+	case CodeInvalidParams:
+		return "invalid params"
+	case CodeInternalError:
+		return "internal error"
+	case CodeHeaderMismatch:
+		return "header mismatch"
+	case CodeMissingRequiredCapability:
+		return "missing required capability"
+	case CodeUnsupportedProtocolVersion:
+		return "unsupported protocol version"
+	case CodeRateLimited:
+		return "rate limited"
+	}
+	return strconv.Itoa(int(c))
+}
+
+// The JSON-RPC and MCP error codes Weft emits.
 const (
-	CodeParseError                 = -32700 // body is not valid JSON
-	CodeInvalidRequest             = -32600 // not a valid JSON-RPC request
-	CodeMethodNotFound             = -32601 // unknown, removed or unadvertised method
-	CodeInvalidParams              = -32602 // malformed params, unknown tool, bad request state
-	CodeInternalError              = -32603 // unexpected server failure
-	CodeHeaderMismatch             = -32020 // HTTP metadata header missing or differing from the body
-	CodeMissingRequiredCapability  = -32021 // the request needs a client capability it did not declare
-	CodeUnsupportedProtocolVersion = -32022 // the protocol version is not served here
+	CodeParseError                 Code = -32700 // body is not valid JSON
+	CodeInvalidRequest                  = -32600 // not a valid JSON-RPC request
+	CodeMethodNotFound                  = -32601 // unknown, removed or unadvertised method
+	CodeInvalidParams                   = -32602 // malformed params, unknown tool, bad request state
+	CodeInternalError                   = -32603 // unexpected server failure
+	CodeHeaderMismatch                  = -32020 // HTTP metadata header missing or differing from the body
+	CodeMissingRequiredCapability       = -32021 // the request needs a client capability it did not declare
+	CodeUnsupportedProtocolVersion      = -32022 // the protocol version is not served here
 	// CodeRateLimited is the code Weft uses for rate limiting (HTTP 429).
 	// It lies just outside the JSON-RPC reserved range, and NewError refuses
 	// it like a reserved code so that only the framework can emit it.
-	CodeRateLimited = -31999
+	CodeRateLimited Code = -31999
 )
+
+// CodeOf returns the code the client sees for err when a handler returns
+// it: the Code of the first [*Error] in err's chain, [CodeInternalError] for
+// any other error, and 0 for nil. A [*ToolError] is not a JSON-RPC error; it
+// too gives 0.
+func CodeOf(err error) Code {
+	if err == nil {
+		return 0
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	if _, ok := errors.AsType[*ToolError](err); ok {
+		return 0
+	}
+	return CodeInternalError
+}
 
 // Fixed client-facing sentences. Security-relevant failures always use one
 // fixed sentence so that no oracle distinguishes why a request failed.
@@ -43,9 +91,9 @@ const (
 // the client only as the fixed sentence "Internal error"; the original error is
 // logged on the server.
 type Error struct {
-	Code    int
+	Code    Code
 	Message string
-	Data    exactjson.Value // optional; null when absent
+	Data    exactjson.Value // optional; null when absent (see [Error.WithData])
 
 	status   int   // HTTP status override; 0 means derive from Code
 	reserved bool  // built by the framework
@@ -65,17 +113,44 @@ func RateLimited(retryAfter time.Duration) *Error {
 	return e
 }
 
-// NewError returns an application error with the given code and message.
+// NewError returns an application error with the given code and message;
+// [Error.WithData] adds data.
 //
 // Codes in the reserved range -32768..-32000 (and CodeRateLimited) are refused: the returned error
 // then carries CodeInternalError, so application code can never impersonate a
 // protocol error. Use codes outside that range (for example -31000 or 1000).
-func NewError(code int, message string, data exactjson.Value) *Error {
-	if code >= -32768 && code <= -32000 || code == CodeRateLimited {
+func NewError(code Code, message string) *Error {
+	if reservedCode(code) {
 		return &Error{Code: CodeInternalError, Message: msgInternal, reserved: true,
 			cause: fmt.Errorf("weft: application tried to emit reserved error code %d", code)}
 	}
-	return &Error{Code: code, Message: message, Data: data}
+	return &Error{Code: code, Message: message}
+}
+
+// WithData returns a copy of e whose data member is data: an
+// [exactjson.Value] as it is, any other value as encoding/json/v2 marshals
+// it. A value that does not marshal makes the copy the sanitized internal
+// error, with the marshal error as its server-side cause. The sanitized
+// internal error (what NewError returns for a reserved code) stays as it
+// is: it never carries data.
+func (e *Error) WithData(data any) *Error {
+	if e.reserved && e.Code == CodeInternalError {
+		return e
+	}
+	c := *e
+	switch d := data.(type) {
+	case exactjson.Value:
+		c.Data = d
+	case nil:
+		c.Data = exactjson.Value{}
+	default:
+		v, err := exactjson.FromGo(d)
+		if err != nil {
+			return internalError(fmt.Errorf("weft: data of error %d (%q): %w", e.Code, e.Message, err))
+		}
+		c.Data = v
+	}
+	return &c
 }
 
 // Error implements the error interface.
@@ -113,7 +188,7 @@ func (e *Error) HTTPStatus() int {
 }
 
 // protocolError builds a framework error with a reserved code.
-func protocolError(code int, message string, data exactjson.Value) *Error {
+func protocolError(code Code, message string, data exactjson.Value) *Error {
 	return &Error{Code: code, Message: message, Data: data, reserved: true}
 }
 

@@ -136,7 +136,7 @@ func stdHeaders(body []byte) http.Header {
 }
 
 type rpcError struct {
-	Code    int             `json:"code"`
+	Code    Code            `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data"`
 }
@@ -184,7 +184,7 @@ func (r resp) text(t testing.TB) string {
 }
 
 // wantError asserts a JSON-RPC error with the given HTTP status and code.
-func (r resp) wantError(t testing.TB, status, code int) *rpcError {
+func (r resp) wantError(t testing.TB, status int, code Code) *rpcError {
 	t.Helper()
 	if r.Status != status || r.Msg.Error == nil || r.Msg.Error.Code != code {
 		t.Fatalf("want HTTP %d with error %d, got %v", status, code, r)

@@ -615,7 +615,7 @@ func invOK(t testing.TB, what string, r invResp) {
 
 // invFail asserts an error with the HTTP status and (when code != 0) the
 // JSON-RPC code.
-func invFail(t testing.TB, what string, r invResp, status, code int) {
+func invFail(t testing.TB, what string, r invResp, status int, code Code) {
 	t.Helper()
 	if r.err != nil || r.status != status {
 		t.Fatalf("%s: want HTTP %d, got %s", what, status, r)

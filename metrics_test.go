@@ -125,7 +125,7 @@ func TestMetricsScrapeAfterMixedWorkload(t *testing.T) {
 		}))
 	must(t, f.s.AddTool(Tool{Name: "refuse", Description: "Fails with an application error."},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
-			return nil, NewError(4001, "Quota exceeded", exactjson.Value{})
+			return nil, NewError(4001, "Quota exceeded")
 		}))
 	addText(t, f.s, "hello", "hi")
 	f.serveHTTP(t)

@@ -265,7 +265,7 @@ func (p *stdioPipe) roundTrip(t *testing.T, line []byte) M {
 // reserved code is refused where errors are encoded, in every method.
 func TestReservedCodeLiteralRefused(t *testing.T) {
 	s, logs := newServer(t, nil)
-	for _, code := range []int{CodeInvalidParams, CodeMethodNotFound, CodeRateLimited, -32000, CodeInternalError} {
+	for _, code := range []Code{CodeInvalidParams, CodeMethodNotFound, CodeRateLimited, -32000, CodeInternalError} {
 		name := fmt.Sprintf("c%d", -code)
 		must(t, s.AddTool(Tool{Name: name, Description: "Poses as the framework."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			return nil, fmt.Errorf("wrapped: %w", &Error{Code: code, Message: "forged", Data: exactjson.String("x")})
@@ -276,7 +276,7 @@ func TestReservedCodeLiteralRefused(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for i, code := range []int{CodeInvalidParams, CodeMethodNotFound, CodeRateLimited, -32000, CodeInternalError} {
+	for i, code := range []Code{CodeInvalidParams, CodeMethodNotFound, CodeRateLimited, -32000, CodeInternalError} {
 		r := rpcRec(t, s, "/mcp", i, "tools/call", toolCall(nil, fmt.Sprintf("c%d", -code), nil))
 		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Internal error"}}`, i)
 		if r.Status != 500 || string(r.Body) != want {

@@ -78,7 +78,7 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 		res, err := alice.Call(ctx, "tools/call", map[string]any{"name": "job", "arguments": map[string]any{}})
 		if err != nil {
 			var rerr *client.RPCError
-			if !errors.As(err, &rerr) || rerr.Code != weft.CodeRateLimited || rerr.HTTPStatus != 429 {
+			if !errors.As(err, &rerr) || weft.Code(rerr.Code) != weft.CodeRateLimited || rerr.HTTPStatus != 429 {
 				t.Fatalf("tenant A's create %d: %v; want -31999 with HTTP 429", created+1, err)
 			}
 			break

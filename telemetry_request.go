@@ -103,7 +103,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 		method = "invalid"
 	}
 	nameKey, name := s.targetOf(rt.req)
-	code := 0
+	var code Code
 	if rep.err != nil {
 		code = rep.err.Code
 	}
@@ -116,7 +116,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 		}
 		m.Duration.Record(ctx, dur.Seconds(), metric.WithAttributes(base...))
 		if code != 0 {
-			base = append(base, attribute.String("code", strconv.Itoa(code)))
+			base = append(base, attribute.String("code", strconv.Itoa(int(code))))
 		}
 		m.Requests.Add(ctx, 1, metric.WithAttributes(base...))
 	}
@@ -133,7 +133,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 		}
 		span.SetAttributes(attribute.String("weft.outcome", outcome.String()))
 		if rep.err != nil {
-			c := strconv.Itoa(code)
+			c := strconv.Itoa(int(code))
 			span.SetAttributes(attribute.String("error.type", c), attribute.String("rpc.response.status_code", c))
 			span.SetStatus(codes.Error, outcome.String())
 		}
@@ -150,7 +150,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 		}
 		attrs = append(attrs, slog.String("outcome", outcome.String()), slog.Duration("duration", dur))
 		if code != 0 {
-			attrs = append(attrs, slog.Int("code", code))
+			attrs = append(attrs, slog.Int("code", int(code)))
 		}
 		attrs = append(attrs, slog.String("transport", rt.transport))
 		if rt.span != nil {

@@ -239,7 +239,7 @@ func (s *Server) handlerSpan(ctx context.Context, req *Request) (context.Context
 	ctx, span := t.tracer.Start(ctx, "mcp.handler")
 	return ctx, func(rep reply) {
 		if rep.err != nil {
-			span.SetAttributes(attribute.String("error.type", strconv.Itoa(rep.err.Code)))
+			span.SetAttributes(attribute.String("error.type", strconv.Itoa(int(rep.err.Code))))
 			span.SetStatus(codes.Error, rep.classify().String())
 		}
 		span.SetAttributes(attribute.String("weft.outcome", rep.classify().String()))

@@ -86,7 +86,7 @@ func TestHTTPErrorCodesAndStatuses(t *testing.T) {
 		hdr    []func(http.Header) // edits to the conforming headers
 		host   string
 		status int
-		code   int    // JSON-RPC error code; 0: a result (or no JSON-RPC check)
+		code   Code   // JSON-RPC error code; 0: a result (or no JSON-RPC check)
 		id     string // raw JSON of the echoed id; "" skips the check
 		check  func(t *testing.T, r resp)
 	}
@@ -279,7 +279,7 @@ func TestHTTPErrorsEchoIDKind(t *testing.T) {
 		p      M
 		mods   []func(http.Header)
 		status int
-		code   int
+		code   Code
 	}{
 		{"success", "server/discover", params(nil), nil, 200, 0},
 		{"header mismatch", "server/discover", params(nil), []func(http.Header){setHeader("Mcp-Method", "x")}, 400, CodeHeaderMismatch},

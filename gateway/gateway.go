@@ -1345,8 +1345,8 @@ func (g *Gateway) unavailable(u *upstream, err error) error {
 	case errors.Is(err, client.ErrProtocol):
 		reason = "it broke the protocol (see the gateway log)"
 	}
-	return weft.NewError(CodeUpstreamUnavailable, fmt.Sprintf("Upstream %q is unavailable: %s", u.cfg.Name, reason),
-		exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
+	return weft.NewError(CodeUpstreamUnavailable, fmt.Sprintf("Upstream %q is unavailable: %s", u.cfg.Name, reason)).
+		WithData(exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
 }
 
 // upstreamError relays an upstream's JSON-RPC error.
@@ -1365,9 +1365,9 @@ func upstreamError(name string, e *client.RPCError) error {
 		if !e.Data.IsNull() {
 			data = data.With("data", e.Data)
 		}
-		return weft.NewError(CodeUpstreamError, fmt.Sprintf("Upstream %q: %s", name, e.Message), data)
+		return weft.NewError(CodeUpstreamError, fmt.Sprintf("Upstream %q: %s", name, e.Message)).WithData(data)
 	}
-	return weft.NewError(e.Code, e.Message, e.Data)
+	return weft.NewError(weft.Code(e.Code), e.Message).WithData(e.Data)
 }
 
 func num(v exactjson.Value, name string) float64 {

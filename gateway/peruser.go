@@ -258,13 +258,13 @@ func (a *userAuthz) invoke(ctx context.Context, req *weft.Request, method string
 	id, ok := identityOf(req)
 	if !ok {
 		return exactjson.Value{}, weft.NewError(CodeUserAuthorization, fmt.Sprintf(
-			"Upstream %q acts with each caller's own authorization, and this call is anonymous: call the gateway with credentials that identify you", u.cfg.Name),
-			exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
+			"Upstream %q acts with each caller's own authorization, and this call is anonymous: call the gateway with credentials that identify you", u.cfg.Name)).
+			WithData(exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
 	}
 	if action, ok := authorizeAnswer(req); ok && action != "accept" {
 		return exactjson.Value{}, weft.NewError(CodeUserAuthorization, fmt.Sprintf(
-			"Upstream %q needs your authorization, which was not given (%s); call again to be asked again", u.cfg.Name, action),
-			exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
+			"Upstream %q needs your authorization, which was not given (%s); call again to be asked again", u.cfg.Name, action)).
+			WithData(exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name))))
 	}
 	if a, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok {
 		ctx = context.WithValue(ctx, callerTokenKey{}, strings.TrimSpace(a))

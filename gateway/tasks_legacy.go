@@ -203,7 +203,7 @@ func (ls *legacyTasks) reserve() error {
 		}
 	}
 	if len(ls.m)+ls.reserved >= maxLegacyTasks {
-		return weft.NewError(client.CodeInternalError, fmt.Sprintf("Too many tasks of this upstream are known to the gateway instance (%d, of which the ended are kept %s); retry later", maxLegacyTasks, legacyTaskKeep), exactjson.Value{})
+		return weft.NewError(weft.CodeInternalError, fmt.Sprintf("Too many tasks of this upstream are known to the gateway instance (%d, of which the ended are kept %s); retry later", maxLegacyTasks, legacyTaskKeep))
 	}
 	ls.reserved++
 	return nil

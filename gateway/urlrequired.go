@@ -60,8 +60,8 @@ func (u *upstream) urlRequired(req *weft.Request, e *client.RPCError) (*weft.Inp
 func (u *upstream) urlDeclined(req *weft.Request) error {
 	for k, v := range inputResponses(req, u.ownInputKey()).All() {
 		if a := str(v, "action"); a != "accept" {
-			return weft.NewError(CodeUpstreamError, fmt.Sprintf("Upstream %q: the URL interaction it requires was not completed (%s: %s)", u.cfg.Name, k, a),
-				exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name)), exactjson.Field("code", exactjson.Int(codeURLElicitationRequired))))
+			return weft.NewError(CodeUpstreamError, fmt.Sprintf("Upstream %q: the URL interaction it requires was not completed (%s: %s)", u.cfg.Name, k, a)).
+				WithData(exactjson.Object(exactjson.Field("upstream", exactjson.String(u.cfg.Name)), exactjson.Field("code", exactjson.Int(codeURLElicitationRequired))))
 		}
 	}
 	return nil

@@ -42,7 +42,7 @@ func Logging(logger *slog.Logger, level slog.Level) weft.Middleware {
 			outcome, code := Outcome(res, err)
 			attrs = append(attrs, slog.String("outcome", outcome))
 			if code != 0 {
-				attrs = append(attrs, slog.Int("code", code))
+				attrs = append(attrs, slog.Int("code", int(code)))
 			}
 			if outcome == "internal_error" {
 				lv = slog.LevelError
@@ -59,7 +59,7 @@ func Logging(logger *slog.Logger, level slog.Level) weft.Middleware {
 // sees it: "complete", "input_required", "task", "cancelled" (the client
 // went away), "error" with the JSON-RPC code of an *weft.Error, or
 // "internal_error" for any other error (the client sees -32603).
-func Outcome(res weft.Result, err error) (outcome string, code int) {
+func Outcome(res weft.Result, err error) (outcome string, code weft.Code) {
 	if err != nil {
 		var e *weft.Error
 		switch {

@@ -72,7 +72,7 @@ func newServer(t *testing.T, opts *weft.Options) *weft.Server {
 	}
 	add("ok", func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) { return text("fine"), nil })
 	add("app-error", func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		return nil, weft.NewError(4711, "out of stock", exactjson.Value{})
+		return nil, weft.NewError(4711, "out of stock")
 	})
 	add("broken", func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return nil, errors.New("database unreachable")

@@ -121,7 +121,7 @@ func (a *API) resourceHandler(op *Operation) weft.ResourceHandler {
 		if err != nil {
 			var ce *callError
 			if errors.As(err, &ce) {
-				return nil, weft.NewError(-32603, ce.msg, exactjson.Value{})
+				return nil, weft.NewError(weft.CodeInternalError, ce.msg)
 			}
 			return nil, err
 		}
@@ -129,8 +129,8 @@ func (a *API) resourceHandler(op *Operation) weft.ResourceHandler {
 			return nil, weft.ResourceNotFound(uri)
 		}
 		if r.status < 200 || r.status > 299 {
-			return nil, weft.NewError(-32603, fmt.Sprintf("%s %s: the upstream answered HTTP %d: %s", op.Method, op.Path, r.status,
-				clip(r.body, a.opts.MaxErrorBytes)), exactjson.Object(exactjson.Field("status", exactjson.Int(int64(r.status)))))
+			return nil, weft.NewError(weft.CodeInternalError, fmt.Sprintf("%s %s: the upstream answered HTTP %d: %s", op.Method, op.Path, r.status,
+				clip(r.body, a.opts.MaxErrorBytes))).WithData(exactjson.Object(exactjson.Field("status", exactjson.Int(int64(r.status)))))
 		}
 		mt := r.header.Get("Content-Type")
 		c := content(r, mediaType(mt))

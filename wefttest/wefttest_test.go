@@ -245,7 +245,7 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 			c, _ := r.Get("content")
 			pv, _ := c.Get("answer")
 			if p, _ := pv.AsString(); p != "open sesame" {
-				return nil, weft.NewError(1000, "Wrong answer", exactjson.Value{})
+				return nil, weft.NewError(1000, "Wrong answer")
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{
 				weft.TextResource(req.Name, "text/plain", "the treasure"),
