@@ -16,7 +16,10 @@ import (
 // benchServer serves one stateless typed tool; logs are discarded.
 func benchServer(b *testing.B) (*Server, []byte, http.Header) {
 	b.Helper()
-	s := NewServer(Implementation{Name: "bench", Version: "1.0.0"}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewServer(Implementation{Name: "bench", Version: "1.0.0"}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
 	type addArgs struct {
 		A int64 `json:"a"`
 		B int64 `json:"b"`
@@ -79,7 +82,8 @@ func stateBench(b *testing.B) (s *Server, op *operation, first, retry exactjson.
 	must(b, err)
 	kr, err := seal.NewKeyring(k)
 	must(b, err)
-	s = NewServer(Implementation{Name: "bench"}, &Options{Protector: seal.NewManager(kr), Logger: slog.New(slog.DiscardHandler)})
+	s, err = NewServer(Implementation{Name: "bench"}, &Options{Protector: seal.NewManager(kr), Logger: slog.New(slog.DiscardHandler)})
+	must(b, err)
 	base := `{"name":"confirm","arguments":{"text":"hello, bench","count":3},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 	first, err = exactjson.ParseString(base+"}", exactjson.Limits{})
 	must(b, err)

@@ -201,9 +201,6 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 // page of its own (measured as 2026-07-28 lists send it): the lists will
 // fail where its page starts (oversizeItem). It stays callable.
 func warnOversize[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, kind ItemKind, name string, op *operation, it T) {
-	if s.cfgErr != nil {
-		return
-	}
 	n, err := listItemBytes(s, op, it, false)
 	if err != nil {
 		return // the lists report it, naming the item

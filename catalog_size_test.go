@@ -77,12 +77,15 @@ func (readCloser) Close() error { return nil }
 func TestListsPageBySize(t *testing.T) {
 	const n = 150 // under DefaultPageSize: only the size splits the lists
 	const itemBytes = 64 << 10
-	srv := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
+	srv, err := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
 		Logger:     slog.New(slog.DiscardHandler),
 		Legacy:     weft.LegacyOptions{InMemorySessions: true},
 		Cache:      &weft.CachePolicy{TTLMillis: 60_000, Public: true},
 		Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	text := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(req.Name)}}, nil
 	}
@@ -170,10 +173,13 @@ func TestListsPageBySize(t *testing.T) {
 // limit to raise) where its page would start.
 func TestListItemLargerThanLimit(t *testing.T) {
 	var logBuf syncbuf.Buffer
-	srv := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
+	srv, err := weft.NewServer(weft.Implementation{Name: "big", Version: "1"}, &weft.Options{
 		Logger: slog.New(slog.NewTextHandler(&logBuf, nil)),
 		Limits: weft.Limits{MaxOutputBytes: 1 << 20},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	text := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{}, nil
 	}
@@ -194,7 +200,7 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	defer cancel()
 	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
 	defer c.Close()
-	_, err := c.ListTools(ctx)
+	_, err = c.ListTools(ctx)
 	var rerr *client.RPCError
 	if !errors.As(err, &rerr) || rerr.Code != weft.CodeInternalError || !strings.Contains(rerr.Message, `tool "huge"`) || !strings.Contains(rerr.Message, "Limits.MaxOutputBytes") {
 		t.Fatalf("tools/list with an oversize tool: %v, want an internal error naming it and the limit", err)

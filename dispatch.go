@@ -188,9 +188,6 @@ func errReply(id ID, e *Error) reply {
 // 2025-11-25 messages to their session (legacy_serve.go), validates a
 // 2026-07-28 request in the spec's order, admits it and dispatches it.
 func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
-	if s.cfgErr != nil {
-		return errReply(ID{}, internalError(s.cfgErr))
-	}
 	if !s.bus.serving.Load() {
 		s.bus.serving.Store(true)
 	}

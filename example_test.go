@@ -45,7 +45,10 @@ func postMCP(url, method, name, body string) (*http.Response, []byte) {
 // A typed tool: the input and output schemas are inferred from the Go types,
 // and integers beyond 2^53 stay exact in both directions.
 func ExampleAddTool() {
-	s := weft.NewServer(weft.Implementation{Name: "calc", Version: "1.0.0"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "calc", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	type addArgs struct {
 		A int64 `json:"a"`
 		B int64 `json:"b"`
@@ -53,7 +56,7 @@ func ExampleAddTool() {
 	type sum struct {
 		Sum int64 `json:"sum"`
 	}
-	err := weft.AddTool(s, weft.Tool{Name: "add", Description: "Adds two integers."},
+	err = weft.AddTool(s, weft.Tool{Name: "add", Description: "Adds two integers."},
 		func(ctx context.Context, req *weft.Request, in addArgs) (sum, error) {
 			return sum{Sum: in.A + in.B}, nil
 		})
@@ -86,8 +89,11 @@ func ExampleAskInput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := weft.NewServer(weft.Implementation{Name: "shop", Version: "1.0.0"},
+	s, err := weft.NewServer(weft.Implementation{Name: "shop", Version: "1.0.0"},
 		&weft.Options{Protector: seal.NewManager(ring)})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	type approval struct {
 		Approve bool `json:"approve" jsonschema:"approve the order"`
@@ -185,8 +191,11 @@ func ExampleInputRequest_Declaration() {
 // An untyped tool (an authored input schema) reads its arguments as a Go
 // value with ArgumentsAs, and answers text with TextResult.
 func ExampleArgumentsAs() {
-	s := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
-	err := s.AddTool(weft.Tool{Name: "greet", Description: "Greets someone.",
+	s, err := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = s.AddTool(weft.Tool{Name: "greet", Description: "Greets someone.",
 		InputSchema: []byte(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			in, err := weft.ArgumentsAs[struct {
@@ -215,9 +224,12 @@ func ExampleArgumentsAs() {
 // tool and the Listed group; search_tools returns the definitions of the
 // tools matching a query, which the client then calls by name.
 func ExampleToolSearch() {
-	s := weft.NewServer(weft.Implementation{Name: "crm", Version: "1.0.0"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "crm", Version: "1.0.0"}, &weft.Options{
 		ToolSearch: &weft.ToolSearch{Listed: []string{"contacts_*"}},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	reply := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("done")}}, nil
 	}

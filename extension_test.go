@@ -14,8 +14,14 @@ import (
 func TestExtensionState(t *testing.T) {
 	type keyA struct{}
 	type keyB struct{}
-	a := NewServer(Implementation{Name: "a", Version: "1"}, nil)
-	b := NewServer(Implementation{Name: "b", Version: "1"}, nil)
+	a, err := NewServer(Implementation{Name: "a", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewServer(Implementation{Name: "b", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var created atomic.Int32
 	mk := func() any { created.Add(1); return new(int) }
 	var wg sync.WaitGroup
@@ -60,7 +66,10 @@ func discoveredExtensions(t *testing.T, s *Server) map[string]bool {
 // last disable runs, a disable counts once, and RelayTasks' removal
 // withdraws the tasks extension only while nothing else enabled it.
 func TestEnableExtensionCounted(t *testing.T) {
-	s := NewServer(Implementation{Name: "x", Version: "1"}, &Options{})
+	s, err := NewServer(Implementation{Name: "x", Version: "1"}, &Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const id = "example.com/ext"
 	d1 := s.EnableExtension(id, exactjson.Value{})
 	d2 := s.EnableExtension(id, exactjson.Object(exactjson.Field("v", exactjson.Int(2))))
@@ -83,7 +92,13 @@ func TestEnableExtensionCounted(t *testing.T) {
 		}
 	}
 
-	r := NewServer(Implementation{Name: "r", Version: "1"}, &Options{})
+	r, err := NewServer(Implementation{Name: "r", Version: "1"}, &Options{})
+
+	if err != nil {
+
+		t.Fatal(err)
+
+	}
 	rmA, err := r.RelayTasks("a", nopRelay{})
 	if err != nil {
 		t.Fatal(err)

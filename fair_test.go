@@ -336,7 +336,10 @@ func TestFairListenStreams(t *testing.T) {
 // upstream processes) agree with it: the remote host of an anonymous
 // caller, IPv6 by /64, else the principal, else the partition.
 func TestRequestCaller(t *testing.T) {
-	s := NewServer(Implementation{Name: "t", Version: "1"}, &Options{})
+	s, err := NewServer(Implementation{Name: "t", Version: "1"}, &Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.AddTool(Tool{Name: "caller", Description: "Names the caller."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		return &CallToolResult{Content: []Content{TextContent(req.Caller())}}, nil
 	}); err != nil {

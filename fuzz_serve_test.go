@@ -33,18 +33,19 @@ import (
 var fuzzServer = sync.OnceValue(func() *Server {
 	k, _ := seal.NewKey("fuzz", bytes.Repeat([]byte{3}, 32))
 	kr, _ := seal.NewKeyring(k)
-	s := NewServer(Implementation{Name: "fuzz", Version: "1"}, &Options{
+	s, err := NewServer(Implementation{Name: "fuzz", Version: "1"}, &Options{
 		Protector:      seal.NewManager(kr),
 		PageSize:       1,
 		Logger:         slog.New(slog.DiscardHandler),
 		RequestTimeout: 2 * time.Second,
 	})
-	form := Form(ConditionalCapability)
 	add := func(err error) {
 		if err != nil {
 			panic(err)
 		}
 	}
+	add(err)
+	form := Form(ConditionalCapability)
 	add(s.AddTool(Tool{Name: "echo", Description: "Echoes.",
 		InputSchema: []byte(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer"}}}`)},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {

@@ -21,7 +21,10 @@ func FuzzOpenState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := NewServer(Implementation{Name: "fuzz"}, &Options{Protector: seal.NewManager(kr)})
+	s, err := NewServer(Implementation{Name: "fuzz"}, &Options{Protector: seal.NewManager(kr)})
+	if err != nil {
+		f.Fatal(err)
+	}
 	op := &operation{kind: KindTool, name: "t", stateMode: StateFramework}
 	params := exactjson.Object(exactjson.Field("name", exactjson.String("t")))
 	emitter := &Request{Method: "tools/call", ID: IntID(1), ProtocolVersion: ProtocolVersion, Name: "t", Params: params, Endpoint: "/mcp", srv: s}

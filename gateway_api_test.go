@@ -20,7 +20,10 @@ import (
 // A conditional input kind the client lacks holds progress back unless the
 // handler releases the output; MissingCapabilities answers -32021.
 func TestReleaseOutput(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, nil)
+	srv, err := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, release := range []bool{false, true} {
 		name := "held"
 		if release {
@@ -108,10 +111,13 @@ func (f *fakeRelay) CancelTask(_ context.Context, _ *weft.Request, id string) er
 // this server, bound to the caller, through which the relay serves
 // tasks/get, tasks/update and tasks/cancel.
 func TestRelayTasks(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{
+	srv, err := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			return weft.Identity{Principal: r.BearerToken, Partition: r.BearerToken}, nil
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	relay := &fakeRelay{tasks: map[string]*task.Record{"up-1": {ID: "up-1", Status: task.InputRequired, CreatedAt: now, UpdatedAt: now,
 		TTL: time.Minute, PollInterval: 10 * time.Millisecond, InputRequests: []byte(`{"k":{"method":"roots/list","params":{}}}`)}}}
@@ -221,7 +227,10 @@ func TestRelayTasks(t *testing.T) {
 // AddVisibilityFilter hides items from the lists of the requests it
 // refuses, makes list caching private, and is removable.
 func TestAddVisibilityFilter(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{})
+	srv, err := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"a", "b"} {
 		if err := srv.AddTool(weft.Tool{Name: name, Description: "A tool."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
@@ -279,8 +288,11 @@ func TestAddVisibilityFilter(t *testing.T) {
 // CheckInputRequest applies the server's URL policy to a relayed URL
 // elicitation (or the request's own policy), and lets other kinds pass.
 func TestCheckInputRequest(t *testing.T) {
-	s := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{
 		URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	url := func(u string) exactjson.Value {
 		return exactjson.Object(exactjson.Field("mode", exactjson.String("url")), exactjson.Field("message", exactjson.String("m")),
 			exactjson.Field("url", exactjson.String(u)))

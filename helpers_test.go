@@ -464,8 +464,8 @@ func newServer(t testing.TB, opts *Options) (*Server, *logCapture) {
 	if o.Logger == nil {
 		o.Logger = lc.logger()
 	}
-	s := NewServer(Implementation{Name: "weft-test-server", Version: "9.9.9"}, &o)
-	if err := s.Err(); err != nil {
+	s, err := NewServer(Implementation{Name: "weft-test-server", Version: "9.9.9"}, &o)
+	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
 	// Registered first, so it runs after the test's other cleanups (the

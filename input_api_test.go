@@ -34,10 +34,13 @@ type confirmation struct {
 // TestTypedRoundTrip: a typed form and typed framework state over real
 // rounds, sealed and verified by the server.
 func TestTypedRoundTrip(t *testing.T) {
-	s := weft.NewServer(weft.Implementation{Name: "shop", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	s, err := weft.NewServer(weft.Implementation{Name: "shop", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	confirm := weft.FormOf[confirmation](weft.ConditionalCapability, elicit.StringField("note").MaxLength(10))
 	var seen []checkout
-	err := weft.AddTool(s, weft.Tool{Name: "checkout", Description: "Checks out after confirmation.",
+	err = weft.AddTool(s, weft.Tool{Name: "checkout", Description: "Checks out after confirmation.",
 		Inputs: []weft.Input{confirm}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			st, resumed, err := weft.FrameworkState[checkout](req)
@@ -92,10 +95,13 @@ func TestTypedRoundTrip(t *testing.T) {
 // TestFrameworkStateOfAnotherType: state that does not decode into the
 // handler's type is an error, not a silent zero value.
 func TestFrameworkStateOfAnotherType(t *testing.T) {
-	s := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	s, err := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	form := weft.FormOf[struct{}](weft.ConditionalCapability)
 	var got error
-	err := weft.AddTool(s, weft.Tool{Name: "t", Description: "d", Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
+	err = weft.AddTool(s, weft.Tool{Name: "t", Description: "d", Inputs: []weft.Input{form}, StateMode: weft.StateFramework},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			_, resumed, err := weft.FrameworkState[struct {
 				N int `json:"n"`
@@ -140,8 +146,14 @@ func ExampleFormOf() {
 		elicit.EnumField("reason", "damaged", "late").Title("Reason"))
 	fmt.Println(form.Schema().Value())
 
-	s := weft.NewServer(weft.Implementation{Name: "refunds", Version: "1.0.0"}, nil)
-	err := weft.AddTool(s, weft.Tool{Name: "refund", Description: "Refunds an amount the user enters.", Inputs: []weft.Input{form}},
+	s, err := weft.NewServer(weft.Implementation{Name: "refunds", Version: "1.0.0"}, nil)
+
+	if err != nil {
+
+		log.Fatal(err)
+
+	}
+	err = weft.AddTool(s, weft.Tool{Name: "refund", Description: "Refunds an amount the user enters.", Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			r, outcome, present, err := form.Answer(req, "refund")
 			switch {
@@ -183,7 +195,10 @@ func ExampleFrameworkState() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := weft.NewServer(weft.Implementation{Name: "wizard", Version: "1.0.0"}, &weft.Options{Protector: seal.NewManager(ring)})
+	s, err := weft.NewServer(weft.Implementation{Name: "wizard", Version: "1.0.0"}, &weft.Options{Protector: seal.NewManager(ring)})
+	if err != nil {
+		log.Fatal(err)
+	}
 	type step struct {
 		Done  []string `json:"done"`
 		Count int      `json:"count"`
@@ -219,9 +234,12 @@ func ExampleFrameworkState() {
 // the caller's own orders), and the answer is read as JSON, checked only
 // for the protocol shape: validate it before acting on it.
 func ExampleForm() {
-	s := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	choose := weft.Form(weft.ConditionalCapability)
-	err := weft.AddTool(s, weft.Tool{Name: "cancel_order", Description: "Cancels one of the caller's orders.", Inputs: []weft.Input{choose}},
+	err = weft.AddTool(s, weft.Tool{Name: "cancel_order", Description: "Cancels one of the caller's orders.", Inputs: []weft.Input{choose}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			orders := []string{"A-1", "A-7"} // looked up for this caller
 			schema, err := elicit.BuildSchema(elicit.EnumField("order", orders...).Title("Order").Required())
@@ -258,10 +276,13 @@ func ExampleForm() {
 // opaque handle in the path; the server checks the URL against
 // Options.URLElicitation before anything reaches the client.
 func ExampleURL() {
-	s := weft.NewServer(weft.Implementation{Name: "accounts", Version: "1.0.0"},
+	s, err := weft.NewServer(weft.Implementation{Name: "accounts", Version: "1.0.0"},
 		&weft.Options{URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://accounts.example.com"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	link := weft.URL(weft.ConditionalCapability)
-	err := weft.AddTool(s, weft.Tool{Name: "link", Description: "Links an account on the server's page.", Inputs: []weft.Input{link}},
+	err = weft.AddTool(s, weft.Tool{Name: "link", Description: "Links an account on the server's page.", Inputs: []weft.Input{link}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			outcome, present, err := link.Answer(req, "link")
 			if !present || err != nil {
@@ -297,9 +318,12 @@ func ExampleURL() {
 // Roots are asked for only when the client offers them: a conditional
 // declaration, and ClientSupports before asking.
 func ExampleRoots() {
-	s := weft.NewServer(weft.Implementation{Name: "workspace", Version: "1.0.0"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "workspace", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	roots := weft.Roots(weft.ConditionalCapability)
-	err := weft.AddTool(s, weft.Tool{Name: "where", Description: "Names the user's workspace.", Inputs: []weft.Input{roots}},
+	err = weft.AddTool(s, weft.Tool{Name: "where", Description: "Names the user's workspace.", Inputs: []weft.Input{roots}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			rs, present, err := roots.Answer(req, "roots")
 			switch {

@@ -152,8 +152,7 @@ func TestLegacyOptionsValidation(t *testing.T) {
 		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}},
 		{Disabled: true, Only: true}, {InMemorySessions: true, Store: sessionstore.NewMemory(sessionstore.MemoryOptions{})},
 		{Limits: sessionstore.Limits{MaxSessions: 5}}} {
-		s := NewServer(Implementation{}, &Options{Legacy: o})
-		if s.Err() == nil {
+		if _, err := NewServer(Implementation{}, &Options{Legacy: o}); err == nil {
 			t.Errorf("LegacyOptions %+v accepted", o)
 		}
 	}

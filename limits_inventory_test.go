@@ -83,7 +83,13 @@ type invLimit struct {
 
 // invDefaults is a server with a zero configuration, for effective defaults
 // that have no named constant.
-var invDefaults = NewServer(Implementation{}, nil)
+var invDefaults = func() *Server {
+	s, err := NewServer(Implementation{}, nil)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // invLimits is the inventory. Keep it in the order of docs/limits.md.
 var invLimits = []invLimit{
@@ -120,7 +126,7 @@ var invLimits = []invLimit{
 		ceil: invNumI(maxPartitionBytes), past: []string{"-32603"}, check: checkPartition},
 	{doc: "completion values", consts: []string{"maxCompletionValues"}, def: invNumI(maxCompletionValues), past: []string{"hasMore"}, check: checkCompletionValues},
 	{doc: "tool search results", names: []string{"ToolSearch.MaxResults", "DefaultToolSearchResults", "MaxToolSearchResults"},
-		def: invNumI(DefaultToolSearchResults), ceil: invNumI(MaxToolSearchResults), past: []string{"more", "Server.Err"}, check: checkToolSearchResults},
+		def: invNumI(DefaultToolSearchResults), ceil: invNumI(MaxToolSearchResults), past: []string{"more", "configuration error of `NewServer`"}, check: checkToolSearchResults},
 	{doc: "listen streams per partition", names: []string{"Limits.MaxSubscriptionsPerPartition"},
 		consts: []string{"defaultMaxSubscriptionsPerPartition", "maxSubscriptionsPerPartitionCeiling"},
 		def:    invNumI(defaultMaxSubscriptionsPerPartition), ceil: invNumI(maxSubscriptionsPerPartitionCeiling), past: []string{"-31999", "Retry-After"}, check: checkSubscriptionsPerPartition},
@@ -309,8 +315,8 @@ func invSubtestName(s string) string {
 // TestLimitsInventoryDefaultsAndCeilings: the defaults a zero configuration
 // gets, and configuration errors at ceiling+1 and below zero.
 func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
-	s := NewServer(Implementation{}, nil)
-	if err := s.Err(); err != nil {
+	s, err := NewServer(Implementation{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got := s.limits
@@ -337,9 +343,12 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		t.Errorf("NewHTTPServer MaxHeaderBytes = %d", hs.MaxHeaderBytes)
 	}
 	// A configured JSON.MaxInputBytes is always replaced by MaxBodyBytes.
-	s2 := NewServer(Implementation{}, &Options{Limits: Limits{MaxBodyBytes: 4096, JSON: exactjson.Limits{MaxInputBytes: 99}}})
-	if s2.Err() != nil || s2.limits.JSON.MaxInputBytes != 4096 {
-		t.Errorf("JSON.MaxInputBytes = %d (err %v), want MaxBodyBytes 4096", s2.limits.JSON.MaxInputBytes, s2.Err())
+	s2, err := NewServer(Implementation{}, &Options{Limits: Limits{MaxBodyBytes: 4096, JSON: exactjson.Limits{MaxInputBytes: 99}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.limits.JSON.MaxInputBytes != 4096 {
+		t.Errorf("JSON.MaxInputBytes = %d, want MaxBodyBytes 4096", s2.limits.JSON.MaxInputBytes)
 	}
 
 	type field struct {
@@ -373,7 +382,7 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 			}{{0, true}, {1, true}, {f.ceiling, true}, {f.ceiling + 1, false}, {-1, false}} {
 				var l Limits
 				f.set(&l, c.v)
-				err := NewServer(Implementation{}, &Options{Limits: l}).Err()
+				_, err := NewServer(Implementation{}, &Options{Limits: l})
 				if c.ok && err != nil {
 					t.Errorf("%s = %d: unexpected configuration error %v", f.name, c.v, err)
 				}
@@ -392,11 +401,11 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 	}
 	// StateLimits: negative values and decoded > encoded are errors.
 	for _, st := range []StateLimits{{Rounds: -1}, {Lifetime: -time.Second}, {MaxEncodedBytes: -1}, {MaxEncodedBytes: 100, MaxDecodedBytes: 101}} {
-		if NewServer(Implementation{}, &Options{State: st}).Err() == nil {
+		if _, err := NewServer(Implementation{}, &Options{State: st}); err == nil {
 			t.Errorf("StateLimits %+v: want a configuration error", st)
 		}
 	}
-	if err := NewServer(Implementation{}, &Options{State: StateLimits{MaxEncodedBytes: 100, MaxDecodedBytes: 100}}).Err(); err != nil {
+	if _, err := NewServer(Implementation{}, &Options{State: StateLimits{MaxEncodedBytes: 100, MaxDecodedBytes: 100}}); err != nil {
 		t.Errorf("StateLimits decoded == encoded: %v", err)
 	}
 	// The overload controls and timeouts of Options.
@@ -421,7 +430,7 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		}{{c.ceil, true}, {c.ceil + 1, false}, {-1, false}} {
 			var o Options
 			c.set(&o, v.v)
-			err := NewServer(Implementation{}, &o).Err()
+			_, err := NewServer(Implementation{}, &o)
 			if v.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.name)) {
 				t.Errorf("Options.%s = %d: configuration error %v", c.name, v.v, err)
 			}
@@ -439,11 +448,11 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		{Options{MaxQueue: 10, MaxQueuePerIdentity: 11}, false},
 		{Options{MaxQueuePerIdentity: -1}, false},
 	} {
-		if err := NewServer(Implementation{}, &c.o).Err(); c.ok != (err == nil) {
+		if _, err := NewServer(Implementation{}, &c.o); c.ok != (err == nil) {
 			t.Errorf("%+v: configuration error %v", c.o, err)
 		}
 	}
-	if s := NewServer(Implementation{}, &Options{MaxConcurrent: 10, MaxQueue: 40}); s.opts.MaxConcurrentPerIdentity != 5 || s.opts.MaxQueuePerIdentity != 10 {
+	if s, _ := NewServer(Implementation{}, &Options{MaxConcurrent: 10, MaxQueue: 40}); s.opts.MaxConcurrentPerIdentity != 5 || s.opts.MaxQueuePerIdentity != 10 {
 		t.Errorf("shares of MaxConcurrent 10, MaxQueue 40: %d, %d; want 5, 10", s.opts.MaxConcurrentPerIdentity, s.opts.MaxQueuePerIdentity)
 	}
 	if s.opts.PageSize != defaultPageSize || s.opts.KeepAlive != defaultKeepAlive {
@@ -473,16 +482,15 @@ func TestLimitsInventoryDefaultsAndCeilings(t *testing.T) {
 		{"MaxPendingAnswers past the ceiling", LegacyOptions{InMemorySessions: true, Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}}, false},
 	} {
 		l := c.l
-		if err := NewServer(Implementation{}, &Options{Legacy: l}).Err(); c.ok != (err == nil) {
+		if _, err := NewServer(Implementation{}, &Options{Legacy: l}); c.ok != (err == nil) {
 			t.Errorf("LegacyOptions %s: configuration error %v", c.name, err)
 		}
 	}
 }
 
-// TestLimitsMisconfiguredServerOverHTTP: "a server with a configuration
-// error answers every request with an internal error" (Server.Err), over
-// HTTP too, whichever limit is out of range.
-func TestLimitsMisconfiguredServerOverHTTP(t *testing.T) {
+// TestLimitsMisconfiguredServerRefused: a limit out of range is
+// NewServer's error, naming the limit, and no server is made.
+func TestLimitsMisconfiguredServerRefused(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		l    Limits
@@ -492,16 +500,15 @@ func TestLimitsMisconfiguredServerOverHTTP(t *testing.T) {
 		{"MaxHeaderCount", Limits{MaxHeaderCount: maxHeaderCountCeiling + 1}},
 		{"MaxCursorBytes", Limits{MaxCursorBytes: maxCursorBytesCeiling + 1}},
 		{"MaxSubscriptionsPerPartition", Limits{MaxSubscriptionsPerPartition: maxSubscriptionsPerPartitionCeiling + 1}},
-		{"JSON.MaxDepth", Limits{JSON: exactjson.Limits{MaxDepth: exactjson.MaxDepthCeiling + 1}}},
+		{"MaxDepth", Limits{JSON: exactjson.Limits{MaxDepth: exactjson.MaxDepthCeiling + 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bad := NewServer(Implementation{}, &Options{Limits: c.l, Logger: slog.New(slog.DiscardHandler)})
-			if bad.Err() == nil {
-				t.Fatal("no configuration error")
+			s, err := NewServer(Implementation{}, &Options{Limits: c.l, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil || s != nil {
+				t.Fatalf("NewServer = %v, %v; want no server and a configuration error", s, err)
 			}
-			r := invRec(t, bad, invBody(t, "server/discover", params(nil)))
-			if r.status != http.StatusInternalServerError || r.msg.Error == nil || r.msg.Error.Code != CodeInternalError {
-				t.Errorf("want HTTP 500 with -32603, got %s", r)
+			if !strings.Contains(err.Error(), c.name) {
+				t.Errorf("error %q does not name %s", err, c.name)
 			}
 		})
 	}
@@ -1114,7 +1121,7 @@ func checkToolSearchResults(t *testing.T) {
 			t.Errorf("MaxResults %d: found %d, more %d; want %d, %d", tc.max, len(res.StructuredContent.Tools), res.StructuredContent.More, tc.found, tc.more)
 		}
 	}
-	if err := NewServer(Implementation{}, &Options{ToolSearch: &ToolSearch{MaxResults: MaxToolSearchResults + 1}}).Err(); err == nil {
+	if _, err := NewServer(Implementation{}, &Options{ToolSearch: &ToolSearch{MaxResults: MaxToolSearchResults + 1}}); err == nil {
 		t.Error("ToolSearch.MaxResults past the ceiling is accepted")
 	}
 }

@@ -111,7 +111,10 @@ func addHeadline(t testing.TB, s *weft.Server) {
 }
 
 func TestSamplingRoundTrip(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, nil)
+	srv, err := weft.NewServer(weft.Implementation{Name: "t", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addHeadline(t, srv)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -149,12 +152,15 @@ func TestSamplingRoundTrip(t *testing.T) {
 // builds the request and reads the answer on the retry. The wefttest client
 // plays the client and its model.
 func ExampleSamplingInput() {
-	s := weft.NewServer(weft.Implementation{Name: "news", Version: "1.0.0"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "news", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	sampling := weft.Sampling(weft.RequiredCapability)
 	type args struct {
 		Text string `json:"text"`
 	}
-	err := weft.AddTool(s, weft.Tool{Name: "headline", Description: "Asks the client's model for a headline.",
+	err = weft.AddTool(s, weft.Tool{Name: "headline", Description: "Asks the client's model for a headline.",
 		Inputs: []weft.Input{sampling}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			h, ok, err := sampling.Answer(req, "headline")

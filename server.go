@@ -275,14 +275,14 @@ type Server struct {
 	draining atomic.Bool // Drain was called (health.go)
 	done     chan struct{}
 	doneOnce sync.Once
-	cfgErr   error
 	tel      *telemetry    // weft: tracing, metrics and request logs (telemetry_*.go)
 	legacy   *legacyServer // weft: 2025-11-25 era (legacy_*.go); nil when off
 }
 
 // NewServer returns a server with the given implementation info and options
-// (nil means defaults).
-func NewServer(impl Implementation, opts *Options) *Server {
+// (nil means defaults), or the options' configuration errors (a limit out of
+// range, an invalid tool search, ...), all of them joined.
+func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	s := &Server{digests: digestcache.New(), impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]*extension{}}
 	if opts != nil {
 		s.opts = *opts
@@ -304,12 +304,12 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	var err error
+	var cfgErr, err error
 	if s.limits, err = s.opts.Limits.withDefaults(); err != nil {
-		s.cfgErr = err
+		cfgErr = err
 	}
 	if s.state, err = s.opts.State.withDefaults(); err != nil {
-		s.cfgErr = errors.Join(s.cfgErr, err)
+		cfgErr = errors.Join(cfgErr, err)
 	}
 	if s.opts.PageSize <= 0 {
 		s.opts.PageSize = defaultPageSize
@@ -327,7 +327,7 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		{"WriteTimeout", int64(s.opts.WriteTimeout), int64(maxTimeoutCeiling)},
 	} {
 		if c.v < 0 || c.v > c.max {
-			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%d (0 means the default)", c.name, c.v, c.max))
+			cfgErr = errors.Join(cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%d (0 means the default)", c.name, c.v, c.max))
 		}
 	}
 	if s.opts.MaxConcurrent <= 0 {
@@ -351,7 +351,7 @@ func NewServer(impl Implementation, opts *Options) *Server {
 	} {
 		switch {
 		case *c.v < 0 || *c.v > c.total:
-			s.cfgErr = errors.Join(s.cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%s (%d; 0 means the default)", c.name, *c.v, c.totalName, c.total))
+			cfgErr = errors.Join(cfgErr, fmt.Errorf("weft: Options.%s = %d is outside 0..%s (%d; 0 means the default)", c.name, *c.v, c.totalName, c.total))
 			*c.v = c.total
 		case *c.v == 0:
 			*c.v = max(1, c.total/c.share)
@@ -371,15 +371,24 @@ func NewServer(impl Implementation, opts *Options) *Server {
 		s.opts.KeepAlive = defaultKeepAlive
 	}
 	if s.opts.KeepAlive >= s.opts.WriteTimeout {
-		s.cfgErr = errors.Join(s.cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
+		cfgErr = errors.Join(cfgErr, errors.New("weft: Options.KeepAlive must be shorter than Options.WriteTimeout"))
 	}
 	s.protector = s.opts.Protector
+	s.bus.log = s.log
 	// weft: telemetry hook (telemetry_*.go)
 	s.tel = newTelemetry(s)
 	if s.legacy, err = newLegacyServer(s, s.opts.Legacy); err != nil { // weft: 2025-11-25 era hook
-		s.cfgErr = errors.Join(s.cfgErr, err)
+		cfgErr = errors.Join(cfgErr, err)
 	}
-	s.bus.log = s.log
+	if s.opts.ToolSearch != nil {
+		if s.search, err = resolveToolSearch(s.opts.ToolSearch); err == nil {
+			err = s.addToolSearch()
+		}
+		cfgErr = errors.Join(cfgErr, err)
+	}
+	if cfgErr != nil {
+		return nil, cfgErr
+	}
 	if s.opts.Events != nil {
 		s.bus.remote = s.opts.Events
 		go s.bus.relay(s.done)
@@ -387,19 +396,8 @@ func NewServer(impl Implementation, opts *Options) *Server {
 			go s.legacy.relayCancels(s.done)
 		}
 	}
-	if s.opts.ToolSearch != nil {
-		if s.search, err = resolveToolSearch(s.opts.ToolSearch); err == nil {
-			err = s.addToolSearch()
-		}
-		s.cfgErr = errors.Join(s.cfgErr, err)
-	}
-	return s
+	return s, nil
 }
-
-// Err reports a configuration error found by NewServer (invalid limits).
-// A server with a configuration error answers every request with an
-// internal error.
-func (s *Server) Err() error { return s.cfgErr }
 
 // CatalogVersion changes whenever this instance learns that its catalog
 // changed: a tool, prompt, resource or template was added or removed, a

@@ -20,9 +20,12 @@ import (
 // progress calls fail and it returns.
 func TestNeverReadingClient(t *testing.T) {
 	returned := make(chan error, 1)
-	s := NewServer(Implementation{Name: "slow"}, &Options{WriteTimeout: 200 * time.Millisecond, KeepAlive: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewServer(Implementation{Name: "slow"}, &Options{WriteTimeout: 200 * time.Millisecond, KeepAlive: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	big := strings.Repeat("x", 64<<10)
-	err := s.AddTool(Tool{Name: "flood", Description: "Sends progress until it cannot."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
+	err = s.AddTool(Tool{Name: "flood", Description: "Sends progress until it cannot."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		for i := 1; i <= 100000; i++ {
 			if err := req.Progress(float64(i), 0, big); err != nil {
 				returned <- err

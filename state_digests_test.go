@@ -13,7 +13,10 @@ import (
 // params, re-encoded params, a slot taken by another key and oversized keys
 // all compute the digest.
 func TestDigestCache(t *testing.T) {
-	s := NewServer(Implementation{Name: "t"}, nil)
+	s, err := NewServer(Implementation{Name: "t"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	parse := func(doc string) exactjson.Value {
 		v, err := exactjson.ParseString(doc, exactjson.Limits{})
 		if err != nil {

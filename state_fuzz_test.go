@@ -62,7 +62,10 @@ func FuzzParamsDigest(f *testing.F) {
 		if werr != nil || v.Kind() != exactjson.KindObject {
 			return
 		}
-		s := NewServer(Implementation{Name: "fuzz"}, nil)
+		s, err := NewServer(Implementation{Name: "fuzz"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		other := v.With("\x00other", exactjson.Int(1))
 		for _, p := range []exactjson.Value{v, v, other, v, other} {
 			ref, err := stateBinding("/mcp", ProtocolVersion, "tools/call", "", p)

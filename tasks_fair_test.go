@@ -29,7 +29,7 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 		"alice": {Principal: "alice", Partition: "tenant-a"},
 		"bob":   {Principal: "bob", Partition: "tenant-b"},
 	}
-	s := weft.NewServer(weft.Implementation{Name: "fair"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "fair"}, &weft.Options{
 		Logger: slog.New(slog.DiscardHandler),
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			id, ok := tenants[r.BearerToken]
@@ -39,13 +39,16 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 			return id, nil
 		},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	store := task.NewMemoryStore()
 	defer store.Close()
 	if err := s.EnableTasks(weft.TaskOptions{Store: store, Workers: 4, MaxTasksPerIdentity: perIdentity, PollInterval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	err := weft.AddTool(s, weft.Tool{Name: "job", Description: "Runs as a task.", Task: weft.TaskRequired},
+	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "Runs as a task.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
 				return nil, weft.RunAsTask(exactjson.Value{})

@@ -34,7 +34,10 @@ func TestTasksLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s := weft.NewServer(weft.Implementation{Name: "load"}, &weft.Options{Logger: slog.New(slog.DiscardHandler), MaxConcurrent: 256, MaxQueue: 1024})
+	s, err := weft.NewServer(weft.Implementation{Name: "load"}, &weft.Options{Logger: slog.New(slog.DiscardHandler), MaxConcurrent: 256, MaxQueue: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.EnableTasks(weft.TaskOptions{Store: store, Workers: 8, PollInterval: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}

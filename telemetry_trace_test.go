@@ -332,8 +332,11 @@ func BenchmarkToolsCallTelemetry(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	mp, _, err := metrics.NewPrometheus(prometheus.NewRegistry())
 	must(b, err)
-	s := NewServer(Implementation{Name: "bench", Version: "1.0.0"}, &Options{TracerProvider: tp, MeterProvider: mp,
+	s, err := NewServer(Implementation{Name: "bench", Version: "1.0.0"}, &Options{TracerProvider: tp, MeterProvider: mp,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
 	type addArgs struct {
 		A int64 `json:"a"`
 		B int64 `json:"b"`

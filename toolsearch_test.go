@@ -18,7 +18,7 @@ import (
 // "crm_*", ...) behind the search tool, "billing_*" listed.
 func searchCatalog(t *testing.T, visible func(name string) bool) *weft.Server {
 	t.Helper()
-	srv := weft.NewServer(weft.Implementation{Name: "catalog", Version: "1"}, &weft.Options{
+	srv, err := weft.NewServer(weft.Implementation{Name: "catalog", Version: "1"}, &weft.Options{
 		Logger:     slog.New(slog.DiscardHandler),
 		Legacy:     weft.LegacyOptions{InMemorySessions: true},
 		ToolSearch: &weft.ToolSearch{Listed: []string{"billing_*"}, MaxResults: 5},
@@ -26,7 +26,7 @@ func searchCatalog(t *testing.T, visible func(name string) bool) *weft.Server {
 			return visible == nil || visible(name)
 		},
 	})
-	if err := srv.Err(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	echo := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
@@ -162,13 +162,11 @@ func TestToolSearchOptions(t *testing.T) {
 		{weft.ToolSearch{MaxResults: -1}, "ToolSearch.MaxResults"},
 		{weft.ToolSearch{Listed: []string{"[a"}}, "ToolSearch.Listed"},
 	} {
-		srv := weft.NewServer(weft.Implementation{Name: "x"}, &weft.Options{ToolSearch: &tc.ts})
-		if err := srv.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := weft.NewServer(weft.Implementation{Name: "x"}, &weft.Options{ToolSearch: &tc.ts}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error naming %s", tc.ts, err, tc.want)
 		}
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "x"}, &weft.Options{ToolSearch: &weft.ToolSearch{Name: "find_tools"}})
-	if err := srv.Err(); err != nil {
+	if _, err := weft.NewServer(weft.Implementation{Name: "x"}, &weft.Options{ToolSearch: &weft.ToolSearch{Name: "find_tools"}}); err != nil {
 		t.Fatal(err)
 	}
 }

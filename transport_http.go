@@ -23,14 +23,6 @@ import (
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Cache-Control"] = []string{"no-store"} // canonical already: no Header.Set
-	if s.cfgErr != nil {
-		// A misconfigured server answers nothing but internal errors.
-		s.log.Error("weft: refusing a request: the server's configuration is invalid", "err", s.cfgErr)
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write(appendErrorResponse(nil, ID{}, internalError(s.cfgErr)))
-		return
-	}
 	if !s.hostAllowed(r.Host) {
 		writePlainError(w, http.StatusForbidden, "Host not allowed")
 		return

@@ -1200,7 +1200,10 @@ func TestAcceptsSSE(t *testing.T) {
 // into another's: many concurrent calls with distinct ids and outputs, over
 // real HTTP, each answered with exactly its own (run with -race).
 func TestPooledResponseBuffersNotShared(t *testing.T) {
-	s := NewServer(Implementation{Name: "pool", Version: "1"}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewServer(Implementation{Name: "pool", Version: "1"}, &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	type in struct {
 		Text string `json:"text"`
 	}

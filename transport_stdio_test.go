@@ -37,7 +37,11 @@ var blocked sync.Map
 // runStdioServer serves a small server on stdin/stdout with the default
 // logger (which writes to stderr).
 func runStdioServer() int {
-	s := NewServer(Implementation{Name: "stdio-test", Version: "1.0.0"}, nil)
+	s, err := NewServer(Implementation{Name: "stdio-test", Version: "1.0.0"}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	type echoIn struct {
 		Text string `json:"text"`
 		N    int64  `json:"n"`

@@ -50,7 +50,10 @@ func newServer(t *testing.T, visible bool) *weft.Server {
 	if visible {
 		opts.Visible = apps.Visible(nil, "refresh_dashboard")
 	}
-	s := weft.NewServer(weft.Implementation{Name: "apps-test"}, opts)
+	s, err := weft.NewServer(weft.Implementation{Name: "apps-test"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := apps.Register(s, weather); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +192,10 @@ func TestVisibleDefersToNext(t *testing.T) {
 		calls++
 		return name != "test://plain"
 	}
-	s := weft.NewServer(weft.Implementation{}, &weft.Options{Logger: slog.New(slog.DiscardHandler), Visible: apps.Visible(next)})
+	s, err := weft.NewServer(weft.Implementation{}, &weft.Options{Logger: slog.New(slog.DiscardHandler), Visible: apps.Visible(next)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	must(t, apps.Register(s, weather))
 	must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://plain", Name: "plain"}},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) { return nil, nil }))
@@ -243,7 +249,7 @@ func TestValidate(t *testing.T) {
 		if err := a.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
-		if err := apps.Register(weft.NewServer(weft.Implementation{}, nil), a); err == nil {
+		if err := apps.Register(bareServer(t), a); err == nil {
 			t.Errorf("%s: registered", name)
 		}
 	}
@@ -284,4 +290,15 @@ func TestUITool(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// bareServer is a server with the default options, for registrations that
+// must fail.
+func bareServer(t *testing.T) *weft.Server {
+	t.Helper()
+	s, err := weft.NewServer(weft.Implementation{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

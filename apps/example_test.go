@@ -58,10 +58,13 @@ type countOut struct {
 // newCounterServer serves the counter app: counter_show (model and app)
 // renders its result in the page; counter_increment is for the page only.
 func newCounterServer() (*weft.Server, error) {
-	s := weft.NewServer(weft.Implementation{Name: "counter", Version: "1.0.0"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "counter", Version: "1.0.0"}, &weft.Options{
 		Logger:  slog.New(slog.DiscardHandler),
 		Visible: apps.Visible(nil, "counter_increment"),
 	})
+	if err != nil {
+		return nil, err
+	}
 	var count atomic.Int64
 	result := func(n int64) *weft.CallToolResult {
 		sc, _ := exactjson.FromGo(countOut{Count: n})
@@ -70,7 +73,7 @@ func newCounterServer() (*weft.Server, error) {
 			StructuredContent: sc,
 		}
 	}
-	err := apps.Register(s, apps.App{
+	err = apps.Register(s, apps.App{
 		URI:         "ui://counter/page",
 		Name:        "counter",
 		Description: "A counter with a +1 button.",

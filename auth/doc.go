@@ -33,7 +33,10 @@
 //	}
 //	keys, _ := auth.JWKSURL("https://auth.example.com/jwks.json", nil, 0, 0)
 //	v := &auth.JWTValidator{Issuer: "https://auth.example.com", JWKS: keys}
-//	srv := weft.NewServer(impl, &weft.Options{Admission: v.Admission(meta)})
+//	srv, err := weft.NewServer(impl, &weft.Options{Admission: v.Admission(meta)})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	h, _ := meta.Handler()
 //	mux := http.NewServeMux()
 //	mux.Handle("/mcp", srv)

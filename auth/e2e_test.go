@@ -27,8 +27,11 @@ type whoOut struct {
 // tool behind admission, logging to logs.
 func newProtectedServer(t *testing.T, admission weft.Admission, logs *logBuffer) *weft.Server {
 	t.Helper()
-	srv := weft.NewServer(weft.Implementation{Name: "protected", Version: "1.0.0"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "protected", Version: "1.0.0"},
 		&weft.Options{Admission: admission, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	who := func(ctx context.Context, req *weft.Request, _ struct{}) (whoOut, error) {
 		return whoOut{req.Identity.Principal, req.Identity.Partition, req.Identity.Scopes}, nil
 	}

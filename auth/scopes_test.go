@@ -58,7 +58,10 @@ func TestDeclaredScopes(t *testing.T) {
 	f := newFixture(t)
 	f.v.Now = nil
 	f.v.RequiredScopes = []string{"mcp:read"}
-	srv := weft.NewServer(weft.Implementation{Name: "scoped", Version: "1"}, &weft.Options{Admission: f.v.Admission(f.meta)})
+	srv, err := weft.NewServer(weft.Implementation{Name: "scoped", Version: "1"}, &weft.Options{Admission: f.v.Admission(f.meta)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ok := func(ctx context.Context, req *weft.Request, _ struct{}) (struct{}, error) { return struct{}{}, nil }
 	must := func(err error) {
 		if err != nil {

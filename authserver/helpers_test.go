@@ -192,7 +192,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 	meta := &auth.ResourceMetadata{Resource: e.resource, AuthorizationServers: []string{e.asURL}, ScopesSupported: []string{"mcp:read"}}
 	v := &auth.JWTValidator{Issuer: e.asURL, JWKS: keys, RequiredScopes: []string{"mcp:read"}, PartitionClaim: "tenant", StrictType: true,
 		DPoP: &auth.DPoPVerifier{Replay: auth.NewMemoryReplayCache(0)}, Leeway: o.leeway}
-	srv := weft.NewServer(weft.Implementation{Name: "protected", Version: "1.0.0"}, &weft.Options{Admission: v.Admission(meta)})
+	srv, err := weft.NewServer(weft.Implementation{Name: "protected", Version: "1.0.0"}, &weft.Options{Admission: v.Admission(meta)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	type who struct {
 		Principal string   `json:"principal"`
 		Partition string   `json:"partition"`

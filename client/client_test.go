@@ -707,7 +707,10 @@ type echoArgs struct {
 // newStdioTestServer builds a small server: an MRTR tool, an echo tool, a
 // progress tool and a tool that blocks until cancelled.
 func newStdioTestServer(logger *slog.Logger, blocked chan<- string) *weft.Server {
-	s := weft.NewServer(weft.Implementation{Name: "stdio-test", Version: "1"}, &weft.Options{Logger: logger, PageSize: 1})
+	s, err := weft.NewServer(weft.Implementation{Name: "stdio-test", Version: "1"}, &weft.Options{Logger: logger, PageSize: 1})
+	if err != nil {
+		panic(err)
+	}
 	form := weft.Form(weft.ConditionalCapability)
 	must := func(err error) {
 		if err != nil {

@@ -41,8 +41,11 @@ func (l *wireLog) lines() []string {
 // call's stream) answered through the Elicit handler with the schema's
 // defaults filled in, and DELETE of the session on Close.
 func TestLegacyEra(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "legacy-only", Version: "1"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "legacy-only", Version: "1"},
 		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{InMemorySessions: true, Only: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	form := weft.Form(weft.ConditionalCapability)
 	type noArgs struct{}
 	schema := exactjson.Object(
@@ -163,8 +166,11 @@ func TestSSEResume(t *testing.T) {
 // falls back from 2026-07-28 and reports what initialize said, then lists
 // and calls without a session.
 func TestDiscoverFallsBackStateless(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "legacy-stateless", Version: "2"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "legacy-stateless", Version: "2"},
 		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true}, Instructions: "Say hi."})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := weft.AddTool(srv, weft.Tool{Name: "hi", Description: "Says hi."},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil

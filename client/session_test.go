@@ -84,8 +84,11 @@ func (s sessionRecorder) Flush() {
 
 func pingServer(t *testing.T) http.Handler {
 	t.Helper()
-	srv := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
 		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true, InMemorySessions: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
@@ -165,8 +168,11 @@ func (l *bodyLog) find(s string) string {
 // cancel it in the 2025 era, so a request whose context ends is cancelled
 // with notifications/cancelled naming it, posted in its session.
 func TestLegacyCancelNotifies(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "legacy", Version: "1"},
 		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{Only: true, InMemorySessions: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	started := make(chan struct{}, 1)
 	if err := srv.AddTool(weft.Tool{Name: "wait", Description: "Waits until cancelled."},
 		func(ctx context.Context, _ *weft.Request) (*weft.CallToolResult, error) {
@@ -336,8 +342,11 @@ func answeredSeen(answered chan string) <-chan struct{} {
 // (-32602, no _meta): the caller gets ErrSessionExpired instead, and the
 // client opens a new session.
 func TestResetSessionSendsNothing(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "both-eras", Version: "1"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "both-eras", Version: "1"},
 		&weft.Options{Logger: quietLogger(), Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil
@@ -362,7 +371,7 @@ func TestResetSessionSendsNothing(t *testing.T) {
 	}
 	tr.ResetSession()
 	before := posts.Load()
-	_, err := tr.Do(ctx, &Request{ID: 99, Method: "tools/call", Params: exactjson.Object(exactjson.Field("name", exactjson.String("ping")))}, nil)
+	_, err = tr.Do(ctx, &Request{ID: 99, Method: "tools/call", Params: exactjson.Object(exactjson.Field("name", exactjson.String("ping")))}, nil)
 	if !errors.Is(err, ErrSessionExpired) {
 		t.Errorf("a request after ResetSession: %v, want ErrSessionExpired", err)
 	}

@@ -15,7 +15,10 @@ type sumOut struct {
 // TestStructuredAs: a typed tool's output reads back as its Go type through
 // a real server (stdio), and a result without structuredContent is an error.
 func TestStructuredAs(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "structured", Version: "1"}, &weft.Options{Logger: quietLogger()})
+	srv, err := weft.NewServer(weft.Implementation{Name: "structured", Version: "1"}, &weft.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."},
 		func(ctx context.Context, req *weft.Request, in struct{ A, B int }) (sumOut, error) {
 			return sumOut{Sum: in.A + in.B}, nil

@@ -100,7 +100,10 @@
 //	policy := elicit.DefaultSecretPolicy().
 //		With(elicit.Rule{ID: "employee-badge", Reason: "a badge code", Phrases: []string{"badge code"}}).
 //		Without("card-expiry") // a reviewed decision
-//	s := weft.NewServer(impl, &weft.Options{SecretPolicy: policy})
+//	s, err := weft.NewServer(impl, &weft.Options{SecretPolicy: policy})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //
 // A policy with an invalid rule, or one told to remove an unknown rule,
 // fails closed (see [SecretPolicy.Err]).

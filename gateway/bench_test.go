@@ -15,7 +15,10 @@ import (
 // spoken to as a 2026-07-28 server, and as a 2025-11-25 session): the
 // difference is the gateway's overhead per call.
 func BenchmarkToolsCall(b *testing.B) {
-	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	up, err := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := up.AddTool(weft.Tool{Name: "echo", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"s":{"type":"string"}}}`)},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("ok")}}, nil
@@ -43,7 +46,10 @@ func BenchmarkToolsCall(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { run(b, hs.URL, "echo") })
 	for _, protocol := range []string{gateway.Version20260728, gateway.Version20251125} {
 		b.Run("gateway/upstream="+protocol, func(b *testing.B) {
-			srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{})
+			srv, err := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
 				{Name: "up", URL: hs.URL, Protocol: protocol}}}, gateway.Options{})
 			if err != nil {
@@ -61,7 +67,10 @@ func BenchmarkToolsCall(b *testing.B) {
 // through the gateway with the URIs unchanged and under a resource prefix
 // (the request's URI mapped back, the contents' URI mapped out).
 func BenchmarkResourceRead(b *testing.B) {
-	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{})
+	up, err := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	if err := up.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "data://notes/today", Name: "today"}},
 		func(context.Context, *weft.Request) (*weft.ReadResourceResult, error) {
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource("data://notes/today", "text/plain", "notes")}}, nil
@@ -75,7 +84,10 @@ func BenchmarkResourceRead(b *testing.B) {
 		{"prefixed", "p_", "data://p/notes/today"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{})
+			srv, err := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
 				{Name: "up", URL: hs.URL, Protocol: gateway.Version20260728, Prefix: tc.prefix}}}, gateway.Options{})
 			if err != nil {

@@ -31,7 +31,10 @@ const kitEnv = "WEFT_GATEWAY_KIT"
 // MCP App (apps.Register, a tool linked to it, ui:// hidden from clients
 // without the extension) and a skill (skills.Register).
 func kitServer() (*weft.Server, error) {
-	s := weft.NewServer(weft.Implementation{Name: "kit", Version: "1"}, &weft.Options{Visible: apps.Visible(nil)})
+	s, err := weft.NewServer(weft.Implementation{Name: "kit", Version: "1"}, &weft.Options{Visible: apps.Visible(nil)})
+	if err != nil {
+		return nil, err
+	}
 	today := weft.ResourceInfo{URI: "data://notes/today", Name: "today", MimeType: "text/plain"}
 	text := func(uri, body string) *weft.ReadResourceResult {
 		return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(uri, "text/plain", body)}}
@@ -149,7 +152,10 @@ func TestComposedURIsAppsSkills(t *testing.T) {
 			case "mount":
 				sep = "."
 				kit := mustKit(t)
-				parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+				parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
 				gw, err := gateway.Mount(ctx, parent, "kit", "kit.", kit, gateway.Options{})
 				if err != nil {
 					t.Fatal(err)
@@ -399,13 +405,16 @@ func TestSameURIsTwoUpstreams(t *testing.T) {
 func TestMountSkillsPerCaller(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
+	child, err := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			return weft.Identity{Principal: r.BearerToken}, nil
 		},
 		Visible: func(_ context.Context, req *weft.Request, _ weft.ItemKind, name string) bool {
 			return !strings.HasPrefix(name, "skill://secret") || req.Identity.Principal == "admin"
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bundles, err := skills.LoadAll(fstest.MapFS{
 		"open/SKILL.md":   {Data: []byte("---\nname: open\ndescription: For everyone\n---\n")},
 		"secret/SKILL.md": {Data: []byte("---\nname: secret\ndescription: For admins\n---\n")},
@@ -416,7 +425,10 @@ func TestMountSkillsPerCaller(t *testing.T) {
 	if err := skills.Register(child, bundles...); err != nil {
 		t.Fatal(err)
 	}
-	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: "Bearer admin"})
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +482,10 @@ func TestMountSkillsPerCaller(t *testing.T) {
 func TestCloseWithdrawsExtensions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const own = "example.com/own"
 	parent.EnableExtension(own, exactjson.Value{})
 	var gws []*gateway.Gateway

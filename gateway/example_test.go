@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/gateway"
@@ -31,7 +32,10 @@ upstreams:
 
 func ExampleMount() {
 	ctx := context.Background()
-	billing := weft.NewServer(weft.Implementation{Name: "billing", Version: "1"}, &weft.Options{})
+	billing, err := weft.NewServer(weft.Implementation{Name: "billing", Version: "1"}, &weft.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	_ = billing.AddTool(weft.Tool{Name: "balance", Description: "Returns the balance."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("42.00 EUR")}}, nil
@@ -40,7 +44,10 @@ func ExampleMount() {
 		func(_ context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{weft.TextResource(req.Name, "text/plain", "INV-7")}}, nil
 		})
-	app := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{})
+	app, err := weft.NewServer(weft.Implementation{Name: "app", Version: "1"}, &weft.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, gateway.Options{})
 	if err != nil {
 		fmt.Println(err)

@@ -131,8 +131,11 @@ func startGatewayHTTP(t *testing.T, cfg *gateway.Config, prot seal.Protector, st
 			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		}
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
+	srv, err := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: prot, Logger: log,
 		Legacy: weft.LegacyOptions{InMemorySessions: true}, Admission: adm, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log, HTTPClient: hc})
@@ -233,11 +236,14 @@ func TestLegacyClientThroughGateway(t *testing.T) {
 // Close removes what the gateway registered; a failed New leaves nothing
 // registered either.
 func TestCloseUnregisters(t *testing.T) {
-	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, nil)
+	srv, err := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	good, _ := fakeUpstream(t, "fake")
-	_, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good,
+	_, err = gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good,
 		{Name: "bad", Command: "/nonexistent/upstream"}}}, gateway.Options{})
 	if err == nil {
 		t.Fatal("New succeeded with a missing command")

@@ -23,7 +23,10 @@ import (
 // httpUpstream is a Weft server on loopback HTTP speaking both eras.
 func httpUpstream(t *testing.T) (*weft.Server, string) {
 	t.Helper()
-	up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	up, err := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	form := weft.Form(weft.ConditionalCapability)
 	must := func(err error) {
 		t.Helper()
@@ -277,7 +280,10 @@ func (s sessionRecorder) Flush() {
 
 func legacyHTTPSessionExpired(t *testing.T, status int) {
 	newUpstream := func() http.Handler {
-		up := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+		up, err := weft.NewServer(weft.Implementation{Name: "upstream", Version: "1"}, &weft.Options{Legacy: weft.LegacyOptions{InMemorySessions: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := up.AddTool(weft.Tool{Name: "ping", Description: "Answers pong."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("pong")}}, nil

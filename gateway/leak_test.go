@@ -23,7 +23,10 @@ func TestNothingLeaks(t *testing.T) {
 	up, log := fakeUpstream(t, "fake")
 	up.CallTimeout = gateway.Duration(300 * time.Millisecond)
 	up.Env[fakeTasksEnv] = "1"
-	srv := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{Protector: testKeyring(t)})
+	srv, err := weft.NewServer(weft.Implementation{Name: "gw", Version: "1"}, &weft.Options{Protector: testKeyring(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, gateway.Options{})

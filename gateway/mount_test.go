@@ -16,7 +16,10 @@ import (
 // progress, passthrough authorization and list changes, in process.
 func TestMount(t *testing.T) {
 	child, _ := httpUpstream(t)
-	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := parent.AddTool(weft.Tool{Name: "own", Description: "The parent's own tool."},
 		func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("own")}}, nil
@@ -91,7 +94,7 @@ func TestMount(t *testing.T) {
 // A mounted server's lists are read as the caller: its visibility filter
 // applies per caller of the parent, and its hidden tools stay uncallable.
 func TestMountListsPerCaller(t *testing.T) {
-	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
+	child, err := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			return weft.Identity{Principal: r.BearerToken}, nil
 		},
@@ -104,6 +107,9 @@ func TestMountListsPerCaller(t *testing.T) {
 			}
 			return true
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"open", "admin", "guest"} {
 		if err := child.AddTool(weft.Tool{Name: name, Description: "A tool."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
@@ -122,7 +128,10 @@ func TestMountListsPerCaller(t *testing.T) {
 		{"Bearer root", map[string][]string{"": {"c.guest", "c.open"}, "admin": {"c.admin", "c.open"}, "root": {"c.admin", "c.guest", "c.open"}}},
 	} {
 		t.Run("listAuthorization="+tc.listAuth, func(t *testing.T) {
-			parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+			parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: tc.listAuth})
 			if err != nil {
 				t.Fatal(err)
@@ -174,11 +183,14 @@ func TestMountMiddlewareAndVisibility(t *testing.T) {
 			}
 		}
 	}
-	child := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
+	child, err := weft.NewServer(weft.Implementation{Name: "child", Version: "1"}, &weft.Options{
 		Middleware: []weft.Middleware{record("child")},
 		Visible: func(_ context.Context, _ *weft.Request, _ weft.ItemKind, name string) bool {
 			return name != "child-hidden"
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"echo", "child-hidden", "parent-hidden"} {
 		if err := child.AddTool(weft.Tool{Name: name, Description: "A tool."},
 			func(context.Context, *weft.Request) (*weft.CallToolResult, error) {
@@ -187,11 +199,14 @@ func TestMountMiddlewareAndVisibility(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{
+	parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{
 		Middleware: []weft.Middleware{record("parent")},
 		Visible: func(_ context.Context, _ *weft.Request, _ weft.ItemKind, name string) bool {
 			return name != "c.parent-hidden"
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{})

@@ -147,8 +147,11 @@ func mustJSON(s string) exactjson.Value {
 // is the gateway's configuration only.
 func startBareGateway(t *testing.T, cfg *gateway.Config, opts gateway.Options) *instance {
 	t.Helper()
-	srv := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: testKeyring(t),
+	srv, err := weft.NewServer(weft.Implementation{Name: "gateway-test", Version: "1"}, &weft.Options{Protector: testKeyring(t),
 		Legacy: weft.LegacyOptions{InMemorySessions: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, srv, cfg, opts)
@@ -458,7 +461,13 @@ func TestPostgresAndRemote(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
 
-	remote := weft.NewServer(weft.Implementation{Name: "remote", Version: "1"}, nil)
+	remote, err := weft.NewServer(weft.Implementation{Name: "remote", Version: "1"}, nil)
+
+	if err != nil {
+
+		t.Fatal(err)
+
+	}
 	if err := weft.AddTool(remote, weft.Tool{Name: "greet", Description: "Greets someone."},
 		func(ctx context.Context, req *weft.Request, in struct {
 			Name string `json:"name"`

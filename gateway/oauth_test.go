@@ -31,7 +31,10 @@ import (
 // metadata, which names the authorization server issuer.
 func protectedUpstream(t testing.TB, issuer string, valid func(token, resource string) bool) string {
 	t.Helper()
-	up := weft.NewServer(weft.Implementation{Name: "protected", Version: "1"}, nil)
+	up, err := weft.NewServer(weft.Implementation{Name: "protected", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the Authorization header."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			out := "auth=" + req.Header.Get("Authorization")

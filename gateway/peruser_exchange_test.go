@@ -237,7 +237,10 @@ func FuzzAuthorizationHandler(f *testing.F) {
 	prot := testKeyring(f)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := weft.NewServer(weft.Implementation{Name: "fuzz", Version: "1"}, &weft.Options{Protector: prot})
+	srv, err := weft.NewServer(weft.Implementation{Name: "fuzz", Version: "1"}, &weft.Options{Protector: prot})
+	if err != nil {
+		f.Fatal(err)
+	}
 	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot,
 		SignIn: &gateway.OAuthSignIn{Resource: "https://gw.example.com/mcp", ClientID: "gw"}}})
 	if err != nil {

@@ -76,7 +76,10 @@ func hydraUpstream(t *testing.T, h *hydratest.Hydra, listToken string, rec *seen
 		}
 		return hydra(ctx, r)
 	}
-	up := weft.NewServer(weft.Implementation{Name: "hydra-protected", Version: "1"}, &weft.Options{Admission: adm})
+	up, err := weft.NewServer(weft.Implementation{Name: "hydra-protected", Version: "1"}, &weft.Options{Admission: adm})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the caller's subject."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
@@ -185,8 +188,11 @@ func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector,
 	hs := httptest.NewUnstartedServer(nil)
 	base := "http://" + hs.Listener.Addr().String()
 	ga := setup(base)
-	srv := weft.NewServer(weft.Implementation{Name: "gateway-peruser", Version: "1"}, &weft.Options{Protector: prot, Admission: ga.adm,
+	srv, err := weft.NewServer(weft.Implementation{Name: "gateway-peruser", Version: "1"}, &weft.Options{Protector: prot, Admission: ga.adm,
 		Legacy: weft.LegacyOptions{InMemorySessions: true}, URLElicitation: elicit.URLPolicy{AllowedOrigins: []string{"https://example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ua := ga.ua

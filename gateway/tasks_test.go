@@ -29,7 +29,10 @@ const tasksEnv = "WEFT_GATEWAY_TASKS"
 // runs until it is cancelled, "linked" links a resource from its task's
 // result, "inline" answers without a task.
 func tasksServer(t testing.TB) *weft.Server {
-	s := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{})
+	s, err := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fail := func(err error) {
 		if err != nil {
 			if t != nil {
@@ -137,7 +140,10 @@ func TestTasksRelayed(t *testing.T) {
 			return setup{urls: []string{startGatewayAdmitting(t, cfg, kr, nil, tokenAdmission).url}}
 		},
 		"mount": func(t *testing.T) setup {
-			parent := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{Protector: kr, Admission: tokenAdmission})
+			parent, err := weft.NewServer(weft.Implementation{Name: "parent", Version: "1"}, &weft.Options{Protector: kr, Admission: tokenAdmission})
+			if err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			gw, err := gateway.Mount(ctx, parent, "jobs", "jobs.", tasksServer(t), gateway.Options{})

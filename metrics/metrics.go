@@ -9,7 +9,10 @@
 // alert on.
 //
 //	mp, h, err := metrics.NewPrometheus(nil)
-//	srv := weft.NewServer(impl, &weft.Options{MeterProvider: mp})
+//	srv, err := weft.NewServer(impl, &weft.Options{MeterProvider: mp})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	adminMux.Handle("/metrics", h)
 package metrics
 

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/weftmcp/weft"
@@ -14,7 +15,7 @@ import (
 // A cache in front of the list and read methods, timing around everything.
 func Example() {
 	cache := middleware.NewCache(middleware.CacheOptions{})
-	s := weft.NewServer(weft.Implementation{Name: "example"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "example"}, &weft.Options{
 		Cache: &weft.CachePolicy{TTLMillis: 60_000, Public: true}, // the hint tools/list carries
 		Middleware: []weft.Middleware{
 			middleware.Recover(nil),
@@ -25,6 +26,9 @@ func Example() {
 			cache.Middleware(),
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	_ = s.AddTool(weft.Tool{Name: "echo", Description: "Echoes."}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil
 	})

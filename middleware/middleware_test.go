@@ -63,7 +63,10 @@ func newServer(t *testing.T, opts *weft.Options) *weft.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(&records{})
 	}
-	s := weft.NewServer(weft.Implementation{Name: "mw-test", Version: "1"}, opts)
+	s, err := weft.NewServer(weft.Implementation{Name: "mw-test", Version: "1"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	add := func(name string, h weft.ToolHandler) {
 		t.Helper()
 		if err := s.AddTool(weft.Tool{Name: name, Description: "test tool " + name}, h); err != nil {
@@ -184,7 +187,7 @@ func TestRateLimitTools(t *testing.T) {
 		}
 	}
 	r := call(alice, "ok")
-	if r.Error == nil || r.Error.Code != weft.CodeRateLimited || r.HTTPStatus != 429 || r.Header.Get("Retry-After") == "" {
+	if r.Error == nil || weft.Code(r.Error.Code) != weft.CodeRateLimited || r.HTTPStatus != 429 || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("third call: HTTP %d %v %v", r.HTTPStatus, r.Error, r.Header)
 	}
 	// Another caller has a bucket of its own, and other tools are not limited.
@@ -202,7 +205,7 @@ func TestRateLimitTools(t *testing.T) {
 	if r := call(c, "ok"); r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r := call(c, "ok"); r.Error == nil || r.Error.Code != weft.CodeRateLimited {
+	if r := call(c, "ok"); r.Error == nil || weft.Code(r.Error.Code) != weft.CodeRateLimited {
 		t.Fatalf("default limit not applied: %v", r.Error)
 	}
 	if _, err := c.ListTools(ctx); err != nil {
@@ -328,7 +331,10 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("public results are shared", func(t *testing.T) {
 		var reads atomic.Int32
 		// Without admission partitions the read's public hint stands.
-		s := weft.NewServer(weft.Implementation{Name: "pub"}, &weft.Options{Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+		s, err := weft.NewServer(weft.Implementation{Name: "pub"}, &weft.Options{Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "file:///motd", Name: "motd"}, Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
 			func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 				reads.Add(1)
@@ -400,7 +406,10 @@ func TestCacheBounded(t *testing.T) {
 	}{{3, 3}, {0, middleware.DefaultCacheEntries}} {
 		t.Run(strconv.Itoa(tc.max), func(t *testing.T) {
 			cache := middleware.NewCache(middleware.CacheOptions{MaxEntries: tc.max})
-			s := weft.NewServer(weft.Implementation{Name: "bounded"}, &weft.Options{Middleware: []weft.Middleware{cache.Middleware()}})
+			s, err := weft.NewServer(weft.Implementation{Name: "bounded"}, &weft.Options{Middleware: []weft.Middleware{cache.Middleware()}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			must(t, s.AddResourceTemplate(weft.ResourceTemplate{URITemplate: "file:///n/{n}", Name: "n", Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
 				func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 					return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: req.URIParams()["n"]}}}, nil
@@ -445,8 +454,11 @@ func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
 		return weft.Identity{Principal: r.Header.Get("X-User")}, nil
 	}
 	var reads atomic.Int32
-	s := weft.NewServer(weft.Implementation{Name: "keyed"}, &weft.Options{Admission: principalOnly,
+	s, err := weft.NewServer(weft.Implementation{Name: "keyed"}, &weft.Options{Admission: principalOnly,
 		Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "file:///me", Name: "me"}, Cache: weft.CachePolicy{TTLMillis: 60_000, Public: true}},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 			reads.Add(1)

@@ -54,7 +54,10 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "orders", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	if err := api.Register(s); err != nil {
 		log.Fatal(err)
 	}

@@ -61,7 +61,10 @@ func newServer(t *testing.T, doc string, opts openapi.Options, copts ...wefttest
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	s := weft.NewServer(weft.Implementation{Name: "openapi-test", Version: "1"}, &weft.Options{Protector: protector(t), Logger: quiet})
+	s, err := weft.NewServer(weft.Implementation{Name: "openapi-test", Version: "1"}, &weft.Options{Protector: protector(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := api.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}

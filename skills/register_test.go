@@ -44,7 +44,10 @@ func newServer(t *testing.T, opts *weft.Options, cfg skills.Config, bs ...skills
 		opts = &weft.Options{}
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	s := weft.NewServer(weft.Implementation{Name: "skills-test"}, opts)
+	s, err := weft.NewServer(weft.Implementation{Name: "skills-test"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cfg.Register(s, bs...); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +352,7 @@ func TestRegisterAgain(t *testing.T) {
 	if err := skills.Register(s, skills.Bundle{}); err == nil {
 		t.Error("Register of a zero Bundle succeeded")
 	}
-	if err := (skills.Config{PageSize: -1}).Register(weft.NewServer(weft.Implementation{}, nil), bs[0]); err == nil {
+	if err := (skills.Config{PageSize: -1}).Register(bareServer(t), bs[0]); err == nil {
 		t.Error("a negative PageSize was accepted")
 	}
 }
@@ -387,13 +390,13 @@ func TestRegisterConflicts(t *testing.T) {
 		t.Errorf("a skill below a nested one: %v", err)
 	}
 	clash, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("inner", "The inner skill."), "helper.txt": []byte("other")}, skills.WithPrefix("outer"))
-	if err := skills.Register(weft.NewServer(weft.Implementation{}, nil), enclosing, clash); err == nil || !strings.Contains(err.Error(), "different content") {
+	if err := skills.Register(bareServer(t), enclosing, clash); err == nil || !strings.Contains(err.Error(), "different content") {
 		t.Errorf("different content at one URI: %v", err)
 	}
 	fileDir, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("x", "x"), "y": []byte("file")})
 	dirFile, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("y", "y")}, skills.WithPrefix("x"))
 	for _, order := range [][]skills.Bundle{{fileDir, dirFile}, {dirFile, fileDir}} {
-		if err := skills.Register(weft.NewServer(weft.Implementation{}, nil), order...); err == nil || !strings.Contains(err.Error(), "both a file and a directory") {
+		if err := skills.Register(bareServer(t), order...); err == nil || !strings.Contains(err.Error(), "both a file and a directory") {
 			t.Errorf("file/directory clash: %v", err)
 		}
 	}
@@ -504,4 +507,15 @@ func TestVisibleHidesSkills(t *testing.T) {
 		t.Errorf("guest read of a hidden skill file: %v", e)
 	}
 	call(t, admin, "resources/read", email)
+}
+
+// bareServer is a server with the default options, for registrations that
+// must fail.
+func bareServer(t *testing.T) *weft.Server {
+	t.Helper()
+	s, err := weft.NewServer(weft.Implementation{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -125,7 +125,10 @@ func TestAddSource(t *testing.T) {
 
 	// A server with a source and no bundle of its own declares the
 	// extension and lists the source's skills.
-	bare := weft.NewServer(weft.Implementation{Name: "bare"}, &weft.Options{})
+	bare, err := weft.NewServer(weft.Implementation{Name: "bare"}, &weft.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := skills.AddSource(bare, relayed{entries: []exactjson.Value{farEntry("one")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +166,10 @@ func TestRemoveLastSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := weft.NewServer(weft.Implementation{Name: "skills-test"}, &weft.Options{Logger: slog.New(slog.DiscardHandler)})
+			s, err := weft.NewServer(weft.Implementation{Name: "skills-test"}, &weft.Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tt.own {
 				if err := skills.Register(s, testSkills(t)...); err != nil {
 					t.Fatal(err)

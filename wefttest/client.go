@@ -237,7 +237,7 @@ func number(v exactjson.Value, name string) float64 {
 // RPCError is a JSON-RPC error response. The typed methods of [Client]
 // return it as their error; test for it with errors.As.
 type RPCError struct {
-	Code    weft.Code
+	Code    int
 	Message string
 	Data    exactjson.Value // null when absent
 	// HTTPStatus and Header are those of the HTTP response that carried

@@ -23,7 +23,10 @@
 // unexported), and going through the real pipeline is what makes a test
 // meaningful anyway. A typical test:
 //
-//	srv := weft.NewServer(weft.Implementation{Name: "demo"}, nil)
+//	srv, err := weft.NewServer(weft.Implementation{Name: "demo"}, nil)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	_ = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."}, add)
 //	c := wefttest.NewClient(srv, wefttest.WithTest(t))
 //	res, err := c.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
@@ -21,8 +22,11 @@ func ExampleClient_CallTool() {
 	type sumOut struct {
 		Sum int `json:"sum"`
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "calc", Version: "1.0.0"}, nil)
-	err := weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds two integers."},
+	srv, err := weft.NewServer(weft.Implementation{Name: "calc", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds two integers."},
 		func(ctx context.Context, req *weft.Request, in sumIn) (sumOut, error) {
 			return sumOut{Sum: in.A + in.B}, nil
 		})
@@ -60,12 +64,15 @@ func ExampleClient_CallTool() {
 // every input_required round with a Responder and retries until the tool
 // completes.
 func ExampleClient_CallToolWithInput() {
-	srv := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	srv, err := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	type nameForm struct {
 		Name string `json:"name"`
 	}
 	form := weft.FormOf[nameForm](weft.RequiredCapability)
-	err := weft.AddTool(srv, weft.Tool{Name: "greet", Description: "Greets the user by name.",
+	err = weft.AddTool(srv, weft.Tool{Name: "greet", Description: "Greets the user by name.",
 		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			a, outcome, _, err := form.Answer(req, "user")
@@ -97,9 +104,12 @@ func ExampleClient_CallToolWithInput() {
 // Driving the rounds by hand: inspect the input request, then retry with a
 // response. The retry is a new request that echoes the request state.
 func ExampleClient_Retry() {
-	srv := weft.NewServer(weft.Implementation{Name: "approvals", Version: "1.0.0"}, nil)
+	srv, err := weft.NewServer(weft.Implementation{Name: "approvals", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	form := weft.Form(weft.RequiredCapability)
-	err := weft.AddTool(srv, weft.Tool{Name: "deploy", Description: "Deploys after approval.",
+	err = weft.AddTool(srv, weft.Tool{Name: "deploy", Description: "Deploys after approval.",
 		Inputs: []weft.Input{form}, StateMode: weft.StateApplication},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			resp, ok := req.InputResponses().Get("approve")
@@ -140,8 +150,11 @@ func ExampleClient_Retry() {
 // Progress notifications arrive on the request's SSE stream before the
 // result; WithProgress makes every request carry a progress token.
 func ExampleResponse_Progress() {
-	srv := weft.NewServer(weft.Implementation{Name: "worker", Version: "1.0.0"}, nil)
-	err := weft.AddTool(srv, weft.Tool{Name: "work", Description: "Works in three steps."},
+	srv, err := weft.NewServer(weft.Implementation{Name: "worker", Version: "1.0.0"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = weft.AddTool(srv, weft.Tool{Name: "work", Description: "Works in three steps."},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			for i := 1; i <= 3; i++ {
 				if err := req.Progress(float64(i), 3, fmt.Sprintf("step %d", i)); err != nil {

@@ -42,7 +42,10 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 	type out struct {
 		N int `json:"n"`
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "buggy", Version: "1"}, &weft.Options{Logger: quietLogger()})
+	srv, err := weft.NewServer(weft.Implementation{Name: "buggy", Version: "1"}, &weft.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

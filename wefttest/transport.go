@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -265,7 +264,7 @@ func decodeEnvelope(resp *Response, m, wantID exactjson.Value) error {
 		return fmt.Errorf("%w: error object needs an integer code and a string message: %s", ErrProtocol, errv)
 	}
 	data, _ := errv.Get("data")
-	resp.Error = &RPCError{Code: weft.Code(code), Message: msg, Data: data, HTTPStatus: resp.HTTPStatus, Header: resp.Header}
+	resp.Error = &RPCError{Code: int(code), Message: msg, Data: data, HTTPStatus: resp.HTTPStatus, Header: resp.Header}
 	return nil
 }
 

@@ -65,7 +65,11 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 	if opts.Instructions == "" {
 		opts.Instructions = "Fixture server."
 	}
-	f := &fixture{srv: weft.NewServer(weft.Implementation{Name: "fixture", Version: "1.2.3"}, opts), stopped: make(chan struct{})}
+	srv, err := weft.NewServer(weft.Implementation{Name: "fixture", Version: "1.2.3"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{srv: srv, stopped: make(chan struct{})}
 	s := f.srv
 	must := func(err error) {
 		t.Helper()
@@ -838,7 +842,7 @@ func TestSend(t *testing.T) {
 	}
 	// Not JSON.
 	resp, err = c.Send(ctx, []byte(`{"jsonrpc":`), nil)
-	if err != nil || resp.Error == nil || resp.Error.Code != weft.CodeParseError {
+	if err != nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeParseError {
 		t.Errorf("parse error = %+v, %v", resp, err)
 	}
 	// A notification: 202, no JSON-RPC response.

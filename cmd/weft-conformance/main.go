@@ -82,7 +82,10 @@ func text(s string) *weft.CallToolResult {
 type noArgs struct{}
 
 func newServer(logger *slog.Logger) (*weft.Server, error) {
-	s := weft.NewServer(weft.Implementation{Name: "weft-conformance", Version: "0.1.0"}, fixtureOptions(logger)) // legacy.go
+	s, err := weft.NewServer(weft.Implementation{Name: "weft-conformance", Version: "0.1.0"}, fixtureOptions(logger)) // legacy.go
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 

@@ -114,13 +114,13 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		defer sessions.Close()
 		legacy.Store = sessions
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
+	srv, err := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
 		Protector:  seal.NewManager(kr),
 		Logger:     logger,
 		Legacy:     legacy,
 		ToolSearch: cfg.ToolSearch,
 	})
-	if err := srv.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	// URL elicitations: each upstream's urlElicitation, else its own https

@@ -148,7 +148,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 // protected resource metadata.
 func protectedServer(t *testing.T, as *loginAS) string {
 	type noArgs struct{}
-	s := weft.NewServer(weft.Implementation{Name: "protected", Version: "1"}, nil)
+	s, err := weft.NewServer(weft.Implementation{Name: "protected", Version: "1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := weft.AddTool(s, weft.Tool{Name: "whoami", Description: "Says hello."},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hello, authorized user")}}, nil

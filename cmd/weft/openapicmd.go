@@ -116,10 +116,10 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	srv := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
+	srv, err := weft.NewServer(weft.Implementation{Name: "weft-openapi", Version: "0.1.0"},
 		&weft.Options{Logger: logger, Protector: seal.NewManager(kr),
 			ToolSearch: openapiToolSearch(*toolSearch, splitList(*listedTags), api.Operations())})
-	if err := srv.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := api.Register(srv); err != nil {

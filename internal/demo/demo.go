@@ -133,7 +133,7 @@ func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg
 			return nil, err
 		}
 	}
-	s := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
+	s, err := weft.NewServer(weft.Implementation{Name: "weft-demo", Version: "0.1.0", Title: "Weft demo"}, &weft.Options{
 		Logger:         logger,
 		Protector:      protector,
 		Admission:      cfg.Admission,
@@ -146,6 +146,10 @@ func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
 	})
+	if err != nil {
+		_ = (&Demo{stores: stores, tasks: tasksStore, closers: closers}).Close()
+		return nil, err
+	}
 	stores.allowedHosts, stores.allowedOrigins = cfg.AllowedHosts, cfg.AllowedOrigins
 	d := &Demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.TaskLease, closers: closers}
 	if err := d.register(); err != nil {
