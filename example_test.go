@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 )
@@ -122,7 +121,7 @@ func ExampleAskInput() {
 			// The answer is validated against the form and decoded; the
 			// decision is still the application's.
 			answer, outcome, _, err := approve.Answer(req, "approval")
-			if err != nil || outcome != elicit.Accepted || !answer.Approve {
+			if err != nil || outcome != weft.Accepted || !answer.Approve {
 				return text("Order cancelled."), nil
 			}
 			return text("Ordered " + order.Item + "."), nil

@@ -13,6 +13,21 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 )
 
+// Action is the user's action on a form or URL request: [Accepted],
+// [Declined] or [Cancelled] (the answer's "accept", "decline" or
+// "cancel"). The zero Action is not a valid action. It is the type package
+// elicit parses answers into, named here so that a server needs no other
+// package to read them.
+type Action = elicit.Action
+
+// The three actions. Decline and cancel are normal ends of a request, not
+// failures: handle each explicitly.
+const (
+	Accepted  = elicit.Accepted  // the user submitted the form, or consented to open the URL
+	Declined  = elicit.Declined  // the user explicitly refused
+	Cancelled = elicit.Cancelled // the user dismissed the request without choosing
+)
+
 // FormInput declares form-mode elicitation with a requested schema given
 // on each request: use it when the form is built at call time (a choice
 // among the caller's own orders, say). For a fixed form, [FormOf] infers
@@ -45,7 +60,7 @@ func (f FormInput) Ask(message string, schema exactjson.Value) (r InputRequest) 
 // strings; {} when none was sent). A malformed response is an error (ask
 // again). The content is not validated against the schema that was asked:
 // check every field before acting on it, or use [FormOf], which does.
-func (f FormInput) Answer(req *Request, key string) (content exactjson.Value, outcome elicit.Outcome, present bool, err error) {
+func (f FormInput) Answer(req *Request, key string) (content exactjson.Value, action Action, present bool, err error) {
 	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return exactjson.Value{}, 0, false, nil
@@ -54,13 +69,13 @@ func (f FormInput) Answer(req *Request, key string) (content exactjson.Value, ou
 	if err != nil {
 		return exactjson.Value{}, 0, true, err
 	}
-	if r.Action != elicit.Accepted {
+	if r.Action != Accepted {
 		return exactjson.Value{}, r.Action, true, nil
 	}
 	if r.Content.IsNull() {
-		return exactjson.Object(), elicit.Accepted, true, nil
+		return exactjson.Object(), Accepted, true, nil
 	}
-	return r.Content, elicit.Accepted, true, nil
+	return r.Content, Accepted, true, nil
 }
 
 // TypedFormInput declares form-mode elicitation of a fixed form whose
@@ -132,7 +147,7 @@ func (f TypedFormInput[T]) Ask(message string) (r InputRequest) {
 // show the user (ask again); decline and cancel return the zero T with
 // their outcome. Validation covers the schema only: apply your own business
 // rules and authorise again before any side effect.
-func (f TypedFormInput[T]) Answer(req *Request, key string) (answer T, outcome elicit.Outcome, present bool, err error) {
+func (f TypedFormInput[T]) Answer(req *Request, key string) (answer T, action Action, present bool, err error) {
 	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return answer, 0, false, nil
@@ -141,7 +156,7 @@ func (f TypedFormInput[T]) Answer(req *Request, key string) (answer T, outcome e
 		return answer, 0, true, f.err
 	}
 	content, outcome, err := elicit.Answer(f.schema, v)
-	if err != nil || outcome != elicit.Accepted {
+	if err != nil || outcome != Accepted {
 		return answer, outcome, true, err
 	}
 	if err := exactjson.Unmarshal(content, &answer); err != nil {
@@ -312,11 +327,11 @@ func (u URLInput) Ask(message, url string) (r InputRequest) {
 // present and the user's action. Accepted means only that the user agreed
 // to open the page, not that the interaction there finished: check your
 // own record of it (the handle) before completing.
-func (u URLInput) Answer(req *Request, key string) (outcome elicit.Outcome, present bool, err error) {
+func (u URLInput) Answer(req *Request, key string) (action Action, present bool, err error) {
 	v, ok := req.InputResponses().Get(key)
 	if !ok {
 		return 0, false, nil
 	}
-	_, outcome, err = elicit.Answer(nil, v)
-	return outcome, true, err
+	_, action, err = elicit.Answer(nil, v)
+	return action, true, err
 }

@@ -116,7 +116,7 @@ func TestTypedFormAnswer(t *testing.T) {
 		"roots": {"roots":[]}
 	}`)
 	got, outcome, present, err := form.Answer(req, "ok")
-	if err != nil || !present || outcome != elicit.Accepted {
+	if err != nil || !present || outcome != Accepted {
 		t.Fatalf("ok: %v %v %v", outcome, present, err)
 	}
 	if got.Item != "tea" || got.Quantity != 2 || got.Price.String() != "3.50" || got.Gift {
@@ -125,11 +125,11 @@ func TestTypedFormAnswer(t *testing.T) {
 	for _, key := range []string{"over", "extra"} {
 		got, outcome, present, err := form.Answer(req, key)
 		var ve *elicit.ValidationError
-		if !errors.As(err, &ve) || !present || outcome != elicit.Accepted || got != (orderForm{}) {
+		if !errors.As(err, &ve) || !present || outcome != Accepted || got != (orderForm{}) {
 			t.Errorf("%s: %+v %v %v %v, want a validation error and no answer", key, got, outcome, present, err)
 		}
 	}
-	for key, want := range map[string]elicit.Outcome{"declined": elicit.Declined, "cancelled": elicit.Cancelled} {
+	for key, want := range map[string]Action{"declined": Declined, "cancelled": Cancelled} {
 		if got, outcome, present, err := form.Answer(req, key); err != nil || !present || outcome != want || got != (orderForm{}) {
 			t.Errorf("%s: %+v %v %v %v", key, got, outcome, present, err)
 		}
@@ -275,10 +275,10 @@ func TestSamplingWithTools(t *testing.T) {
 func TestURLAnswer(t *testing.T) {
 	req := answered(t, `{"a":{"action":"accept"},"d":{"action":"decline"},"bad":{"action":"accept","content":{"x":"y"}}}`)
 	link := URL(RequiredCapability)
-	if o, ok, err := link.Answer(req, "a"); o != elicit.Accepted || !ok || err != nil {
+	if o, ok, err := link.Answer(req, "a"); o != Accepted || !ok || err != nil {
 		t.Errorf("accept: %v %v %v", o, ok, err)
 	}
-	if o, ok, err := link.Answer(req, "d"); o != elicit.Declined || !ok || err != nil {
+	if o, ok, err := link.Answer(req, "d"); o != Declined || !ok || err != nil {
 		t.Errorf("decline: %v %v %v", o, ok, err)
 	}
 	if _, ok, err := link.Answer(req, "bad"); !ok || err == nil {

@@ -57,7 +57,7 @@ func TestTypedRoundTrip(t *testing.T) {
 			case !present || err != nil:
 				st.Round += 100
 				return nil, weft.AskInput("confirm", confirm.Ask("Place the order?")).WithFrameworkState(st)
-			case outcome != elicit.Accepted || !answer.Confirm:
+			case outcome != weft.Accepted || !answer.Confirm:
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("cancelled")}}, nil
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(fmt.Sprintf("ordered %v note=%q", st.Items, answer.Note))}}, nil
@@ -161,7 +161,7 @@ func ExampleFormOf() {
 				return nil, weft.AskInput("refund", form.Ask("How much should we refund?"))
 			case err != nil: // the problems are safe to show the user
 				return nil, weft.AskInput("refund", form.Ask(err.Error()))
-			case outcome != elicit.Accepted:
+			case outcome != weft.Accepted:
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("No refund.")}}, nil
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Refunding " + r.Amount.String() + " (" + r.Reason + ").")}}, nil
@@ -250,7 +250,7 @@ func ExampleForm() {
 			if !present || err != nil || schema.Validate(content) != nil {
 				return nil, weft.AskInput("order", choose.Ask("Which order should be cancelled?", schema.Value()))
 			}
-			if outcome != elicit.Accepted {
+			if outcome != weft.Accepted {
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Nothing cancelled.")}}, nil
 			}
 			order, _ := content.Get("order")

@@ -155,10 +155,10 @@ func TestInputResponsesPreserved(t *testing.T) {
 	// The declaration reads the answers it asked for.
 	req, form := &Request{retry: &retryState{inputResponses: in}}, Form(RequiredCapability)
 	content, outcome, ok, err := form.Answer(req, "approve")
-	if err != nil || !ok || outcome != elicit.Accepted || content.String() != `{"amount":3.50,"tags":["a","b"]}` {
+	if err != nil || !ok || outcome != Accepted || content.String() != `{"amount":3.50,"tags":["a","b"]}` {
 		t.Errorf("Answer = %s %v %v %v", content, outcome, ok, err)
 	}
-	if _, outcome, ok, err := form.Answer(req, "zeta"); err != nil || !ok || outcome != elicit.Cancelled {
+	if _, outcome, ok, err := form.Answer(req, "zeta"); err != nil || !ok || outcome != Cancelled {
 		t.Errorf("Answer of a cancel: %v %v %v", outcome, ok, err)
 	}
 	if _, _, ok, err := form.Answer(req, "absent"); ok || err != nil {

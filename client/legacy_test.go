@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -57,7 +56,7 @@ func TestLegacyEra(t *testing.T) {
 	if err := weft.AddTool(srv, weft.Tool{Name: "greet", Description: "Asks for a name.", Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			content, outcome, ok, err := form.Answer(req, "who")
-			if !ok || err != nil || outcome != elicit.Accepted {
+			if !ok || err != nil || outcome != weft.Accepted {
 				return nil, weft.AskInput("who", form.Ask("Who are you?", schema))
 			}
 			name, _ := content.Get("name")

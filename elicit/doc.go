@@ -115,7 +115,7 @@
 // strings, numbers, booleans and arrays of strings). [Schema.Validate] checks
 // accepted content against the requested schema and reports a
 // *ValidationError whose problems are safe to show the user. [Answer] does
-// both and returns an [Outcome] so that accept, decline and cancel are
+// both and returns an [Action] so that accept, decline and cancel are
 // explicit branches. Validation and typed decoding (weft.FormOf's Answer
 // does both) are not policy: they do not establish that the key was the one
 // you issued, that the values make business sense, or that the user may

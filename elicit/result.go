@@ -11,20 +11,20 @@ import (
 // result outside the protocol shape.
 var ErrInvalidResult = errors.New("elicit: invalid elicitation result")
 
-// Outcome is the user's action on an elicitation: accept, decline or cancel.
-// The zero Outcome is not a valid action.
-type Outcome uint8
+// Action is the user's action on an elicitation: accept, decline or cancel.
+// The zero Action is not a valid action.
+type Action uint8
 
 // The three outcomes. Decline and cancel are normal terminal branches, not
 // malformed successes: handle each explicitly.
 const (
-	Accepted  Outcome = iota + 1 // "accept": the user submitted (form) or consented to open the URL (URL mode)
-	Declined                     // "decline": the user explicitly refused
-	Cancelled                    // "cancel": the user dismissed without choosing
+	Accepted  Action = iota + 1 // "accept": the user submitted (form) or consented to open the URL (URL mode)
+	Declined                    // "decline": the user explicitly refused
+	Cancelled                   // "cancel": the user dismissed without choosing
 )
 
 // String returns the wire action: "accept", "decline" or "cancel".
-func (o Outcome) String() string {
+func (o Action) String() string {
 	switch o {
 	case Accepted:
 		return "accept"
@@ -33,13 +33,13 @@ func (o Outcome) String() string {
 	case Cancelled:
 		return "cancel"
 	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
+	return fmt.Sprintf("Action(%d)", uint8(o))
 }
 
 // Result is a decoded elicitation result (an entry of inputResponses).
 type Result struct {
 	// Action is the user's action.
-	Action Outcome
+	Action Action
 	// Content is the submitted object for an accepted form, or null when
 	// the result has no content (URL mode, decline, cancel). It holds only
 	// protocol content values: strings, numbers, booleans and arrays of
@@ -145,7 +145,7 @@ func checkContentValue(v exactjson.Value) error {
 // makes the three branches explicit:
 //
 //   - a malformed response returns an error wrapping [ErrInvalidResult] and
-//     a zero Outcome;
+//     a zero Action;
 //   - decline and cancel return (null, Declined or Cancelled, nil);
 //   - accept with a form schema validates the content (absent content
 //     counts as {}) and returns (content, Accepted, nil), or (null,
@@ -157,7 +157,7 @@ func checkContentValue(v exactjson.Value) error {
 //
 // A response that is missing altogether (the key is absent from
 // inputResponses) is not an answer: re-request it.
-func Answer(schema *Schema, response exactjson.Value) (exactjson.Value, Outcome, error) {
+func Answer(schema *Schema, response exactjson.Value) (exactjson.Value, Action, error) {
 	r, err := ParseResult(response)
 	if err != nil {
 		return exactjson.Null(), 0, err

@@ -12,7 +12,7 @@ func TestParseResult(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		action  Outcome
+		action  Action
 		content string // "" means null content
 		wantErr bool
 	}{
@@ -98,7 +98,7 @@ func TestParseResultDuplicates(t *testing.T) {
 }
 
 func TestOutcomeString(t *testing.T) {
-	for o, want := range map[Outcome]string{Accepted: "accept", Declined: "decline", Cancelled: "cancel", 0: "Outcome(0)"} {
+	for o, want := range map[Action]string{Accepted: "accept", Declined: "decline", Cancelled: "cancel", 0: "Action(0)"} {
 		if o.String() != want {
 			t.Errorf("%d.String() = %q", o, o.String())
 		}
@@ -118,7 +118,7 @@ func TestAnswer(t *testing.T) {
 		schema   *Schema
 		response string
 		content  string // "" means null
-		outcome  Outcome
+		outcome  Action
 		errIs    error
 	}{
 		{"form accept", form, `{"action":"accept","content":{"name":"Ann","age":30}}`, `{"name":"Ann","age":30}`, Accepted, nil},

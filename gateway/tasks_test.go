@@ -14,7 +14,6 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/client"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
 	"github.com/weftmcp/weft/task"
@@ -54,7 +53,7 @@ func tasksServer(t testing.TB) *weft.Server {
 			if !ok {
 				return nil, weft.AskInput("who", form.Ask("Who confirms?", schema))
 			}
-			if err != nil || outcome != elicit.Accepted {
+			if err != nil || outcome != weft.Accepted {
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("declined")}}, nil
 			}
 			n, _ := content.Get("name")
@@ -87,7 +86,7 @@ func tasksServer(t testing.TB) *weft.Server {
 				return nil, weft.AskInput("go", link.Ask("Open this.", "https://elsewhere.example/x"))
 			}
 			text := "link accept"
-			if outcome == elicit.Declined {
+			if outcome == weft.Declined {
 				text = "link decline"
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(text)}}, nil

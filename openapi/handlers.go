@@ -91,7 +91,7 @@ func (a *API) confirm(op *Operation, req *weft.Request) (*weft.CallToolResult, e
 		return nil, ask()
 	case err != nil:
 		return toolError("The confirmation answer was not valid: " + err.Error() + "; nothing was sent."), nil
-	case outcome != elicit.Accepted:
+	case outcome != weft.Accepted:
 		return toolError(fmt.Sprintf("The user did not confirm; %s %s was not sent.", op.Method, op.Path)), nil
 	case !answer.Confirm:
 		return toolError(fmt.Sprintf("The user answered no; %s %s was not sent.", op.Method, op.Path)), nil

@@ -7,7 +7,6 @@ import (
 	"log"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -76,7 +75,7 @@ func ExampleClient_CallToolWithInput() {
 		Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			a, outcome, _, err := form.Answer(req, "user")
-			if err != nil || outcome != elicit.Accepted {
+			if err != nil || outcome != weft.Accepted {
 				return nil, weft.AskInput("user", form.Ask("What is your name?"))
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("Hello, " + a.Name + "!")}}, nil

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -103,14 +102,14 @@ func newFixture(t *testing.T, opts *weft.Options) *fixture {
 				}
 				city, _ := a.Get("city")
 				name, _ := city.AsString()
-				if outcome != elicit.Accepted || name == "" {
+				if outcome != weft.Accepted || name == "" {
 					return nil, weft.ToolErrorf("trip cancelled")
 				}
 				return nil, weft.AskInput("confirm", form.Ask("Book a trip to "+name+"?", formSchema("ok", "boolean"))).
 					WithFrameworkState(trip{Phase: "confirm", City: name})
 			case "confirm":
 				a, outcome, ok, err := form.Answer(req, "confirm")
-				if yes, _ := a.Get("ok"); err != nil || !ok || outcome != elicit.Accepted || !exactjson.Equal(yes, exactjson.Bool(true)) {
+				if yes, _ := a.Get("ok"); err != nil || !ok || outcome != weft.Accepted || !exactjson.Equal(yes, exactjson.Bool(true)) {
 					return nil, weft.ToolErrorf("trip cancelled")
 				}
 				return text("Booked a trip to " + st.City + "."), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -32,7 +31,7 @@ func boolProp(name string) exactjson.Member {
 // under key.
 func acceptedContent(req *weft.Request, form weft.FormInput, key string) (exactjson.Value, bool) {
 	content, outcome, ok, err := form.Answer(req, key)
-	return content, ok && err == nil && outcome == elicit.Accepted
+	return content, ok && err == nil && outcome == weft.Accepted
 }
 
 // question is a sampling request for one user question.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 )
@@ -87,7 +86,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 			if !ok {
 				return nil, weft.AskInput("confirm", form.Ask("Delete the item?", objectSchema(boolProp("confirm"))))
 			}
-			if err != nil || outcome != elicit.Accepted {
+			if err != nil || outcome != weft.Accepted {
 				return text("Deletion cancelled."), nil
 			}
 			return text("Deleted " + in.Filename + "."), nil

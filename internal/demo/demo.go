@@ -265,7 +265,7 @@ type catalogState struct {
 
 // continueFrom validates the protected phase, branches on the elicitation
 // action and completes. It is the application-owned part of the flow.
-func continueFrom(state catalogState, outcome elicit.Outcome, answerErr error) (*weft.CallToolResult, error) {
+func continueFrom(state catalogState, outcome weft.Action, answerErr error) (*weft.CallToolResult, error) {
 	switch {
 	case answerErr != nil:
 		return nil, &weft.ToolError{Message: "The approval answer could not be read; start again."}
@@ -273,9 +273,9 @@ func continueFrom(state catalogState, outcome elicit.Outcome, answerErr error) (
 		return nil, &weft.ToolError{Message: "The workflow is in an unexpected phase; start again."}
 	case outcome == 0:
 		return nil, &weft.ToolError{Message: "No approval was received; start again."}
-	case outcome == elicit.Accepted:
+	case outcome == weft.Accepted:
 		return text("Catalog access approved; continuing."), nil
-	case outcome == elicit.Declined:
+	case outcome == weft.Declined:
 		return text("Catalog access was declined; nothing was changed."), nil
 	}
 	return text("Cancelled; nothing was changed."), nil
@@ -318,7 +318,7 @@ func addRefund(s *weft.Server) error {
 			switch {
 			case !present:
 				return nil, ask("Please enter the refund amount.")
-			case err == nil && outcome != elicit.Accepted:
+			case err == nil && outcome != weft.Accepted:
 				return text("Refund cancelled."), nil
 			case err != nil || refund.Amount.IsZero(): // not a number, or outside the form's 0..500.00
 				return nil, ask("The amount must be a number greater than 0 and at most 500.00. Please enter it again.")

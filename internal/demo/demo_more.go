@@ -112,7 +112,7 @@ func addCart(s *weft.Server, st *demoStores) error {
 				switch {
 				case !present || err != nil:
 					return nil, ask(c, confirm.Ask("Check out these items?"))
-				case outcome != elicit.Accepted:
+				case outcome != weft.Accepted:
 					return text("Checkout cancelled; nothing was ordered."), nil
 				case !answer.Confirm:
 					return text("Checkout not confirmed; nothing was ordered."), nil
@@ -124,7 +124,7 @@ func addCart(s *weft.Server, st *demoStores) error {
 				switch {
 				case !present || err != nil:
 					return nil, ask(c, shipping.Ask("How should we ship?"))
-				case outcome != elicit.Accepted:
+				case outcome != weft.Accepted:
 					return text("Checkout cancelled; nothing was ordered."), nil
 				}
 				return text(fmt.Sprintf("Ordered %s with %s shipping.", strings.Join(c.Items, ", "), answer.Speed)), nil
@@ -170,7 +170,7 @@ func addAccountLink(s *weft.Server, st *demoStores) error {
 				}
 				return nil, ask(h)
 			}
-			if outcome, present, err := link.Answer(req, "link"); present && (err != nil || outcome != elicit.Accepted) {
+			if outcome, present, err := link.Answer(req, "link"); present && (err != nil || outcome != weft.Accepted) {
 				return text("Account linking was cancelled."), nil
 			}
 			if !st.links.done(state.Handle) {
@@ -216,7 +216,7 @@ func addReport(s *weft.Server) error {
 				}
 				return nil, weft.AskInput("charts", charts.Ask("Include charts in the report?"))
 			}
-			if outcome == elicit.Accepted && answer.Charts {
+			if outcome == weft.Accepted && answer.Charts {
 				return text("Report on " + in.Topic + " with charts."), nil
 			}
 			return text("Report on " + in.Topic + " without charts."), nil
