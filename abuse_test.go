@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/race"
 	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/task"
@@ -72,15 +71,14 @@ func TestAbuseMemoryBounded(t *testing.T) {
 	s, _ := legacyServerFor(t, &Options{Now: clock.now, Legacy: LegacyOptions{
 		IdleTimeout: time.Minute, MaxLifetime: 2 * time.Minute, InputTimeout: time.Second,
 		Limits: sessionstore.Limits{MaxSessions: sessions, MaxPerIdentity: sessions}, // one client fills the store
-	}})
-	must(t, s.EnableTasks(TaskOptions{Store: store, TTL: time.Second, Retention: time.Millisecond, SweepInterval: 100 * time.Millisecond}))
+	}, Tasks: &TaskOptions{Store: store, TTL: time.Second, Retention: time.Millisecond, SweepInterval: 100 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	addWizard(t, s, "wizard", StateFramework)
 	form := Form(RequiredCapability)
 	must(t, s.AddTool(Tool{Name: "park", Description: "Parks a task on input.", Task: TaskRequired, Inputs: []Input{form}},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			return nil, AskInput("q", form.Ask("Never answered", mustParse(t, `{"type":"object","properties":{"v":{"type":"string"}}}`)))
 		}))

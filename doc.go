@@ -18,7 +18,7 @@
 // request-state mode. Its handler then returns an [*InputRequired] with keyed
 // input requests and state; the client answers and retries, and the handler
 // runs again with [Request.InputResponses] and the verified state. Long work
-// continues as a durable task ([RunAsTask], [Server.EnableTasks]).
+// continues as a durable task ([RunAsTask], [Options].Tasks).
 //
 // # The path of a request
 //

@@ -93,11 +93,8 @@ func TestEnableExtensionCounted(t *testing.T) {
 	}
 
 	r, err := NewServer(Implementation{Name: "r", Version: "1"}, &Options{})
-
 	if err != nil {
-
 		t.Fatal(err)
-
 	}
 	rmA, err := r.RelayTasks("a", nopRelay{})
 	if err != nil {

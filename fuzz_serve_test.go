@@ -38,6 +38,7 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		PageSize:       1,
 		Logger:         slog.New(slog.DiscardHandler),
 		RequestTimeout: 2 * time.Second,
+		Tasks:          &TaskOptions{Store: task.NewMemoryStore(), NoRunner: true},
 	})
 	add := func(err error) {
 		if err != nil {
@@ -70,7 +71,7 @@ var fuzzServer = sync.OnceValue(func() *Server {
 	add(s.AddTool(Tool{Name: "long", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			_ = req.Progress(1, 2, "half")
 			return textResult("long"), nil
@@ -86,7 +87,6 @@ var fuzzServer = sync.OnceValue(func() *Server {
 	}
 	add(s.AddResource(Resource{ResourceInfo: ResourceInfo{URI: "fuzz://doc", Name: "doc"}}, read))
 	add(s.AddResourceTemplate(ResourceTemplate{URITemplate: "fuzz://items/{id}{?q}", Name: "item"}, read))
-	add(s.EnableTasks(TaskOptions{Store: task.NewMemoryStore(), NoRunner: true}))
 	return s
 })
 

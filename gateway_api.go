@@ -142,7 +142,7 @@ func (s *Server) hasTaskRelays() bool {
 // id in them, and no other caller can use them. The returned function
 // removes the registration (the ids of its tasks are then unknown) and,
 // with the last relay gone and no tasks of the server's own
-// ([Server.EnableTasks]), stops advertising the extension.
+// ([Options].Tasks), stops advertising the extension.
 func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err error) {
 	if name == "" || relay == nil {
 		return nil, errors.New("weft: RelayTasks needs a name and a relay")

@@ -34,15 +34,14 @@ func probe(t *testing.T, h http.Handler, method string) (int, string) {
 
 func TestHealth(t *testing.T) {
 	appErr := error(nil)
+	store := &failingGets{Store: task.NewMemoryStore()}
+	t.Cleanup(func() { _ = store.Close() })
 	s, logs := legacyServerFor(t, &Options{ReadinessCheck: func(ctx context.Context) error {
 		if _, ok := ctx.Deadline(); !ok {
 			return errors.New("no deadline")
 		}
 		return appErr
-	}})
-	store := &failingGets{Store: task.NewMemoryStore()}
-	t.Cleanup(func() { _ = store.Close() })
-	must(t, s.EnableTasks(TaskOptions{Store: store, NoRunner: true}))
+	}, Tasks: &TaskOptions{Store: store, NoRunner: true}})
 	addText(t, s, "echo", "hi")
 	live, ready := s.LivenessHandler(), s.ReadinessHandler()
 

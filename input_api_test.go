@@ -147,11 +147,8 @@ func ExampleFormOf() {
 	fmt.Println(form.Schema().Value())
 
 	s, err := weft.NewServer(weft.Implementation{Name: "refunds", Version: "1.0.0"}, nil)
-
 	if err != nil {
-
 		log.Fatal(err)
-
 	}
 	err = weft.AddTool(s, weft.Tool{Name: "refund", Description: "Refunds an amount the user enters.", Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {

@@ -1253,8 +1253,7 @@ func checkSubscriptions(t *testing.T) {
 }
 
 func checkTaskSubscriptions(t *testing.T) {
-	s, _ := newServer(t, nil)
-	must(t, s.EnableTasks(TaskOptions{Store: task.NewMemoryStore(), NoRunner: true}))
+	s, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: task.NewMemoryStore(), NoRunner: true}})
 	addText(t, s, "t", "ok")
 	url := invServe(t, s)
 	ids := func(n int) []string {

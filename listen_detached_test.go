@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 )
 
@@ -362,16 +361,15 @@ func TestListenDetachedCoalesces(t *testing.T) {
 // TestListenDetachedTaskEvents: a detached stream subscribed to a task
 // gets its status notification, authorized per event.
 func TestListenDetachedTaskEvents(t *testing.T) {
-	s, _ := newServer(t, nil)
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	must(t, s.EnableTasks(TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}))
+	s, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	release := make(chan struct{})
 	must(t, s.AddTool(Tool{Name: "job", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			select {
 			case <-release:

@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/metrics"
 	"github.com/weftmcp/weft/task"
 )
@@ -105,16 +104,15 @@ type L = map[string]string
 func TestMetricsScrapeAfterMixedWorkload(t *testing.T) {
 	mp, handler, err := metrics.NewPrometheus(prometheus.NewRegistry())
 	must(t, err)
-	f := newStateFixture(t, &Options{MeterProvider: mp})
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	must(t, f.s.EnableTasks(TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}))
+	f := newStateFixture(t, &Options{MeterProvider: mp, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = f.s.Shutdown(context.Background()) })
 	release := make(chan struct{})
 	must(t, f.s.AddTool(Tool{Name: "job", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			select {
 			case <-release:

@@ -63,17 +63,16 @@ func (s *methodLog) has(entry string) bool {
 // result.
 func TestMiddlewareSeesEveryMethod(t *testing.T) {
 	rec := &methodLog{}
-	s, _ := legacyServerFor(t, &Options{Middleware: []Middleware{rec.middleware}})
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	must(t, s.EnableTasks(TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}))
+	s, _ := legacyServerFor(t, &Options{Middleware: []Middleware{rec.middleware}, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	addText(t, s, "echo", "hi")
 	addWizard(t, s, "wizard", StateFramework)
 	must(t, s.AddTool(Tool{Name: "job", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			return textResult("done"), nil
 		}))
@@ -303,10 +302,9 @@ func panickingHandler() { panic(errors.New("kaboom")) }
 // TestPanicStackLogged: a panic in any handler (tools, prompts, resources,
 // task steps) is logged once with the stack of the panicking goroutine.
 func TestPanicStackLogged(t *testing.T) {
-	s, logs := newServer(t, nil)
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	must(t, s.EnableTasks(TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}))
+	s, logs := newServer(t, &Options{Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	must(t, s.AddTool(Tool{Name: "boom", Description: "Panics."}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		panickingHandler()
@@ -314,7 +312,7 @@ func TestPanicStackLogged(t *testing.T) {
 	}))
 	must(t, s.AddTool(Tool{Name: "boomtask", Description: "Panics in its task.", Task: TaskOptional}, func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		if req.Task() == nil {
-			return nil, RunAsTask(exactjson.Value{})
+			return nil, RunAsTask(nil)
 		}
 		panickingHandler()
 		return nil, nil

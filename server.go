@@ -108,6 +108,11 @@ type Options struct {
 	// Legacy.Disabled serves 2026-07-28 alone.
 	Legacy LegacyOptions
 
+	// Tasks, when set, turns on durable tasks (the tasks extension) with
+	// these options. A tool declared with [TaskOptional] or [TaskRequired]
+	// turns them on too, with the default TaskOptions when Tasks is nil.
+	Tasks *TaskOptions
+
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
@@ -388,6 +393,11 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	}
 	if cfgErr != nil {
 		return nil, cfgErr
+	}
+	if s.opts.Tasks != nil {
+		if err := s.startTasks(*s.opts.Tasks); err != nil {
+			return nil, err
+		}
 	}
 	if s.opts.Events != nil {
 		s.bus.remote = s.opts.Events

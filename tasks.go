@@ -29,10 +29,13 @@ const (
 	TaskRequired
 )
 
-// TaskOptions configure durable tasks for [Server.EnableTasks].
+// TaskOptions configure durable tasks ([Options].Tasks). The zero value
+// is usable: every field has a documented default.
 type TaskOptions struct {
-	// Store persists tasks; required. Use task.NewMemoryStore for tests,
-	// task/sqlitestore for one machine and task/pgstore for fleets.
+	// Store persists tasks: task/sqlitestore for one machine, task/pgstore
+	// for fleets. Default: an in-memory store, for development only (its
+	// tasks do not survive a restart; logged as a warning). A store the
+	// application gives stays the application's to close.
 	Store task.Store
 	// Workers is the number of task steps run concurrently by this server
 	// (default task.DefaultWorkers).
@@ -76,18 +79,45 @@ type TaskOptions struct {
 type taskEngine struct {
 	opts   TaskOptions
 	store  task.Store
+	owned  bool // the store is the default in-memory one: closed with the engine
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// EnableTasks turns on the tasks extension: it is advertised in
+// ensureTasks turns tasks on with the default TaskOptions, for a tool that
+// declares task support on a server whose Options.Tasks is nil.
+func (s *Server) ensureTasks() error {
+	if s.taskEngine() != nil {
+		return nil
+	}
+	err := s.startTasks(TaskOptions{})
+	if errors.Is(err, errTasksStarted) { // another AddTool got there first
+		return nil
+	}
+	return err
+}
+
+var errTasksStarted = errors.New("weft: tasks are already on")
+
+// startTasks turns on the tasks extension: it is advertised in
 // server/discover, tasks/get, tasks/update and tasks/cancel are served, tools
 // declared with [TaskOptional] or [TaskRequired] may continue as durable
 // tasks, and (unless NoRunner) a runner claims and runs task steps until
 // [Server.Shutdown].
-func (s *Server) EnableTasks(opts TaskOptions) error {
-	if opts.Store == nil {
-		return errors.New("weft: TaskOptions.Store is required")
+func (s *Server) startTasks(opts TaskOptions) error {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"Workers", int64(opts.Workers)}, {"MaxPartitionWorkers", int64(opts.MaxPartitionWorkers)},
+		{"Lease", int64(opts.Lease)}, {"TTL", int64(opts.TTL)}, {"PollInterval", int64(opts.PollInterval)},
+		{"Retention", int64(opts.Retention)}, {"SweepInterval", int64(opts.SweepInterval)}} {
+		if c.v < 0 {
+			return fmt.Errorf("weft: TaskOptions.%s = %d is negative (0 means the default)", c.name, c.v)
+		}
+	}
+	owned := opts.Store == nil
+	if owned {
+		opts.Store = task.NewMemoryStore()
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = time.Hour
@@ -98,15 +128,22 @@ func (s *Server) EnableTasks(opts TaskOptions) error {
 	opts.MaxTasksPerIdentity = taskBound(opts.MaxTasksPerIdentity, task.DefaultMaxTasksPerIdentity)
 	opts.MaxTasksPerPartition = taskBound(opts.MaxTasksPerPartition, task.DefaultMaxTasksPerPartition)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &taskEngine{opts: opts, store: opts.Store, cancel: cancel, done: make(chan struct{})}
+	e := &taskEngine{opts: opts, store: opts.Store, owned: owned, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.tasks != nil {
 		s.mu.Unlock()
 		cancel()
-		return errors.New("weft: tasks are already enabled")
+		if owned {
+			_ = opts.Store.Close()
+		}
+		return errTasksStarted
 	}
 	s.tasks = e
 	s.mu.Unlock()
+	if owned {
+		s.log.Warn("weft: DEVELOPMENT ONLY: durable tasks are kept in memory; they will not survive a restart or be seen by another instance. " +
+			"Configure Options.Tasks.Store (task/sqlitestore, task/pgstore) for production.")
+	}
 	s.EnableExtension(TasksExtension, exactjson.Object())
 	s.tel.watchTasks(opts.Store) // the weft.tasks gauge (internal/taskgauge)
 	if opts.NoRunner {
@@ -152,6 +189,9 @@ func (s *Server) stopTasks(ctx context.Context) error {
 	e.cancel()
 	select {
 	case <-e.done:
+		if e.owned {
+			return e.store.Close()
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -196,16 +236,18 @@ type TaskInfo struct {
 func (r *Request) Task() *TaskInfo { return r.task }
 
 // runAsTask is the signal returned by [RunAsTask].
-type runAsTask struct{ state exactjson.Value }
+type runAsTask struct{ state any }
 
 func (*runAsTask) Error() string { return "weft: continue as a task" }
 
 // RunAsTask is returned by a tool handler (through its error result) to
-// continue the call as a durable task: the framework stores the task (with
-// state, any JSON, handed back through [FrameworkState] in the task)
-// and answers resultType "task"; a runner then calls the same handler again
-// with [Request.Task] set. Only valid when [Request.TasksSupported].
-func RunAsTask(state exactjson.Value) error { return &runAsTask{state: state} }
+// continue the call as a durable task: the framework stores the task with
+// state (nil for none; an [exactjson.Value] as it is, any other value as
+// encoding/json/v2 marshals it), answers resultType "task", and a runner
+// then calls the same handler again with [Request.Task] set and the state
+// readable through [FrameworkState]. Only valid when
+// [Request.TasksSupported].
+func RunAsTask(state any) error { return &runAsTask{state: state} }
 
 // createTask stores a new task for req: the answer to a tools/call whose
 // handler returned [RunAsTask].
@@ -221,8 +263,14 @@ func (s *Server) createTask(ctx context.Context, req *Request, rt *runAsTask) (R
 		return nil, err
 	}
 	var state json.RawMessage
-	if rt.state.Kind() != exactjson.KindNull {
-		b, err := exactjson.Encode(rt.state, 0)
+	sv, ok := rt.state.(exactjson.Value)
+	if !ok && rt.state != nil {
+		if sv, err = exactjson.FromGo(rt.state); err != nil {
+			return nil, s.programmingError(ctx, req, fmt.Errorf("the state given to weft.RunAsTask: %w", err))
+		}
+	}
+	if sv.Kind() != exactjson.KindNull {
+		b, err := exactjson.Encode(sv, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -29,8 +29,11 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 		"alice": {Principal: "alice", Partition: "tenant-a"},
 		"bob":   {Principal: "bob", Partition: "tenant-b"},
 	}
+	store := task.NewMemoryStore()
+	defer store.Close()
 	s, err := weft.NewServer(weft.Implementation{Name: "fair"}, &weft.Options{
 		Logger: slog.New(slog.DiscardHandler),
+		Tasks:  &weft.TaskOptions{Store: store, Workers: 4, MaxTasksPerIdentity: perIdentity, PollInterval: 20 * time.Millisecond},
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 			id, ok := tenants[r.BearerToken]
 			if !ok {
@@ -42,16 +45,11 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := task.NewMemoryStore()
-	defer store.Close()
-	if err := s.EnableTasks(weft.TaskOptions{Store: store, Workers: 4, MaxTasksPerIdentity: perIdentity, PollInterval: 20 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
 	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "Runs as a task.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			if req.Identity.Partition == "tenant-a" {
 				select {

@@ -34,11 +34,9 @@ func TestTasksLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s, err := weft.NewServer(weft.Implementation{Name: "load"}, &weft.Options{Logger: slog.New(slog.DiscardHandler), MaxConcurrent: 256, MaxQueue: 1024})
+	s, err := weft.NewServer(weft.Implementation{Name: "load"}, &weft.Options{Logger: slog.New(slog.DiscardHandler), MaxConcurrent: 256, MaxQueue: 1024,
+		Tasks: &weft.TaskOptions{Store: store, Workers: 8, PollInterval: 50 * time.Millisecond}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: store, Workers: 8, PollInterval: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	var steps sync.Map // idempotency key -> count of completed runs
@@ -49,7 +47,7 @@ func TestTasksLoad(t *testing.T) {
 	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "A task with one input round.", Task: weft.TaskRequired, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			resp, ok := req.InputResponses().Get("go")
 			if !ok {

@@ -7,17 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 )
 
 // TestTaskRunnerDoesNotFailTasksOfUnregisteredTools reproduces what the soak
 // (soak/, issue #8) found when an instance of a fleet restarts while tasks
-// are runnable: EnableTasks starts the runner at once, the runner claims a
+// are runnable: turning tasks on starts the runner at once, the runner claims a
 // task before the instance has registered the task's tool, runTaskStep
 // answers "runs tool ..., which is not registered" as a Go error, and the
 // runner fails the task for good (InternalErrorJSON). The demo registers its
-// tools after EnableTasks, so every restart of a `weft serve` in a fleet
+// tools after turning tasks on, so every restart of a `weft serve` in a fleet
 // with a task backlog fails a few tasks (14 in the soak run recorded in
 // docs/reliability.md). A tool this instance does not know (yet) is not a
 // failure of the task: another instance, or this one a moment later, runs
@@ -26,13 +25,12 @@ func TestTaskRunnerDoesNotFailTasksOfUnregisteredTools(t *testing.T) {
 	store := task.NewMemoryStore()
 	handler := func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		if req.Task() == nil && req.TasksSupported() {
-			return nil, RunAsTask(exactjson.Value{})
+			return nil, RunAsTask(nil)
 		}
 		return textResult("done"), nil
 	}
 	// The instance that creates the task runs no steps.
-	front, _ := newServer(t, nil)
-	must(t, front.EnableTasks(TaskOptions{Store: store, NoRunner: true}))
+	front, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: store, NoRunner: true}})
 	must(t, front.AddTool(Tool{Name: "job", Description: "A task.", Task: TaskOptional}, handler))
 	r := invRec(t, front, invBody(t, "tools/call", paramsCaps(invTasksCaps(), M{"name": "job"})))
 	var created struct{ TaskID string }
@@ -41,8 +39,7 @@ func TestTaskRunnerDoesNotFailTasksOfUnregisteredTools(t *testing.T) {
 	}
 
 	// A starting instance: tasks first, tools a moment later (the demo's order).
-	worker, logs := newServer(t, nil)
-	must(t, worker.EnableTasks(TaskOptions{Store: store, Lease: 500 * time.Millisecond}))
+	worker, logs := newServer(t, &Options{Tasks: &TaskOptions{Store: store, Lease: 500 * time.Millisecond}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

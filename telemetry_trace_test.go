@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/metrics"
 	"github.com/weftmcp/weft/task"
 )
@@ -253,15 +252,14 @@ func TestTracingBoundsAndTransportLink(t *testing.T) {
 // with the call that created the task.
 func TestTracingTaskStep(t *testing.T) {
 	tp, exp := newTracer(t)
-	s, _ := newServer(t, &Options{TracerProvider: tp})
 	store := task.NewMemoryStore()
 	t.Cleanup(func() { _ = store.Close() })
-	must(t, s.EnableTasks(TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}))
+	s, _ := newServer(t, &Options{TracerProvider: tp, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	must(t, s.AddTool(Tool{Name: "job", Description: "Runs as a task.", Task: TaskOptional},
 		func(ctx context.Context, req *Request) (*CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, RunAsTask(exactjson.Value{})
+				return nil, RunAsTask(nil)
 			}
 			return textResult("done"), nil
 		}))

@@ -47,7 +47,7 @@ type Tool struct {
 	// StateMode selects the protection of retry state.
 	StateMode StateMode
 	// Task declares whether the tool may continue as a durable task
-	// (see [RunAsTask] and [Server.EnableTasks]).
+	// (see [RunAsTask] and [Options].Tasks).
 	Task TaskSupport
 	// Scopes are the OAuth scopes a caller needs for this tool (see
 	// [AdmissionRequest].Scopes); with admission on, tools/list hides it
@@ -151,6 +151,11 @@ func (s *Server) addTool(t Tool, trustedOutput bool, h ToolHandler) error {
 		return err
 	}
 	e.op.argsFingerprint = schemaFingerprint(e.tool.InputSchema)
+	if t.Task != TaskNone {
+		if err := s.ensureTasks(); err != nil {
+			return fmt.Errorf("weft: tool %q: %w", t.Name, err)
+		}
+	}
 	s.mu.Lock()
 	s.tools.put(t.Name, e)
 	s.mu.Unlock()

@@ -462,11 +462,8 @@ func TestPostgresAndRemote(t *testing.T) {
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
 
 	remote, err := weft.NewServer(weft.Implementation{Name: "remote", Version: "1"}, nil)
-
 	if err != nil {
-
 		t.Fatal(err)
-
 	}
 	if err := weft.AddTool(remote, weft.Tool{Name: "greet", Description: "Greets someone."},
 		func(ctx context.Context, req *weft.Request, in struct {

@@ -28,7 +28,7 @@ const tasksEnv = "WEFT_GATEWAY_TASKS"
 // runs until it is cancelled, "linked" links a resource from its task's
 // result, "inline" answers without a task.
 func tasksServer(t testing.TB) *weft.Server {
-	s, err := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{})
+	s, err := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,13 @@ func tasksServer(t testing.TB) *weft.Server {
 			panic(err)
 		}
 	}
-	fail(s.EnableTasks(weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 10 * time.Millisecond}))
 	form := weft.Form(weft.ConditionalCapability)
 	schema := exactjson.Object(exactjson.Field("type", exactjson.String("object")),
 		exactjson.Field("properties", exactjson.Object(exactjson.Field("name", exactjson.Object(exactjson.Field("type", exactjson.String("string")))))))
 	fail(s.AddTool(weft.Tool{Name: "confirm", Description: "Asks for a name in the task, then confirms.", Task: weft.TaskRequired, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			content, outcome, ok, err := form.Answer(req, "who")
 			if !ok {
@@ -63,7 +62,7 @@ func tasksServer(t testing.TB) *weft.Server {
 	fail(s.AddTool(weft.Tool{Name: "wait", Description: "Runs as a task until cancelled.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -71,7 +70,7 @@ func tasksServer(t testing.TB) *weft.Server {
 	fail(s.AddTool(weft.Tool{Name: "linked", Description: "Runs as a task and links its output.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			return &weft.CallToolResult{Content: []weft.Content{weft.ResourceLinkContent(weft.ResourceInfo{URI: "jobs://out/1", Name: "out"})}}, nil
 		}))
@@ -79,7 +78,7 @@ func tasksServer(t testing.TB) *weft.Server {
 	fail(s.AddTool(weft.Tool{Name: "golink", Description: "Sends the user to another origin in the task.", Task: weft.TaskRequired, Inputs: []weft.Input{link}},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			outcome, ok, _ := link.Answer(req, "go")
 			if !ok {

@@ -25,7 +25,7 @@
 //
 //	srv, err := weft.NewServer(weft.Implementation{Name: "demo"}, nil)
 //	if err != nil {
-//		log.Fatal(err)
+//		t.Fatal(err)
 //	}
 //	_ = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."}, add)
 //	c := wefttest.NewClient(srv, wefttest.WithTest(t))

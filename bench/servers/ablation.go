@@ -35,9 +35,11 @@ func echoResult(in EchoArgs) *weft.CallToolResult {
 
 // NewWeftVariant returns the Weft echo server of one ablation variant.
 func NewWeftVariant(variant string) (http.Handler, error) {
-	s := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &weft.Options{Logger: discard})
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &weft.Options{Logger: discard})
+	if err != nil {
+		return nil, err
+	}
 	t := weft.Tool{Name: ToolName, Description: "Echoes its arguments."}
-	var err error
 	switch variant {
 	case "full": // typed In and Out, both schemas inferred: the measured server
 		err = weft.AddTool(s, t, func(ctx context.Context, req *weft.Request, in EchoArgs) (EchoOut, error) { return echo(in), nil })

@@ -16,7 +16,10 @@ import (
 // no prefix: the tool keeps its name, so the measured request is the same.
 // close stops the gateway.
 func NewGateway(ctx context.Context, upstream, protocol string) (h http.Handler, close func() error, err error) {
-	s := weft.NewServer(weft.Implementation{Name: "bench-gateway", Version: "1.0.0"}, &weft.Options{Logger: discard})
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-gateway", Version: "1.0.0"}, &weft.Options{Logger: discard})
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, s, &gateway.Config{Upstreams: []gateway.UpstreamConfig{

@@ -90,20 +90,26 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 		})
 	}
 	legacy := func(store sessionstore.Store) (*weft.Server, error) {
-		s := weft.NewServer(weft.Implementation{Name: "bench-sessions", Version: "1"}, &weft.Options{
+		s, err := weft.NewServer(weft.Implementation{Name: "bench-sessions", Version: "1"}, &weft.Options{
 			Logger: discard,
 			Legacy: weft.LegacyOptions{Store: store}, // the store has its own limits
 		})
+		if err != nil {
+			return nil, err
+		}
 		return s, addText(s, "t")
 	}
 	switch impl {
 	case "weft-listen":
-		s := weft.NewServer(weft.Implementation{Name: "bench-listen", Version: "1"}, &weft.Options{
+		s, err := weft.NewServer(weft.Implementation{Name: "bench-listen", Version: "1"}, &weft.Options{
 			Logger: discard,
 			Admission: func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 				return weft.Identity{Partition: r.Header.Get(PartitionHeader)}, nil
 			},
 		})
+		if err != nil {
+			return nil, nil, err
+		}
 		if err := addText(s, "t0"); err != nil {
 			return nil, nil, err
 		}

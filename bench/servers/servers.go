@@ -110,8 +110,11 @@ func NewWeftWith(opts weft.Options) (*weft.Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = discard
 	}
-	s := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &opts)
-	err := weft.AddTool(s, weft.Tool{Name: ToolName, Description: "Echoes its arguments."},
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-weft", Version: "1.0.0"}, &opts)
+	if err != nil {
+		return nil, err
+	}
+	err = weft.AddTool(s, weft.Tool{Name: ToolName, Description: "Echoes its arguments."},
 		func(ctx context.Context, req *weft.Request, in EchoArgs) (EchoOut, error) {
 			return echo(in), nil
 		})

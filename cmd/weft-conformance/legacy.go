@@ -12,6 +12,7 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore/pgstore"
+	"github.com/weftmcp/weft/task"
 )
 
 // Both eras on one endpoint: 2026-07-28 requests are served statelessly;
@@ -28,7 +29,8 @@ var (
 
 // fixtureOptions builds the server options from the flags.
 func fixtureOptions(logger *slog.Logger) *weft.Options {
-	opts := &weft.Options{Logger: logger, Instructions: "Weft conformance fixtures.", PageSize: *pageSize}
+	opts := &weft.Options{Logger: logger, Instructions: "Weft conformance fixtures.", PageSize: *pageSize,
+		Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 200 * time.Millisecond}}
 	fail := func(what string, err error) {
 		logger.Error(what, "err", err)
 		os.Exit(1)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
-	"github.com/weftmcp/weft/task"
 )
 
 type greetArgs struct {
@@ -38,7 +37,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // addTaskTools registers the fixtures of the tasks extension scenarios.
 func addTaskTools(s *weft.Server, add func(error)) {
-	add(s.EnableTasks(weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 200 * time.Millisecond}))
 	form := weft.Form(weft.ConditionalCapability)
 
 	add(weft.AddTool(s, weft.Tool{Name: "greet", Description: "Greets synchronously."},
@@ -48,7 +46,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 	add(weft.AddTool(s, weft.Tool{Name: "slow_compute", Description: "Sleeps for the given seconds, as a task when the client supports tasks.", Task: weft.TaskOptional},
 		func(ctx context.Context, req *weft.Request, in computeArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			total := time.Duration(in.Seconds * float64(time.Second))
 			for elapsed := time.Duration(0); elapsed < total; elapsed += 250 * time.Millisecond {
@@ -62,7 +60,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 	add(weft.AddTool(s, weft.Tool{Name: "failing_job", Description: "Runs as a task and ends with a tool error.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			if err := sleep(ctx, time.Second); err != nil {
 				return nil, err
@@ -72,7 +70,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 	add(weft.AddTool(s, weft.Tool{Name: "protocol_error_job", Description: "Runs as a task and fails with an internal error.", Task: weft.TaskOptional},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			return nil, errors.New("simulated internal failure")
 		}))
@@ -80,7 +78,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 		Task: weft.TaskOptional, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, in deleteArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			_, outcome, ok, err := form.Answer(req, "confirm")
 			if !ok {
@@ -95,7 +93,7 @@ func addTaskTools(s *weft.Server, add func(error)) {
 		Task: weft.TaskOptional, Inputs: []weft.Input{form}},
 		func(ctx context.Context, req *weft.Request, _ noArgs) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			in := req.InputResponses()
 			if in.Has("first") && in.Has("second") {

@@ -35,7 +35,6 @@ type Demo struct {
 	srv     *weft.Server
 	stores  *demoStores
 	tasks   task.Store
-	lease   time.Duration
 	closers []func() error
 }
 
@@ -145,13 +144,16 @@ func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg
 		MeterProvider:  cfg.Meter,
 		URLElicitation: elicit.URLPolicy{Development: true},
 		Instructions:   "A demo of Weft: multi-round input with sealed state, exact decimals, URL elicitation, durable handles and tasks, prompts and resources.",
+		// The runner starts at once; a step of a tool not registered yet
+		// waits for it (it is not failed).
+		Tasks: &weft.TaskOptions{Store: tasksStore, Lease: cfg.TaskLease, WorkerID: fmt.Sprintf("weft-%s-%d", hostname(), os.Getpid())},
 	})
 	if err != nil {
 		_ = (&Demo{stores: stores, tasks: tasksStore, closers: closers}).Close()
 		return nil, err
 	}
 	stores.allowedHosts, stores.allowedOrigins = cfg.AllowedHosts, cfg.AllowedOrigins
-	d := &Demo{srv: s, stores: stores, tasks: tasksStore, lease: cfg.TaskLease, closers: closers}
+	d := &Demo{srv: s, stores: stores, tasks: tasksStore, closers: closers}
 	if err := d.register(); err != nil {
 		_ = d.Close()
 		return nil, err
@@ -244,13 +246,6 @@ func (d *Demo) register() error {
 		}); err != nil {
 		return err
 	}
-	// Tasks last: the runner starts claiming steps at once, and every tool
-	// it may run must be registered by then.
-	host, _ := os.Hostname()
-	worker := fmt.Sprintf("weft-%s-%d", host, os.Getpid()) // which instance holds a step's lease
-	if err := s.EnableTasks(weft.TaskOptions{Store: d.tasks, Lease: d.lease, WorkerID: worker}); err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -328,4 +323,11 @@ func addRefund(s *weft.Server) error {
 			}
 			return text(fmt.Sprintf("Refund of %s for order %s requested.", refund.Amount, in.OrderID)), nil
 		})
+}
+
+// hostname names this machine in the task runner's WorkerID, so that an
+// operator sees which instance holds a step's lease.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }

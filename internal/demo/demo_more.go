@@ -12,7 +12,6 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/handle"
 	_ "modernc.org/sqlite" // the embedded database driver
 )
@@ -198,7 +197,7 @@ func addReport(s *weft.Server) error {
 		Task: weft.TaskOptional, Inputs: []weft.Input{charts}},
 		func(ctx context.Context, req *weft.Request, in args) (*weft.CallToolResult, error) {
 			if req.Task() == nil && req.TasksSupported() {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			answer, outcome, present, err := charts.Answer(req, "charts")
 			if !present || err != nil {

@@ -77,8 +77,12 @@ func openAPICatalog(n int) (*catalogServer, error) {
 		up.Close()
 		return nil, err
 	}
-	s := weft.NewServer(weft.Implementation{Name: "bench-openapi", Version: "1"},
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-openapi", Version: "1"},
 		&weft.Options{Logger: discardLogger(), ToolSearch: &weft.ToolSearch{Listed: []string{"*"}}})
+	if err != nil {
+		up.Close()
+		return nil, err
+	}
 	if err := api.Register(s); err != nil {
 		up.Close()
 		return nil, err
@@ -93,7 +97,10 @@ func openAPICatalog(n int) (*catalogServer, error) {
 // gatewayCatalog serves, through package gateway, an upstream Weft server
 // of n tools.
 func gatewayCatalog(ctx context.Context, n int) (*catalogServer, error) {
-	upSrv := weft.NewServer(weft.Implementation{Name: "bench-upstream", Version: "1"}, &weft.Options{Logger: discardLogger()})
+	upSrv, err := weft.NewServer(weft.Implementation{Name: "bench-upstream", Version: "1"}, &weft.Options{Logger: discardLogger()})
+	if err != nil {
+		return nil, err
+	}
 	echo := func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("ok")}}, nil
 	}
@@ -108,8 +115,12 @@ func gatewayCatalog(ctx context.Context, n int) (*catalogServer, error) {
 	upMux := http.NewServeMux()
 	upMux.Handle(servers.Path, upSrv)
 	up := httptest.NewServer(upMux)
-	s := weft.NewServer(weft.Implementation{Name: "bench-gateway", Version: "1"},
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-gateway", Version: "1"},
 		&weft.Options{Logger: discardLogger(), ToolSearch: &weft.ToolSearch{Listed: []string{"*"}}})
+	if err != nil {
+		up.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, s, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "upstream", URL: up.URL + servers.Path}}},

@@ -94,7 +94,10 @@ func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration,
 		opts.MaxConcurrent, opts.MaxQueue = 64, 256
 		opts.MaxConcurrentPerIdentity, opts.MaxQueuePerIdentity = opts.MaxConcurrent, opts.MaxQueue
 	}
-	s := weft.NewServer(weft.Implementation{Name: "bench-fair", Version: "1"}, opts)
+	s, err := weft.NewServer(weft.Implementation{Name: "bench-fair", Version: "1"}, opts)
+	if err != nil {
+		return nil, fairRow{}, err
+	}
 	type sum struct {
 		Sum int64 `json:"sum"`
 	}
@@ -111,9 +114,6 @@ func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration,
 		}
 		return sum{}, nil
 	}); err != nil {
-		return nil, fairRow{}, err
-	}
-	if err := s.Err(); err != nil {
 		return nil, fairRow{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/bench/servers"
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/sqlitestore"
 )
@@ -31,7 +30,7 @@ var tasksMeta = servers.Meta(`{"extensions":{"io.modelcontextprotocol/tasks":{}}
 // reads.
 const taskCheckers = 4
 
-// weftTasks measures load on a Weft server with EnableTasks on st: clients
+// weftTasks measures load on a Weft server with tasks on st: clients
 // create tasks through tools/call (the tool answers RunAsTask; the runner,
 // workers wide, runs the step, which completes) and a task counts as done
 // when tasks/get reads it as completed. Completion is noticed through the
@@ -40,11 +39,9 @@ const taskCheckers = 4
 // stragglerAge is re-read once per stragglerAge.
 func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad) (taskRow, error) {
 	row := taskRow{system: "Weft", store: name}
-	s, err := servers.NewWeft()
+	s, err := servers.NewWeftWith(weft.Options{Tasks: &weft.TaskOptions{Store: st, Workers: load.workers,
+		MaxTasksPerIdentity: max(load.n, task.DefaultMaxTasksPerIdentity), MaxTasksPerPartition: max(load.n, task.DefaultMaxTasksPerPartition)}})
 	if err != nil {
-		return row, err
-	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: load.workers, MaxTasksPerIdentity: max(load.n, task.DefaultMaxTasksPerIdentity), MaxTasksPerPartition: max(load.n, task.DefaultMaxTasksPerPartition)}); err != nil {
 		return row, err
 	}
 	defer func() {
@@ -55,7 +52,7 @@ func weftTasks(ctx context.Context, name string, st task.Store, load taskLoad) (
 	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "Completes as a task.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request, in servers.EchoArgs) (servers.EchoOut, error) {
 			if req.Task() == nil {
-				return servers.EchoOut{}, weft.RunAsTask(exactjson.Value{})
+				return servers.EchoOut{}, weft.RunAsTask(nil)
 			}
 			return servers.EchoOut(in), nil
 		})

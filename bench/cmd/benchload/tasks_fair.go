@@ -13,7 +13,6 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/bench/servers"
-	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/task"
 	"github.com/weftmcp/weft/task/sqlitestore"
 )
@@ -102,12 +101,9 @@ func fairRun(ctx context.Context, name string, st task.Store, flood int) (taskFa
 			return weft.Identity{}, &weft.AdmissionError{Status: 401, Message: "unknown token"}
 		}
 		return id, nil
-	}})
+	}, Tasks: &weft.TaskOptions{Store: st, Workers: fairWorkers, PollInterval: 50 * time.Millisecond,
+		MaxTasksPerIdentity: max(flood, task.DefaultMaxTasksPerIdentity)}})
 	if err != nil {
-		return row, err
-	}
-	if err := s.EnableTasks(weft.TaskOptions{Store: st, Workers: fairWorkers, PollInterval: 50 * time.Millisecond,
-		MaxTasksPerIdentity: max(flood, task.DefaultMaxTasksPerIdentity)}); err != nil {
 		return row, err
 	}
 	defer func() {
@@ -124,7 +120,7 @@ func fairRun(ctx context.Context, name string, st task.Store, flood int) (taskFa
 	err = weft.AddTool(s, weft.Tool{Name: "job", Description: "Runs as a task.", Task: weft.TaskRequired},
 		func(ctx context.Context, req *weft.Request, _ struct{}) (*weft.CallToolResult, error) {
 			if req.Task() == nil {
-				return nil, weft.RunAsTask(exactjson.Value{})
+				return nil, weft.RunAsTask(nil)
 			}
 			if req.Identity.Partition == "tenant-a" {
 				aRan.Add(1)
@@ -225,7 +221,7 @@ func fairRun(ctx context.Context, name string, st task.Store, flood int) (taskFa
 func (r *report) taskFairSection(p func(format string, args ...any)) {
 	p("## Tasks: a fair share per tenant\n\n")
 	p("Tenant B's task start latency (from the start of its `tools/call` to the start of its task's step) on a Weft server with "+
-		"`EnableTasks` (%d workers; a tenant's steps may take %d of them), alone and while tenant A's backlog waits: tenant A "+
+		"tasks on (`Options.Tasks`; %d workers; a tenant's steps may take %d of them), alone and while tenant A's backlog waits: tenant A "+
 		"(bearer token → partition `tenant-a`) first creates %d tasks from %d concurrent clients, each step taking %s; then "+
 		"tenant B (partition `tenant-b`) creates %d tasks one after the other, each once the previous one's step started. Requests "+
 		"are served in memory (`Server.ServeHTTP`). The last column shows that A's backlog was still waiting when B's last task "+
