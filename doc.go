@@ -2,6 +2,9 @@
 // [Server] serves MCP 2026-07-28 clients and, unless [Options.Legacy] says
 // otherwise, 2025-11-25 clients on the same endpoint, over Streamable HTTP
 // ([Server.ServeHTTP], an [net/http.Handler]) and stdio ([Server.ServeStdio]).
+// The package example shows a whole server: a tool that asks the user to
+// confirm with a form and then continues as a durable task. A first server
+// needs this package alone; its tests need package wefttest beside it.
 //
 // # Registration
 //
