@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 )
 
 // ID is a JSON-RPC request id: a string or an integer. The two kinds are
@@ -47,18 +48,8 @@ func (id ID) Equal(o ID) bool {
 	return exactjson.Equal(id.v, o.v)
 }
 
-// key is a map key that keeps the kinds distinct.
-func (id ID) key() string {
-	switch id.v.Kind() {
-	case exactjson.KindString:
-		s, _ := id.v.AsString()
-		return "s:" + s
-	case exactjson.KindNumber:
-		n, _ := id.v.AsNumber()
-		return "n:" + n.Canonical()
-	}
-	return ""
-}
+// key is a map key that keeps the kinds distinct (jsonrpc.IDKey).
+func (id ID) key() string { return jsonrpc.IDKey(id.v) }
 
 // MarshalJSON encodes the id.
 func (id ID) MarshalJSON() ([]byte, error) { return id.v.MarshalJSON() }
@@ -127,54 +118,17 @@ func isString(v exactjson.Value, want string) bool {
 	return ok && s == want
 }
 
-// appendResponse appends a JSON-RPC success response.
-func appendResponse(dst []byte, id ID, result []byte) []byte {
-	dst = appendResponsePrefix(dst, id)
-	dst = append(dst, result...)
-	return append(dst, '}')
-}
-
-// appendResponsePrefix appends a success response up to its result.
-func appendResponsePrefix(dst []byte, id ID) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = appendID(dst, id)
-	return append(dst, `,"result":`...)
-}
-
 // responseBytes returns the JSON-RPC success response of rep: the one its
 // encoder built around the result when it did, else a new one.
 func responseBytes(rep reply) []byte {
 	if rep.wire != nil {
 		return rep.wire
 	}
-	return appendResponse(make([]byte, 0, len(rep.result)+48), rep.id, rep.result)
-}
-
-func appendID(dst []byte, id ID) []byte {
-	if id.IsZero() {
-		return append(dst, "null"...)
-	}
-	b, err := exactjson.AppendJSON(dst, id.v)
-	if err != nil {
-		return append(dst, "null"...)
-	}
-	return b
+	return jsonrpc.AppendResponse(make([]byte, 0, len(rep.result)+48), rep.id.v, rep.result)
 }
 
 // appendErrorResponse appends a JSON-RPC error response; an id that could not
 // be read is written as null, as JSON-RPC 2.0 requires.
 func appendErrorResponse(dst []byte, id ID, e *Error) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = appendID(dst, id)
-	dst = append(dst, `,"error":{"code":`...)
-	dst = fmt.Appendf(dst, "%d", e.Code)
-	dst = append(dst, `,"message":`...)
-	dst, _ = exactjson.AppendJSON(dst, exactjson.String(e.Message))
-	if e.Data.Kind() != exactjson.KindNull {
-		if b, err := exactjson.AppendJSON(nil, e.Data); err == nil {
-			dst = append(dst, `,"data":`...)
-			dst = append(dst, b...)
-		}
-	}
-	return append(dst, "}}"...)
+	return jsonrpc.AppendError(dst, id.v, int64(e.Code), e.Message, e.Data)
 }

@@ -380,7 +380,7 @@ func TestLegacyObserverRounds(t *testing.T) {
 	c.call(8, "ping", nil)
 	c.call(9, "logging/setLevel", M{"level": "nope"})
 	got := obs.get()
-	want := []string{"0 complete", "7 input_required", `"n:7#weft-round-1" input_required`, `"n:7#weft-round-2" input_required`, `"n:7#weft-round-3" complete`,
+	want := []string{"0 complete", "7 input_required", `"7#weft-round-1" input_required`, `"7#weft-round-2" input_required`, `"7#weft-round-3" complete`,
 		"8 complete", "9 protocol_error"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("observed %v, want %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/internal/jsonrpc"
 	"github.com/weftmcp/weft/task"
 )
 
@@ -309,7 +310,7 @@ func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire [
 			buf = new([]byte)
 			*buf = make([]byte, 0, 512)
 		}
-		e.b = appendResponsePrefix((*buf)[:0], *id)
+		e.b = jsonrpc.AppendResponsePrefix((*buf)[:0], id.v)
 		start = len(e.b)
 	} else {
 		e.b = make([]byte, 0, 256)

@@ -1,7 +1,8 @@
-// Package jsonrpc holds the JSON-RPC wire details shared by the MCP client
-// (package client) and the gateway's upstream connections: request and
-// notification encoding, the routing key of ids and progress tokens, line
-// reading for stdio and SSE, and the table of requests in flight.
+// Package jsonrpc is Weft's one JSON-RPC 2.0 codec, shared by the server
+// (package weft), the MCP client (package client) and the gateway's upstream
+// connections: request, notification and response encoding, the routing
+// key of ids and progress tokens, line reading for stdio and SSE, and the
+// table of requests in flight.
 package jsonrpc
 
 import (
@@ -18,19 +19,72 @@ import (
 // ErrLineTooLong is returned by [ReadLine] for a line over its bound.
 var ErrLineTooLong = errors.New("line too long")
 
-// IDKey is the routing key of a JSON-RPC id or progress token: its compact
-// JSON, so that 5 and "5" stay distinct.
+// IDKey is the routing key of a JSON-RPC id or progress token: a number in
+// canonical form (5, 5.0 and 5E0 are one id), a string as its JSON (so that
+// 5 and "5" stay distinct); "" for any other value, which is no id.
 func IDKey(v exactjson.Value) string {
-	if n, ok := v.AsNumber(); ok {
+	switch v.Kind() {
+	case exactjson.KindNumber:
+		n, _ := v.AsNumber()
 		if i, ok := n.Int64(); ok {
 			return strconv.FormatInt(i, 10)
 		}
+		return n.Canonical()
+	case exactjson.KindString:
+		b, err := exactjson.AppendJSON(nil, v)
+		if err != nil {
+			return ""
+		}
+		return string(b)
 	}
-	b, err := exactjson.Encode(v, 0)
+	return ""
+}
+
+// AppendResponse appends the success response to request id whose result
+// is the JSON in result; an id that is not a string or number is written as
+// null.
+func AppendResponse(dst []byte, id exactjson.Value, result []byte) []byte {
+	dst = AppendResponsePrefix(dst, id)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+// AppendResponsePrefix appends a success response up to its result, for an
+// encoder that writes the result in place.
+func AppendResponsePrefix(dst []byte, id exactjson.Value) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
+}
+
+// AppendError appends the error response to request id (null when it could
+// not be read, as JSON-RPC 2.0 requires); data is left out when it is JSON
+// null (the zero Value) or does not encode.
+func AppendError(dst []byte, id exactjson.Value, code int64, message string, data exactjson.Value) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = strconv.AppendInt(dst, code, 10)
+	dst = append(dst, `,"message":`...)
+	dst, _ = exactjson.AppendJSON(dst, exactjson.String(message))
+	if !data.IsNull() {
+		if b, err := exactjson.AppendJSON(nil, data); err == nil {
+			dst = append(dst, `,"data":`...)
+			dst = append(dst, b...)
+		}
+	}
+	return append(dst, "}}"...)
+}
+
+func appendID(dst []byte, id exactjson.Value) []byte {
+	if k := id.Kind(); k != exactjson.KindString && k != exactjson.KindNumber {
+		return append(dst, "null"...)
+	}
+	b, err := exactjson.AppendJSON(dst, id)
 	if err != nil {
-		return v.String()
+		return append(dst, "null"...)
 	}
-	return string(b)
+	return b
 }
 
 // EncodeRequest returns the compact JSON of a request; params that are not
@@ -64,25 +118,17 @@ func EncodeResult(id, result exactjson.Value) ([]byte, error) {
 	if result.Kind() != exactjson.KindObject {
 		result = exactjson.Object()
 	}
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("id", id),
-		exactjson.Field("result", result)), exactjson.MaxInputBytesCeiling)
+	b, err := exactjson.Encode(result, exactjson.MaxInputBytesCeiling)
+	if err != nil {
+		return nil, err
+	}
+	return AppendResponse(make([]byte, 0, len(b)+48), id, b), nil
 }
 
-// EncodeError returns the compact JSON of an error response to request id;
-// data is left out when it is JSON null (the zero Value).
+// EncodeError returns the compact JSON of an error response to request id
+// (see [AppendError]).
 func EncodeError(id exactjson.Value, code int, message string, data exactjson.Value) ([]byte, error) {
-	e := []exactjson.Member{
-		exactjson.Field("code", exactjson.Int(int64(code))),
-		exactjson.Field("message", exactjson.String(message))}
-	if !data.IsNull() {
-		e = append(e, exactjson.Field("data", data))
-	}
-	return exactjson.Encode(exactjson.Object(
-		exactjson.Field("jsonrpc", exactjson.String("2.0")),
-		exactjson.Field("id", id),
-		exactjson.Field("error", exactjson.Object(e...))), exactjson.MaxInputBytesCeiling)
+	return AppendError(nil, id, int64(code), message, data), nil
 }
 
 // Cancelled returns notifications/cancelled for request id.

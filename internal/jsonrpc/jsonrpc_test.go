@@ -59,6 +59,13 @@ func TestIDKey(t *testing.T) {
 		{exactjson.Int(5), "5"},
 		{exactjson.String("5"), `"5"`},
 		{exactjson.Int(-1), "-1"},
+		{mustParse(t, "5.0"), "5"},
+		{mustParse(t, "5E0"), "5"},
+		{mustParse(t, "1.50"), IDKey(mustParse(t, "1.5"))}, // one id
+		{exactjson.String("a\"b"), `"a\"b"`},
+		{exactjson.Null(), ""},
+		{exactjson.Bool(true), ""},
+		{exactjson.Object(), ""},
 	}
 	for _, tt := range tests {
 		if got := IDKey(tt.v); got != tt.want {
@@ -118,6 +125,12 @@ func TestEncodeResponses(t *testing.T) {
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}`},
 		{"error with data", func() ([]byte, error) { return EncodeError(exactjson.Int(7), -32603, "bad", data) },
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"bad","data":{"why":"x"}}}`},
+		{"error to an unread id", func() ([]byte, error) { return EncodeError(exactjson.Null(), -32700, "Parse error", exactjson.Value{}) },
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		{"error to an id that is no id", func() ([]byte, error) { return EncodeError(exactjson.Bool(true), -32600, "x", exactjson.Value{}) },
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}`},
+		{"message escaped", func() ([]byte, error) { return EncodeError(exactjson.Int(1), 1000, "a \"quote\"\n", exactjson.Value{}) },
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1000,"message":"a \"quote\"\n"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,4 +140,13 @@ func TestEncodeResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustParse(t *testing.T, s string) exactjson.Value {
+	t.Helper()
+	v, err := exactjson.ParseString(s, exactjson.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
