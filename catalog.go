@@ -107,8 +107,8 @@ func offsetCursor(off int) string {
 // result's members, _meta and the largest cursor a client can send back
 // (Limits.MaxCursorBytes; a 2025-11-25 cursor is sealed to the session and
 // longer than the offset it carries).
-func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, legacy bool) (int, error) {
-	b, err := s.encodeResult(&Page[T]{Cache: s.listCache()}, legacy)
+func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, era era) (int, error) {
+	b, err := s.encodeResult(&Page[T]{Cache: s.listCache()}, era)
 	// A cursor is base64url (sealed: "weft1." and base64url), which JSON
 	// does not escape.
 	return len(b) + len(`,"nextCursor":""`) + s.limits.MaxCursorBytes, err
@@ -116,18 +116,14 @@ func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Ser
 
 // listItemBytes is the encoded size of one item in a list page of an era,
 // measured once per registration (op caches it).
-func listItemBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, op *operation, it T, legacy bool) (int, error) {
-	era := 0
-	if legacy {
-		era = 1
-	}
+func listItemBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, op *operation, it T, era era) (int, error) {
 	if op != nil {
 		if n := op.listBytes[era].Load(); n > 0 {
 			return int(n), nil
 		}
 	}
-	e := &enc{nums: &s.limits.JSON}
-	encodeListItem(e, &it, legacy)
+	e := &enc{nums: &s.limits.JSON, era: era}
+	encodeListItem(e, &it)
 	if e.err != nil {
 		return 0, e.err
 	}
@@ -162,8 +158,8 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		if e != nil {
 			return nil, e
 		}
-		legacy := req.legacy != nil
-		envelope, err := listEnvelopeBytes[T](s, legacy)
+		era := req.era()
+		envelope, err := listEnvelopeBytes[T](s, era)
 		if err != nil {
 			return nil, internalError(fmt.Errorf("%s: encoding the page: %w", req.Method, err))
 		}
@@ -172,7 +168,7 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		used := 0
 		for i, it := range vis[start:end] {
 			t := item(it)
-			n, err := listItemBytes(s, op(it), t, legacy)
+			n, err := listItemBytes(s, op(it), t, era)
 			if err != nil {
 				s.log.Error("weft: encoding a list item failed", "method", req.Method, "kind", kindNoun(kind), "name", key(it), "err", err)
 				return nil, internalError(fmt.Errorf("%s: %s %q: %w", req.Method, kindNoun(kind), key(it), err))
@@ -201,11 +197,11 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 // page of its own (measured as 2026-07-28 lists send it): the lists will
 // fail where its page starts (oversizeItem). It stays callable.
 func warnOversize[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, kind ItemKind, name string, op *operation, it T) {
-	n, err := listItemBytes(s, op, it, false)
+	n, err := listItemBytes(s, op, it, eraModern)
 	if err != nil {
 		return // the lists report it, naming the item
 	}
-	envelope, err := listEnvelopeBytes[T](s, false)
+	envelope, err := listEnvelopeBytes[T](s, eraModern)
 	if err != nil || n <= s.limits.MaxOutputBytes-envelope {
 		return
 	}

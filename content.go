@@ -144,7 +144,7 @@ type CallToolResult struct {
 	Meta              exactjson.Value
 }
 
-func (r *CallToolResult) encodeBody(e *enc, legacy bool) {
+func (r *CallToolResult) encodeBody(e *enc) {
 	e.name("content")
 	e.b = append(e.b, '[')
 	for i := range r.Content {
@@ -154,7 +154,7 @@ func (r *CallToolResult) encodeBody(e *enc, legacy bool) {
 		r.Content[i].encode(e)
 	}
 	e.b = append(e.b, ']')
-	if !legacy || r.StructuredContent.Kind() == exactjson.KindObject {
+	if !e.era.objectsOnly() || r.StructuredContent.Kind() == exactjson.KindObject {
 		// 2025-11-25 structured content is an object.
 		e.valueOpt("structuredContent", r.StructuredContent)
 	}
@@ -185,7 +185,7 @@ type GetPromptResult struct {
 	Meta        exactjson.Value
 }
 
-func (r *GetPromptResult) encodeBody(e *enc, legacy bool) {
+func (r *GetPromptResult) encodeBody(e *enc) {
 	e.strOpt("description", r.Description)
 	e.name("messages")
 	e.b = append(e.b, '[')
@@ -210,7 +210,7 @@ type ReadResourceResult struct {
 	Meta  exactjson.Value
 }
 
-func (r *ReadResourceResult) encodeBody(e *enc, legacy bool) {
+func (r *ReadResourceResult) encodeBody(e *enc) {
 	e.name("contents")
 	e.b = append(e.b, '[')
 	for i := range r.Contents {

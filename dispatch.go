@@ -526,7 +526,7 @@ func (s *Server) encodeModern(ctx context.Context, req *Request, res Result) rep
 		}
 	}
 	// Inside its response, under the id the request was admitted with.
-	b, wire, buf, err := s.encodeResultIn(res, false, &req.bound().id)
+	b, wire, buf, err := s.encodeResultIn(res, eraModern, &req.bound().id)
 	if err != nil {
 		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
 		return reply{err: internalError(err), outcome: OutcomeInternalError}

@@ -18,6 +18,8 @@ type enc struct {
 	// (the server's: what its clients' parsers accept), not only to the
 	// encoder's ceilings.
 	nums *exactjson.Limits
+	// era is the era of the client the encoding is for.
+	era era
 }
 
 func (e *enc) open() { e.b = append(e.b, '{'); e.first = true }

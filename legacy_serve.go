@@ -579,7 +579,7 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 			res = r.withCursor(sealed)
 		}
 	}
-	b, err := s.encodeResult(res, true)
+	b, err := s.encodeResult(res, era2025)
 	if err != nil {
 		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
 		return reply{err: internalError(err), outcome: OutcomeInternalError}

@@ -429,7 +429,7 @@ func (ds *detachedStream) finish() {
 	ds.ka.Stop()
 	s := ds.s
 	id := ds.id
-	_, wire, buf, err := s.encodeResultIn(&EmptyResult{Meta: ds.st.subMeta}, false, &id)
+	_, wire, buf, err := s.encodeResultIn(&EmptyResult{Meta: ds.st.subMeta}, eraModern, &id)
 	if err == nil {
 		msg := append(append(append(make([]byte, 0, len(wire)+16), "data: "...), wire...), '\n', '\n')
 		out := append(appendChunk(nil, string(msg)), "0\r\n\r\n"...)

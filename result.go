@@ -33,9 +33,9 @@ import (
 type Result interface {
 	// resultType is the 2026-07-28 resultType member.
 	resultType() string
-	// encodeBody writes the result's own members; legacy selects the
-	// 2025-11-25 form where the eras differ.
-	encodeBody(e *enc, legacy bool)
+	// encodeBody writes the result's own members, in the form of e's era
+	// where the eras differ.
+	encodeBody(e *enc)
 	// resultMeta is the application's _meta, merged with serverInfo.
 	resultMeta() exactjson.Value
 	// cachePolicy is the caching hint (ttlMs, cacheScope), nil when the
@@ -77,7 +77,7 @@ type DiscoverResult struct {
 func (*DiscoverResult) resultType() string            { return "complete" }
 func (r *DiscoverResult) resultMeta() exactjson.Value { return exactjson.Value{} }
 func (r *DiscoverResult) cachePolicy() *CachePolicy   { return r.Cache }
-func (r *DiscoverResult) encodeBody(e *enc, legacy bool) {
+func (r *DiscoverResult) encodeBody(e *enc) {
 	e.value("supportedVersions", stringArray(r.SupportedVersions))
 	e.value("capabilities", r.Capabilities)
 	e.strOpt("instructions", r.Instructions)
@@ -95,7 +95,7 @@ type InitializeResult struct {
 }
 
 func (*InitializeResult) resultType() string { return "complete" }
-func (r *InitializeResult) encodeBody(e *enc, legacy bool) {
+func (r *InitializeResult) encodeBody(e *enc) {
 	e.str("protocolVersion", r.ProtocolVersion)
 	e.value("capabilities", r.Capabilities)
 	e.name("serverInfo")
@@ -143,7 +143,7 @@ type paged interface {
 	withCursor(string) Result
 }
 
-func (r *Page[T]) encodeBody(e *enc, legacy bool) {
+func (r *Page[T]) encodeBody(e *enc) {
 	var member string
 	switch any((*T)(nil)).(type) {
 	case *Tool:
@@ -161,17 +161,17 @@ func (r *Page[T]) encodeBody(e *enc, legacy bool) {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		encodeListItem(e, &r.Items[i], legacy)
+		encodeListItem(e, &r.Items[i])
 	}
 	e.b = append(e.b, ']')
 	e.strOpt("nextCursor", r.NextCursor)
 }
 
 // encodeListItem encodes one item of a list page for the client's era.
-func encodeListItem[T Tool | Prompt | ResourceInfo | ResourceTemplate](e *enc, item *T, legacy bool) {
+func encodeListItem[T Tool | Prompt | ResourceInfo | ResourceTemplate](e *enc, item *T) {
 	switch it := any(item).(type) {
 	case *Tool:
-		it.encode(e, legacy)
+		it.encode(e)
 	case *Prompt:
 		it.encode(e)
 	case *ResourceInfo:
@@ -202,7 +202,7 @@ type CompleteResult struct {
 }
 
 func (*CompleteResult) resultType() string { return "complete" }
-func (r *CompleteResult) encodeBody(e *enc, legacy bool) {
+func (r *CompleteResult) encodeBody(e *enc) {
 	c := r.Completion
 	values, hasMore := c.Values, c.HasMore
 	if len(values) > maxCompletionValues {
@@ -230,8 +230,8 @@ type CreateTaskResult struct {
 	noMeta
 }
 
-func (*CreateTaskResult) resultType() string               { return "task" }
-func (r *CreateTaskResult) encodeBody(e *enc, legacy bool) { encodeTaskFields(e, r.Task, false) }
+func (*CreateTaskResult) resultType() string  { return "task" }
+func (r *CreateTaskResult) encodeBody(e *enc) { encodeTaskFields(e, r.Task, false) }
 
 // GetTaskResult is the result of tasks/get: the task with its status
 // payload (input requests, result or error).
@@ -240,8 +240,8 @@ type GetTaskResult struct {
 	noMeta
 }
 
-func (*GetTaskResult) resultType() string               { return "complete" }
-func (r *GetTaskResult) encodeBody(e *enc, legacy bool) { encodeTaskFields(e, r.Task, true) }
+func (*GetTaskResult) resultType() string  { return "complete" }
+func (r *GetTaskResult) encodeBody(e *enc) { encodeTaskFields(e, r.Task, true) }
 
 // EmptyResult is a result without members of its own, optionally with _meta.
 type EmptyResult struct {
@@ -249,14 +249,14 @@ type EmptyResult struct {
 }
 
 func (*EmptyResult) resultType() string            { return "complete" }
-func (*EmptyResult) encodeBody(*enc, bool)         {}
+func (*EmptyResult) encodeBody(*enc)               {}
 func (r *EmptyResult) resultMeta() exactjson.Value { return r.Meta }
 func (*EmptyResult) cachePolicy() *CachePolicy     { return nil }
 
 func (*MethodResult) resultType() string            { return "complete" }
 func (r *MethodResult) resultMeta() exactjson.Value { return r.Meta }
 func (r *MethodResult) cachePolicy() *CachePolicy   { return r.Cache }
-func (r *MethodResult) encodeBody(e *enc, legacy bool) {
+func (r *MethodResult) encodeBody(e *enc) {
 	for k, v := range r.Body.All() {
 		if k == "resultType" || k == "_meta" || k == "ttlMs" || k == "cacheScope" {
 			continue
@@ -268,7 +268,7 @@ func (r *MethodResult) encodeBody(e *enc, legacy bool) {
 func (*InputRequired) resultType() string          { return "input_required" }
 func (*InputRequired) resultMeta() exactjson.Value { return exactjson.Value{} }
 func (*InputRequired) cachePolicy() *CachePolicy   { return nil }
-func (ir *InputRequired) encodeBody(e *enc, legacy bool) {
+func (ir *InputRequired) encodeBody(e *enc) {
 	if len(ir.keys) > 0 {
 		e.name("inputRequests")
 		e.open()
@@ -291,8 +291,8 @@ func (ir *InputRequired) encodeBody(e *enc, legacy bool) {
 // _meta with the application's members and serverInfo; 2025-11-25 results
 // carry none of these (serverInfo came with initialize) and the
 // application's _meta only. Results are bounded by Limits.MaxOutputBytes.
-func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
-	b, _, _, err := s.encodeResultIn(res, legacy, nil)
+func (s *Server) encodeResult(res Result, era era) ([]byte, error) {
+	b, _, _, err := s.encodeResultIn(res, era, nil)
 	return b, err
 }
 
@@ -301,8 +301,8 @@ func (s *Server) encodeResult(res Result, legacy bool) ([]byte, error) {
 // (no second copy): wire is then the whole response, result the result
 // object within it, and buf the pooled buffer holding them, which the
 // transport may give back with putWire once it has written wire.
-func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire []byte, buf *[]byte, err error) {
-	e := &enc{nums: &s.limits.JSON} // numbers as the clients' parsers accept them (docs/limits.md)
+func (s *Server) encodeResultIn(res Result, era era, id *ID) (result, wire []byte, buf *[]byte, err error) {
+	e := &enc{nums: &s.limits.JSON, era: era} // numbers as the clients' parsers accept them (docs/limits.md)
 	start := 0
 	if id != nil {
 		buf, _ = s.wires.Get().(*[]byte)
@@ -316,18 +316,19 @@ func (s *Server) encodeResultIn(res Result, legacy bool, id *ID) (result, wire [
 		e.b = make([]byte, 0, 256)
 	}
 	e.open()
-	if !legacy {
+	envelope := era.resultEnvelope()
+	if envelope {
 		e.str("resultType", res.resultType())
 	}
-	res.encodeBody(e, legacy)
+	res.encodeBody(e)
 	userMeta := res.resultMeta()
-	if !legacy {
+	if envelope {
 		if c := res.cachePolicy(); c != nil {
 			c.encode(e)
 		}
 	}
-	withInfo := !legacy && !s.opts.OmitServerInfo
-	if withInfo || userMeta.Kind() == exactjson.KindObject && (!legacy || hasMemberBesides(userMeta, metaServerInfo)) {
+	withInfo := envelope && !s.opts.OmitServerInfo
+	if withInfo || userMeta.Kind() == exactjson.KindObject && (envelope || hasMemberBesides(userMeta, metaServerInfo)) {
 		e.name("_meta")
 		e.open()
 		for k, v := range userMeta.All() {

@@ -555,7 +555,7 @@ type operation struct {
 	// listBytes caches the item's encoded size in a list page, by era
 	// (0: 2026-07-28, 1: 2025-11-25); 0 until a list first measures it.
 	// Entries are replaced, never changed, on re-registration.
-	listBytes [2]atomic.Int64
+	listBytes [numEras]atomic.Int64
 }
 
 // NotifyResourceUpdated tells subscribers that the resource at uri changed.

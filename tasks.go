@@ -561,7 +561,7 @@ func (s *Server) taskOutcome(ctx context.Context, req *Request, rep reply) (task
 	}
 	switch r := rep.res.(type) {
 	case *CallToolResult:
-		b, err := s.encodeResult(r, false)
+		b, err := s.encodeResult(r, eraModern)
 		if err != nil {
 			return task.Outcome{}, err
 		}

@@ -328,15 +328,15 @@ func schemaFingerprint(compact []byte) string {
 }
 
 // encode writes the tool's list entry. The schemas are the compact forms
-// compiled at registration; 2025-11-25 output schemas are objects, so legacy
-// drops any other.
-func (t *Tool) encode(e *enc, legacy bool) {
+// compiled at registration; 2025-11-25 output schemas are objects, so
+// another is left out there.
+func (t *Tool) encode(e *enc) {
 	e.open()
 	e.str("name", t.Name)
 	e.strOpt("title", t.Title)
 	e.str("description", t.Description)
 	e.raw("inputSchema", t.InputSchema)
-	if len(t.OutputSchema) > 0 && (!legacy || objectSchema(t.OutputSchema)) {
+	if len(t.OutputSchema) > 0 && (!e.era.objectsOnly() || objectSchema(t.OutputSchema)) {
 		e.raw("outputSchema", t.OutputSchema)
 	}
 	if a := t.Annotations; a != nil {

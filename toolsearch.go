@@ -156,11 +156,10 @@ func (s *Server) handleToolSearch(ctx context.Context, req *Request) (*CallToolR
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int { return cmp.Compare(b.score, a.score) })
-	legacy := req.legacy != nil
 	// The definitions are sent twice (structuredContent and its text), so
 	// each may use under half the output bound.
 	budget := s.limits.MaxOutputBytes/2 - 1024
-	e := &enc{nums: &s.limits.JSON}
+	e := &enc{nums: &s.limits.JSON, era: req.era()}
 	e.b = append(e.b, `{"tools":[`...)
 	found, left := 0, 0
 	for _, h := range hits {
@@ -172,7 +171,7 @@ func (s *Server) handleToolSearch(ctx context.Context, req *Request) (*CallToolR
 		if found > 0 {
 			e.b = append(e.b, ',')
 		}
-		h.e.tool.encode(e, legacy)
+		h.e.tool.encode(e)
 		if e.err != nil {
 			return nil, fmt.Errorf("weft: %s: encoding tool %q: %w", s.search.name, h.e.tool.Name, e.err)
 		}
