@@ -148,7 +148,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 	for {
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		end = measure(t)
-		sess := s.legacy.store.(*sessionstore.Memory).Len()
+		sess := s.legacyAdapter().store.(*sessionstore.Memory).Len()
 		left := 0
 		for _, id := range taskIDs {
 			if _, err := store.Get(context.Background(), id); !errors.Is(err, task.ErrNotFound) {

@@ -184,9 +184,10 @@ func errReply(id ID, e *Error) reply {
 	return r
 }
 
-// serve runs one message of either era: it parses the body once, sends
-// 2025-11-25 messages to their session (legacy_serve.go), validates a
-// 2026-07-28 request in the spec's order, admits it and dispatches it.
+// serve runs one message of any era: it parses the body once, hands it to
+// the era adapters (era.go), which serve the messages of their eras, and
+// validates a 2026-07-28 request in the spec's order, admits it and
+// dispatches it.
 func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if !s.bus.serving.Load() {
 		s.bus.serving.Store(true)
@@ -209,8 +210,10 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
 	}
-	if rep, ok := s.serveLegacy(ctx, in, v, rt); ok {
-		return rep
+	for _, a := range s.adapters {
+		if rep, ok := a.serveMessage(ctx, in, v, rt); ok {
+			return rep
+		}
 	}
 	m, perr := parseMessage(v)
 	if perr != nil {
@@ -226,9 +229,9 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		return errReply(m.id, errShuttingDown())
 	}
 	meta, _ := m.params.Get("_meta")
-	if legacyOnly(m.method) && !meta.Has(metaProtocolVersion) {
+	if removedIn2026(m.method) && !meta.Has(metaProtocolVersion) {
 		e := methodNotFound(m.method)
-		if m.method == "initialize" && s.legacy == nil {
+		if m.method == "initialize" && len(s.adapters) == 0 {
 			// Say how to opt in (the era is served unless disabled).
 			e.Message = "Method not found: this server serves MCP 2026-07-28 only; its operator serves 2025-era clients by leaving weft.Options.Legacy.Disabled unset"
 		}
@@ -626,8 +629,8 @@ const (
 // supportedVersions lists the protocol versions served by the modern era.
 var supportedVersions = []string{ProtocolVersion}
 
-// legacyOnly are methods removed in 2026-07-28.
-func legacyOnly(method string) bool {
+// removedIn2026 are the methods 2026-07-28 removed.
+func removedIn2026(method string) bool {
 	switch method {
 	case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
 		"notifications/initialized", "notifications/roots/list_changed", "tasks/result", "tasks/list":

@@ -26,10 +26,11 @@
 // # The path of a request
 //
 // A transport (transport_http.go, transport_stdio.go) reads one message and
-// hands it to the dispatch core (dispatch.go), which parses it once, sends a
-// 2025-11-25 message to its session (legacy_serve.go), validates a
-// 2026-07-28 request in the specification's order (validate.go), admits it
-// ([Options.Admission], admission.go) and dispatches it: the [Observer], the
+// hands it to the dispatch core (dispatch.go), which parses it once, offers
+// it to the era adapters (era.go; the 2025-11-25 one is legacy_*.go), which
+// serve the messages of their eras, validates a 2026-07-28 request in the
+// specification's order (validate.go), admits it ([Options.Admission],
+// admission.go) and dispatches it: the [Observer], the
 // rate limiter, the concurrency gate and the request deadline, the handler
 // span, panic recovery, [Options.Middleware], and the method's handler
 // (catalog.go for discovery and the lists, call.go for tools/call,
@@ -39,9 +40,10 @@
 // client (progress, logs, list changes, a 2025-11-25 session's server
 // requests) go through one stream seam that each transport implements.
 //
-// The same dispatch runs 2025-11-25 requests, whose multi-round calls a
-// bridge (legacy_bridge.go) turns into server-to-client requests, and the
-// steps of durable tasks. docs/architecture.md tells the whole path.
+// The same dispatch runs the requests of 2025-11-25 sessions, whose
+// multi-round calls the adapter's bridge turns into server-to-client
+// requests, and the steps of durable tasks. docs/architecture.md tells the
+// whole path.
 //
 // # The two eras
 //

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/task"
 )
 
@@ -74,9 +73,9 @@ func (s *Server) checkReady(ctx context.Context) (string, error) {
 			return "tasks", err
 		}
 	}
-	if l := s.legacy; l != nil && l.store != nil {
-		if _, err := l.store.Get(ctx, readinessProbeID); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
-			return "sessions", err
+	for _, a := range s.adapters {
+		if name, err := a.ready(ctx); err != nil {
+			return name, err
 		}
 	}
 	if check := s.opts.ReadinessCheck; check != nil {

@@ -39,7 +39,7 @@ func roundID(id ID, r int) ID {
 // answers between rounds holds no slot and runs under InputTimeout instead),
 // and an input_required result is answered with server-to-client requests.
 func (l *legacyServer) bridge(ctx context.Context, first *Request, h Handler) reply {
-	c := first.legacy
+	c := first.session
 	// A legacy client has no part in the input protocol: whatever it puts
 	// in these members is not a retry.
 	params := first.Params.Without("inputResponses", "requestState")

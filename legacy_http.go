@@ -9,14 +9,11 @@ import (
 	"github.com/weftmcp/weft/internal/localsess"
 )
 
-// serveLegacyHTTP is the ServeHTTP hook for the legacy era's GET (the
-// session's event stream) and DELETE (session termination). It reports false
-// for requests without Mcp-Session-Id, which keep the modern answer (405).
-func (s *Server) serveLegacyHTTP(w http.ResponseWriter, r *http.Request) bool {
-	l := s.legacy
-	if l == nil {
-		return false
-	}
+// serveHTTP is the adapter's HTTP entry (eraAdapter) for the 2025 era's
+// GET (the session's event stream) and DELETE (session termination). It
+// reports false for requests without Mcp-Session-Id, which keep the
+// 2026-07-28 answer (405).
+func (l *legacyServer) serveHTTP(w http.ResponseWriter, r *http.Request) bool {
 	sids := r.Header.Values("Mcp-Session-Id")
 	if len(sids) == 0 {
 		return false

@@ -274,11 +274,11 @@ func errStatelessInput(e *Error) *Error {
 	return &c
 }
 
-// serveLegacy is the legacy hook of serve: it reports false for messages of
-// the modern era.
-func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value, rt *requestTelemetry) (reply, bool) {
-	l := s.legacy
-	if l == nil || v.Kind() != exactjson.KindObject {
+// serveMessage is the adapter's entry from the transports (eraAdapter): it
+// serves the messages of 2025-era clients and reports false for those of
+// 2026-07-28 ones.
+func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, rt *requestTelemetry) (reply, bool) {
+	if v.Kind() != exactjson.KindObject {
 		return reply{}, false
 	}
 	params, _ := v.Get("params")
@@ -305,7 +305,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 		if sid == "" && method != "initialize" {
 			return reply{}, false
 		}
-		return l.serveMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt, ""), true
+		return l.serveSessionMessage(ctx, in, v, sid, l.stdioStore, "stdio", rt, ""), true
 	}
 	sids := in.header.Values("Mcp-Session-Id")
 	if len(sids) > 1 {
@@ -328,7 +328,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 				if version == "" {
 					return transportError(http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version (supported: "+strings.Join(l.opts.Versions, ", ")+")"), true
 				}
-				return l.serveMessage(ctx, in, v, "", nil, "http", rt, version), true
+				return l.serveSessionMessage(ctx, in, v, "", nil, "http", rt, version), true
 			}
 		}
 		if l.opts.Only {
@@ -344,7 +344,7 @@ func (s *Server) serveLegacy(ctx context.Context, in *inbound, v exactjson.Value
 			return errNoSession(), true // this server gives 2025-era HTTP clients no sessions
 		}
 	}
-	return l.serveMessage(ctx, in, v, sid, l.store, "http", rt, ""), true
+	return l.serveSessionMessage(ctx, in, v, sid, l.store, "http", rt, ""), true
 }
 
 // stateless reports whether 2025-era HTTP clients are served without
@@ -379,12 +379,12 @@ func transportError(status int, msg string) reply {
 
 func errNoSession() reply { return transportError(http.StatusNotFound, "Session not found") }
 
-// serveMessage serves one legacy message of session sid ("" before
+// serveSessionMessage serves one 2025-era message of session sid ("" before
 // initialize) kept in store. Requests are recorded by the telemetry of
 // serve (rt), like modern ones, and dispatched by the same core.
 //
 // A nil store serves one stateless request of revision version.
-func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
+func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
 	s := l.srv
 	if _, ok := store.(*sessionstore.Memory); ok {
 		defer l.keepSweeping() // other stores sweep themselves
@@ -503,6 +503,36 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 	return s.dispatch(ctx, req, h, (*Server).encodeLegacy)
 }
 
+// legacyAdapter is the server's 2025-era adapter, nil when the era is
+// not served.
+func (s *Server) legacyAdapter() *legacyServer {
+	for _, a := range s.adapters {
+		if l, ok := a.(*legacyServer); ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// run relays the fleet's 2025-era cancellations (eraAdapter) until done,
+// when the server has Options.Events.
+func (l *legacyServer) run(done <-chan struct{}) {
+	if l.srv.opts.Events != nil {
+		l.relayCancels(done)
+	}
+}
+
+// ready checks the session store (eraAdapter).
+func (l *legacyServer) ready(ctx context.Context) (string, error) {
+	if l.store == nil {
+		return "", nil
+	}
+	if _, err := l.store.Get(ctx, readinessProbeID); err != nil && !errors.Is(err, sessionstore.ErrNotFound) {
+		return "sessions", err
+	}
+	return "", nil
+}
+
 // request builds the *Request of one invocation for a session.
 func (l *legacyServer) request(c *legacyConn, method string, id ID, name string, params exactjson.Value) *Request {
 	version := ""
@@ -516,7 +546,7 @@ func (l *legacyServer) request(c *legacyConn, method string, id ID, name string,
 	req := l.srv.newRequest(c.in, method, id, version, name, params, c.caps, c.ident)
 	req.ClientInfo = c.info
 	req.logLevel = logLevel
-	req.legacy = c
+	req.session = c
 	return req
 }
 
@@ -563,7 +593,7 @@ func (l *legacyServer) sessionHandlers() map[string]Handler {
 // session. An input_required result (the bridge answers it) is checked and
 // sealed but not encoded.
 func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) reply {
-	l := s.legacy
+	l := s.legacyAdapter()
 	switch r := res.(type) {
 	case *InputRequired:
 		if rep, ok := s.prepareInputRequired(ctx, req, r); !ok {
@@ -572,7 +602,7 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 		return reply{res: r}
 	case paged:
 		if next := r.nextCursor(); next != "" {
-			sealed, e := l.sealCursor(ctx, req.legacy, req.Method, next)
+			sealed, e := l.sealCursor(ctx, req.session, req.Method, next)
 			if e != nil {
 				return reply{err: e, outcome: OutcomeInternalError}
 			}
@@ -585,7 +615,7 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 		return reply{err: internalError(err), outcome: OutcomeInternalError}
 	}
 	rep := reply{result: b}
-	if ir, ok := res.(*InitializeResult); ok && req.legacy.transport == "http" && ir.sessionID != "" {
+	if ir, ok := res.(*InitializeResult); ok && req.session.transport == "http" && ir.sessionID != "" {
 		rep.header = http.Header{"Mcp-Session-Id": {ir.sessionID}}
 	}
 	return rep
@@ -640,7 +670,7 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 // handleInitialize opens a session.
 func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Result, error) {
 	s := l.srv
-	c := req.legacy
+	c := req.session
 	// A bad initialize is a transport failure (HTTP 400), unlike the
 	// JSON-RPC errors of a session (HTTP 200).
 	bad := func(msg string) error { return withStatus(InvalidParams(msg), http.StatusBadRequest) }
@@ -820,7 +850,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 
 // handleSetLevel serves logging/setLevel.
 func (l *legacyServer) handleSetLevel(ctx context.Context, req *Request) (Result, error) {
-	c := req.legacy
+	c := req.session
 	lv, _ := req.Params.Get("level")
 	level, _ := lv.AsString()
 	if levelIndex(LogLevel(level)) < 0 {
@@ -846,7 +876,7 @@ func (l *legacyServer) storeError(err error) error {
 // handleSubscribe serves resources/subscribe and resources/unsubscribe.
 func (l *legacyServer) handleSubscribe(ctx context.Context, req *Request) (Result, error) {
 	s := l.srv
-	c := req.legacy
+	c := req.session
 	uv, _ := req.Params.Get("uri")
 	uri, ok := uv.AsString()
 	if !ok || uri == "" || len(uri) > s.limits.MaxURIBytes {

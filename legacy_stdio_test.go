@@ -177,7 +177,7 @@ func TestLegacyStdioSessionEnds(t *testing.T) {
 	c, _ := startLegacyStdio(t, s)
 	c.send(2, "resources/subscribe", M{"uri": "test://a"})
 	c.ok("2")
-	if got := s.legacy.stdioStore.Len(); got != 1 {
+	if got := s.legacyAdapter().stdioStore.Len(); got != 1 {
 		t.Fatalf("%d stdio sessions while connected, want 1", got)
 	}
 	if got := subscribers(); got != before+1 {
@@ -187,7 +187,7 @@ func TestLegacyStdioSessionEnds(t *testing.T) {
 	if err := waitFor(t, c.p.done, "ServeStdio returning at EOF"); err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
-	if got := s.legacy.stdioStore.Len(); got != 0 {
+	if got := s.legacyAdapter().stdioStore.Len(); got != 0 {
 		t.Errorf("%d stdio sessions after the connection ended, want 0", got)
 	}
 	if got := subscribers(); got != before {
@@ -205,7 +205,7 @@ func TestLegacyStdioSecondInitialize(t *testing.T) {
 	if m := c.next(); m.Error == nil || m.Error.Code != CodeInvalidRequest {
 		t.Fatalf("second initialize: %+v", m)
 	}
-	if got := s.legacy.stdioStore.Len(); got != 1 {
+	if got := s.legacyAdapter().stdioStore.Len(); got != 1 {
 		t.Errorf("%d stdio sessions, want 1", got)
 	}
 	c.send(3, "resources/subscribe", M{"uri": "test://a"})

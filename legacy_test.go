@@ -165,7 +165,7 @@ func TestLegacySessionChecks(t *testing.T) {
 	ts := startHTTP(t, s)
 	c := newLegacyClient(t, ts.URL)
 	c.initialize()
-	sess, err := s.legacy.store.Get(context.Background(), c.sid)
+	sess, err := s.legacyAdapter().store.Get(context.Background(), c.sid)
 	if err != nil || !sess.Initialized || string(sess.ClientCapabilities) != `{"elicitation":{},"roots":{"listChanged":true},"sampling":{}}` {
 		t.Fatalf("stored session %+v, %v", sess, err)
 	}
@@ -299,7 +299,7 @@ func TestLegacyMethods(t *testing.T) {
 	if r := c.call(16, "logging/setLevel", M{"level": "warning"}); string(r.Msg.Result) != `{}` {
 		t.Fatalf("setLevel %v", r)
 	}
-	if sess, _ := s.legacy.store.Get(context.Background(), c.sid); sess.LogLevel != "warning" {
+	if sess, _ := s.legacyAdapter().store.Get(context.Background(), c.sid); sess.LogLevel != "warning" {
 		t.Fatalf("log level not stored: %+v", sess)
 	}
 	c.call(17, "resources/subscribe", M{}).wantError(t, 200, CodeInvalidParams)
@@ -599,7 +599,7 @@ func TestLegacySubscriptionsAndGetStream(t *testing.T) {
 			t.Fatalf("subscribe: %v", r)
 		}
 	}
-	if sess, _ := s.legacy.store.Get(context.Background(), c.sid); strings.Join(sess.Subscriptions, " ") != "test://w test://dir" {
+	if sess, _ := s.legacyAdapter().store.Get(context.Background(), c.sid); strings.Join(sess.Subscriptions, " ") != "test://w test://dir" {
 		t.Fatalf("subscriptions %v", sess.Subscriptions)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -732,29 +732,29 @@ func TestLegacySweeperEnds(t *testing.T) {
 		addText(t, s, "t", "ok")
 		c := newLegacyClient(t, "http://127.0.0.1/mcp")
 		c.httpc = &http.Client{Transport: handlerTransport{s}}
-		if s.legacy.sweeping.Load() {
+		if s.legacyAdapter().sweeping.Load() {
 			t.Error("a sweeper runs before any session")
 		}
 		c.initialize()
 		synctest.Wait()
-		if !s.legacy.sweeping.Load() {
+		if !s.legacyAdapter().sweeping.Load() {
 			t.Fatal("a session is stored and no sweeper runs")
 		}
 		// The session expires after IdleTimeout; the sweep after that purges
 		// it and the sweeper ends.
-		time.Sleep(4*time.Second + 2*s.legacy.sweepInterval())
+		time.Sleep(4*time.Second + 2*s.legacyAdapter().sweepInterval())
 		synctest.Wait()
-		if n := s.legacy.store.(*sessionstore.Memory).Len(); n != 0 {
+		if n := s.legacyAdapter().store.(*sessionstore.Memory).Len(); n != 0 {
 			t.Errorf("%d sessions stored after their idle timeout", n)
 		}
-		if s.legacy.sweeping.Load() {
+		if s.legacyAdapter().sweeping.Load() {
 			t.Error("the sweeper still runs with no session stored")
 		}
 		// A new session starts it again.
 		c.sid = ""
 		c.initialize()
 		synctest.Wait()
-		if !s.legacy.sweeping.Load() {
+		if !s.legacyAdapter().sweeping.Load() {
 			t.Fatal("a new session and no sweeper")
 		}
 	})

@@ -2004,11 +2004,11 @@ func checkLegacyPendingAnswers(t *testing.T) {
 	ctx := context.Background()
 	exp := time.Now().Add(time.Minute)
 	for i := range 2 {
-		if err := s.legacy.store.Expect(ctx, c.sid, "r"+strconv.Itoa(i), exp); err != nil {
+		if err := s.legacyAdapter().store.Expect(ctx, c.sid, "r"+strconv.Itoa(i), exp); err != nil {
 			t.Fatalf("pending answer %d of 2: %v", i+1, err)
 		}
 	}
-	if err := s.legacy.store.Expect(ctx, c.sid, "r2", exp); !errors.Is(err, sessionstore.ErrLimit) {
+	if err := s.legacyAdapter().store.Expect(ctx, c.sid, "r2", exp); !errors.Is(err, sessionstore.ErrLimit) {
 		t.Fatalf("a third pending answer: %v, want ErrLimit", err)
 	}
 }

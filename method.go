@@ -51,7 +51,7 @@ func (s *Server) HandleMethod(method string, opts MethodOptions, h MethodHandler
 	if method == "" || strings.HasPrefix(method, "notifications/") || strings.HasPrefix(method, "tasks/") {
 		return nil, fmt.Errorf("weft: method %q cannot be registered", method)
 	}
-	if legacyOnly(method) {
+	if removedIn2026(method) {
 		return nil, fmt.Errorf("weft: method %q is reserved", method)
 	}
 	switch method {

@@ -101,7 +101,7 @@ type Request struct {
 	out           stream
 	early         earlyReplier // the transport's early reply (dispatch.go)
 	remoteAddr    string
-	legacy        *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
+	session       *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
 	// bridged marks the later rounds of a 2025-11-25 bridged call: the
 	// client's request was charged to the rate limiter once, in round 0.
 	bridged bool
@@ -358,7 +358,7 @@ func levelIndex(l LogLevel) int {
 // cannot stream, nothing is sent and it reports false.
 func (r *Request) ElicitationComplete(id string) (bool, error) {
 	r.mu.Lock()
-	send := r.legacy != nil && id != "" && r.streamsLocked()
+	send := r.era() == era2025 && id != "" && r.streamsLocked()
 	out := r.out
 	r.mu.Unlock()
 	if !send {

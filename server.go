@@ -280,8 +280,10 @@ type Server struct {
 	draining atomic.Bool // Drain was called (health.go)
 	done     chan struct{}
 	doneOnce sync.Once
-	tel      *telemetry    // weft: tracing, metrics and request logs (telemetry_*.go)
-	legacy   *legacyServer // weft: 2025-11-25 era (legacy_*.go); nil when off
+	tel      *telemetry // weft: tracing, metrics and request logs (telemetry_*.go)
+	// adapters serve the protocol eras besides 2026-07-28 (era.go): the
+	// 2025-11-25 one (legacy_*.go) unless Options.Legacy.Disabled.
+	adapters []eraAdapter
 }
 
 // NewServer returns a server with the given implementation info and options
@@ -382,8 +384,10 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	s.bus.log = s.log
 	// weft: telemetry hook (telemetry_*.go)
 	s.tel = newTelemetry(s)
-	if s.legacy, err = newLegacyServer(s, s.opts.Legacy); err != nil { // weft: 2025-11-25 era hook
+	if a, err := newLegacyServer(s, s.opts.Legacy); err != nil {
 		cfgErr = errors.Join(cfgErr, err)
+	} else if a != nil {
+		s.adapters = append(s.adapters, a)
 	}
 	if s.opts.ToolSearch != nil {
 		if s.search, err = resolveToolSearch(s.opts.ToolSearch); err == nil {
@@ -402,9 +406,9 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	if s.opts.Events != nil {
 		s.bus.remote = s.opts.Events
 		go s.bus.relay(s.done)
-		if s.legacy != nil {
-			go s.legacy.relayCancels(s.done)
-		}
+	}
+	for _, a := range s.adapters {
+		go a.run(s.done)
 	}
 	return s, nil
 }

@@ -31,7 +31,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writePlainError(w, http.StatusForbidden, "Origin not allowed")
 		return
 	}
-	if r.Method != http.MethodPost && s.serveLegacyHTTP(w, r) { // weft: 2025-11-25 era hook (legacy_http.go)
+	if r.Method != http.MethodPost && s.adaptersServeHTTP(w, r) {
 		return
 	}
 	if r.Method != http.MethodPost {

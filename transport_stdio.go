@@ -37,8 +37,8 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	defer func() {
 		stopEvents()
 		events.Wait()
-		if s.legacy != nil {
-			s.legacy.endStdio(out)
+		for _, a := range s.adapters {
+			a.endStdio(out)
 		}
 	}()
 	var (
@@ -133,14 +133,16 @@ loop:
 				if !rep.none && rctx.Err() == nil { // a notification, or cancelled: nothing more
 					send(rep)
 				}
-				if s.legacy != nil && out.startEvents() {
+				if len(s.adapters) > 0 && out.startEvents() {
 					// The initialize response is out: the session's events
 					// follow it.
-					events.Add(1)
-					go func() {
-						defer events.Done()
-						s.legacy.stdioEvents(evCtx, out)
-					}()
+					for _, a := range s.adapters {
+						events.Add(1)
+						go func() {
+							defer events.Done()
+							a.stdioEvents(evCtx, out)
+						}()
+					}
 				}
 			}()
 		}
