@@ -96,11 +96,11 @@ func TestEnableExtensionCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rmA, err := r.RelayTasks("a", nopRelay{})
+	rmA, err := r.Proxy().RelayTasks("a", nopRelay{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rmB, err := r.RelayTasks("b", nopRelay{})
+	rmB, err := r.Proxy().RelayTasks("b", nopRelay{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestEnableExtensionCounted(t *testing.T) {
 		t.Fatal("tasks extension still advertised with no relay left")
 	}
 	disable := r.EnableExtension(TasksExtension, exactjson.Value{})
-	rmC, err := r.RelayTasks("c", nopRelay{})
+	rmC, err := r.Proxy().RelayTasks("c", nopRelay{})
 	if err != nil {
 		t.Fatal(err)
 	}

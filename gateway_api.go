@@ -14,7 +14,19 @@ import (
 	"github.com/weftmcp/weft/task"
 )
 
-// The root API the gateway package needs beyond the rest of the public API.
+// Proxy is the part of a Server's API that only a proxy needs: a program
+// that serves another server's tools, prompts, resources and tasks as its
+// own (package gateway). Get it with [Server.Proxy]. The methods that only
+// build values (Relay, WithURLPolicy, MissingCapabilities, RelayedTask,
+// ReleaseOutput) need no server, so the zero Proxy has them too; the
+// others fail on it.
+type Proxy struct{ s *Server }
+
+// errNoServer is the error of a zero Proxy's methods that need a server.
+var errNoServer = errors.New("weft: a zero Proxy has no server: get one with Server.Proxy")
+
+// Proxy returns the proxy API of s.
+func (s *Server) Proxy() Proxy { return Proxy{s} }
 
 // ReleaseOutput lets the handler stream progress and log messages although
 // the client lacks a capability of an input kind the operation declares
@@ -24,7 +36,7 @@ import (
 // input requests the client supports (check with [Request.ClientSupports]);
 // if it emits another, the -32021 error may follow output already sent.
 // A proxy calls it: it relays only what its upstream asks.
-func (r *Request) ReleaseOutput() {
+func (Proxy) ReleaseOutput(r *Request) {
 	r.mu.Lock()
 	r.holdOutput = false
 	r.mu.Unlock()
@@ -33,7 +45,7 @@ func (r *Request) ReleaseOutput() {
 // MissingCapabilities returns the -32021 error "Missing required client
 // capability" with data.requiredCapabilities set to required (a
 // ClientCapabilities object), for a handler relaying a server's refusal.
-func MissingCapabilities(required exactjson.Value) *Error {
+func (Proxy) MissingCapabilities(required exactjson.Value) *Error {
 	return errMissingCapabilities(required)
 }
 
@@ -44,7 +56,9 @@ func MissingCapabilities(required exactjson.Value) *Error {
 // by Ask: its kind must be declared (sampling that offers tools needs
 // Sampling(...).WithTools()), and forms and URLs must pass the server's
 // elicitation policies.
-func Relay(in Input, params exactjson.Value) (r InputRequest) {
+func (Proxy) Relay(in Input, params exactjson.Value) InputRequest { return relay(in, params) }
+
+func relay(in Input, params exactjson.Value) (r InputRequest) {
 	defer r.from(in)
 	d := in.input()
 	if d.err != nil {
@@ -58,26 +72,29 @@ func Relay(in Input, params exactjson.Value) (r InputRequest) {
 	return r
 }
 
-// WithURLPolicy returns r checked against p instead of the server's
+// WithURLPolicy returns r checked against pol instead of the server's
 // Options.URLElicitation when it is a URL elicitation: a proxy relaying
 // another server's URL requests applies the policy its operator set for
 // that server.
-func (r InputRequest) WithURLPolicy(p elicit.URLPolicy) InputRequest {
-	r.urlPolicy = &p
+func (Proxy) WithURLPolicy(r InputRequest, pol elicit.URLPolicy) InputRequest {
+	r.urlPolicy = &pol
 	return r
 }
 
 // CheckInputRequest applies the policies the server applies to the input
 // requests it emits (form fields asking for secrets, Options.SecretPolicy;
 // a URL elicitation's URL, Options.URLElicitation or the request's own
-// [InputRequest.WithURLPolicy]) to r: a proxy handing r to its client
+// [Proxy.WithURLPolicy]) to r: a proxy handing r to its client
 // another way than an [InputRequired] result (the inputRequests of a
 // relayed task) checks it first.
-func (s *Server) CheckInputRequest(r InputRequest) error {
+func (p Proxy) CheckInputRequest(r InputRequest) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
-	return s.checkElicitation(r)
+	if p.s == nil {
+		return errNoServer
+	}
+	return p.s.checkElicitation(r)
 }
 
 // Relayed tasks: a proxy whose upstream answers a tools/call with a task
@@ -86,7 +103,7 @@ func (s *Server) CheckInputRequest(r InputRequest) error {
 // asking the upstream.
 
 // TaskRelay serves the tasks another server created for calls relayed by a
-// proxy (see [Server.RelayTasks] and [RelayedTask]). id is the other
+// proxy (see [Proxy.RelayTasks] and [Proxy.RelayedTask]). id is the other
 // server's task id. Errors are answered like a handler's (an *Error as it
 // is); a task the other server does not know should be -32602.
 type TaskRelay interface {
@@ -134,7 +151,7 @@ func (s *Server) hasTaskRelays() bool {
 }
 
 // RelayTasks registers relay under name (unique on the server): tool
-// handlers may then return [RelayedTask] for it, the tasks extension is
+// handlers may then return [Proxy.RelayedTask] for it, the tasks extension is
 // advertised, and tasks/get, tasks/update and tasks/cancel of its tasks
 // reach relay. The ids this server gives its clients are sealed by
 // [Options.Protector] and bound to the caller's principal and partition, so
@@ -143,7 +160,11 @@ func (s *Server) hasTaskRelays() bool {
 // removes the registration (the ids of its tasks are then unknown) and,
 // with the last relay gone and no tasks of the server's own
 // ([Options].Tasks), stops advertising the extension.
-func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err error) {
+func (p Proxy) RelayTasks(name string, relay TaskRelay) (remove func(), err error) {
+	s := p.s
+	if s == nil {
+		return nil, errNoServer
+	}
 	if name == "" || relay == nil {
 		return nil, errors.New("weft: RelayTasks needs a name and a relay")
 	}
@@ -166,7 +187,7 @@ func (s *Server) RelayTasks(name string, relay TaskRelay) (remove func(), err er
 	}, nil
 }
 
-// relayedTask is the signal returned by [RelayedTask].
+// relayedTask is the signal returned by [Proxy.RelayedTask].
 type relayedTask struct {
 	relay string
 	rec   *task.Record
@@ -179,7 +200,7 @@ func (*relayedTask) Error() string { return "weft: a relayed task" }
 // CreateTaskResult, as a record), served afterwards by the [TaskRelay]
 // registered as relay. Only valid when the client declared the tasks
 // extension on the request (check [Request.ClientCapabilities]).
-func RelayedTask(relay string, rec *task.Record) error {
+func (Proxy) RelayedTask(relay string, rec *task.Record) error {
 	return &relayedTask{relay: relay, rec: rec}
 }
 
@@ -192,7 +213,7 @@ func relayedTaskBinding(req *Request) []byte {
 }
 
 // createRelayedTask answers a tools/call whose handler returned
-// [RelayedTask].
+// [Proxy.RelayedTask].
 func (s *Server) createRelayedTask(ctx context.Context, req *Request, rt *relayedTask) (Result, error) {
 	if _, ok := s.taskRelay(rt.relay); !ok || rt.rec == nil || rt.rec.ID == "" || !declaresTasks(req.ClientCapabilities) {
 		return nil, internalError(fmt.Errorf("weft: RelayedTask(%q) without a registered relay, a task id or the client's tasks extension", rt.relay))
@@ -272,7 +293,7 @@ func (s *Server) relayedTaskMethod(ctx context.Context, req *Request) (res Resul
 	return &EmptyResult{}, true, nil
 }
 
-// visibilityFilter is a filter of [Server.AddVisibilityFilter].
+// visibilityFilter is a filter of [Proxy.AddVisibilityFilter].
 type visibilityFilter struct {
 	Show func(ctx context.Context, req *Request, kind ItemKind, name string) bool
 }
@@ -282,7 +303,13 @@ type visibilityFilter struct {
 // hides: a proxy filters another server's items per caller with it. Lists
 // are cached privately (cacheScope) while a filter is set. The returned
 // function removes the filter.
-func (s *Server) AddVisibilityFilter(show func(ctx context.Context, req *Request, kind ItemKind, name string) bool) (remove func()) {
+//
+// It panics on the zero Proxy.
+func (p Proxy) AddVisibilityFilter(show func(ctx context.Context, req *Request, kind ItemKind, name string) bool) (remove func()) {
+	s := p.s
+	if s == nil {
+		panic(errNoServer)
+	}
 	f := &visibilityFilter{Show: show}
 	for {
 		old := s.visFilters.Load()
@@ -337,7 +364,11 @@ func (s *Server) filtersShow(ctx context.Context, req *Request, kind ItemKind, n
 // page that signs the person in a browser in at the server's own
 // authorization server admits the token it obtains with it, so that the
 // person and the server's callers compare as the same [Identity].
-func (s *Server) Admit(ctx context.Context, r *AdmissionRequest) (Identity, error) {
+func (p Proxy) Admit(ctx context.Context, r *AdmissionRequest) (Identity, error) {
+	s := p.s
+	if s == nil {
+		return Identity{}, errNoServer
+	}
 	if s.opts.Admission == nil || r == nil {
 		return Identity{}, nil
 	}

@@ -32,7 +32,7 @@ func TestReleaseOutput(t *testing.T) {
 		if err := srv.AddTool(weft.Tool{Name: name, Description: "Reports progress.", Inputs: []weft.Input{weft.Sampling(weft.ConditionalCapability)}},
 			func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 				if release {
-					req.ReleaseOutput()
+					srv.Proxy().ReleaseOutput(req)
 				}
 				_ = req.Progress(1, 2, "half")
 				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("done")}}, nil
@@ -42,7 +42,7 @@ func TestReleaseOutput(t *testing.T) {
 	}
 	if err := srv.AddTool(weft.Tool{Name: "refuse", Description: "Relays a refusal."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			return nil, weft.MissingCapabilities(exactjson.Object(exactjson.Field("sampling", exactjson.Object())))
+			return nil, weft.Proxy{}.MissingCapabilities(exactjson.Object(exactjson.Field("sampling", exactjson.Object())))
 		}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,18 +121,18 @@ func TestRelayTasks(t *testing.T) {
 	now := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	relay := &fakeRelay{tasks: map[string]*task.Record{"up-1": {ID: "up-1", Status: task.InputRequired, CreatedAt: now, UpdatedAt: now,
 		TTL: time.Minute, PollInterval: 10 * time.Millisecond, InputRequests: []byte(`{"k":{"method":"roots/list","params":{}}}`)}}}
-	remove, err := srv.RelayTasks("up", relay)
+	remove, err := srv.Proxy().RelayTasks("up", relay)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.RelayTasks("up", relay); err == nil {
+	if _, err := srv.Proxy().RelayTasks("up", relay); err == nil {
 		t.Fatal("a second relay of the same name was registered")
 	}
 	for name, relayName := range map[string]string{"job": "up", "orphan": "nobody"} {
 		if err := srv.AddTool(weft.Tool{Name: name, Description: "Answers with a task of another server."},
 			func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 				r, _ := relay.GetTask(ctx, req, "up-1")
-				return nil, weft.RelayedTask(relayName, r)
+				return nil, weft.Proxy{}.RelayedTask(relayName, r)
 			}); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestAddVisibilityFilter(t *testing.T) {
 	} {
 		var remove func()
 		if tc.filter {
-			remove = srv.AddVisibilityFilter(func(_ context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
+			remove = srv.Proxy().AddVisibilityFilter(func(_ context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
 				return !(kind == weft.KindTool && name == "b")
 			})
 		}
@@ -303,16 +303,34 @@ func TestCheckInputRequest(t *testing.T) {
 		r    weft.InputRequest
 		ok   bool
 	}{
-		{"allowed", weft.Relay(in, url("https://example.com/x")), true},
-		{"other origin", weft.Relay(in, url("https://elsewhere.example/x")), false},
-		{"http", weft.Relay(in, url("http://example.com/x")), false},
-		{"own policy", weft.Relay(in, url("https://elsewhere.example/x")).WithURLPolicy(elicit.URLPolicy{AllowedOrigins: []string{"https://elsewhere.example"}}), true},
-		{"roots", weft.Relay(weft.Roots(weft.ConditionalCapability), exactjson.Object()), true},
+		{"allowed", weft.Proxy{}.Relay(in, url("https://example.com/x")), true},
+		{"other origin", weft.Proxy{}.Relay(in, url("https://elsewhere.example/x")), false},
+		{"http", weft.Proxy{}.Relay(in, url("http://example.com/x")), false},
+		{"own policy", weft.Proxy{}.WithURLPolicy(weft.Proxy{}.Relay(in, url("https://elsewhere.example/x")), elicit.URLPolicy{AllowedOrigins: []string{"https://elsewhere.example"}}), true},
+		{"roots", weft.Proxy{}.Relay(weft.Roots(weft.ConditionalCapability), exactjson.Object()), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := s.CheckInputRequest(tc.r); (err == nil) != tc.ok {
+			if err := s.Proxy().CheckInputRequest(tc.r); (err == nil) != tc.ok {
 				t.Fatalf("CheckInputRequest: %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestZeroProxy: the zero Proxy builds values but refuses, with an error
+// saying how to get a real one, what needs a server.
+func TestZeroProxy(t *testing.T) {
+	var p weft.Proxy
+	if r := p.Relay(weft.Roots(weft.ConditionalCapability), exactjson.Object()); r.Err() != nil {
+		t.Errorf("Relay on the zero Proxy: %v", r.Err())
+	}
+	if _, err := p.RelayTasks("r", nil); err == nil || !strings.Contains(err.Error(), "Server.Proxy") {
+		t.Errorf("RelayTasks: %v", err)
+	}
+	if _, err := p.Admit(context.Background(), &weft.AdmissionRequest{}); err == nil || !strings.Contains(err.Error(), "Server.Proxy") {
+		t.Errorf("Admit: %v", err)
+	}
+	if err := p.CheckInputRequest(p.Relay(weft.Roots(weft.ConditionalCapability), exactjson.Object())); err == nil {
+		t.Error("CheckInputRequest on the zero Proxy succeeded")
 	}
 }

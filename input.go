@@ -278,7 +278,7 @@ type InputRequest struct {
 	schema *elicit.Schema // a form's parsed requestedSchema, when known
 	err    error
 	// urlPolicy, when set, checks a URL elicitation instead of
-	// Options.URLElicitation (a relayed request: see WithURLPolicy).
+	// Options.URLElicitation (a relayed request: see Proxy.WithURLPolicy).
 	urlPolicy *elicit.URLPolicy
 }
 

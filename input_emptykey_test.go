@@ -56,7 +56,7 @@ func TestInputRequestDeclaration(t *testing.T) {
 		{"url", url.Ask("Sign in.", "https://example.com/a"), url},
 		{"sampling", sampling.Ask(SamplingRequest{Messages: []SamplingMessage{{Role: RoleUser, Content: TextContent("Hi")}}, MaxTokens: 5}), sampling},
 		{"roots", roots.Ask(), roots},
-		{"relayed", Relay(form, mustParse(t, `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}`)), form},
+		{"relayed", Proxy{}.Relay(form, mustParse(t, `{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}`)), form},
 	} {
 		if got := c.r.Declaration(); got != c.want {
 			t.Errorf("%s: Declaration() = %v, want %v", c.name, got, c.want)

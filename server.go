@@ -571,7 +571,7 @@ func (s *Server) NotifyResourceUpdated(uri string) {
 func (s *Server) NotifyResourcesChanged() { s.bus.publish(event{kind: evResourcesListChanged}) }
 
 // Visible reports whether [Options.Visible] and every filter added with
-// [Server.AddVisibilityFilter] show the item to req (always true without
+// [Proxy.AddVisibilityFilter] show the item to req (always true without
 // a filter). Extensions that serve their own listings, such as
 // skills, ask it so that one filter hides an item everywhere.
 func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name string) bool {

@@ -62,7 +62,7 @@ func (u *upstream) registerApps(c *conn) {
 	ext, _ := c.caps.Get("extensions")
 	settings, _ := ext.Get(apps.ExtensionID)
 	disable := srv.EnableExtension(apps.ExtensionID, settings)
-	unfilter := srv.AddVisibilityFilter(u.showApps)
+	unfilter := srv.Proxy().AddVisibilityFilter(u.showApps)
 	u.unapps = func() { unfilter(); disable() }
 }
 

@@ -16,7 +16,7 @@
 // mailbox of a [sessionstore.Store] (PostgreSQL for a fleet). 2025-era
 // clients are served by the server's own legacy bridge. A 2026-07-28
 // upstream's tasks (the tasks extension) reach the clients under ids the
-// server seals ([weft.Server.RelayTasks]), so that tasks/get, tasks/update
+// server seals ([weft.Proxy.RelayTasks]), so that tasks/get, tasks/update
 // and tasks/cancel find the upstream's task from any instance. A 2025-11-25
 // upstream's task-augmented tools run as 2025 tasks that the instance
 // holding the upstream's session drives (tasks/get at the upstream's

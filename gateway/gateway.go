@@ -161,7 +161,7 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 			return nil, err
 		}
 		if u.callers != nil && srv != nil {
-			u.unfilter = srv.AddVisibilityFilter(u.callers.show)
+			u.unfilter = srv.Proxy().AddVisibilityFilter(u.callers.show)
 		}
 		if c, err := u.get(ctx); err == nil {
 			if c.modern() {
@@ -986,7 +986,7 @@ func (u *upstream) toolHandler(upName string, mirrors []mirror.Mirror, taskSuppo
 		case (taskSupport == "optional" || taskSupport == "required") && declaresTasks(req.ClientCapabilities):
 			res, err = u.callAsTask(ctx, req, params)
 		case taskSupport == "required":
-			return nil, weft.MissingCapabilities(tasksRequired())
+			return nil, weft.Proxy{}.MissingCapabilities(tasksRequired())
 		default:
 			res, err = u.invoke(withHeader(ctx, header), req, "tools/call", params)
 		}
@@ -1317,7 +1317,7 @@ func (u *upstream) invokeModern(ctx context.Context, req *weft.Request, c *conn,
 		if err != nil {
 			return exactjson.Value{}, u.g.unavailable(u, err)
 		}
-		return exactjson.Value{}, weft.RelayedTask(u.relayName(), rec)
+		return exactjson.Value{}, weft.Proxy{}.RelayedTask(u.relayName(), rec)
 	default:
 		return exactjson.Value{}, u.g.unavailable(u, fmt.Errorf("the upstream answered resultType %q, which the gateway does not relay", rt))
 	}
@@ -1359,7 +1359,7 @@ func upstreamError(name string, e *client.RPCError) error {
 		if req.Kind() != exactjson.KindObject {
 			req = exactjson.Object()
 		}
-		return weft.MissingCapabilities(req)
+		return weft.Proxy{}.MissingCapabilities(req)
 	case e.Code >= -32768 && e.Code <= -32000:
 		data := exactjson.Object(exactjson.Field("upstream", exactjson.String(name)), exactjson.Field("code", exactjson.Int(int64(e.Code))))
 		if !e.Data.IsNull() {

@@ -82,10 +82,10 @@ func inputRequest(method string, params exactjson.Value, policy func(rawURL stri
 	case "roots/list":
 		params = exactjson.Object()
 	}
-	r := weft.Relay(in, params)
+	r := weft.Proxy{}.Relay(in, params)
 	if policy != nil && inputKind(method, params) == "url" {
 		if p, ok := policy(str(params, "url")); ok {
-			r = r.WithURLPolicy(p)
+			r = weft.Proxy{}.WithURLPolicy(r, p)
 		}
 	}
 	return r, r.Err()
@@ -99,7 +99,7 @@ func checkRelayed(srv *weft.Server, method string, params exactjson.Value, polic
 	if err != nil || srv == nil {
 		return err
 	}
-	return srv.CheckInputRequest(r)
+	return srv.Proxy().CheckInputRequest(r)
 }
 
 // inputKind names the kind of an upstream's input request as in
@@ -164,7 +164,7 @@ func withUpstreamState(ir *weft.InputRequired, st string) *weft.InputRequired {
 // releaseOutput lets progress and logs stream to a client lacking a
 // declared input kind's capability (the gateway relays only what it
 // supports).
-func releaseOutput(req *weft.Request) { req.ReleaseOutput() }
+func releaseOutput(req *weft.Request) { weft.Proxy{}.ReleaseOutput(req) }
 
 // parkedState returns the parked-call reference of a retry, if any.
 func parkedState(req *weft.Request) (exactjson.Value, bool) {
@@ -193,10 +193,11 @@ func inputResponses(req *weft.Request, own string) exactjson.Value {
 // authorizeInput is the gateway's own URL request sending the user to its
 // authorization start page (peruser.go), checked against policy.
 func authorizeInput(message, rawURL string, policy elicit.URLPolicy) (*weft.InputRequired, error) {
-	r := weft.Relay(weft.URL(weft.ConditionalCapability), exactjson.Object(
+	var p weft.Proxy // building values needs no server
+	r := p.WithURLPolicy(p.Relay(weft.URL(weft.ConditionalCapability), exactjson.Object(
 		exactjson.Field("mode", exactjson.String("url")),
 		exactjson.Field("message", exactjson.String(message)),
-		exactjson.Field("url", exactjson.String(rawURL)))).WithURLPolicy(policy)
+		exactjson.Field("url", exactjson.String(rawURL)))), policy)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func (g *Gateway) admitBrowser(ctx context.Context, r *http.Request, token strin
 		return weft.Identity{}, errors.New("gateway: no server to admit the sign-in with")
 	}
 	h := http.Header{"Authorization": {"Bearer " + token}}
-	return g.srv.Admit(ctx, &weft.AdmissionRequest{Method: "tools/call", Header: h, RemoteAddr: r.RemoteAddr, Transport: "http", BearerToken: token})
+	return g.srv.Proxy().Admit(ctx, &weft.AdmissionRequest{Method: "tools/call", Header: h, RemoteAddr: r.RemoteAddr, Transport: "http", BearerToken: token})
 }
 
 // sameUser compares two identity digests in constant time.

@@ -14,7 +14,7 @@ import (
 
 // Tasks of 2026-07-28 upstreams (the tasks extension): a tools/call the
 // upstream answers with a task gives the client that task, under an id the
-// gateway's server seals (weft.RelayTasks: bound to the caller, carrying
+// gateway's server seals (weft.Proxy.RelayTasks: bound to the caller, carrying
 // the relay's name, which names the upstream, and the upstream's task id),
 // so that tasks/get, tasks/update and tasks/cancel on any instance of the
 // fleet reach the upstream's task. The same relay serves the tasks of a
@@ -37,7 +37,7 @@ func (u *upstream) registerTasks() error {
 	if u.unrelay != nil || u.g.srv == nil {
 		return nil
 	}
-	remove, err := u.g.srv.RelayTasks(u.relayName(), taskRelay{u})
+	remove, err := u.g.srv.Proxy().RelayTasks(u.relayName(), taskRelay{u})
 	if err != nil {
 		return fmt.Errorf("gateway: upstream %q: %w", u.cfg.Name, err)
 	}

@@ -19,7 +19,7 @@ import (
 // execution.taskSupport "optional" or "required", called by a client
 // declaring the tasks extension, runs as a task of the upstream
 // (task-augmented tools/call) and the client gets a task of the tasks
-// extension for it (weft.RelayedTask, served by the upstream's taskRelay).
+// extension for it (weft.Proxy.RelayedTask, served by the upstream's taskRelay).
 //
 // The 2025 task lives in the upstream's session (over stdio: the process
 // that created it), so the gateway instance holding that session drives it
@@ -188,7 +188,7 @@ func (u *upstream) callAsTask(ctx context.Context, req *weft.Request, params exa
 		defer g.wg.Done()
 		lt.run()
 	}()
-	return exactjson.Value{}, weft.RelayedTask(u.relayName(), lt.view())
+	return exactjson.Value{}, weft.Proxy{}.RelayedTask(u.relayName(), lt.view())
 }
 
 // reserve takes a place for a new task, dropping the tasks past their
