@@ -15,7 +15,7 @@ func (r *report) tasksSection(p func(format string, args ...any)) {
 		"the latency of an idle system. **Heavy** load: %d clients create %d tasks as fast as they can, with %s workers: the throughput, "+
 		"n over the time from the first create to the last observed completion (the latencies then include the queueing).\n\n",
 		riverVersion, r.cfg.taskLight, r.cfg.taskWorkers[0], r.cfg.taskClients, r.cfg.tasks, joinInts(r.cfg.taskWorkers, " and "))
-	p("- **Weft**: a task is created by `tools/call` on a Weft server with tasks on (`Options.Tasks`) (the tool answers `RunAsTask`; the runner " +
+	p("- **Weft**: a task is created by `tools/call` on a Weft server with tasks on (`Options.Tasks`; the tool answers `RunAsTask`; the runner " +
 		"runs its step, which completes), sent in memory to `Server.ServeHTTP`; it counts as completed when `tasks/get` reads it " +
 		"`completed`. Completion is noticed through the store's change events (`task.ChannelChanged`, as Weft's own " +
 		"`notifications/tasks` are), each read by one of 4 reader goroutines.\n")
