@@ -343,7 +343,7 @@ func (s *Server) toolError(ctx context.Context, req *Request, err error) (Result
 	}
 	var rl *relayedTask
 	if errors.As(err, &rl) && req.task == nil {
-		return s.createRelayedTask(ctx, req, rl) // gateway_api.go
+		return s.createRelayedTask(ctx, req, rl) // proxy.go
 	}
 	return inputRequiredOr(err)
 }

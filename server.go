@@ -268,7 +268,7 @@ type Server struct {
 	gate       *gate
 	extensions map[string]*extension               // EnableExtension
 	extState   map[any]any                         // ExtensionState, created on first use
-	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (gateway_api.go)
+	visFilters atomic.Pointer[[]*visibilityFilter] // AddVisibilityFilter (proxy.go)
 	scratch    sync.Pool                           // *stateScratch: request-state bindings and plaintexts (state.go)
 	parsers    sync.Pool                           // *exactjson.Parser: request bodies (dispatch.go)
 	wires      sync.Pool                           // *[]byte: response buffers back from the HTTP transport (result.go)
@@ -581,7 +581,7 @@ func (s *Server) Visible(ctx context.Context, req *Request, kind ItemKind, name 
 	if !s.scopesShow(req, kind, name) { // scopes.go
 		return false
 	}
-	return s.filtersShow(ctx, req, kind, name) // gateway_api.go
+	return s.filtersShow(ctx, req, kind, name) // proxy.go
 }
 
 // Shutdown stops accepting requests (they get 503 with Retry-After), ends

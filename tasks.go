@@ -351,7 +351,7 @@ func (s *Server) lookupTask(ctx context.Context, req *Request) (*task.Record, *E
 // authorizedTask reads a task and checks it belongs to the caller.
 func (s *Server) authorizedTask(ctx context.Context, req *Request, id string) (*task.Record, *Error) {
 	notFound := InvalidParams("Unknown task")
-	if s.taskEngine() == nil { // only relayed tasks are served (gateway_api.go)
+	if s.taskEngine() == nil { // only relayed tasks are served (proxy.go)
 		return nil, notFound
 	}
 	rec, err := s.taskEngine().store.Get(ctx, id)
@@ -370,7 +370,7 @@ func (s *Server) authorizedTask(ctx context.Context, req *Request, id string) (*
 }
 
 func (s *Server) handleTasksGet(ctx context.Context, req *Request) (Result, error) {
-	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // gateway_api.go
+	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // proxy.go
 		return res, err
 	}
 	rec, e := s.lookupTask(ctx, req)
@@ -381,7 +381,7 @@ func (s *Server) handleTasksGet(ctx context.Context, req *Request) (Result, erro
 }
 
 func (s *Server) handleTasksUpdate(ctx context.Context, req *Request) (Result, error) {
-	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // gateway_api.go
+	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // proxy.go
 		return res, err
 	}
 	rec, e := s.lookupTask(ctx, req)
@@ -427,7 +427,7 @@ func (s *Server) handleTasksUpdate(ctx context.Context, req *Request) (Result, e
 }
 
 func (s *Server) handleTasksCancel(ctx context.Context, req *Request) (Result, error) {
-	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // gateway_api.go
+	if res, ok, err := s.relayedTaskMethod(ctx, req); ok { // proxy.go
 		return res, err
 	}
 	rec, e := s.lookupTask(ctx, req)
