@@ -57,4 +57,10 @@
 //
 // A Client is cheap: make one per configuration (capabilities, headers,
 // endpoint) rather than reconfiguring one. It is safe for concurrent use.
+//
+// The client package's Go client works without a network too: give its
+// HTTP transport an *http.Client whose Transport is [RoundTripper]. It
+// follows durable tasks (answering a task's input requests through
+// tasks/update) and runs the multi-round loop through its handlers, as it
+// does against a remote server.
 package wefttest
