@@ -202,7 +202,7 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	defer c.Close()
 	_, err = c.ListTools(ctx)
 	var rerr *client.RPCError
-	if !errors.As(err, &rerr) || rerr.Code != weft.CodeInternalError || !strings.Contains(rerr.Message, `tool "huge"`) || !strings.Contains(rerr.Message, "Limits.MaxOutputBytes") {
+	if !errors.As(err, &rerr) || weft.Code(rerr.Code) != weft.CodeInternalError || !strings.Contains(rerr.Message, `tool "huge"`) || !strings.Contains(rerr.Message, "Limits.MaxOutputBytes") {
 		t.Fatalf("tools/list with an oversize tool: %v, want an internal error naming it and the limit", err)
 	}
 	if l := logBuf.String(); !strings.Contains(l, "list item larger than the output limit") || !strings.Contains(l, "max_output_bytes=1048576") {

@@ -47,13 +47,13 @@ func (c Code) String() string {
 // The JSON-RPC and MCP error codes Weft emits.
 const (
 	CodeParseError                 Code = -32700 // body is not valid JSON
-	CodeInvalidRequest                  = -32600 // not a valid JSON-RPC request
-	CodeMethodNotFound                  = -32601 // unknown, removed or unadvertised method
-	CodeInvalidParams                   = -32602 // malformed params, unknown tool, bad request state
-	CodeInternalError                   = -32603 // unexpected server failure
-	CodeHeaderMismatch                  = -32020 // HTTP metadata header missing or differing from the body
-	CodeMissingRequiredCapability       = -32021 // the request needs a client capability it did not declare
-	CodeUnsupportedProtocolVersion      = -32022 // the protocol version is not served here
+	CodeInvalidRequest             Code = -32600 // not a valid JSON-RPC request
+	CodeMethodNotFound             Code = -32601 // unknown, removed or unadvertised method
+	CodeInvalidParams              Code = -32602 // malformed params, unknown tool, bad request state
+	CodeInternalError              Code = -32603 // unexpected server failure
+	CodeHeaderMismatch             Code = -32020 // HTTP metadata header missing or differing from the body
+	CodeMissingRequiredCapability  Code = -32021 // the request needs a client capability it did not declare
+	CodeUnsupportedProtocolVersion Code = -32022 // the protocol version is not served here
 	// CodeRateLimited is the code Weft uses for rate limiting (HTTP 429).
 	// It lies just outside the JSON-RPC reserved range, and NewError refuses
 	// it like a reserved code so that only the framework can emit it.

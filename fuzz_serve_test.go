@@ -354,7 +354,7 @@ func FuzzCursor(f *testing.F) {
 			t.Fatalf("HTTP %d, not JSON: %q", rec.Code, rec.Body.Bytes())
 		}
 		if res.Error != nil {
-			if rec.Code != http.StatusBadRequest || res.Error.Code != CodeInvalidParams || res.Error.Message != "Invalid cursor" {
+			if rec.Code != http.StatusBadRequest || Code(res.Error.Code) != CodeInvalidParams || res.Error.Message != "Invalid cursor" {
 				t.Fatalf("cursor %q: HTTP %d %+v", cursor, rec.Code, *res.Error)
 			}
 			return
@@ -427,7 +427,7 @@ func FuzzMetadataHeaders(f *testing.F) {
 		rec := fuzzServe(b, h)
 		var res struct {
 			Result json.RawMessage
-			Error  *struct{ Code int }
+			Error  *struct{ Code Code }
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
 			t.Fatalf("HTTP %d, not JSON: %q", rec.Code, rec.Body.Bytes())

@@ -66,7 +66,7 @@ func TestReleaseOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Error == nil || resp.Error.Code != weft.CodeMissingRequiredCapability {
+	if resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeMissingRequiredCapability {
 		t.Fatalf("refuse: %+v", resp)
 	}
 	if caps, _ := resp.Error.Data.Get("requiredCapabilities"); !caps.Has("sampling") {

@@ -164,7 +164,7 @@ func TestClientWithoutUI(t *testing.T) {
 	} {
 		_, err := c.ReadResource(ctx, weather.URI)
 		var rpc *wefttest.RPCError
-		if !errors.As(err, &rpc) || rpc.Code != weft.CodeInvalidParams || rpc.Message != "Resource not found" ||
+		if !errors.As(err, &rpc) || weft.Code(rpc.Code) != weft.CodeInvalidParams || rpc.Message != "Resource not found" ||
 			get(rpc.Data, "uri").String() != `"ui://weather/dashboard"` {
 			t.Errorf("%s: read of the UI resource: %v", name, err)
 		}

@@ -516,7 +516,7 @@ func TestCloseWithdrawsExtensions(t *testing.T) {
 		}
 		_, err := c.Call(ctx, skills.MethodList, exactjson.Object())
 		var re *client.RPCError
-		if unknown := errors.As(err, &re) && re.Code == weft.CodeMethodNotFound; unknown == want {
+		if unknown := errors.As(err, &re) && weft.Code(re.Code) == weft.CodeMethodNotFound; unknown == want {
 			t.Fatalf("after closing %d of 2 mounts: skills/list: %v; want served %v", i+1, err, want)
 		}
 		if !ext.Has(own) {

@@ -238,7 +238,7 @@ func TestRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Error == nil || r.Error.Code != weft.CodeInternalError || r.Error.Message != "Internal error" || r.HTTPStatus != 500 {
+	if r.Error == nil || weft.Code(r.Error.Code) != weft.CodeInternalError || r.Error.Message != "Internal error" || r.HTTPStatus != 500 {
 		t.Fatalf("panic answered with HTTP %d %v", r.HTTPStatus, r.Error)
 	}
 	if p := reported.Load(); p == nil || *p != "panics: tool exploded" {

@@ -107,7 +107,7 @@ func TestDiscover(t *testing.T) {
 	if s := get(d.Capabilities, "extensions", skills.ExtensionID).String(); s != `{}` {
 		t.Errorf("extension settings without directory reads %s", s)
 	}
-	if e := callErr(t, c, skills.MethodDirectoryRead, uriParams("skill://pdf-processing")); e.Code != weft.CodeMethodNotFound {
+	if e := callErr(t, c, skills.MethodDirectoryRead, uriParams("skill://pdf-processing")); weft.Code(e.Code) != weft.CodeMethodNotFound {
 		t.Errorf("directory read when not declared: %v", e)
 	}
 }
@@ -188,7 +188,7 @@ func TestListPagination(t *testing.T) {
 		exactjson.String(base64.RawURLEncoding.EncodeToString([]byte("skills:02"))),
 		exactjson.String(base64.RawURLEncoding.EncodeToString([]byte("dir.x:2"))),
 	} {
-		if e := callErr(t, c, skills.MethodList, exactjson.Object(exactjson.Field("cursor", bad))); e.Code != weft.CodeInvalidParams {
+		if e := callErr(t, c, skills.MethodList, exactjson.Object(exactjson.Field("cursor", bad))); weft.Code(e.Code) != weft.CodeInvalidParams {
 			t.Errorf("cursor %s: %v", bad, e)
 		}
 	}
@@ -211,7 +211,7 @@ func TestGet(t *testing.T) {
 		exactjson.Object(exactjson.Field("uri", exactjson.Int(1))),
 		exactjson.Object(),
 	} {
-		if e := callErr(t, c, skills.MethodGet, p); e.Code != weft.CodeInvalidParams {
+		if e := callErr(t, c, skills.MethodGet, p); weft.Code(e.Code) != weft.CodeInvalidParams {
 			t.Errorf("%s: %v", p, e)
 		}
 	}
@@ -307,7 +307,7 @@ func TestDirectoryRead(t *testing.T) {
 		"":                                "No directory resource",
 	} {
 		e := callErr(t, c, skills.MethodDirectoryRead, uriParams(uri))
-		if e.Code != weft.CodeInvalidParams || !strings.Contains(e.Message, msg) {
+		if weft.Code(e.Code) != weft.CodeInvalidParams || !strings.Contains(e.Message, msg) {
 			t.Errorf("%q: %v", uri, e)
 		}
 	}
@@ -326,7 +326,7 @@ func TestDirectoryRead(t *testing.T) {
 	}
 	e := callErr(t, c, skills.MethodDirectoryRead, exactjson.Object(
 		exactjson.Field("uri", exactjson.String("skill://acme/billing/refunds")), exactjson.Field("cursor", exactjson.String(next))))
-	if e.Code != weft.CodeInvalidParams {
+	if weft.Code(e.Code) != weft.CodeInvalidParams {
 		t.Errorf("a cursor of another directory: %v", e)
 	}
 }
@@ -503,7 +503,7 @@ func TestVisibleHidesSkills(t *testing.T) {
 	}
 	// The files are resources, filtered by the same function.
 	email := uriParams("skill://acme/billing/refunds/examples/email.md")
-	if e := callErr(t, guest, "resources/read", email); e.Code != weft.CodeInvalidParams {
+	if e := callErr(t, guest, "resources/read", email); weft.Code(e.Code) != weft.CodeInvalidParams {
 		t.Errorf("guest read of a hidden skill file: %v", e)
 	}
 	call(t, admin, "resources/read", email)

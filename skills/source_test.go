@@ -190,7 +190,7 @@ func TestRemoveLastSource(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if unknown := resp.Error != nil && resp.Error.Code == weft.CodeMethodNotFound; unknown == want {
+					if unknown := resp.Error != nil && weft.Code(resp.Error.Code) == weft.CodeMethodNotFound; unknown == want {
 						t.Errorf("%s: %s answered %v %s; want served %v", what, m.name, resp.Error, resp.Result, want)
 					}
 				}
@@ -222,7 +222,7 @@ func TestRemoveLastSource(t *testing.T) {
 			if got := skillURIs(t, call(t, c, skills.MethodList, exactjson.Object())); !slices.Equal(got, []string{"skill://far/one/SKILL.md"}) {
 				t.Errorf("the new source: %v", got)
 			}
-			if e := callErr(t, c, skills.MethodDirectoryRead, uriParams("skill://far")); e.Code != weft.CodeMethodNotFound {
+			if e := callErr(t, c, skills.MethodDirectoryRead, uriParams("skill://far")); weft.Code(e.Code) != weft.CodeMethodNotFound {
 				t.Errorf("directory read without it in the new Config: %v", e)
 			}
 			remove()

@@ -93,7 +93,7 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 			cl := wefttest.NewClient(srv, caps, wefttest.WithTest(tb))
 			resp, err := cl.Call(t.Context(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(c.tool))))
 			// The client still sees only the sanitized error.
-			if resp == nil || resp.Error == nil || resp.Error.Code != weft.CodeInternalError || resp.Error.Message != "Internal error" || resp.HTTPStatus != 500 {
+			if resp == nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeInternalError || resp.Error.Message != "Internal error" || resp.HTTPStatus != 500 {
 				t.Fatalf("response %+v, want the sanitized -32603", resp)
 			}
 			if strings.Contains(resp.Error.Data.String(), "StateMode") {

@@ -409,7 +409,7 @@ func TestCallRawAndFreshIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Error == nil || resp.Error.Code != weft.CodeUnsupportedProtocolVersion || resp.HTTPStatus != http.StatusBadRequest {
+	if resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeUnsupportedProtocolVersion || resp.HTTPStatus != http.StatusBadRequest {
 		t.Errorf("old version = %+v %+v", resp, resp.Error)
 	}
 }
@@ -421,7 +421,7 @@ func TestErrors(t *testing.T) {
 
 	_, err := c.CallTool(ctx, "no_such_tool", nil)
 	re := rpcError(t, err)
-	if re.Code != weft.CodeInvalidParams || re.HTTPStatus != http.StatusBadRequest || re.Message != "Unknown tool" {
+	if weft.Code(re.Code) != weft.CodeInvalidParams || re.HTTPStatus != http.StatusBadRequest || re.Message != "Unknown tool" {
 		t.Errorf("unknown tool = %+v", re)
 	}
 
@@ -432,14 +432,14 @@ func TestErrors(t *testing.T) {
 	}
 
 	resp, err = c.Call(ctx, "ping", exactjson.Value{})
-	if err != nil || resp.Error == nil || resp.Error.Code != weft.CodeMethodNotFound || resp.HTTPStatus != http.StatusNotFound {
+	if err != nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeMethodNotFound || resp.HTTPStatus != http.StatusNotFound {
 		t.Errorf("ping = %+v, %v", resp, err)
 	}
 
 	_, err = c.CallTool(ctx, "needs_sampling", nil)
 	re = rpcError(t, err)
 	req, _ := re.Data.Get("requiredCapabilities")
-	if re.Code != weft.CodeMissingRequiredCapability || re.HTTPStatus != http.StatusBadRequest || !req.Has("sampling") {
+	if weft.Code(re.Code) != weft.CodeMissingRequiredCapability || re.HTTPStatus != http.StatusBadRequest || !req.Has("sampling") {
 		t.Errorf("missing capability = %+v", re)
 	}
 	// Declared: accepted.
@@ -451,7 +451,7 @@ func TestErrors(t *testing.T) {
 	vc := wefttest.NewClient(f.srv, wefttest.WithProtocolVersion("2099-01-01"))
 	_, err = vc.Discover(ctx)
 	re = rpcError(t, err)
-	if sup, _ := re.Data.Get("supported"); re.Code != weft.CodeUnsupportedProtocolVersion || sup.Len() != 1 {
+	if sup, _ := re.Data.Get("supported"); weft.Code(re.Code) != weft.CodeUnsupportedProtocolVersion || sup.Len() != 1 {
 		t.Errorf("unsupported version = %+v", re)
 	}
 }
@@ -462,7 +462,7 @@ func TestInputRequiredByHand(t *testing.T) {
 
 	// Without the form capability the tool cannot even start.
 	_, err := wefttest.NewClient(f.srv).CallTool(ctx, "book_trip", nil)
-	if re := rpcError(t, err); re.Code != weft.CodeMissingRequiredCapability {
+	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeMissingRequiredCapability {
 		t.Fatalf("no capability = %+v", re)
 	}
 
@@ -507,7 +507,7 @@ func TestInputRequiredByHand(t *testing.T) {
 	other := wefttest.NewClient(f.srv, wefttest.WithEndpoint("/elsewhere"),
 		wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	_, err = other.Retry(ctx, r1, map[string]exactjson.Value{"destination": accept("city", exactjson.String("Lisbon"))})
-	if re := rpcError(t, err); re.Code != weft.CodeInvalidParams || re.Message != "Invalid request state" {
+	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeInvalidParams || re.Message != "Invalid request state" {
 		t.Errorf("retry on another endpoint = %+v", re)
 	}
 
@@ -583,7 +583,7 @@ func TestConditionalInputsFollowCapabilities(t *testing.T) {
 	_, err := c.CallTool(t.Context(), "survey", nil)
 	re := rpcError(t, err)
 	req, _ := re.Data.Get("requiredCapabilities")
-	if re.Code != weft.CodeMissingRequiredCapability || !req.Has("sampling") || !req.Has("roots") || req.Has("elicitation") {
+	if weft.Code(re.Code) != weft.CodeMissingRequiredCapability || !req.Has("sampling") || !req.Has("roots") || req.Has("elicitation") {
 		t.Errorf("survey with form only = %+v", re)
 	}
 }
@@ -678,7 +678,7 @@ func TestPrompts(t *testing.T) {
 		t.Errorf("greet = %s", p.Raw)
 	}
 	_, err = c.GetPrompt(ctx, "greet", nil)
-	if re := rpcError(t, err); re.Code != weft.CodeInvalidParams || !strings.Contains(re.Message, "name") {
+	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeInvalidParams || !strings.Contains(re.Message, "name") {
 		t.Errorf("missing argument = %+v", re)
 	}
 
@@ -716,7 +716,7 @@ func TestResources(t *testing.T) {
 	}
 	_, err = c.ReadResource(ctx, "test://users/nobody")
 	re := rpcError(t, err)
-	if uri, _ := re.Data.Get("uri"); re.Code != weft.CodeInvalidParams || uri.String() != `"test://users/nobody"` {
+	if uri, _ := re.Data.Get("uri"); weft.Code(re.Code) != weft.CodeInvalidParams || uri.String() != `"test://users/nobody"` {
 		t.Errorf("not found = %+v", re)
 	}
 
@@ -786,7 +786,7 @@ func TestMetadataHeaders(t *testing.T) {
 	// A non-ASCII tool name: the header is decoded and matches the body, so
 	// the server answers "Unknown tool" (-32602), not HeaderMismatch (-32020).
 	_, err = c.CallTool(ctx, "météo", nil)
-	if re := rpcError(t, err); re.Code != weft.CodeInvalidParams || re.Message != "Unknown tool" {
+	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeInvalidParams || re.Message != "Unknown tool" {
 		t.Errorf("non-ASCII tool = %+v", re)
 	}
 	if got := rec.get("Mcp-Name"); !strings.HasPrefix(got, "=?base64?") {
@@ -831,12 +831,12 @@ func TestSend(t *testing.T) {
 	h.Set("Mcp-Method", "prompts/get")
 	h.Set("Mcp-Name", "grüße")
 	resp, err := c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":"a","method":"prompts/get","params":{"name":"grüße",`+meta+`}}`), h)
-	if err != nil || resp.Error == nil || resp.Error.Code != weft.CodeHeaderMismatch || resp.HTTPStatus != http.StatusBadRequest {
+	if err != nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeHeaderMismatch || resp.HTTPStatus != http.StatusBadRequest {
 		t.Errorf("raw non-ASCII header = %+v, %v", resp, err)
 	}
 	// Missing metadata headers.
 	resp, err = c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":{`+meta+`}}`), nil)
-	if err != nil || resp.Error == nil || resp.Error.Code != weft.CodeHeaderMismatch {
+	if err != nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeHeaderMismatch {
 		t.Errorf("no headers = %+v, %v", resp, err)
 	}
 	// Not JSON.
