@@ -56,9 +56,7 @@ func (Proxy) MissingCapabilities(required exactjson.Value) *Error {
 // by Ask: its kind must be declared (sampling that offers tools needs
 // Sampling(...).WithTools()), and forms and URLs must pass the server's
 // elicitation policies.
-func (Proxy) Relay(in Input, params exactjson.Value) InputRequest { return relay(in, params) }
-
-func relay(in Input, params exactjson.Value) (r InputRequest) {
+func (Proxy) Relay(in Input, params exactjson.Value) (r InputRequest) {
 	defer r.from(in)
 	d := in.input()
 	if d.err != nil {
