@@ -30,6 +30,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"io"
 	"log/slog"
 	"net"
@@ -2059,4 +2061,24 @@ func checkLegacyLifetimes(t *testing.T) {
 	ping(c, "1 ms before MaxLifetime", http.StatusOK)
 	advance(time.Millisecond)
 	ping(c, "at MaxLifetime", http.StatusNotFound)
+}
+
+// TestLimitsMisconfiguredServerLeavesNoGauges: a NewServer that fails
+// registers nothing with the MeterProvider: no gauges of a server that was
+// never returned.
+func TestLimitsMisconfiguredServerLeavesNoGauges(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	if _, err := NewServer(Implementation{}, &Options{MeterProvider: mp, Limits: Limits{MaxBodyBytes: maxBodyBytesCeiling + 1}}); err == nil {
+		t.Fatal("no configuration error")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			t.Errorf("a failed NewServer reports %s (scope %s)", m.Name, sm.Scope.Name)
+		}
+	}
 }

@@ -382,8 +382,9 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	}
 	s.protector = s.opts.Protector
 	s.bus.log = s.log
-	// weft: telemetry hook (telemetry_*.go)
-	s.tel = newTelemetry(s)
+	if s.opts.Tasks != nil {
+		cfgErr = errors.Join(cfgErr, s.opts.Tasks.check())
+	}
 	if a, err := newLegacyServer(s, s.opts.Legacy); err != nil {
 		cfgErr = errors.Join(cfgErr, err)
 	} else if a != nil {
@@ -398,9 +399,12 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	if cfgErr != nil {
 		return nil, cfgErr
 	}
+	// Telemetry registers its gauges with the MeterProvider, and the task
+	// runner starts: only once the server is certain to be returned.
+	s.tel = newTelemetry(s) // weft: telemetry hook (telemetry_*.go)
 	if s.opts.Tasks != nil {
 		if err := s.startTasks(*s.opts.Tasks); err != nil {
-			return nil, err
+			return nil, err // unreachable: checked above
 		}
 	}
 	if s.opts.Events != nil {

@@ -84,6 +84,21 @@ type taskEngine struct {
 	done   chan struct{}
 }
 
+// check reports the first count or duration that is negative.
+func (o TaskOptions) check() error {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"Workers", int64(o.Workers)}, {"MaxPartitionWorkers", int64(o.MaxPartitionWorkers)},
+		{"Lease", int64(o.Lease)}, {"TTL", int64(o.TTL)}, {"PollInterval", int64(o.PollInterval)},
+		{"Retention", int64(o.Retention)}, {"SweepInterval", int64(o.SweepInterval)}} {
+		if c.v < 0 {
+			return fmt.Errorf("weft: TaskOptions.%s = %d is negative (0 means the default)", c.name, c.v)
+		}
+	}
+	return nil
+}
+
 // ensureTasks turns tasks on with the default TaskOptions, for a tool that
 // declares task support on a server whose Options.Tasks is nil.
 func (s *Server) ensureTasks() error {
@@ -105,15 +120,8 @@ var errTasksStarted = errors.New("weft: tasks are already on")
 // tasks, and (unless NoRunner) a runner claims and runs task steps until
 // [Server.Shutdown].
 func (s *Server) startTasks(opts TaskOptions) error {
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{"Workers", int64(opts.Workers)}, {"MaxPartitionWorkers", int64(opts.MaxPartitionWorkers)},
-		{"Lease", int64(opts.Lease)}, {"TTL", int64(opts.TTL)}, {"PollInterval", int64(opts.PollInterval)},
-		{"Retention", int64(opts.Retention)}, {"SweepInterval", int64(opts.SweepInterval)}} {
-		if c.v < 0 {
-			return fmt.Errorf("weft: TaskOptions.%s = %d is negative (0 means the default)", c.name, c.v)
-		}
+	if err := opts.check(); err != nil {
+		return err
 	}
 	owned := opts.Store == nil
 	if owned {
