@@ -107,8 +107,8 @@ func offsetCursor(off int) string {
 // result's members, _meta and the largest cursor a client can send back
 // (Limits.MaxCursorBytes; a 2025-11-25 cursor is sealed to the session and
 // longer than the offset it carries).
-func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, era era) (int, error) {
-	b, err := s.encodeResult(&Page[T]{Cache: s.listCache()}, era)
+func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, to era) (int, error) {
+	b, err := s.encodeResult(&Page[T]{Cache: s.listCache()}, to)
 	// A cursor is base64url (sealed: "weft1." and base64url), which JSON
 	// does not escape.
 	return len(b) + len(`,"nextCursor":""`) + s.limits.MaxCursorBytes, err
@@ -116,19 +116,19 @@ func listEnvelopeBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Ser
 
 // listItemBytes is the encoded size of one item in a list page of an era,
 // measured once per registration (op caches it).
-func listItemBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, op *operation, it T, era era) (int, error) {
+func listItemBytes[T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Server, op *operation, it T, to era) (int, error) {
 	if op != nil {
-		if n := op.listBytes[era].Load(); n > 0 {
+		if n := op.listBytes[to].Load(); n > 0 {
 			return int(n), nil
 		}
 	}
-	e := &enc{nums: &s.limits.JSON, era: era}
+	e := &enc{nums: &s.limits.JSON, era: to}
 	encodeListItem(e, &it)
 	if e.err != nil {
 		return 0, e.err
 	}
 	if op != nil {
-		op.listBytes[era].Store(int64(len(e.b)))
+		op.listBytes[to].Store(int64(len(e.b)))
 	}
 	return len(e.b), nil
 }
@@ -158,8 +158,8 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		if e != nil {
 			return nil, e
 		}
-		era := req.era()
-		envelope, err := listEnvelopeBytes[T](s, era)
+		to := req.era()
+		envelope, err := listEnvelopeBytes[T](s, to)
 		if err != nil {
 			return nil, internalError(fmt.Errorf("%s: encoding the page: %w", req.Method, err))
 		}
@@ -168,7 +168,7 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		used := 0
 		for i, it := range vis[start:end] {
 			t := item(it)
-			n, err := listItemBytes(s, op(it), t, era)
+			n, err := listItemBytes(s, op(it), t, to)
 			if err != nil {
 				s.log.Error("weft: encoding a list item failed", "method", req.Method, "kind", kindNoun(kind), "name", key(it), "err", err)
 				return nil, internalError(fmt.Errorf("%s: %s %q: %w", req.Method, kindNoun(kind), key(it), err))

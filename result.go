@@ -291,8 +291,8 @@ func (ir *InputRequired) encodeBody(e *enc) {
 // _meta with the application's members and serverInfo; 2025-11-25 results
 // carry none of these (serverInfo came with initialize) and the
 // application's _meta only. Results are bounded by Limits.MaxOutputBytes.
-func (s *Server) encodeResult(res Result, era era) ([]byte, error) {
-	b, _, _, err := s.encodeResultIn(res, era, nil)
+func (s *Server) encodeResult(res Result, to era) ([]byte, error) {
+	b, _, _, err := s.encodeResultIn(res, to, nil)
 	return b, err
 }
 
@@ -301,8 +301,8 @@ func (s *Server) encodeResult(res Result, era era) ([]byte, error) {
 // (no second copy): wire is then the whole response, result the result
 // object within it, and buf the pooled buffer holding them, which the
 // transport may give back with putWire once it has written wire.
-func (s *Server) encodeResultIn(res Result, era era, id *ID) (result, wire []byte, buf *[]byte, err error) {
-	e := &enc{nums: &s.limits.JSON, era: era} // numbers as the clients' parsers accept them (docs/limits.md)
+func (s *Server) encodeResultIn(res Result, to era, id *ID) (result, wire []byte, buf *[]byte, err error) {
+	e := &enc{nums: &s.limits.JSON, era: to} // numbers as the clients' parsers accept them (docs/limits.md)
 	start := 0
 	if id != nil {
 		buf, _ = s.wires.Get().(*[]byte)
@@ -316,7 +316,7 @@ func (s *Server) encodeResultIn(res Result, era era, id *ID) (result, wire []byt
 		e.b = make([]byte, 0, 256)
 	}
 	e.open()
-	envelope := era.resultEnvelope()
+	envelope := to.resultEnvelope()
 	if envelope {
 		e.str("resultType", res.resultType())
 	}
