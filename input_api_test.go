@@ -65,7 +65,7 @@ func TestTypedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(confirm)))
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(confirm)))
 	// The first answer breaks the form (note too long): asked again, the
 	// state advancing round by round.
 	answers := []map[string]any{{"confirm": true, "note": "far too long a note"}, {"confirm": true, "note": "ok"}}
@@ -73,7 +73,7 @@ func TestTypedRoundTrip(t *testing.T) {
 	final, rounds, err := c.CallToolWithInput(context.Background(), "checkout", nil, func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
 		a := answers[i]
 		i++
-		return wefttest.AcceptForm(a)(key, r)
+		return wefttest.WireAcceptForm(a)(key, r)
 	}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +115,8 @@ func TestFrameworkStateOfAnotherType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
-	if _, _, err := c.CallToolWithInput(context.Background(), "t", nil, wefttest.AcceptForm(nil), 0); err != nil {
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
+	if _, _, err := c.CallToolWithInput(context.Background(), "t", nil, wefttest.WireAcceptForm(nil), 0); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil || !strings.Contains(got.Error(), "framework state") {
@@ -166,7 +166,7 @@ func ExampleFormOf() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
 	answer, _ := exactjson.ParseString(`{"amount":12.50,"reason":"late"}`, exactjson.Limits{})
 	final, _, err := c.CallToolWithInput(context.Background(), "refund", nil,
 		func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
@@ -217,8 +217,8 @@ func ExampleFrameworkState() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(next)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "wizard", nil, wefttest.AcceptForm(nil), 0)
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(next)))
+	final, rounds, err := c.CallToolWithInput(context.Background(), "wizard", nil, wefttest.WireAcceptForm(nil), 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -256,8 +256,8 @@ func ExampleForm() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(choose)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "cancel_order", nil, wefttest.AcceptForm(map[string]any{"order": "A-7"}), 0)
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(choose)))
+	final, rounds, err := c.CallToolWithInput(context.Background(), "cancel_order", nil, wefttest.WireAcceptForm(map[string]any{"order": "A-7"}), 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func ExampleURL() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(link)))
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(link)))
 	final, rounds, err := c.CallToolWithInput(context.Background(), "link", nil,
 		func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
@@ -337,10 +337,10 @@ func ExampleRoots() {
 		log.Fatal(err)
 	}
 	for _, c := range []*wefttest.Client{
-		wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(roots))),
-		wefttest.NewClient(s),
+		wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(roots))),
+		wefttest.NewWireClient(s),
 	} {
-		final, _, err := c.CallToolWithInput(context.Background(), "where", nil, wefttest.RootsOf("file:///home/ada/src"), 0)
+		final, _, err := c.CallToolWithInput(context.Background(), "where", nil, wefttest.WireRootsOf("file:///home/ada/src"), 0)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func TestReleaseOutput(t *testing.T) {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewClient(srv, wefttest.WithProgress())
+	c := wefttest.NewWireClient(srv, wefttest.WithProgress())
 	ctx := context.Background()
 	for _, tc := range []struct {
 		tool string

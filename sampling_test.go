@@ -127,9 +127,9 @@ func TestSamplingRoundTrip(t *testing.T) {
 		{"sampling and roots", []weft.Input{weft.Sampling(weft.RequiredCapability), weft.Roots(weft.RequiredCapability)}, "[headline roots]", "Tides turn (by test-model); 2 roots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(tc.kinds...)))
+			c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(tc.kinds...)))
 			final, rounds, err := c.CallToolWithInput(ctx, "headline", map[string]any{"text": "the sea"},
-				wefttest.Chain(wefttest.SampleText("test-model", "Tides turn"), wefttest.RootsOf("file:///a", "file:///b")), 0)
+				wefttest.WireChain(wefttest.WireSampleText("test-model", "Tides turn"), wefttest.WireRootsOf("file:///a", "file:///b")), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestSamplingRoundTrip(t *testing.T) {
 		})
 	}
 	// Without the sampling capability the call is refused before the tool runs.
-	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Roots(weft.RequiredCapability))))
+	c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Roots(weft.RequiredCapability))))
 	if _, err := c.CallTool(ctx, "headline", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("call without sampling: %v", err)
 	}
@@ -179,9 +179,9 @@ func ExampleSamplingInput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(wefttest.Capabilities(sampling)))
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(sampling)))
 	final, rounds, err := c.CallToolWithInput(context.Background(), "headline", map[string]any{"text": "the sea"},
-		wefttest.SampleText("m1", "Tides turn"), 0)
+		wefttest.WireSampleText("m1", "Tides turn"), 0)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func names(t *testing.T, c *wefttest.Client, method, member string) string {
 func TestClientWithUI(t *testing.T) {
 	ctx := context.Background()
 	for _, visible := range []bool{true, false} {
-		c := wefttest.NewClient(newServer(t, visible), wefttest.WithCapabilities(uiCaps))
+		c := wefttest.NewWireClient(newServer(t, visible), wefttest.WithCapabilities(uiCaps))
 		d, err := c.Discover(ctx)
 		must(t, err)
 		if s := get(d.Capabilities, "extensions", apps.ExtensionID).String(); s != "{}" {
@@ -157,10 +157,10 @@ func TestClientWithoutUI(t *testing.T) {
 		exactjson.Field(apps.ExtensionID, exactjson.Object(
 			exactjson.Field("mimeTypes", exactjson.Array(exactjson.String("text/uri-list"))))))))
 	for name, c := range map[string]*wefttest.Client{
-		"no capabilities":      wefttest.NewClient(newServer(t, true)),
-		"another media type":   wefttest.NewClient(newServer(t, true), wefttest.WithCapabilities(other)),
-		"no Visible filter":    wefttest.NewClient(newServer(t, false)),
-		"malformed capability": wefttest.NewClient(newServer(t, true), wefttest.WithCapabilities(exactjson.Object(exactjson.Field("extensions", exactjson.Object(exactjson.Field(apps.ExtensionID, exactjson.String("yes"))))))),
+		"no capabilities":      wefttest.NewWireClient(newServer(t, true)),
+		"another media type":   wefttest.NewWireClient(newServer(t, true), wefttest.WithCapabilities(other)),
+		"no Visible filter":    wefttest.NewWireClient(newServer(t, false)),
+		"malformed capability": wefttest.NewWireClient(newServer(t, true), wefttest.WithCapabilities(exactjson.Object(exactjson.Field("extensions", exactjson.Object(exactjson.Field(apps.ExtensionID, exactjson.String("yes"))))))),
 	} {
 		_, err := c.ReadResource(ctx, weather.URI)
 		var rpc *wefttest.RPCError
@@ -199,7 +199,7 @@ func TestVisibleDefersToNext(t *testing.T) {
 	must(t, apps.Register(s, weather))
 	must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://plain", Name: "plain"}},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) { return nil, nil }))
-	c := wefttest.NewClient(s, wefttest.WithCapabilities(uiCaps))
+	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(uiCaps))
 	if got := names(t, c, "resources/list", "uri"); got != "ui://weather/dashboard" || calls == 0 {
 		t.Errorf("resources %q, %d calls", got, calls)
 	}

@@ -109,7 +109,7 @@ func Example_counter() {
 	ui := exactjson.Object(exactjson.Field("extensions", exactjson.Object(
 		exactjson.Field(apps.ExtensionID, exactjson.Object(
 			exactjson.Field("mimeTypes", exactjson.Array(exactjson.String(apps.MimeType))))))))
-	host := wefttest.NewClient(s, wefttest.WithCapabilities(ui))
+	host := wefttest.NewWireClient(s, wefttest.WithCapabilities(ui))
 
 	page, _ := host.ReadResource(ctx, "ui://counter/page")
 	c := page.Contents[0]
@@ -125,7 +125,7 @@ func Example_counter() {
 	r, _ := host.CallTool(ctx, "counter_increment", empty{})
 	fmt.Println(r.Text(), r.StructuredContent)
 
-	plain := wefttest.NewClient(s)
+	plain := wefttest.NewWireClient(s)
 	tools, _ = plain.ListTools(ctx)
 	fmt.Println("plain client:", len(tools), tools[0].Name)
 	r, _ = plain.CallTool(ctx, "counter_show", empty{})

@@ -200,12 +200,12 @@ func TestEndToEndJWT(t *testing.T) {
 	}
 
 	// The same server through wefttest's in-memory client.
-	c := wefttest.NewClient(srv, wefttest.WithEndpoint("/mcp"), wefttest.WithHeader("Authorization", "Bearer "+tok(f.ed, claims)))
+	c := wefttest.NewWireClient(srv, wefttest.WithEndpoint("/mcp"), wefttest.WithHeader("Authorization", "Bearer "+tok(f.ed, claims)))
 	res, err := c.CallTool(context.Background(), "whoami", map[string]any{})
 	if err != nil || !strings.Contains(res.Text(), `"principal":"alice"`) {
 		t.Errorf("wefttest call: %v %v", res, err)
 	}
-	c = wefttest.NewClient(srv, wefttest.WithHeader("Authorization", "Bearer "+bad["expired"]))
+	c = wefttest.NewWireClient(srv, wefttest.WithHeader("Authorization", "Bearer "+bad["expired"]))
 	_, err = c.CallTool(context.Background(), "whoami", map[string]any{})
 	var rpcErr *wefttest.RPCError
 	if !errors.As(err, &rpcErr) || rpcErr.HTTPStatus != 401 || !strings.Contains(rpcErr.Header.Get("WWW-Authenticate"), "expired") {
@@ -253,7 +253,7 @@ func TestEndToEndStaticTokens(t *testing.T) {
 		t.Errorf("identity = %v", sc)
 	}
 	// Lower-case scheme word is accepted too.
-	c := wefttest.NewClient(srv, wefttest.WithHeader("Authorization", "bearer "+bobToken))
+	c := wefttest.NewWireClient(srv, wefttest.WithHeader("Authorization", "bearer "+bobToken))
 	res, err := c.CallTool(context.Background(), "whoami", map[string]any{})
 	if err != nil || !strings.Contains(res.Text(), `"principal":"bob"`) {
 		t.Errorf("bob: %v %v", res, err)

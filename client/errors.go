@@ -30,6 +30,10 @@ type RPCError struct {
 	// HTTPStatus is the HTTP status the error came with (0 on stdio and
 	// inside a task).
 	HTTPStatus int
+	// Header holds the headers of the HTTP response that carried a
+	// non-2xx error (Retry-After with 429, the WWW-Authenticate challenge
+	// with 401 and 403); nil otherwise.
+	Header http.Header
 }
 
 // Error implements error.

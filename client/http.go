@@ -562,6 +562,7 @@ func (t *HTTPTransport) post(ctx context.Context, hr *http.Request, req *Request
 			}
 			if m.resp.Error != nil && !ok2xx {
 				m.resp.Error.HTTPStatus = resp.StatusCode
+				m.resp.Error.Header = resp.Header
 			}
 			return m.resp, nil
 		}

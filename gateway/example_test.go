@@ -54,7 +54,7 @@ func ExampleMount() {
 		return
 	}
 	defer gw.Close()
-	c := wefttest.NewClient(app)
+	c := wefttest.NewWireClient(app)
 	res, err := c.CallTool(ctx, "billing.balance", nil)
 	if err != nil {
 		fmt.Println(err)

@@ -32,7 +32,7 @@ func Example() {
 	_ = s.AddTool(weft.Tool{Name: "echo", Description: "Echoes."}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil
 	})
-	c := wefttest.NewClient(s)
+	c := wefttest.NewWireClient(s)
 	ctx := context.Background()
 	_, _ = c.ListTools(ctx)
 	_, _ = c.ListTools(ctx) // served from the cache

@@ -92,7 +92,7 @@ func panicInTool() { panic("tool exploded") }
 func TestLogging(t *testing.T) {
 	logs := &records{}
 	s := newServer(t, &weft.Options{Admission: byHeader, Middleware: []weft.Middleware{middleware.Logging(slog.New(logs), slog.LevelInfo)}})
-	c := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"))
+	c := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
 	ctx := context.Background()
 	if _, err := c.CallTool(ctx, "ok", nil); err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestTiming(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return text("done"), nil
 	})
-	c := wefttest.NewClient(s)
+	c := wefttest.NewWireClient(s)
 	ctx := context.Background()
 	if _, err := c.CallTool(ctx, "slow", nil); err != nil {
 		t.Fatal(err)
@@ -171,8 +171,8 @@ func TestRateLimitTools(t *testing.T) {
 	limits := middleware.ToolLimits{Tools: map[string]weft.RateLimiter{"ok": weft.NewTokenBucket(0.0001, 2)}}
 	s := newServer(t, &weft.Options{Admission: byHeader, Middleware: []weft.Middleware{middleware.RateLimitTools(limits)}})
 	ctx := context.Background()
-	alice := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"))
-	bob := wefttest.NewClient(s, wefttest.WithHeader("X-User", "bob"))
+	alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
+	bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"))
 	call := func(c *wefttest.Client, tool string) *wefttest.Response {
 		t.Helper()
 		r, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(tool))))
@@ -201,7 +201,7 @@ func TestRateLimitTools(t *testing.T) {
 	}
 	// A Default limits every other tool.
 	s2 := newServer(t, &weft.Options{Middleware: []weft.Middleware{middleware.RateLimitTools(middleware.ToolLimits{Default: weft.NewTokenBucket(0.0001, 1)})}})
-	c := wefttest.NewClient(s2)
+	c := wefttest.NewWireClient(s2)
 	if r := call(c, "ok"); r.Error != nil {
 		t.Fatal(r.Error)
 	}
@@ -233,7 +233,7 @@ func TestRecover(t *testing.T) {
 			stack.Store(&st)
 		}),
 	}})
-	c := wefttest.NewClient(s)
+	c := wefttest.NewWireClient(s)
 	r, err := c.Call(context.Background(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("panics"))))
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestRecover(t *testing.T) {
 	slog.SetDefault(slog.New(logs))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	s2 := newServer(t, &weft.Options{Middleware: []weft.Middleware{middleware.Recover(nil)}})
-	_, _ = wefttest.NewClient(s2).Call(context.Background(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("panics"))))
+	_, _ = wefttest.NewWireClient(s2).Call(context.Background(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("panics"))))
 	if got := logs.find("weft: handler panic", "name", "panics"); len(got) != 1 || !strings.Contains(got[0]["stack"], "panicInTool") {
 		t.Fatalf("panic log %v", got)
 	}
@@ -283,7 +283,7 @@ func TestCacheHonoursTTL(t *testing.T) {
 		cache := middleware.NewCache(middleware.CacheOptions{})
 		s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 1000, Public: true}, &reads)
 		ctx := context.Background()
-		c := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"))
+		c := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
 		read := func() string {
 			t.Helper()
 			r, err := c.ReadResource(ctx, "file:///motd")
@@ -322,8 +322,8 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("private results are per caller", func(t *testing.T) {
 		var reads atomic.Int32
 		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{TTLMillis: 60_000}, &reads)
-		alice := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"))
-		bob := wefttest.NewClient(s, wefttest.WithHeader("X-User", "bob"))
+		alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
+		bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"))
 		if a1, b1, a2 := read(t, alice), read(t, bob), read(t, alice); a1 != "read 1" || b1 != "read 2" || a2 != "read 1" {
 			t.Fatalf("alice %q, bob %q, alice again %q", a1, b1, a2)
 		}
@@ -341,7 +341,7 @@ func TestCacheScopes(t *testing.T) {
 				return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: "shared"}}}, nil
 			}))
 		for _, u := range []string{"alice", "bob", "carol"} {
-			read(t, wefttest.NewClient(s, wefttest.WithHeader("X-User", u)))
+			read(t, wefttest.NewWireClient(s, wefttest.WithHeader("X-User", u)))
 		}
 		if reads.Load() != 1 {
 			t.Fatalf("handler ran %d times for three callers", reads.Load())
@@ -350,7 +350,7 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("ttl 0 is not cached", func(t *testing.T) {
 		var reads atomic.Int32
 		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{}, &reads)
-		c := wefttest.NewClient(s)
+		c := wefttest.NewWireClient(s)
 		if a, b := read(t, c), read(t, c); a != "read 1" || b != "read 2" {
 			t.Fatalf("reads %q %q", a, b)
 		}
@@ -362,7 +362,7 @@ func TestCacheInvalidatedByCatalogChanges(t *testing.T) {
 	cache := middleware.NewCache(middleware.CacheOptions{})
 	s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 60_000, Public: true}, &reads)
 	ctx := context.Background()
-	c := wefttest.NewClient(s)
+	c := wefttest.NewWireClient(s)
 	names := func() []string {
 		t.Helper()
 		tools, err := c.ListTools(ctx)
@@ -414,7 +414,7 @@ func TestCacheBounded(t *testing.T) {
 				func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 					return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: req.URIParams()["n"]}}}, nil
 				}))
-			c := wefttest.NewClient(s)
+			c := wefttest.NewWireClient(s)
 			read := func(i int) {
 				t.Helper()
 				if _, err := c.ReadResource(context.Background(), "file:///n/"+strconv.Itoa(i)); err != nil {
@@ -478,9 +478,9 @@ func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
 	}
 	forms := wefttest.WithCapabilities(exactjson.Object(exactjson.Field("elicitation", exactjson.Object())))
 	none := wefttest.WithCapabilities(exactjson.Object())
-	alice := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"), none)
-	aliceForms := wefttest.NewClient(s, wefttest.WithHeader("X-User", "alice"), forms)
-	bob := wefttest.NewClient(s, wefttest.WithHeader("X-User", "bob"), none)
+	alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"), none)
+	aliceForms := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"), forms)
+	bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"), none)
 	for _, c := range []struct {
 		who    string
 		client *wefttest.Client

@@ -64,7 +64,7 @@ func ExampleNew() {
 	for _, op := range api.Operations() {
 		fmt.Println(op.Name, op.Method, op.Path, "confirm:", op.Confirm)
 	}
-	c := wefttest.NewClient(s)
+	c := wefttest.NewWireClient(s)
 	res, err := c.CallTool(context.Background(), "getOrder", exactjson.Object(exactjson.Field("id", exactjson.Uint(9007199254740993))))
 	if err != nil {
 		log.Fatal(err)

@@ -68,7 +68,7 @@ func newServer(t *testing.T, doc string, opts openapi.Options, copts ...wefttest
 	if err := api.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	return api, s, wefttest.NewClient(s, copts...)
+	return api, s, wefttest.NewWireClient(s, copts...)
 }
 
 func protector(t *testing.T) seal.Protector {

@@ -112,21 +112,21 @@ func TestConfirmDelete(t *testing.T) {
 	if first.ResultType != "input_required" || deletes.Load() != 0 {
 		t.Fatalf("first round: %s, %d deletes", first.ResultType, deletes.Load())
 	}
-	final, _, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.Decline(), 3)
+	final, _, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireDecline(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !final.IsError || !strings.Contains(final.Text(), "was not sent") || deletes.Load() != 0 {
 		t.Fatalf("declined: %v %s, %d deletes", final.IsError, final.Text(), deletes.Load())
 	}
-	final, _, err = c.CallToolWithInput(ctx, "deletePet", args, wefttest.AcceptForm(map[string]any{"confirm": false}), 3)
+	final, _, err = c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireAcceptForm(map[string]any{"confirm": false}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !final.IsError || deletes.Load() != 0 {
 		t.Fatalf("answered no: %v %s, %d deletes", final.IsError, final.Text(), deletes.Load())
 	}
-	final, rounds, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.AcceptForm(map[string]any{"confirm": true}), 3)
+	final, rounds, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireAcceptForm(map[string]any{"confirm": true}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func newServer(t *testing.T, opts *weft.Options, cfg skills.Config, bs ...skills
 	if err := cfg.Register(s, bs...); err != nil {
 		t.Fatal(err)
 	}
-	return s, wefttest.NewClient(s)
+	return s, wefttest.NewWireClient(s)
 }
 
 func call(t *testing.T, c *wefttest.Client, method string, params exactjson.Value) exactjson.Value {
@@ -460,8 +460,8 @@ func TestVisibleHidesSkills(t *testing.T) {
 		},
 	}
 	s, _ := newServer(t, opts, skills.Config{}, testSkills(t)...)
-	guest := wefttest.NewClient(s, wefttest.WithHeader("X-User", "guest"))
-	admin := wefttest.NewClient(s, wefttest.WithHeader("X-User", "admin"))
+	guest := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "guest"))
+	admin := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "admin"))
 	skillNames := func(c *wefttest.Client) string {
 		var out []string
 		for e := range get(call(t, c, skills.MethodList, exactjson.Object()), "skills").Values() {

@@ -132,7 +132,7 @@ func TestAddSource(t *testing.T) {
 	if _, err := skills.AddSource(bare, relayed{entries: []exactjson.Value{farEntry("one")}}); err != nil {
 		t.Fatal(err)
 	}
-	bc := wefttest.NewClient(bare)
+	bc := wefttest.NewWireClient(bare)
 	d, err := bc.Discover(context.Background())
 	if err != nil || !get(d.Capabilities, "extensions").Has(skills.ExtensionID) {
 		t.Fatalf("discover with a source only: %+v %v", d, err)
@@ -175,7 +175,7 @@ func TestRemoveLastSource(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := wefttest.NewClient(s)
+			c := wefttest.NewWireClient(s)
 			served := func(what string, want bool) {
 				t.Helper()
 				d, err := c.Discover(context.Background())

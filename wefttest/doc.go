@@ -28,7 +28,7 @@
 //		t.Fatal(err)
 //	}
 //	_ = weft.AddTool(srv, weft.Tool{Name: "add", Description: "Adds."}, add)
-//	c := wefttest.NewClient(srv, wefttest.WithTest(t))
+//	c := wefttest.NewWireClient(srv, wefttest.WithTest(t))
 //	res, err := c.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})
 //	sum, err := wefttest.StructuredAs[addOutput](res)
 //	// res.Text(), res.IsError ...

@@ -34,7 +34,7 @@ func ExampleClient_CallTool() {
 	}
 
 	ctx := context.Background()
-	c := wefttest.NewClient(srv)
+	c := wefttest.NewWireClient(srv)
 	res, err := c.CallTool(ctx, "add", map[string]int{"a": 2, "b": 3})
 	if err != nil {
 		panic(err)
@@ -60,7 +60,7 @@ func ExampleClient_CallTool() {
 }
 
 // Testing a tool that asks the user for input: CallToolWithInput answers
-// every input_required round with a Responder and retries until the tool
+// every input_required round with a WireResponder and retries until the tool
 // completes.
 func ExampleClient_CallToolWithInput() {
 	srv, err := weft.NewServer(weft.Implementation{Name: "greeter", Version: "1.0.0"}, nil)
@@ -84,9 +84,9 @@ func ExampleClient_CallToolWithInput() {
 		panic(err)
 	}
 
-	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(form)))
+	c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(form)))
 	final, rounds, err := c.CallToolWithInput(context.Background(), "greet", nil,
-		wefttest.AcceptForm(map[string]any{"name": "Ada"}), 0)
+		wefttest.WireAcceptForm(map[string]any{"name": "Ada"}), 0)
 	if err != nil {
 		panic(err)
 	}
@@ -126,7 +126,7 @@ func ExampleClient_Retry() {
 	}
 
 	ctx := context.Background()
-	c := wefttest.NewClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
+	c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	first, err := c.CallTool(ctx, "deploy", nil)
 	if err != nil {
 		panic(err)
@@ -166,7 +166,7 @@ func ExampleResponse_Progress() {
 		panic(err)
 	}
 
-	c := wefttest.NewClient(srv, wefttest.WithProgress())
+	c := wefttest.NewWireClient(srv, wefttest.WithProgress())
 	res, err := c.CallTool(context.Background(), "work", nil)
 	if err != nil {
 		panic(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -36,8 +37,8 @@ func (f *fakeTB) failures() []string {
 
 // TestProgrammingErrorsFailTheTest: a mistake the server can only see at
 // run time still answers the client with the sanitized -32603, but the
-// wefttest client returns the cause (wrapping ErrProgramming and the
-// *weft.ProgrammingError) and, with WithTest, fails the test with it.
+// test fails with the cause, which names the fix; OnProgrammingError
+// receives the *weft.ProgrammingError instead.
 func TestProgrammingErrorsFailTheTest(t *testing.T) {
 	type out struct {
 		N int `json:"n"`
@@ -76,9 +77,9 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 	must(srv.AddTool(weft.Tool{Name: "fine", Description: "Works."},
 		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) { return text("ok"), nil }))
 
-	caps := wefttest.WithCapabilities(exactjson.Object(
+	caps := exactjson.Object(
 		exactjson.Field("elicitation", exactjson.Object(exactjson.Field("form", exactjson.Object()))),
-		exactjson.Field("roots", exactjson.Object())))
+		exactjson.Field("roots", exactjson.Object()))
 	for _, c := range []struct {
 		tool string
 		fix  string // what the failure must say
@@ -90,35 +91,44 @@ func TestProgrammingErrorsFailTheTest(t *testing.T) {
 	} {
 		t.Run(c.tool, func(t *testing.T) {
 			tb := &fakeTB{TB: t}
-			cl := wefttest.NewClient(srv, caps, wefttest.WithTest(tb))
-			resp, err := cl.Call(t.Context(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(c.tool))))
+			cl := wefttest.NewClient(tb, srv, &wefttest.Options{Client: client.Options{Capabilities: caps}})
+			_, err := cl.CallTool(t.Context(), c.tool, nil)
 			// The client still sees only the sanitized error.
-			if resp == nil || resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeInternalError || resp.Error.Message != "Internal error" || resp.HTTPStatus != 500 {
-				t.Fatalf("response %+v, want the sanitized -32603", resp)
+			var rerr *client.RPCError
+			if !errors.As(err, &rerr) || weft.Code(rerr.Code) != weft.CodeInternalError || rerr.Message != "Internal error" || rerr.HTTPStatus != 500 {
+				t.Fatalf("CallTool error %v, want the sanitized -32603", err)
 			}
-			if strings.Contains(resp.Error.Data.String(), "StateMode") {
-				t.Errorf("the cause reached the client: %v", resp.Error.Data)
+			if strings.Contains(rerr.Data.String(), "StateMode") {
+				t.Errorf("the cause reached the client: %v", rerr.Data)
 			}
-			// The test gets the cause: returned...
-			var pe *weft.ProgrammingError
-			if !errors.Is(err, wefttest.ErrProgramming) || !errors.As(err, &pe) || pe.Name != c.tool || pe.Method != "tools/call" {
-				t.Fatalf("Call error %v, want ErrProgramming with a *weft.ProgrammingError of %q", err, c.tool)
-			}
-			if !strings.Contains(err.Error(), c.fix) {
-				t.Errorf("error %q does not name the fix %q", err, c.fix)
-			}
-			// ...and as a test failure.
+			// The test fails with the cause.
 			if f := tb.failures(); len(f) != 1 || !strings.Contains(f[0], c.fix) {
 				t.Errorf("test failures %q, want one naming %q", f, c.fix)
 			}
-			// The typed methods return it too.
-			if _, err := cl.CallTool(t.Context(), c.tool, nil); !errors.As(err, &pe) {
-				t.Errorf("CallTool error %v, want a *weft.ProgrammingError", err)
+			// OnProgrammingError gets it instead.
+			var mu sync.Mutex
+			var got []error
+			cl = wefttest.NewClient(t, srv, &wefttest.Options{
+				Client: client.Options{Capabilities: caps},
+				OnProgrammingError: func(err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					got = append(got, err)
+				},
+			})
+			if _, err := cl.CallTool(t.Context(), c.tool, nil); !errors.As(err, &rerr) {
+				t.Fatalf("CallTool error %v, want an RPCError", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var pe *weft.ProgrammingError
+			if len(got) != 1 || !errors.As(got[0], &pe) || pe.Name != c.tool || pe.Method != "tools/call" || !strings.Contains(pe.Error(), c.fix) {
+				t.Errorf("OnProgrammingError got %v, want one *weft.ProgrammingError of %q naming %q", got, c.tool, c.fix)
 			}
 		})
 	}
 	tb := &fakeTB{TB: t}
-	if res, err := wefttest.NewClient(srv, wefttest.WithTest(tb)).CallTool(t.Context(), "fine", nil); err != nil || res.Text() != "ok" || len(tb.failures()) != 0 {
+	if res, err := wefttest.NewClient(tb, srv, nil).CallTool(t.Context(), "fine", nil); err != nil || res.Text() != "ok" || len(tb.failures()) != 0 {
 		t.Errorf("a correct tool: %v, %v, failures %q", res, err, tb.failures())
 	}
 }

@@ -272,7 +272,7 @@ func rpcError(t *testing.T, err error) *wefttest.RPCError {
 // ---- tests ----
 
 func TestDiscover(t *testing.T) {
-	c := wefttest.NewClient(newFixture(t, nil).srv)
+	c := wefttest.NewWireClient(newFixture(t, nil).srv)
 	d, err := c.Discover(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestListTools(t *testing.T) {
-	c := wefttest.NewClient(newFixture(t, nil).srv)
+	c := wefttest.NewWireClient(newFixture(t, nil).srv)
 	tools, err := c.ListTools(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestListTools(t *testing.T) {
 
 func TestListAllPages(t *testing.T) {
 	f := newFixture(t, &weft.Options{PageSize: 3})
-	c := wefttest.NewClient(f.srv)
+	c := wefttest.NewWireClient(f.srv)
 	tools, err := c.ListTools(t.Context())
 	if err != nil || len(tools) != 8 {
 		t.Fatalf("ListTools over pages of 3 = %d tools, %v", len(tools), err)
@@ -336,7 +336,7 @@ func TestListAllPages(t *testing.T) {
 }
 
 func TestCallTypedTool(t *testing.T) {
-	c := wefttest.NewClient(newFixture(t, nil).srv)
+	c := wefttest.NewWireClient(newFixture(t, nil).srv)
 	for _, args := range []any{
 		map[string]int{"a": 2, "b": 3},
 		addIn{A: 2, B: 3},
@@ -388,7 +388,7 @@ func TestCallTypedTool(t *testing.T) {
 }
 
 func TestCallRawAndFreshIDs(t *testing.T) {
-	c := wefttest.NewClient(newFixture(t, nil).srv)
+	c := wefttest.NewWireClient(newFixture(t, nil).srv)
 	var ids []string
 	for range 3 {
 		resp, err := c.Call(t.Context(), "tools/list", exactjson.Value{})
@@ -416,7 +416,7 @@ func TestCallRawAndFreshIDs(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	f := newFixture(t, nil)
-	c := wefttest.NewClient(f.srv)
+	c := wefttest.NewWireClient(f.srv)
 	ctx := t.Context()
 
 	_, err := c.CallTool(ctx, "no_such_tool", nil)
@@ -443,12 +443,12 @@ func TestErrors(t *testing.T) {
 		t.Errorf("missing capability = %+v", re)
 	}
 	// Declared: accepted.
-	sc := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Sampling(weft.RequiredCapability))))
+	sc := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Sampling(weft.RequiredCapability))))
 	if res, err := sc.CallTool(ctx, "needs_sampling", nil); err != nil || res.Text() != "ok" {
 		t.Errorf("with sampling = %v, %v", res, err)
 	}
 
-	vc := wefttest.NewClient(f.srv, wefttest.WithProtocolVersion("2099-01-01"))
+	vc := wefttest.NewWireClient(f.srv, wefttest.WithProtocolVersion("2099-01-01"))
 	_, err = vc.Discover(ctx)
 	re = rpcError(t, err)
 	if sup, _ := re.Data.Get("supported"); weft.Code(re.Code) != weft.CodeUnsupportedProtocolVersion || sup.Len() != 1 {
@@ -461,12 +461,12 @@ func TestInputRequiredByHand(t *testing.T) {
 	ctx := t.Context()
 
 	// Without the form capability the tool cannot even start.
-	_, err := wefttest.NewClient(f.srv).CallTool(ctx, "book_trip", nil)
+	_, err := wefttest.NewWireClient(f.srv).CallTool(ctx, "book_trip", nil)
 	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeMissingRequiredCapability {
 		t.Fatalf("no capability = %+v", re)
 	}
 
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	r1, err := c.CallTool(ctx, "book_trip", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +504,7 @@ func TestInputRequiredByHand(t *testing.T) {
 	}
 
 	// Sealed state is bound to the endpoint: the same retry posted elsewhere fails.
-	other := wefttest.NewClient(f.srv, wefttest.WithEndpoint("/elsewhere"),
+	other := wefttest.NewWireClient(f.srv, wefttest.WithEndpoint("/elsewhere"),
 		wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	_, err = other.Retry(ctx, r1, map[string]exactjson.Value{"destination": accept("city", exactjson.String("Lisbon"))})
 	if re := rpcError(t, err); weft.Code(re.Code) != weft.CodeInvalidParams || re.Message != "Invalid request state" {
@@ -525,11 +525,11 @@ func TestInputRequiredByHand(t *testing.T) {
 func TestCallToolWithInput(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(allCaps))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(allCaps))
 
-	final, rounds, err := c.CallToolWithInput(ctx, "book_trip", nil, wefttest.ByKey(map[string]wefttest.Responder{
-		"destination": wefttest.AcceptForm(map[string]any{"city": "Kyoto"}),
-		"confirm":     wefttest.AcceptForm(map[string]any{"ok": true}),
+	final, rounds, err := c.CallToolWithInput(ctx, "book_trip", nil, wefttest.WireByKey(map[string]wefttest.WireResponder{
+		"destination": wefttest.WireAcceptForm(map[string]any{"city": "Kyoto"}),
+		"confirm":     wefttest.WireAcceptForm(map[string]any{"ok": true}),
 	}), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -544,28 +544,28 @@ func TestCallToolWithInput(t *testing.T) {
 	}
 
 	// Declining ends the flow with a tool error after two rounds.
-	final, rounds, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.Decline(), 5)
+	final, rounds, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.WireDecline(), 5)
 	if err != nil || !final.IsError || final.Text() != "trip cancelled" || len(rounds) != 2 {
 		t.Errorf("decline = %v, %d rounds, %v", final, len(rounds), err)
 	}
 
 	// The round limit.
-	final, rounds, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.AcceptForm(map[string]any{"city": "Oslo", "ok": true}), 2)
+	final, rounds, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.WireAcceptForm(map[string]any{"city": "Oslo", "ok": true}), 2)
 	if !errors.Is(err, wefttest.ErrMaxRounds) || len(rounds) != 2 || !final.InputRequired() {
 		t.Errorf("max rounds = %v, %d rounds, %v", final, len(rounds), err)
 	}
 
 	// A request no responder answers.
-	_, _, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.RootsOf("file:///tmp"), 0)
+	_, _, err = c.CallToolWithInput(ctx, "book_trip", nil, wefttest.WireRootsOf("file:///tmp"), 0)
 	if err == nil || !strings.Contains(err.Error(), `"destination"`) {
 		t.Errorf("unanswered = %v", err)
 	}
 
 	// Three kinds of input in one round.
-	final, rounds, err = c.CallToolWithInput(ctx, "survey", nil, wefttest.Chain(
-		wefttest.AcceptForm(map[string]any{"name": "Ada"}),
-		wefttest.SampleText("test-model", "Autumn moonlight"),
-		wefttest.RootsOf("file:///a", "file:///b"),
+	final, rounds, err = c.CallToolWithInput(ctx, "survey", nil, wefttest.WireChain(
+		wefttest.WireAcceptForm(map[string]any{"name": "Ada"}),
+		wefttest.WireSampleText("test-model", "Autumn moonlight"),
+		wefttest.WireRootsOf("file:///a", "file:///b"),
 	), 0)
 	if err != nil || final.Text() != "name=Ada model=test-model roots=2" || len(rounds) != 2 {
 		t.Errorf("survey = %v, %d rounds, %v", final, len(rounds), err)
@@ -579,7 +579,7 @@ func TestConditionalInputsFollowCapabilities(t *testing.T) {
 	f := newFixture(t, nil)
 	// Only form elicitation declared: the server must not embed sampling or
 	// roots, and weft reports the missing ones as -32021.
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.RequiredCapability))))
 	_, err := c.CallTool(t.Context(), "survey", nil)
 	re := rpcError(t, err)
 	req, _ := re.Data.Get("requiredCapabilities")
@@ -594,7 +594,7 @@ func TestProgressAndLogs(t *testing.T) {
 
 	var mu sync.Mutex
 	var live []string
-	c := wefttest.NewClient(f.srv, wefttest.WithProgress(), wefttest.WithLogLevel(weft.LevelInfo),
+	c := wefttest.NewWireClient(f.srv, wefttest.WithProgress(), wefttest.WithLogLevel(weft.LevelInfo),
 		wefttest.WithNotificationHandler(func(n wefttest.Notification) {
 			mu.Lock()
 			live = append(live, n.Method)
@@ -636,7 +636,7 @@ func TestProgressAndLogs(t *testing.T) {
 	}
 
 	// Without a progress token there is no stream.
-	res, err = wefttest.NewClient(f.srv).CallTool(ctx, "count", nil)
+	res, err = wefttest.NewWireClient(f.srv).CallTool(ctx, "count", nil)
 	if err != nil || res.Response.Streamed || len(res.Response.Notifications) != 0 {
 		t.Errorf("no token = %+v, %v", res, err)
 	}
@@ -646,7 +646,7 @@ func TestCancellation(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	c := wefttest.NewClient(f.srv, wefttest.WithProgress(), wefttest.WithNotificationHandler(func(n wefttest.Notification) {
+	c := wefttest.NewWireClient(f.srv, wefttest.WithProgress(), wefttest.WithNotificationHandler(func(n wefttest.Notification) {
 		if n.Method == "notifications/progress" {
 			cancel() // the client closes the stream after the first progress
 		}
@@ -668,7 +668,7 @@ func TestCancellation(t *testing.T) {
 func TestPrompts(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(allCaps))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(allCaps))
 
 	p, err := c.GetPrompt(ctx, "greet", map[string]string{"name": "Ada"})
 	if err != nil {
@@ -682,7 +682,7 @@ func TestPrompts(t *testing.T) {
 		t.Errorf("missing argument = %+v", re)
 	}
 
-	final, rounds, err := c.GetPromptWithInput(ctx, "ask_topic", nil, wefttest.AcceptForm(map[string]any{"topic": "tides"}), 0)
+	final, rounds, err := c.GetPromptWithInput(ctx, "ask_topic", nil, wefttest.WireAcceptForm(map[string]any{"topic": "tides"}), 0)
 	if err != nil || final.Text() != "Tell me about tides." || len(rounds) != 2 {
 		t.Errorf("ask_topic = %v, %d rounds, %v", final, len(rounds), err)
 	}
@@ -702,7 +702,7 @@ func TestPrompts(t *testing.T) {
 func TestResources(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	c := wefttest.NewClient(f.srv, wefttest.WithCapabilities(allCaps))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithCapabilities(allCaps))
 
 	r, err := c.ReadResource(ctx, "test://readme")
 	if err != nil {
@@ -720,7 +720,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("not found = %+v", re)
 	}
 
-	final, rounds, err := c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"answer": "open sesame"}), 0)
+	final, rounds, err := c.ReadResourceWithInput(ctx, "test://vault", wefttest.WireAcceptForm(map[string]any{"answer": "open sesame"}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +735,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("retry cache hints = %d %q", final.TTLMillis, final.CacheScope)
 	}
 	// An application error.
-	_, _, err = c.ReadResourceWithInput(ctx, "test://vault", wefttest.AcceptForm(map[string]any{"answer": "guess"}), 0)
+	_, _, err = c.ReadResourceWithInput(ctx, "test://vault", wefttest.WireAcceptForm(map[string]any{"answer": "guess"}), 0)
 	if re := rpcError(t, err); re.Code != 1000 || re.Message != "Wrong answer" {
 		t.Errorf("wrong answer = %+v", re)
 	}
@@ -765,7 +765,7 @@ func TestMetadataHeaders(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
 	rec := &headerRecorder{next: f.srv}
-	c := wefttest.NewClient(rec)
+	c := wefttest.NewWireClient(rec)
 
 	if _, err := c.GetPrompt(ctx, "greet", map[string]string{"name": "x"}); err != nil {
 		t.Fatal(err)
@@ -822,7 +822,7 @@ func TestMetadataHeaders(t *testing.T) {
 func TestSend(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := t.Context()
-	c := wefttest.NewClient(f.srv)
+	c := wefttest.NewWireClient(f.srv)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 	// A raw non-ASCII Mcp-Name (not Base64-encoded) is a HeaderMismatch.
@@ -860,18 +860,18 @@ func TestAdmission(t *testing.T) {
 		return weft.Identity{Principal: "alice", Partition: "alice"}, nil
 	}})
 	ctx := t.Context()
-	_, err := wefttest.NewClient(f.srv).CallTool(ctx, "add", map[string]int{"a": 1, "b": 1})
+	_, err := wefttest.NewWireClient(f.srv).CallTool(ctx, "add", map[string]int{"a": 1, "b": 1})
 	re := rpcError(t, err)
 	if re.HTTPStatus != http.StatusUnauthorized || re.Header.Get("WWW-Authenticate") != `Bearer realm="fixture"` {
 		t.Errorf("unauthenticated = %+v", re)
 	}
-	c := wefttest.NewClient(f.srv, wefttest.WithHeader("Authorization", "Bearer s3cret"),
+	c := wefttest.NewWireClient(f.srv, wefttest.WithHeader("Authorization", "Bearer s3cret"),
 		wefttest.WithCapabilities(allCaps))
 	if res, err := c.CallTool(ctx, "add", map[string]int{"a": 1, "b": 1}); err != nil || res.StructuredContent.String() != `{"sum":2}` {
 		t.Errorf("authenticated = %v, %v", res, err)
 	}
 	// Partitioned framework state works across rounds for the same principal.
-	final, _, err := c.CallToolWithInput(ctx, "book_trip", nil, wefttest.AcceptForm(map[string]any{"city": "Rome", "ok": true}), 0)
+	final, _, err := c.CallToolWithInput(ctx, "book_trip", nil, wefttest.WireAcceptForm(map[string]any{"city": "Rome", "ok": true}), 0)
 	if err != nil || final.Text() != "Booked a trip to Rome." {
 		t.Errorf("book_trip = %v, %v", final, err)
 	}
@@ -884,7 +884,7 @@ func TestAdmission(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	f := newFixture(t, nil)
-	c := wefttest.NewClient(f.srv, wefttest.WithProgress(), wefttest.WithCapabilities(allCaps))
+	c := wefttest.NewWireClient(f.srv, wefttest.WithProgress(), wefttest.WithCapabilities(allCaps))
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	for i := range 16 {
@@ -977,7 +977,7 @@ func TestProtocolViolations(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := wefttest.NewClient(tc.h).CallTool(ctx, "x", nil)
+			_, err := wefttest.NewWireClient(tc.h).CallTool(ctx, "x", nil)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -994,7 +994,7 @@ func TestProtocolViolations(t *testing.T) {
 			"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":0.5}}\r\n\r\n" +
 			`data:{"jsonrpc":"2.0","id":` + id + `,` + complete + "}\n\n"
 	})
-	res, err := wefttest.NewClient(ok).CallTool(ctx, "x", nil)
+	res, err := wefttest.NewWireClient(ok).CallTool(ctx, "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func newTestDemo(t *testing.T) *Demo {
 }
 
 func testClient(d *Demo, user string, inputs ...weft.Input) *wefttest.Client {
-	return wefttest.NewClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(inputs...)))
+	return wefttest.NewWireClient(d.srv, wefttest.WithHeader("X-User", user), wefttest.WithCapabilities(wefttest.Capabilities(inputs...)))
 }
 
 func TestCatalogContinue(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/exactjson"
 )
 
@@ -17,22 +16,22 @@ var (
 	// ErrMaxRounds is returned when a result is still input_required after
 	// the maximum number of rounds.
 	ErrMaxRounds = errors.New("wefttest: still input_required after the maximum number of rounds")
-	// ErrNotHandled is returned by a [Responder] for an input request it does
-	// not answer; [Chain] then tries the next one.
+	// ErrNotHandled is returned by a [WireResponder] for an input request it does
+	// not answer; [WireChain] then tries the next one.
 	ErrNotHandled = errors.New("wefttest: the responder does not handle this input request")
 )
 
-// Responder answers one input request of an input_required result, as a
+// WireResponder answers one input request of an input_required result, as a
 // client would after asking its user, its model or its roots. key is the
 // server-assigned key. The returned value is sent under key in
 // inputResponses; a null value leaves the request unanswered. Return
 // [ErrNotHandled] for requests the responder does not handle.
-type Responder func(key string, req InputRequest) (exactjson.Value, error)
+type WireResponder func(key string, req InputRequest) (exactjson.Value, error)
 
-// AcceptForm answers form-mode elicitations by accepting with content.
-func AcceptForm(content map[string]any) Responder {
+// WireAcceptForm answers form-mode elicitations by accepting with content.
+func WireAcceptForm(content map[string]any) WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
-		if req.Method != "elicitation/create" || elicitMode(req) != "form" {
+		if req.Method != "elicitation/create" || wireElicitMode(req) != "form" {
 			return exactjson.Value{}, ErrNotHandled
 		}
 		v := exactjson.Object()
@@ -48,8 +47,8 @@ func AcceptForm(content map[string]any) Responder {
 	}
 }
 
-// Decline answers every elicitation (form or URL mode) with action "decline".
-func Decline() Responder {
+// WireDecline answers every elicitation (form or URL mode) with action "decline".
+func WireDecline() WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
 		if req.Method != "elicitation/create" {
 			return exactjson.Value{}, ErrNotHandled
@@ -58,9 +57,9 @@ func Decline() Responder {
 	}
 }
 
-// SampleText answers sampling requests with an assistant text message from
+// WireSampleText answers sampling requests with an assistant text message from
 // model, stop reason "endTurn".
-func SampleText(model, text string) Responder {
+func WireSampleText(model, text string) WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
 		if req.Method != "sampling/createMessage" {
 			return exactjson.Value{}, ErrNotHandled
@@ -75,8 +74,8 @@ func SampleText(model, text string) Responder {
 	}
 }
 
-// RootsOf answers roots/list with the given root URIs.
-func RootsOf(uris ...string) Responder {
+// WireRootsOf answers roots/list with the given root URIs.
+func WireRootsOf(uris ...string) WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
 		if req.Method != "roots/list" {
 			return exactjson.Value{}, ErrNotHandled
@@ -89,9 +88,9 @@ func RootsOf(uris ...string) Responder {
 	}
 }
 
-// Chain returns a responder that asks each of rs in turn until one handles
+// WireChain returns a responder that asks each of rs in turn until one handles
 // the request (returns something other than [ErrNotHandled]).
-func Chain(rs ...Responder) Responder {
+func WireChain(rs ...WireResponder) WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
 		for _, r := range rs {
 			v, err := r(key, req)
@@ -103,8 +102,8 @@ func Chain(rs ...Responder) Responder {
 	}
 }
 
-// ByKey returns a responder that dispatches on the input request key.
-func ByKey(m map[string]Responder) Responder {
+// WireByKey returns a responder that dispatches on the input request key.
+func WireByKey(m map[string]WireResponder) WireResponder {
 	return func(key string, req InputRequest) (exactjson.Value, error) {
 		r := m[key]
 		if r == nil {
@@ -112,39 +111,6 @@ func ByKey(m map[string]Responder) Responder {
 		}
 		return r(key, req)
 	}
-}
-
-func elicitMode(req InputRequest) string {
-	if m, ok := getString(req.Params, "mode"); ok {
-		return m
-	}
-	return "form"
-}
-
-// Capabilities returns the ClientCapabilities object declaring the client
-// capabilities that the given input declarations need, for
-// [WithCapabilities]: Capabilities(weft.Form(r), weft.Roots(r)) is
-// {"elicitation":{"form":{}},"roots":{}}.
-func Capabilities(inputs ...weft.Input) exactjson.Value {
-	out := exactjson.Object()
-	for _, in := range inputs {
-		if in != nil {
-			out = merge(out, in.Capabilities())
-		}
-	}
-	return out
-}
-
-// merge deep-merges capability objects.
-func merge(a, b exactjson.Value) exactjson.Value {
-	for k, bv := range b.All() {
-		if av, ok := a.Get(k); ok && av.Kind() == exactjson.KindObject && bv.Kind() == exactjson.KindObject {
-			a = a.With(k, merge(av, bv))
-		} else if !ok {
-			a = a.With(k, bv)
-		}
-	}
-	return a
 }
 
 type round interface{ base() *Result }
@@ -155,10 +121,10 @@ func (r *ResourceResult) base() *Result { return &r.Result }
 
 // drive runs an MRTR exchange: the first request, then a retry per
 // input_required result answered by respond, up to maxRounds requests.
-func drive[T round](start func() (T, error), retry func(prev T, responses map[string]exactjson.Value) (T, error), respond Responder, maxRounds int) (T, []T, error) {
+func drive[T round](start func() (T, error), retry func(prev T, responses map[string]exactjson.Value) (T, error), respond WireResponder, maxRounds int) (T, []T, error) {
 	var zero T
 	if respond == nil {
-		return zero, nil, errors.New("wefttest: nil Responder")
+		return zero, nil, errors.New("wefttest: nil WireResponder")
 	}
 	if maxRounds <= 0 {
 		maxRounds = DefaultMaxRounds
@@ -187,7 +153,7 @@ func drive[T round](start func() (T, error), retry func(prev T, responses map[st
 }
 
 // answer asks respond for every input request, in key order.
-func answer(r *Result, respond Responder) (map[string]exactjson.Value, error) {
+func answer(r *Result, respond WireResponder) (map[string]exactjson.Value, error) {
 	out := map[string]exactjson.Value{}
 	for _, k := range r.InputKeys() {
 		req := r.InputRequests[k]
@@ -211,7 +177,7 @@ func answer(r *Result, respond Responder) (map[string]exactjson.Value, error) {
 // final result and every round's result in order (the final one last). On
 // error, final is the last result received, if any; when the limit is
 // reached the error wraps [ErrMaxRounds].
-func (c *Client) CallToolWithInput(ctx context.Context, name string, args any, respond Responder, maxRounds int) (final *ToolResult, rounds []*ToolResult, err error) {
+func (c *Client) CallToolWithInput(ctx context.Context, name string, args any, respond WireResponder, maxRounds int) (final *ToolResult, rounds []*ToolResult, err error) {
 	return drive(func() (*ToolResult, error) { return c.CallTool(ctx, name, args) },
 		func(prev *ToolResult, rs map[string]exactjson.Value) (*ToolResult, error) {
 			return c.Retry(ctx, prev, rs)
@@ -220,7 +186,7 @@ func (c *Client) CallToolWithInput(ctx context.Context, name string, args any, r
 }
 
 // GetPromptWithInput is [Client.CallToolWithInput] for prompts/get.
-func (c *Client) GetPromptWithInput(ctx context.Context, name string, args map[string]string, respond Responder, maxRounds int) (final *PromptResult, rounds []*PromptResult, err error) {
+func (c *Client) GetPromptWithInput(ctx context.Context, name string, args map[string]string, respond WireResponder, maxRounds int) (final *PromptResult, rounds []*PromptResult, err error) {
 	return drive(func() (*PromptResult, error) { return c.GetPrompt(ctx, name, args) },
 		func(prev *PromptResult, rs map[string]exactjson.Value) (*PromptResult, error) {
 			return c.RetryPrompt(ctx, prev, rs)
@@ -229,10 +195,17 @@ func (c *Client) GetPromptWithInput(ctx context.Context, name string, args map[s
 }
 
 // ReadResourceWithInput is [Client.CallToolWithInput] for resources/read.
-func (c *Client) ReadResourceWithInput(ctx context.Context, uri string, respond Responder, maxRounds int) (final *ResourceResult, rounds []*ResourceResult, err error) {
+func (c *Client) ReadResourceWithInput(ctx context.Context, uri string, respond WireResponder, maxRounds int) (final *ResourceResult, rounds []*ResourceResult, err error) {
 	return drive(func() (*ResourceResult, error) { return c.ReadResource(ctx, uri) },
 		func(prev *ResourceResult, rs map[string]exactjson.Value) (*ResourceResult, error) {
 			return c.RetryResource(ctx, prev, rs)
 		},
 		respond, maxRounds)
+}
+
+func wireElicitMode(req InputRequest) string {
+	if m, ok := getString(req.Params, "mode"); ok {
+		return m
+	}
+	return "form"
 }
