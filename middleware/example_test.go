@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/httptest"
 	"time"
 
 	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/middleware"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 // A cache in front of the list and read methods, timing around everything.
@@ -32,13 +32,16 @@ func Example() {
 	_ = s.AddTool(weft.Tool{Name: "echo", Description: "Echoes."}, func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("hi")}}, nil
 	})
-	c := wefttest.NewWireClient(s)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{ProtocolVersion: client.ProtocolVersion})
 	ctx := context.Background()
-	_, _ = c.ListTools(ctx)
+	_, _ = c.ListTools(ctx) // after the client's server/discover
 	_, _ = c.ListTools(ctx) // served from the cache
-	_, _ = c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("echo"))))
+	_, _ = c.CallTool(ctx, "echo", nil)
 	fmt.Printf("cache hits: %d\n", cache.Stats().Hits)
 	// Output:
+	// server/discover complete
 	// tools/list complete
 	// tools/list complete
 	// tools/call complete

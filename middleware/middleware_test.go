@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/middleware"
 	"github.com/weftmcp/weft/wefttest"
@@ -92,7 +94,7 @@ func panicInTool() { panic("tool exploded") }
 func TestLogging(t *testing.T) {
 	logs := &records{}
 	s := newServer(t, &weft.Options{Admission: byHeader, Middleware: []weft.Middleware{middleware.Logging(slog.New(logs), slog.LevelInfo)}})
-	c := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
+	c := wefttest.NewClient(t, s, as("alice"))
 	ctx := context.Background()
 	if _, err := c.CallTool(ctx, "ok", nil); err != nil {
 		t.Fatal(err)
@@ -123,7 +125,9 @@ func TestLogging(t *testing.T) {
 	if r := logs.find("mcp request served", "name", "broken"); !strings.Contains(r[0]["err"], "database unreachable") {
 		t.Errorf("the internal error's cause is not logged: %v", r[0])
 	}
-	if got := logs.find("mcp request served", "method", "tools/list"); len(got) != 1 || got[0]["outcome"] != "complete" {
+	// The client lists the tools before its first call (for the
+	// Mcp-Param headers), and once more when asked.
+	if got := logs.find("mcp request served", "method", "tools/list"); len(got) != 2 || got[0]["outcome"] != "complete" || got[1]["outcome"] != "complete" {
 		t.Errorf("tools/list records %v", got)
 	}
 }
@@ -145,7 +149,7 @@ func TestTiming(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return text("done"), nil
 	})
-	c := wefttest.NewWireClient(s)
+	c := wefttest.NewClient(t, s, nil)
 	ctx := context.Background()
 	if _, err := c.CallTool(ctx, "slow", nil); err != nil {
 		t.Fatal(err)
@@ -156,13 +160,15 @@ func TestTiming(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 3 {
+	// The client probes with server/discover and lists the tools before
+	// its first call.
+	if len(got) != 5 || got[0].method != "server/discover" || got[1].method != "tools/list" {
 		t.Fatalf("observations %v", got)
 	}
-	if got[0].method != "tools/call" || got[0].name != "slow" || got[0].outcome != "complete" || got[0].d < 20*time.Millisecond {
-		t.Errorf("slow call observed as %+v", got[0])
+	if got[2].method != "tools/call" || got[2].name != "slow" || got[2].outcome != "complete" || got[2].d < 20*time.Millisecond {
+		t.Errorf("slow call observed as %+v", got[2])
 	}
-	if got[1].outcome != "error" || got[2].method != "server/discover" {
+	if got[3].outcome != "error" || got[4].method != "server/discover" {
 		t.Errorf("observed %+v", got)
 	}
 }
@@ -171,42 +177,44 @@ func TestRateLimitTools(t *testing.T) {
 	limits := middleware.ToolLimits{Tools: map[string]weft.RateLimiter{"ok": weft.NewTokenBucket(0.0001, 2)}}
 	s := newServer(t, &weft.Options{Admission: byHeader, Middleware: []weft.Middleware{middleware.RateLimitTools(limits)}})
 	ctx := context.Background()
-	alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
-	bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"))
-	call := func(c *wefttest.Client, tool string) *wefttest.Response {
+	alice := wefttest.NewClient(t, s, as("alice"))
+	bob := wefttest.NewClient(t, s, as("bob"))
+	// call returns the JSON-RPC error of a call, nil when it succeeded.
+	call := func(c *client.Client, tool string) *client.RPCError {
 		t.Helper()
-		r, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(tool))))
-		if err != nil {
+		_, err := c.CallTool(ctx, tool, nil)
+		var rerr *client.RPCError
+		if err != nil && !errors.As(err, &rerr) {
 			t.Fatal(err)
 		}
-		return r
+		return rerr
 	}
 	for i := range 2 {
-		if r := call(alice, "ok"); r.Error != nil {
-			t.Fatalf("call %d: %v", i, r.Error)
+		if err := call(alice, "ok"); err != nil {
+			t.Fatalf("call %d: %v", i, err)
 		}
 	}
 	r := call(alice, "ok")
-	if r.Error == nil || weft.Code(r.Error.Code) != weft.CodeRateLimited || r.HTTPStatus != 429 || r.Header.Get("Retry-After") == "" {
-		t.Fatalf("third call: HTTP %d %v %v", r.HTTPStatus, r.Error, r.Header)
+	if r == nil || weft.Code(r.Code) != weft.CodeRateLimited || r.HTTPStatus != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("third call: %#v", r)
 	}
 	// Another caller has a bucket of its own, and other tools are not limited.
-	if r := call(bob, "ok"); r.Error != nil {
-		t.Fatalf("bob: %v", r.Error)
+	if err := call(bob, "ok"); err != nil {
+		t.Fatalf("bob: %v", err)
 	}
 	for range 3 {
-		if r := call(alice, "app-error"); r.Error == nil || r.Error.Code != 4711 {
-			t.Fatalf("unlimited tool: %v", r.Error)
+		if err := call(alice, "app-error"); err == nil || err.Code != 4711 {
+			t.Fatalf("unlimited tool: %v", err)
 		}
 	}
 	// A Default limits every other tool.
 	s2 := newServer(t, &weft.Options{Middleware: []weft.Middleware{middleware.RateLimitTools(middleware.ToolLimits{Default: weft.NewTokenBucket(0.0001, 1)})}})
-	c := wefttest.NewWireClient(s2)
-	if r := call(c, "ok"); r.Error != nil {
-		t.Fatal(r.Error)
+	c := wefttest.NewClient(t, s2, nil)
+	if err := call(c, "ok"); err != nil {
+		t.Fatal(err)
 	}
-	if r := call(c, "ok"); r.Error == nil || weft.Code(r.Error.Code) != weft.CodeRateLimited {
-		t.Fatalf("default limit not applied: %v", r.Error)
+	if err := call(c, "ok"); err == nil || weft.Code(err.Code) != weft.CodeRateLimited {
+		t.Fatalf("default limit not applied: %v", err)
 	}
 	if _, err := c.ListTools(ctx); err != nil {
 		t.Fatalf("lists are not limited: %v", err)
@@ -233,13 +241,11 @@ func TestRecover(t *testing.T) {
 			stack.Store(&st)
 		}),
 	}})
-	c := wefttest.NewWireClient(s)
-	r, err := c.Call(context.Background(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("panics"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Error == nil || weft.Code(r.Error.Code) != weft.CodeInternalError || r.Error.Message != "Internal error" || r.HTTPStatus != 500 {
-		t.Fatalf("panic answered with HTTP %d %v", r.HTTPStatus, r.Error)
+	c := wefttest.NewClient(t, s, nil)
+	_, err := c.CallTool(context.Background(), "panics", nil)
+	var r *client.RPCError
+	if !errors.As(err, &r) || weft.Code(r.Code) != weft.CodeInternalError || r.Message != "Internal error" || r.HTTPStatus != 500 {
+		t.Fatalf("panic answered with %v", err)
 	}
 	if p := reported.Load(); p == nil || *p != "panics: tool exploded" {
 		t.Fatalf("reported %v", p)
@@ -256,7 +262,7 @@ func TestRecover(t *testing.T) {
 	slog.SetDefault(slog.New(logs))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	s2 := newServer(t, &weft.Options{Middleware: []weft.Middleware{middleware.Recover(nil)}})
-	_, _ = wefttest.NewWireClient(s2).Call(context.Background(), "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("panics"))))
+	_, _ = wefttest.NewClient(t, s2, nil).CallTool(context.Background(), "panics", nil)
 	if got := logs.find("weft: handler panic", "name", "panics"); len(got) != 1 || !strings.Contains(got[0]["stack"], "panicInTool") {
 		t.Fatalf("panic log %v", got)
 	}
@@ -283,7 +289,11 @@ func TestCacheHonoursTTL(t *testing.T) {
 		cache := middleware.NewCache(middleware.CacheOptions{})
 		s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 1000, Public: true}, &reads)
 		ctx := context.Background()
-		c := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
+		c := wefttest.NewClient(t, s, as("alice"))
+		if _, err := c.Discover(ctx); err != nil { // the client's era probe
+			t.Fatal(err)
+		}
+		base := cache.Stats()
 		read := func() string {
 			t.Helper()
 			r, err := c.ReadResource(ctx, "file:///motd")
@@ -303,15 +313,15 @@ func TestCacheHonoursTTL(t *testing.T) {
 		if got := read(); got != "read 2" {
 			t.Fatalf("after the TTL: %q", got)
 		}
-		if st := cache.Stats(); st.Hits != 2 || st.Misses != 2 {
-			t.Fatalf("stats %+v", st)
+		if st := cache.Stats(); st.Hits-base.Hits != 2 || st.Misses-base.Misses != 2 {
+			t.Fatalf("stats %+v, %+v before the reads", st, base)
 		}
 	})
 }
 
 func TestCacheScopes(t *testing.T) {
 	ctx := context.Background()
-	read := func(t *testing.T, c *wefttest.Client) string {
+	read := func(t *testing.T, c *client.Client) string {
 		t.Helper()
 		r, err := c.ReadResource(ctx, "file:///motd")
 		if err != nil {
@@ -322,8 +332,8 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("private results are per caller", func(t *testing.T) {
 		var reads atomic.Int32
 		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{TTLMillis: 60_000}, &reads)
-		alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"))
-		bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"))
+		alice := wefttest.NewClient(t, s, as("alice"))
+		bob := wefttest.NewClient(t, s, as("bob"))
 		if a1, b1, a2 := read(t, alice), read(t, bob), read(t, alice); a1 != "read 1" || b1 != "read 2" || a2 != "read 1" {
 			t.Fatalf("alice %q, bob %q, alice again %q", a1, b1, a2)
 		}
@@ -341,7 +351,7 @@ func TestCacheScopes(t *testing.T) {
 				return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: "shared"}}}, nil
 			}))
 		for _, u := range []string{"alice", "bob", "carol"} {
-			read(t, wefttest.NewWireClient(s, wefttest.WithHeader("X-User", u)))
+			read(t, wefttest.NewClient(t, s, as(u)))
 		}
 		if reads.Load() != 1 {
 			t.Fatalf("handler ran %d times for three callers", reads.Load())
@@ -350,7 +360,7 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("ttl 0 is not cached", func(t *testing.T) {
 		var reads atomic.Int32
 		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{}, &reads)
-		c := wefttest.NewWireClient(s)
+		c := wefttest.NewClient(t, s, nil)
 		if a, b := read(t, c), read(t, c); a != "read 1" || b != "read 2" {
 			t.Fatalf("reads %q %q", a, b)
 		}
@@ -362,7 +372,7 @@ func TestCacheInvalidatedByCatalogChanges(t *testing.T) {
 	cache := middleware.NewCache(middleware.CacheOptions{})
 	s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 60_000, Public: true}, &reads)
 	ctx := context.Background()
-	c := wefttest.NewWireClient(s)
+	c := wefttest.NewClient(t, s, nil)
 	names := func() []string {
 		t.Helper()
 		tools, err := c.ListTools(ctx)
@@ -414,7 +424,7 @@ func TestCacheBounded(t *testing.T) {
 				func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 					return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: req.URIParams()["n"]}}}, nil
 				}))
-			c := wefttest.NewWireClient(s)
+			c := wefttest.NewClient(t, s, nil)
 			read := func(i int) {
 				t.Helper()
 				if _, err := c.ReadResource(context.Background(), "file:///n/"+strconv.Itoa(i)); err != nil {
@@ -435,6 +445,11 @@ func TestCacheBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// as is a client's options for a caller named by the X-User header.
+func as(user string) *wefttest.Options {
+	return &wefttest.Options{Header: http.Header{"X-User": {user}}}
 }
 
 func must(t *testing.T, err error) {
@@ -468,7 +483,7 @@ func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
 			}
 			return &weft.ReadResourceResult{Contents: []weft.ResourceContents{{URI: req.Name, Text: text}}}, nil
 		}))
-	read := func(c *wefttest.Client) string {
+	read := func(c *client.Client) string {
 		t.Helper()
 		r, err := c.ReadResource(ctx, "file:///me")
 		if err != nil {
@@ -476,14 +491,14 @@ func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
 		}
 		return r.Contents[0].Text
 	}
-	forms := wefttest.WithCapabilities(exactjson.Object(exactjson.Field("elicitation", exactjson.Object())))
-	none := wefttest.WithCapabilities(exactjson.Object())
-	alice := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"), none)
-	aliceForms := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "alice"), forms)
-	bob := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "bob"), none)
+	forms := as("alice")
+	forms.Client.Capabilities = exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))
+	alice := wefttest.NewClient(t, s, as("alice"))
+	aliceForms := wefttest.NewClient(t, s, forms)
+	bob := wefttest.NewClient(t, s, as("bob"))
 	for _, c := range []struct {
 		who    string
-		client *wefttest.Client
+		client *client.Client
 		want   string
 	}{
 		{"alice", alice, "for alice"},
