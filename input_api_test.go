@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/seal"
@@ -65,21 +67,22 @@ func TestTypedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(confirm)))
 	// The first answer breaks the form (note too long): asked again, the
 	// state advancing round by round.
 	answers := []map[string]any{{"confirm": true, "note": "far too long a note"}, {"confirm": true, "note": "ok"}}
 	i := 0
-	final, rounds, err := c.CallToolWithInput(context.Background(), "checkout", nil, func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
-		a := answers[i]
-		i++
-		return wefttest.WireAcceptForm(a)(key, r)
-	}, 0)
+	c := wefttest.NewClient(t, s, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{
+		Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+			a := answers[i]
+			i++
+			return wefttest.AcceptForm(a)(ctx, params)
+		}}}})
+	final, err := c.CallTool(context.Background(), "checkout", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rounds) != 3 || final.Text() != `ordered [tea] note="ok"` {
-		t.Fatalf("%d rounds, final %q", len(rounds), final.Text())
+	if i != 2 || final.Text() != `ordered [tea] note="ok"` {
+		t.Fatalf("%d answers, final %q", i, final.Text())
 	}
 	if len(seen) != 3 || seen[1].Round != 100 || seen[2].Round != 200 {
 		t.Fatalf("rounds seen in state: %+v", seen)
@@ -115,8 +118,8 @@ func TestFrameworkStateOfAnotherType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
-	if _, _, err := c.CallToolWithInput(context.Background(), "t", nil, wefttest.WireAcceptForm(nil), 0); err != nil {
+	c := wefttest.NewClient(t, s, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{Elicit: wefttest.AcceptForm(nil)}}})
+	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil || !strings.Contains(got.Error(), "framework state") {
@@ -166,12 +169,14 @@ func ExampleFormOf() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(form)))
+	ts := httptest.NewServer(s)
+	defer ts.Close()
 	answer, _ := exactjson.ParseString(`{"amount":12.50,"reason":"late"}`, exactjson.Limits{})
-	final, _, err := c.CallToolWithInput(context.Background(), "refund", nil,
-		func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", answer)), nil
-		}, 0)
+		}}})
+	final, err := c.CallTool(context.Background(), "refund", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -217,14 +222,21 @@ func ExampleFrameworkState() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(next)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "wizard", nil, wefttest.WireAcceptForm(nil), 0)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	asked := 0
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
+			asked++
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", exactjson.Object())), nil
+		}}})
+	final, err := c.CallTool(context.Background(), "wizard", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(rounds), "rounds:", final.Text())
+	fmt.Println(asked, "answers:", final.Text())
 	// Output:
-	// 4 rounds: [step 1 step 2 step 3] 300
+	// 3 answers: [step 1 step 2 step 3] 300
 }
 
 // An untyped form: the requested schema is built at call time (here, from
@@ -256,13 +268,19 @@ func ExampleForm() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(choose)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "cancel_order", nil, wefttest.WireAcceptForm(map[string]any{"order": "A-7"}), 0)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
+			schema, _ := form.Get("requestedSchema")
+			fmt.Println(schema)
+			answer, _ := exactjson.ParseString(`{"order":"A-7"}`, exactjson.Limits{})
+			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", answer)), nil
+		}}})
+	final, err := c.CallTool(context.Background(), "cancel_order", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	schema, _ := rounds[0].InputRequests["order"].Params.Get("requestedSchema")
-	fmt.Println(schema)
 	fmt.Println(final.Text())
 	// Output:
 	// {"type":"object","properties":{"order":{"type":"string","title":"Order","enum":["A-1","A-7"]}},"required":["order"]}
@@ -297,15 +315,17 @@ func ExampleURL() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(link)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "link", nil,
-		func(key string, r wefttest.InputRequest) (exactjson.Value, error) {
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+		Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+			fmt.Println(params) // a real client shows the URL and asks before opening it
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
-		}, 0)
+		}}})
+	final, err := c.CallTool(context.Background(), "link", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(rounds[0].InputRequests["link"].Params)
 	fmt.Println(final.Text())
 	// Output:
 	// {"mode":"url","message":"Open this page to link your account.","url":"https://accounts.example.com/link/pZ8qW3vN0xK5rT2yB7mC4hJ9gF6dS1aL0eU3iO8nQ5w"}
@@ -336,11 +356,14 @@ func ExampleRoots() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, c := range []*wefttest.Client{
-		wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(roots))),
-		wefttest.NewWireClient(s),
-	} {
-		final, _, err := c.CallToolWithInput(context.Background(), "where", nil, wefttest.WireRootsOf("file:///home/ada/src"), 0)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	listRoots := func(ctx context.Context) (exactjson.Value, error) {
+		return exactjson.ParseString(`{"roots":[{"uri":"file:///home/ada/src"}]}`, exactjson.Limits{})
+	}
+	for _, handlers := range []client.Handlers{{Roots: listRoots}, {}} {
+		c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: handlers})
+		final, err := c.CallTool(context.Background(), "where", nil)
 		if err != nil {
 			log.Fatal(err)
 		}
