@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,31 +47,29 @@ func TestReleaseOutput(t *testing.T) {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	c := wefttest.NewWireClient(srv, wefttest.WithProgress())
+	var progress atomic.Int32
+	c := wefttest.NewClient(t, srv, &wefttest.Options{Client: client.Options{
+		OnProgress: func(float64, float64, string) { progress.Add(1) }}})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		tool string
-		want int
+		want int32
 	}{{"held", 0}, {"released", 1}} {
-		resp, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String(tc.tool)),
-			exactjson.Field("arguments", exactjson.Object())))
-		if err != nil {
+		progress.Store(0)
+		if _, err := c.CallTool(ctx, tc.tool, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := len(resp.Progress()); got != tc.want {
+		if got := progress.Load(); got != tc.want {
 			t.Errorf("%s: %d progress notifications, want %d", tc.tool, got, tc.want)
 		}
 	}
-	resp, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("refuse")),
-		exactjson.Field("arguments", exactjson.Object())))
-	if err != nil {
-		t.Fatal(err)
+	_, err = c.CallTool(ctx, "refuse", nil)
+	var rerr *client.RPCError
+	if !errors.As(err, &rerr) || weft.Code(rerr.Code) != weft.CodeMissingRequiredCapability {
+		t.Fatalf("refuse: %v", err)
 	}
-	if resp.Error == nil || weft.Code(resp.Error.Code) != weft.CodeMissingRequiredCapability {
-		t.Fatalf("refuse: %+v", resp)
-	}
-	if caps, _ := resp.Error.Data.Get("requiredCapabilities"); !caps.Has("sampling") {
-		t.Fatalf("refuse: data %s", resp.Error.Data)
+	if caps, _ := rerr.Data.Get("requiredCapabilities"); !caps.Has("sampling") {
+		t.Fatalf("refuse: data %s", rerr.Data)
 	}
 }
 

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -119,22 +123,41 @@ func TestSamplingRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
-		kinds []weft.Input
-		keys  string
+		roots bool // whether the client answers roots too
+		asked string
 		want  string
 	}{
-		{"sampling only", []weft.Input{weft.Sampling(weft.RequiredCapability)}, "[headline]", "Tides turn (by test-model)"},
-		{"sampling and roots", []weft.Input{weft.Sampling(weft.RequiredCapability), weft.Roots(weft.RequiredCapability)}, "[headline roots]", "Tides turn (by test-model); 2 roots"},
+		{"sampling only", false, "[sampling]", "Tides turn (by test-model)"},
+		{"sampling and roots", true, "[roots sampling]", "Tides turn (by test-model); 2 roots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(tc.kinds...)))
-			final, rounds, err := c.CallToolWithInput(ctx, "headline", map[string]any{"text": "the sea"},
-				wefttest.WireChain(wefttest.WireSampleText("test-model", "Tides turn"), wefttest.WireRootsOf("file:///a", "file:///b")), 0)
+			var mu sync.Mutex
+			var asked []string
+			ask := func(kind string) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked = append(asked, kind)
+			}
+			sample := wefttest.SampleText("test-model", "Tides turn")
+			h := client.Handlers{Sample: func(ctx context.Context, p exactjson.Value) (exactjson.Value, error) {
+				ask("sampling")
+				return sample(ctx, p)
+			}}
+			if tc.roots {
+				roots := wefttest.RootsOf("file:///a", "file:///b")
+				h.Roots = func(ctx context.Context) (exactjson.Value, error) {
+					ask("roots")
+					return roots(ctx)
+				}
+			}
+			c := wefttest.NewClient(t, srv, &wefttest.Options{Client: client.Options{Handlers: h}})
+			final, err := c.CallTool(ctx, "headline", map[string]any{"text": "the sea"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rounds) != 2 || fmt.Sprint(rounds[0].InputKeys()) != tc.keys {
-				t.Fatalf("rounds: %d, first asked for %v", len(rounds), rounds[0].InputKeys())
+			slices.Sort(asked)
+			if fmt.Sprint(asked) != tc.asked {
+				t.Fatalf("asked for %v, want %s", asked, tc.asked)
 			}
 			if final.Text() != tc.want {
 				t.Fatalf("final %q, want %q", final.Text(), tc.want)
@@ -142,15 +165,15 @@ func TestSamplingRoundTrip(t *testing.T) {
 		})
 	}
 	// Without the sampling capability the call is refused before the tool runs.
-	c := wefttest.NewWireClient(srv, wefttest.WithCapabilities(wefttest.Capabilities(weft.Roots(weft.RequiredCapability))))
+	c := wefttest.NewClient(t, srv, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{Roots: wefttest.RootsOf()}}})
 	if _, err := c.CallTool(ctx, "headline", map[string]any{"text": "x"}); err == nil || !strings.Contains(err.Error(), "-32021") {
 		t.Fatalf("call without sampling: %v", err)
 	}
 }
 
 // A tool asks the client's model for a reply: the sampling declaration
-// builds the request and reads the answer on the retry. The wefttest client
-// plays the client and its model.
+// builds the request and reads the answer on the retry. The client's
+// Sample handler plays its model.
 func ExampleSamplingInput() {
 	s, err := weft.NewServer(weft.Implementation{Name: "news", Version: "1.0.0"}, nil)
 	if err != nil {
@@ -179,14 +202,17 @@ func ExampleSamplingInput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(wefttest.Capabilities(sampling)))
-	final, rounds, err := c.CallToolWithInput(context.Background(), "headline", map[string]any{"text": "the sea"},
-		wefttest.WireSampleText("m1", "Tides turn"), 0)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+		Sample: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+			fmt.Println(params) // what the client's model is asked
+			return exactjson.ParseString(`{"role":"assistant","content":{"type":"text","text":"Tides turn"},"model":"m1"}`, exactjson.Limits{})
+		}}})
+	final, err := c.CallTool(context.Background(), "headline", map[string]any{"text": "the sea"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	params, _ := exactjson.Encode(rounds[0].InputRequests["headline"].Params, 0)
-	fmt.Println(string(params))
 	fmt.Println(final.Text())
 	// Output:
 	// {"messages":[{"role":"user","content":{"type":"text","text":"Headline for: the sea"}}],"systemPrompt":"You write headlines.","maxTokens":30}
