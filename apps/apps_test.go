@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/apps"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/wefttest"
 )
@@ -77,6 +78,11 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// caps is a client's options declaring the given capabilities.
+func caps(v exactjson.Value) *wefttest.Options {
+	return &wefttest.Options{Client: client.Options{Capabilities: v}}
+}
+
 func get(v exactjson.Value, path ...string) exactjson.Value {
 	for _, p := range path {
 		v, _ = v.Get(p)
@@ -84,12 +90,34 @@ func get(v exactjson.Value, path ...string) exactjson.Value {
 	return v
 }
 
-func names(t *testing.T, c *wefttest.Client, method, member string) string {
+// list returns every item of tools/list or resources/list.
+func list(t *testing.T, c *client.Client, method string) []exactjson.Value {
 	t.Helper()
-	items, err := c.ListAll(context.Background(), method)
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	var items []exactjson.Value
+	switch method {
+	case "resources/list":
+		var err error
+		if items, err = c.ListResources(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case "tools/list":
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			items = append(items, tl.Raw)
+		}
+	default:
+		t.Fatalf("list %s", method)
 	}
+	return items
+}
+
+func names(t *testing.T, c *client.Client, method, member string) string {
+	t.Helper()
+	items := list(t, c, method)
 	var out []string
 	for _, it := range items {
 		s, _ := get(it, member).AsString()
@@ -101,7 +129,7 @@ func names(t *testing.T, c *wefttest.Client, method, member string) string {
 func TestClientWithUI(t *testing.T) {
 	ctx := context.Background()
 	for _, visible := range []bool{true, false} {
-		c := wefttest.NewWireClient(newServer(t, visible), wefttest.WithCapabilities(uiCaps))
+		c := wefttest.NewClient(t, newServer(t, visible), caps(uiCaps))
 		d, err := c.Discover(ctx)
 		must(t, err)
 		if s := get(d.Capabilities, "extensions", apps.ExtensionID).String(); s != "{}" {
@@ -111,8 +139,7 @@ func TestClientWithUI(t *testing.T) {
 		if got := names(t, c, "resources/list", "uri"); got != "ui://weather/dashboard test://plain" {
 			t.Errorf("resources %s", got)
 		}
-		items, _ := c.ListAll(ctx, "resources/list")
-		listed := items[0]
+		listed := list(t, c, "resources/list")[0]
 		if get(listed, "mimeType").String() != `"text/html;profile=mcp-app"` || get(listed, "_meta").String() != weatherMeta {
 			t.Errorf("listed UI resource %s", listed)
 		}
@@ -156,14 +183,14 @@ func TestClientWithoutUI(t *testing.T) {
 	other := exactjson.Object(exactjson.Field("extensions", exactjson.Object(
 		exactjson.Field(apps.ExtensionID, exactjson.Object(
 			exactjson.Field("mimeTypes", exactjson.Array(exactjson.String("text/uri-list"))))))))
-	for name, c := range map[string]*wefttest.Client{
-		"no capabilities":      wefttest.NewWireClient(newServer(t, true)),
-		"another media type":   wefttest.NewWireClient(newServer(t, true), wefttest.WithCapabilities(other)),
-		"no Visible filter":    wefttest.NewWireClient(newServer(t, false)),
-		"malformed capability": wefttest.NewWireClient(newServer(t, true), wefttest.WithCapabilities(exactjson.Object(exactjson.Field("extensions", exactjson.Object(exactjson.Field(apps.ExtensionID, exactjson.String("yes"))))))),
+	for name, c := range map[string]*client.Client{
+		"no capabilities":      wefttest.NewClient(t, newServer(t, true), nil),
+		"another media type":   wefttest.NewClient(t, newServer(t, true), caps(other)),
+		"no Visible filter":    wefttest.NewClient(t, newServer(t, false), nil),
+		"malformed capability": wefttest.NewClient(t, newServer(t, true), caps(exactjson.Object(exactjson.Field("extensions", exactjson.Object(exactjson.Field(apps.ExtensionID, exactjson.String("yes"))))))),
 	} {
 		_, err := c.ReadResource(ctx, weather.URI)
-		var rpc *wefttest.RPCError
+		var rpc *client.RPCError
 		if !errors.As(err, &rpc) || weft.Code(rpc.Code) != weft.CodeInvalidParams || rpc.Message != "Resource not found" ||
 			get(rpc.Data, "uri").String() != `"ui://weather/dashboard"` {
 			t.Errorf("%s: read of the UI resource: %v", name, err)
@@ -199,7 +226,7 @@ func TestVisibleDefersToNext(t *testing.T) {
 	must(t, apps.Register(s, weather))
 	must(t, s.AddResource(weft.Resource{ResourceInfo: weft.ResourceInfo{URI: "test://plain", Name: "plain"}},
 		func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) { return nil, nil }))
-	c := wefttest.NewWireClient(s, wefttest.WithCapabilities(uiCaps))
+	c := wefttest.NewClient(t, s, caps(uiCaps))
 	if got := names(t, c, "resources/list", "uri"); got != "ui://weather/dashboard" || calls == 0 {
 		t.Errorf("resources %q, %d calls", got, calls)
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/apps"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 // counterPage is the view: it shows the count from the tool result the
@@ -109,7 +110,9 @@ func Example_counter() {
 	ui := exactjson.Object(exactjson.Field("extensions", exactjson.Object(
 		exactjson.Field(apps.ExtensionID, exactjson.Object(
 			exactjson.Field("mimeTypes", exactjson.Array(exactjson.String(apps.MimeType))))))))
-	host := wefttest.NewWireClient(s, wefttest.WithCapabilities(ui))
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	host := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Capabilities: ui})
 
 	page, _ := host.ReadResource(ctx, "ui://counter/page")
 	c := page.Contents[0]
@@ -125,7 +128,7 @@ func Example_counter() {
 	r, _ := host.CallTool(ctx, "counter_increment", empty{})
 	fmt.Println(r.Text(), r.StructuredContent)
 
-	plain := wefttest.NewWireClient(s)
+	plain := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{})
 	tools, _ = plain.ListTools(ctx)
 	fmt.Println("plain client:", len(tools), tools[0].Name)
 	r, _ = plain.CallTool(ctx, "counter_show", empty{})
@@ -139,5 +142,5 @@ func Example_counter() {
 	// The count is 2. {"count":2}
 	// plain client: 1 counter_show
 	// The count is 2.
-	// wefttest: JSON-RPC error -32602: Resource not found (HTTP 400)
+	// mcp error -32602: Resource not found
 }
