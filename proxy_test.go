@@ -160,7 +160,7 @@ func TestRelayTasks(t *testing.T) {
 		t.Fatalf("created %s", created)
 	}
 	tk, err := alice.GetTask(ctx, id)
-	if err != nil || tk.TaskID != id || tk.Status != client.TaskInputRequired || !tk.InputRequests.Has("k") || tk.TTLMs != 60000 {
+	if err != nil || tk.TaskID != id || tk.Status != client.TaskInputRequired || !tk.InputRequests.Has("k") || tk.TTLMillis != 60000 {
 		t.Fatalf("tasks/get: %v %v", tk, err)
 	}
 	if err := alice.UpdateTask(ctx, id, exactjson.Object(exactjson.Field("k", exactjson.Object(exactjson.Field("roots", exactjson.Array()))))); err != nil {

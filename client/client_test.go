@@ -612,7 +612,7 @@ func TestConformance(t *testing.T) {
 			t.Fatalf("prompt: %v %v", p, err)
 		}
 		r, err := c.ReadResource(ctx, "test://static-text")
-		if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "This is the content of the static text resource." || r.CacheScope != "public" || r.TTLMs != 60000 {
+		if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "This is the content of the static text resource." || r.CacheScope != "public" || r.TTLMillis != 60000 {
 			t.Fatalf("resource: %+v %v", r, err)
 		}
 		if got := hl.byMethod("resources/read")[0].Get("Mcp-Name"); got != "test://static-text" {
@@ -1393,7 +1393,7 @@ func TestTaskMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	if task.TaskID != taskID || task.Status != TaskInputRequired || task.StatusMessage != "Need a name" || task.PollInterval != 2500*time.Millisecond ||
-		task.TTLMs != 3600000 || !task.InputRequests.Has("ask_name") || task.CreatedAt != "2026-07-28T10:30:00Z" {
+		task.TTLMillis != 3600000 || !task.InputRequests.Has("ask_name") || task.CreatedAt != "2026-07-28T10:30:00Z" {
 		t.Errorf("task = %+v", task)
 	}
 	if err := c.UpdateTask(ctx, taskID, mustParse(t, `{"ask_name":{"action":"decline"}}`)); err != nil {

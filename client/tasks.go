@@ -38,8 +38,8 @@ type Task struct {
 	StatusMessage string
 	CreatedAt     string
 	LastUpdatedAt string
-	// TTLMs is the task's time to live; -1 when null (unlimited) or absent.
-	TTLMs int64
+	// TTLMillis is the task's time to live; -1 when null (unlimited) or absent.
+	TTLMillis int64
 	// PollInterval is the suggested polling interval; 0 when absent.
 	PollInterval  time.Duration
 	InputRequests exactjson.Value // input_required
@@ -50,9 +50,9 @@ type Task struct {
 
 func parseTask(v exactjson.Value) *Task {
 	t := &Task{TaskID: str(v, "taskId"), Status: str(v, "status"), StatusMessage: str(v, "statusMessage"),
-		CreatedAt: str(v, "createdAt"), LastUpdatedAt: str(v, "lastUpdatedAt"), TTLMs: -1, Raw: v}
+		CreatedAt: str(v, "createdAt"), LastUpdatedAt: str(v, "lastUpdatedAt"), TTLMillis: -1, Raw: v}
 	if ttl, ok := integer(v, "ttlMs"); ok {
-		t.TTLMs = ttl
+		t.TTLMillis = ttl
 	}
 	if pi, ok := integer(v, "pollIntervalMs"); ok && pi >= 0 {
 		t.PollInterval = time.Duration(min(pi, int64(MaxPollInterval/time.Millisecond))) * time.Millisecond

@@ -108,7 +108,7 @@ type DiscoverResult struct {
 	Capabilities      exactjson.Value
 	Instructions      string
 	ServerInfo        exactjson.Value // _meta serverInfo, JSON null when absent
-	TTLMs             int64
+	TTLMillis             int64
 	CacheScope        string
 	Raw               exactjson.Value
 }
@@ -123,7 +123,7 @@ func parseDiscover(v exactjson.Value) *DiscoverResult {
 	}
 	d.Capabilities, _ = v.Get("capabilities")
 	d.ServerInfo, _ = metaOf(v).Get(metaServerInfo)
-	d.TTLMs, _ = integer(v, "ttlMs")
+	d.TTLMillis, _ = integer(v, "ttlMs")
 	return d
 }
 
@@ -177,14 +177,14 @@ type ResourceContents struct {
 // ResourceResult is the result of resources/read.
 type ResourceResult struct {
 	Contents   []ResourceContents
-	TTLMs      int64
+	TTLMillis      int64
 	CacheScope string
 	Raw        exactjson.Value
 }
 
 func parseResourceResult(v exactjson.Value) *ResourceResult {
 	r := &ResourceResult{CacheScope: str(v, "cacheScope"), Raw: v}
-	r.TTLMs, _ = integer(v, "ttlMs")
+	r.TTLMillis, _ = integer(v, "ttlMs")
 	cs, _ := v.Get("contents")
 	for c := range cs.Values() {
 		r.Contents = append(r.Contents, ResourceContents{URI: str(c, "uri"), MimeType: str(c, "mimeType"),

@@ -3,13 +3,16 @@ package skills_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/skills"
 	"github.com/weftmcp/weft/wefttest"
@@ -38,7 +41,7 @@ func testSkills(t *testing.T) []skills.Bundle {
 	return bs
 }
 
-func newServer(t *testing.T, opts *weft.Options, cfg skills.Config, bs ...skills.Bundle) (*weft.Server, *wefttest.Client) {
+func newServer(t *testing.T, opts *weft.Options, cfg skills.Config, bs ...skills.Bundle) (*weft.Server, *client.Client) {
 	t.Helper()
 	if opts == nil {
 		opts = &weft.Options{}
@@ -51,31 +54,26 @@ func newServer(t *testing.T, opts *weft.Options, cfg skills.Config, bs ...skills
 	if err := cfg.Register(s, bs...); err != nil {
 		t.Fatal(err)
 	}
-	return s, wefttest.NewWireClient(s)
+	return s, wefttest.NewClient(t, s, nil)
 }
 
-func call(t *testing.T, c *wefttest.Client, method string, params exactjson.Value) exactjson.Value {
+func call(t *testing.T, c *client.Client, method string, params exactjson.Value) exactjson.Value {
 	t.Helper()
-	resp, err := c.Call(context.Background(), method, params)
+	res, err := c.Call(context.Background(), method, params)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v", method, params, err)
 	}
-	if resp.Error != nil {
-		t.Fatalf("%s %s: %v", method, params, resp.Error)
-	}
-	return resp.Result
+	return res
 }
 
-func callErr(t *testing.T, c *wefttest.Client, method string, params exactjson.Value) *wefttest.RPCError {
+func callErr(t *testing.T, c *client.Client, method string, params exactjson.Value) *client.RPCError {
 	t.Helper()
-	resp, err := c.Call(context.Background(), method, params)
-	if err != nil {
-		t.Fatal(err)
+	res, err := c.Call(context.Background(), method, params)
+	var rerr *client.RPCError
+	if !errors.As(err, &rerr) {
+		t.Fatalf("%s %s: want an error response, got %s, %v", method, params, res, err)
 	}
-	if resp.Error == nil {
-		t.Fatalf("%s %s: want an error, got %s", method, params, resp.Result)
-	}
-	return resp.Error
+	return rerr
 }
 
 func uriParams(uri string) exactjson.Value {
@@ -234,14 +232,14 @@ func TestReadSkillFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Contents[0].MimeType != "image/png" || string(r.Contents[0].Blob) != "\x89PNG\x00" {
+	if r.Contents[0].MimeType != "image/png" || r.Contents[0].Blob != base64.StdEncoding.EncodeToString([]byte("\x89PNG\x00")) {
 		t.Errorf("logo contents %+v", r.Contents)
 	}
 	if _, err := c.ReadResource(ctx, "skill://pdf-processing/nope.md"); err == nil {
 		t.Error("an unknown file was read")
 	}
 
-	list, err := c.ListAll(ctx, "resources/list")
+	list, err := c.ListResources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,9 +458,9 @@ func TestVisibleHidesSkills(t *testing.T) {
 		},
 	}
 	s, _ := newServer(t, opts, skills.Config{}, testSkills(t)...)
-	guest := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "guest"))
-	admin := wefttest.NewWireClient(s, wefttest.WithHeader("X-User", "admin"))
-	skillNames := func(c *wefttest.Client) string {
+	guest := wefttest.NewClient(t, s, &wefttest.Options{Header: http.Header{"X-User": {"guest"}}})
+	admin := wefttest.NewClient(t, s, &wefttest.Options{Header: http.Header{"X-User": {"admin"}}})
+	skillNames := func(c *client.Client) string {
 		var out []string
 		for e := range get(call(t, c, skills.MethodList, exactjson.Object()), "skills").Values() {
 			n, _ := get(e, "frontmatter", "name").AsString()
@@ -487,7 +485,7 @@ func TestVisibleHidesSkills(t *testing.T) {
 		}
 		call(t, admin, skills.MethodDirectoryRead, uriParams(uri))
 	}
-	children := func(c *wefttest.Client, uri string) string {
+	children := func(c *client.Client, uri string) string {
 		var out []string
 		for r := range get(call(t, c, skills.MethodDirectoryRead, uriParams(uri)), "resources").Values() {
 			n, _ := get(r, "name").AsString()

@@ -2,6 +2,7 @@ package skills_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/skills"
 	"github.com/weftmcp/weft/wefttest"
@@ -132,7 +134,7 @@ func TestAddSource(t *testing.T) {
 	if _, err := skills.AddSource(bare, relayed{entries: []exactjson.Value{farEntry("one")}}); err != nil {
 		t.Fatal(err)
 	}
-	bc := wefttest.NewWireClient(bare)
+	bc := wefttest.NewClient(t, bare, nil)
 	d, err := bc.Discover(context.Background())
 	if err != nil || !get(d.Capabilities, "extensions").Has(skills.ExtensionID) {
 		t.Fatalf("discover with a source only: %+v %v", d, err)
@@ -175,7 +177,7 @@ func TestRemoveLastSource(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := wefttest.NewWireClient(s)
+			c := wefttest.NewClient(t, s, nil)
 			served := func(what string, want bool) {
 				t.Helper()
 				d, err := c.Discover(context.Background())
@@ -186,12 +188,13 @@ func TestRemoveLastSource(t *testing.T) {
 					t.Errorf("%s: extension advertised %v, want %v", what, got, want)
 				}
 				for _, m := range methods {
-					resp, err := c.Call(context.Background(), m.name, m.params)
-					if err != nil {
+					res, err := c.Call(context.Background(), m.name, m.params)
+					var rerr *client.RPCError
+					if err != nil && !errors.As(err, &rerr) {
 						t.Fatal(err)
 					}
-					if unknown := resp.Error != nil && weft.Code(resp.Error.Code) == weft.CodeMethodNotFound; unknown == want {
-						t.Errorf("%s: %s answered %v %s; want served %v", what, m.name, resp.Error, resp.Result, want)
+					if unknown := rerr != nil && weft.Code(rerr.Code) == weft.CodeMethodNotFound; unknown == want {
+						t.Errorf("%s: %s answered %v %s; want served %v", what, m.name, err, res, want)
 					}
 				}
 			}
