@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/wefttest"
 )
 
@@ -128,7 +129,7 @@ func TestEndToEndJWT(t *testing.T) {
 	for _, p := range meta.WellKnownPaths() {
 		mux.Handle(p, mh)
 	}
-	client := ts.Client()
+	hc := ts.Client()
 	now := time.Now()
 	claims := with(claimsAt(now), "aud", resource, "scope", "mcp:read tools:call")
 	var tokens []string
@@ -139,7 +140,7 @@ func TestEndToEndJWT(t *testing.T) {
 	}
 
 	// 1. No token: 401 with a challenge pointing at the metadata.
-	resp, msg := mcpPost(t, client, resource, "whoami", "")
+	resp, msg := mcpPost(t, hc, resource, "whoami", "")
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no token: status %d %v", resp.StatusCode, msg)
 	}
@@ -151,7 +152,7 @@ func TestEndToEndJWT(t *testing.T) {
 	// 2. The client follows resource_metadata and finds the authorization
 	// server; the root well-known path serves the same document.
 	for _, u := range []string{wantMetaURL, ts.URL + "/.well-known/oauth-protected-resource"} {
-		mresp, err := client.Get(u)
+		mresp, err := hc.Get(u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestEndToEndJWT(t *testing.T) {
 	}
 	// 3. A valid token (each key type) is admitted with its identity.
 	for _, k := range []*testKey{f.rsa, f.ec, f.ed} {
-		resp, msg = mcpPost(t, client, resource, "whoami", tok(k, claims))
+		resp, msg = mcpPost(t, hc, resource, "whoami", tok(k, claims))
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d %v", k.alg, resp.StatusCode, msg)
 		}
@@ -175,7 +176,7 @@ func TestEndToEndJWT(t *testing.T) {
 		}
 	}
 	// 4. Per-operation scope: 403 naming every scope the operation needs.
-	resp, msg = mcpPost(t, client, resource, "delete", tok(f.rsa, with(claims, "scope", "mcp:read")))
+	resp, msg = mcpPost(t, hc, resource, "delete", tok(f.rsa, with(claims, "scope", "mcp:read")))
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("delete: status %d %v", resp.StatusCode, msg)
 	}
@@ -190,7 +191,7 @@ func TestEndToEndJWT(t *testing.T) {
 		"foreign key":    tok(newECKey(t, "ec-1"), claims),
 	}
 	for name, b := range bad {
-		resp, msg = mcpPost(t, client, resource, "whoami", b)
+		resp, msg = mcpPost(t, hc, resource, "whoami", b)
 		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
 			t.Errorf("%s: status %d, challenge %q", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 		}
@@ -200,14 +201,14 @@ func TestEndToEndJWT(t *testing.T) {
 	}
 
 	// The same server through wefttest's in-memory client.
-	c := wefttest.NewWireClient(srv, wefttest.WithEndpoint("/mcp"), wefttest.WithHeader("Authorization", "Bearer "+tok(f.ed, claims)))
+	c := wefttest.NewClient(t, srv, &wefttest.Options{Endpoint: "/mcp", Header: http.Header{"Authorization": {"Bearer " + tok(f.ed, claims)}}})
 	res, err := c.CallTool(context.Background(), "whoami", map[string]any{})
 	if err != nil || !strings.Contains(res.Text(), `"principal":"alice"`) {
 		t.Errorf("wefttest call: %v %v", res, err)
 	}
-	c = wefttest.NewWireClient(srv, wefttest.WithHeader("Authorization", "Bearer "+bad["expired"]))
+	c = wefttest.NewClient(t, srv, &wefttest.Options{Header: http.Header{"Authorization": {"Bearer " + bad["expired"]}}})
 	_, err = c.CallTool(context.Background(), "whoami", map[string]any{})
-	var rpcErr *wefttest.RPCError
+	var rpcErr *client.RPCError
 	if !errors.As(err, &rpcErr) || rpcErr.HTTPStatus != 401 || !strings.Contains(rpcErr.Header.Get("WWW-Authenticate"), "expired") {
 		t.Errorf("wefttest expired: %v", err)
 	}
@@ -253,7 +254,7 @@ func TestEndToEndStaticTokens(t *testing.T) {
 		t.Errorf("identity = %v", sc)
 	}
 	// Lower-case scheme word is accepted too.
-	c := wefttest.NewWireClient(srv, wefttest.WithHeader("Authorization", "bearer "+bobToken))
+	c := wefttest.NewClient(t, srv, &wefttest.Options{Header: http.Header{"Authorization": {"bearer " + bobToken}}})
 	res, err := c.CallTool(context.Background(), "whoami", map[string]any{})
 	if err != nil || !strings.Contains(res.Text(), `"principal":"bob"`) {
 		t.Errorf("bob: %v %v", res, err)

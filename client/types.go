@@ -108,7 +108,7 @@ type DiscoverResult struct {
 	Capabilities      exactjson.Value
 	Instructions      string
 	ServerInfo        exactjson.Value // _meta serverInfo, JSON null when absent
-	TTLMillis             int64
+	TTLMillis         int64
 	CacheScope        string
 	Raw               exactjson.Value
 }
@@ -177,9 +177,20 @@ type ResourceContents struct {
 // ResourceResult is the result of resources/read.
 type ResourceResult struct {
 	Contents   []ResourceContents
-	TTLMillis      int64
+	TTLMillis  int64
 	CacheScope string
 	Raw        exactjson.Value
+}
+
+// Text joins the text of the text contents with newlines.
+func (r *ResourceResult) Text() string {
+	var parts []string
+	for _, c := range r.Contents {
+		if _, blob := c.Raw.Get("blob"); !blob {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func parseResourceResult(v exactjson.Value) *ResourceResult {

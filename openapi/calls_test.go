@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/openapi"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 // bodiesDoc is an OpenAPI 3.0 JSON document: request bodies of every
@@ -47,7 +47,7 @@ const bodiesDoc = `{
 
 func TestRequestBodies(t *testing.T) {
 	up := echoUpstream(t)
-	_, _, c := newServer(t, bodiesDoc, openapi.Options{BaseURL: up.URL})
+	_, _, c := newServer(t, bodiesDoc, openapi.Options{BaseURL: up.URL}, nil)
 	tests := []struct {
 		name, tool, args string
 		ctype, body      string
@@ -238,7 +238,8 @@ func responsesUpstream(t *testing.T) *httptest.Server {
 func TestResponses(t *testing.T) {
 	up := responsesUpstream(t)
 	api, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: up.URL, MaxResponseBytes: 4096, MaxErrorBytes: 100,
-		Timeout: 200 * time.Millisecond})
+		Timeout: 200 * time.Millisecond}, nil)
+
 	outputs := map[string]string{}
 	for _, op := range api.Operations() {
 		outputs[op.Name] = string(op.OutputSchema)
@@ -253,7 +254,7 @@ func TestResponses(t *testing.T) {
 		t.Errorf("output schemas for non-JSON answers: %q %q", outputs["getText"], outputs["getMissing"])
 	}
 
-	get := func(tool string) (*wefttest.ToolResult, string) {
+	get := func(tool string) (*client.ToolResult, string) {
 		res := callRaw(t, c, tool, `{}`)
 		return res, res.Text()
 	}
@@ -337,7 +338,7 @@ func TestUpstreamDown(t *testing.T) {
 	up := httptest.NewServer(http.NotFoundHandler())
 	url := up.URL
 	up.Close()
-	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: url, Authorize: openapi.StaticQuery("api_key", "k3y")})
+	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: url, Authorize: openapi.StaticQuery("api_key", "k3y")}, nil)
 	res := callRaw(t, c, "getObject", `{}`)
 	if !res.IsError || !strings.Contains(res.Text(), "upstream request failed") || strings.Contains(res.Text(), "k3y") {
 		t.Errorf("%v %s", res.IsError, res.Text())
@@ -347,7 +348,7 @@ func TestUpstreamDown(t *testing.T) {
 // StaticQuery adds its parameter after the operation's own.
 func TestStaticQuery(t *testing.T) {
 	up := echoUpstream(t)
-	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.StaticQuery("api key", "a&b")})
+	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.StaticQuery("api key", "a&b")}, nil)
 	for args, want := range map[string]string{`{"id":1}`: "id=1&api%20key=a%26b", `{}`: "api%20key=a%26b"} {
 		s, res := call(t, c, "queryForm", args)
 		if res.IsError || s.Query != want {
@@ -368,7 +369,8 @@ func TestRedirectNotFollowed(t *testing.T) {
 	t.Cleanup(up.Close)
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	_, _, c := newServer(t, responsesDoc, openapi.Options{BaseURL: up.URL, HTTPClient: hc,
-		Authorize: openapi.StaticHeader("Authorization", "Bearer k")})
+		Authorize: openapi.StaticHeader("Authorization", "Bearer k")}, nil)
+
 	res := callRaw(t, c, "getText", `{}`)
 	if !res.IsError || !strings.Contains(res.Text(), "HTTP 302 Found") || elsewhere.Load() != 0 {
 		t.Errorf("%v %s, %d requests elsewhere", res.IsError, res.Text(), elsewhere.Load())

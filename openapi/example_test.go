@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/openapi"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 const exampleDoc = `openapi: 3.1.0
@@ -64,7 +64,9 @@ func ExampleNew() {
 	for _, op := range api.Operations() {
 		fmt.Println(op.Name, op.Method, op.Path, "confirm:", op.Confirm)
 	}
-	c := wefttest.NewWireClient(s)
+	mcp := httptest.NewServer(s)
+	defer mcp.Close()
+	c := client.New(client.NewHTTPTransport(mcp.URL, nil), client.Options{})
 	res, err := c.CallTool(context.Background(), "getOrder", exactjson.Object(exactjson.Field("id", exactjson.Uint(9007199254740993))))
 	if err != nil {
 		log.Fatal(err)

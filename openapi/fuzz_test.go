@@ -3,9 +3,10 @@ package openapi
 import (
 	"os"
 
-	yaml "github.com/pb33f/go-yaml"
 	"strings"
 	"testing"
+
+	yaml "github.com/pb33f/go-yaml"
 
 	"github.com/weftmcp/weft/exactjson"
 )

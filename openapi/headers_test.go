@@ -30,7 +30,7 @@ paths:
         - {name: X-Api-Version, in: header, schema: {type: string}}
 ` + params.String() + `      responses: {'200': {description: ok, content: {application/json: {schema: {type: object}}}}}
 `
-	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL})
+	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL}, nil)
 	ws := api.Warnings()
 	if len(ws) != len(dropped) {
 		t.Fatalf("warnings %v, want one per dropped header (%d)", ws, len(dropped))

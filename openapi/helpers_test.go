@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/openapi"
 	"github.com/weftmcp/weft/seal"
@@ -55,7 +56,7 @@ func echoUpstream(t *testing.T) *httptest.Server {
 
 // newServer maps doc with opts, registers it on a weft server with a
 // keyring (for the confirmation state) and returns an in-memory MCP client.
-func newServer(t *testing.T, doc string, opts openapi.Options, copts ...wefttest.Option) (*openapi.API, *weft.Server, *wefttest.Client) {
+func newServer(t *testing.T, doc string, opts openapi.Options, copts *wefttest.Options) (*openapi.API, *weft.Server, *client.Client) {
 	t.Helper()
 	api, err := openapi.New([]byte(doc), opts)
 	if err != nil {
@@ -68,7 +69,7 @@ func newServer(t *testing.T, doc string, opts openapi.Options, copts ...wefttest
 	if err := api.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	return api, s, wefttest.NewWireClient(s, copts...)
+	return api, s, wefttest.NewClient(t, s, copts)
 }
 
 func protector(t *testing.T) seal.Protector {
@@ -86,7 +87,7 @@ func protector(t *testing.T) seal.Protector {
 
 // call calls a tool whose upstream is the echo server and returns what the
 // upstream saw.
-func call(t *testing.T, c *wefttest.Client, tool, args string) (seen, *wefttest.ToolResult) {
+func call(t *testing.T, c *client.Client, tool, args string) (seen, *client.ToolResult) {
 	t.Helper()
 	res := callRaw(t, c, tool, args)
 	var s seen
@@ -99,7 +100,7 @@ func call(t *testing.T, c *wefttest.Client, tool, args string) (seen, *wefttest.
 }
 
 // callRaw calls a tool and returns its result.
-func callRaw(t *testing.T, c *wefttest.Client, tool, args string) *wefttest.ToolResult {
+func callRaw(t *testing.T, c *client.Client, tool, args string) *client.ToolResult {
 	t.Helper()
 	a, err := exactjson.Parse([]byte(args), exactjson.Limits{})
 	if err != nil {

@@ -132,7 +132,7 @@ paths:
 
 func TestParameterSerialization(t *testing.T) {
 	up := echoUpstream(t)
-	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL + "/base"})
+	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL + "/base"}, nil)
 	const arr, obj = `[3,4,5]`, `{"role":"admin","firstName":"Alex"}`
 	tests := []struct {
 		name, tool, args string
@@ -215,7 +215,7 @@ func TestParameterSerialization(t *testing.T) {
 // model cannot choose the upstream credentials.
 func TestAuthorizationHeaderParameterIgnored(t *testing.T) {
 	up := echoUpstream(t)
-	api, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL})
+	api, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL}, nil)
 	for _, op := range api.Operations() {
 		if op.Name == "headerSimple" && strings.Contains(string(op.InputSchema), "Authorization") {
 			t.Errorf("the input schema offers Authorization: %s", op.InputSchema)
@@ -229,7 +229,7 @@ func TestAuthorizationHeaderParameterIgnored(t *testing.T) {
 
 func TestHeaderInjectionRefused(t *testing.T) {
 	up := echoUpstream(t)
-	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL})
+	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL}, nil)
 	_, res := call(t, c, "headerSimple", `{"X-Id":"a\r\nX-Evil: 1"}`)
 	if !res.IsError || !strings.Contains(res.Text(), "control characters") {
 		t.Errorf("header with CRLF: %v %s", res.IsError, res.Text())

@@ -31,7 +31,7 @@ func TestPetstore(t *testing.T) {
 	store := petstore.New("s3cret")
 	up := httptest.NewServer(store)
 	t.Cleanup(up.Close)
-	api, _, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL, Authorize: openapi.StaticHeader("Authorization", "Bearer s3cret")})
+	api, _, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL, Authorize: openapi.StaticHeader("Authorization", "Bearer s3cret")}, nil)
 	ctx := context.Background()
 
 	kinds := map[string]string{}
@@ -81,7 +81,7 @@ func TestPetstore(t *testing.T) {
 	}
 	// Without the upstream credential the upstream refuses, and the result
 	// says so without echoing anything of the MCP request's credentials.
-	_, _, bare := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL})
+	_, _, bare := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL}, nil)
 	res = callRaw(t, bare, "health", `{}`)
 	if !res.IsError || !strings.Contains(res.Text(), "HTTP 401") {
 		t.Errorf("unauthorized health: %s", res.Text())
@@ -100,41 +100,50 @@ func TestConfirmDelete(t *testing.T) {
 		store.ServeHTTP(w, r)
 	}))
 	t.Cleanup(up.Close)
-	_, _, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL},
-		wefttest.WithCapabilities(wefttest.Capabilities(weft.Form(weft.ConditionalCapability))))
+	_, s, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL},
+		&wefttest.Options{Client: client.Options{Capabilities: wefttest.Capabilities(weft.Form(weft.ConditionalCapability))}})
+	var asked atomic.Int32
+	answer := func(f wefttest.ElicitFunc) *client.Client {
+		return wefttest.NewClient(t, s, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{
+			Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+				asked.Add(1)
+				return f(ctx, params)
+			}}}})
+	}
 	ctx := context.Background()
 	args := exactjson.Object(exactjson.Field("petId", exactjson.Int(1)))
 
-	first, err := c.CallTool(ctx, "deletePet", args)
+	first, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("deletePet")), exactjson.Field("arguments", args)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.ResultType != "input_required" || deletes.Load() != 0 {
-		t.Fatalf("first round: %s, %d deletes", first.ResultType, deletes.Load())
+	if rt, _ := first.Get("resultType"); rt.String() != `"input_required"` || deletes.Load() != 0 {
+		t.Fatalf("first round: %s, %d deletes", first, deletes.Load())
 	}
-	final, _, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireDecline(), 3)
+	final, err := answer(wefttest.Decline()).CallTool(ctx, "deletePet", args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !final.IsError || !strings.Contains(final.Text(), "was not sent") || deletes.Load() != 0 {
 		t.Fatalf("declined: %v %s, %d deletes", final.IsError, final.Text(), deletes.Load())
 	}
-	final, _, err = c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireAcceptForm(map[string]any{"confirm": false}), 3)
+	final, err = answer(wefttest.AcceptForm(map[string]any{"confirm": false})).CallTool(ctx, "deletePet", args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !final.IsError || deletes.Load() != 0 {
 		t.Fatalf("answered no: %v %s, %d deletes", final.IsError, final.Text(), deletes.Load())
 	}
-	final, rounds, err := c.CallToolWithInput(ctx, "deletePet", args, wefttest.WireAcceptForm(map[string]any{"confirm": true}), 3)
+	asked.Store(0)
+	final, err = answer(wefttest.AcceptForm(map[string]any{"confirm": true})).CallTool(ctx, "deletePet", args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if final.IsError || len(rounds) != 2 || deletes.Load() != 1 || len(store.Pets()) != 2 {
-		t.Fatalf("confirmed: %v %s, %d rounds, %d deletes, %d pets", final.IsError, final.Text(), len(rounds), deletes.Load(), len(store.Pets()))
+	if final.IsError || asked.Load() != 1 || deletes.Load() != 1 || len(store.Pets()) != 2 {
+		t.Fatalf("confirmed: %v %s, asked %d times, %d deletes, %d pets", final.IsError, final.Text(), asked.Load(), deletes.Load(), len(store.Pets()))
 	}
 	// A client without form elicitation cannot get the DELETE sent.
-	_, _, noForm := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL})
+	_, _, noForm := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL}, nil)
 	if _, err := noForm.CallTool(ctx, "deletePet", exactjson.Object(exactjson.Field("petId", exactjson.Int(2)))); err == nil || deletes.Load() != 1 {
 		t.Errorf("without elicitation: err %v, %d deletes", err, deletes.Load())
 	}
@@ -146,7 +155,7 @@ func TestConfirmDeleteGoClient(t *testing.T) {
 	store := petstore.New("")
 	up := httptest.NewServer(store)
 	t.Cleanup(up.Close)
-	_, s, _ := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL})
+	_, s, _ := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL}, nil)
 	mcp := httptest.NewServer(s)
 	t.Cleanup(mcp.Close)
 	var asked atomic.Int32
@@ -181,7 +190,8 @@ func TestRoutesToResources(t *testing.T) {
 	api, _, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL, Routes: []openapi.Route{
 		{Methods: []string{"get"}, Paths: []string{"/pets/*", "/health"}, Kind: openapi.KindResourceTemplate},
 		{Tags: []string{"ops"}, Kind: openapi.KindExcluded},
-	}})
+	}}, nil)
+
 	got := map[string]string{}
 	for _, op := range api.Operations() {
 		got[op.Name] = op.Kind.String() + " " + op.URI
@@ -253,12 +263,12 @@ func TestSelection(t *testing.T) {
 func TestBearerPassThrough(t *testing.T) {
 	up := echoUpstream(t)
 	_, _, c := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.BearerPassThrough()},
-		wefttest.WithHeader("Authorization", "Bearer caller-token"), wefttest.WithHeader("X-Secret", "mcp-only"))
+		&wefttest.Options{Header: http.Header{"Authorization": {"Bearer caller-token"}, "X-Secret": {"mcp-only"}}})
 	s, res := call(t, c, "queryForm", `{"id":1}`)
 	if res.IsError || s.Headers["Authorization"] != "Bearer caller-token" || s.Headers["X-Secret"] != "" {
 		t.Errorf("%v %s: %v", res.IsError, res.Text(), s.Headers)
 	}
-	_, _, anon := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.BearerPassThrough()})
+	_, _, anon := newServer(t, stylesDoc, openapi.Options{BaseURL: up.URL, Authorize: openapi.BearerPassThrough()}, nil)
 	res = callRaw(t, anon, "queryForm", `{"id":1}`)
 	if !res.IsError || !strings.Contains(res.Text(), "no bearer token") {
 		t.Errorf("anonymous: %s", res.Text())
@@ -323,7 +333,8 @@ paths:
 `
 	up := echoUpstream(t)
 	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL, ResourceScheme: "gh",
-		Routes: []openapi.Route{{Methods: []string{"GET"}, Kind: openapi.KindResourceTemplate}}})
+		Routes: []openapi.Route{{Methods: []string{"GET"}, Kind: openapi.KindResourceTemplate}}}, nil)
+
 	if op := api.Operations()[0]; op.Kind != openapi.KindResourceTemplate || op.URI != "gh://userRepos/{login}{?per_page,sort}" {
 		t.Fatalf("%s %s", op.Kind, op.URI)
 	}

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/internal/nodetest"
 	"github.com/weftmcp/weft/internal/syncbuf"
 	"github.com/weftmcp/weft/openapi"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 // prism starts Stoplight Prism's validating mock (npm @stoplight/prism-cli,
@@ -244,7 +244,7 @@ func TestPrismStyles(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, log := prism(t, spec)
-	api, _, c := newServer(t, prismStylesDoc, openapi.Options{BaseURL: base, Strict: true})
+	api, _, c := newServer(t, prismStylesDoc, openapi.Options{BaseURL: base, Strict: true}, nil)
 	const ids, obj = `[3,4,5]`, `{"role":"admin","name":"Alex"}`
 	args := map[string]string{
 		"pathSimple":         `{"id":5,"s":"a b"}`,
@@ -282,7 +282,7 @@ func TestPrismStyles(t *testing.T) {
 // callAll calls every tool of api (but those in skip) with args[name] and
 // fails when Prism refuses a request or does not validate it, or a tool
 // has no arguments.
-func callAll(t *testing.T, c *wefttest.Client, api *openapi.API, args map[string]string, log *syncbuf.Buffer, skip ...string) {
+func callAll(t *testing.T, c *client.Client, api *openapi.API, args map[string]string, log *syncbuf.Buffer, skip ...string) {
 	t.Helper()
 	for _, tool := range api.Tools() {
 		if slices.Contains(skip, tool.Name) {
@@ -338,7 +338,8 @@ func TestPrismGalaxy(t *testing.T) {
 	base, log := prism(t, spec)
 	api, _, c := newServer(t, string(doc), openapi.Options{BaseURL: base, Strict: true,
 		Authorize: openapi.StaticHeader("Authorization", "Bearer galaxy-token"),
-		Confirm:   func(*openapi.Operation) bool { return false }})
+		Confirm:   func(*openapi.Operation) bool { return false }}, nil)
+
 	args := map[string]string{}
 	for _, tool := range api.Tools() {
 		var s any

@@ -76,7 +76,7 @@ func TestPublicDocuments(t *testing.T) {
 			}
 			// Every definition a tool schema summarises is served as a
 			// resource, a valid 2020-12 schema of its own.
-			_, _, c := newServer(t, string(doc), openapi.Options{BaseURL: "http://127.0.0.1:1"})
+			_, _, c := newServer(t, string(doc), openapi.Options{BaseURL: "http://127.0.0.1:1"}, nil)
 			shared := api.SharedSchemas()
 			for _, name := range shared {
 				uri := strings.Replace(api.SchemaTemplate(), "{name}", name, 1)

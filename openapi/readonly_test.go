@@ -34,7 +34,7 @@ components:
         name: {type: string}
         secret: {type: string, writeOnly: true}
 `
-	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL, NoOutputSchemas: false})
+	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL, NoOutputSchemas: false}, nil)
 	op := api.Operations()[0]
 	in, out := string(op.InputSchema), string(op.OutputSchema)
 	for _, bad := range []string{`"id"`, `"ref"`} {

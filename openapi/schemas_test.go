@@ -145,7 +145,7 @@ func bigDoc(n int) string {
 func TestSharedDefinitions(t *testing.T) {
 	const n = 40
 	up := echoUpstream(t)
-	api, _, c := newServer(t, bigDoc(n), openapi.Options{BaseURL: up.URL, MaxInlineSchemaBytes: 1000})
+	api, _, c := newServer(t, bigDoc(n), openapi.Options{BaseURL: up.URL, MaxInlineSchemaBytes: 1000}, nil)
 	if got := api.SharedSchemas(); len(got) != 1 || got[0] != "Big" {
 		t.Fatalf("SharedSchemas = %v", got)
 	}
@@ -219,7 +219,7 @@ paths:
       responses: {'200': {description: ok}}
 `
 	up := echoUpstream(t)
-	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL})
+	api, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL}, nil)
 	in := string(api.Operations()[0].InputSchema)
 	if !strings.Contains(in, `"pattern":"^[a-zA-Z0-9_\\-:]+$"`) || strings.Contains(in, "(?i)") || !strings.Contains(in, `"pattern":"^\\u00e9+$"`) {
 		t.Errorf("input schema: %s", in)
@@ -278,7 +278,7 @@ paths:
       responses: {'200': {description: ok}}
 `
 	up := echoUpstream(t)
-	_, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL})
+	_, _, c := newServer(t, doc, openapi.Options{BaseURL: up.URL}, nil)
 	tests := []struct{ args, body string }{
 		{`{"mode":"payment a+b"}`, "mode=payment%20a%2Bb"},
 		{`{"expand":["line_items","customer"]}`, "expand%5B0%5D=line_items&expand%5B1%5D=customer"},

@@ -58,7 +58,7 @@ func Cancel() ElicitFunc { return answerWith(weft.Cancelled) }
 
 func answerWith(a weft.Action) ElicitFunc {
 	return func(context.Context, exactjson.Value) (exactjson.Value, error) {
-		return exactjson.Object(exactjson.Field("action", exactjson.String(string(a)))), nil
+		return exactjson.Object(exactjson.Field("action", exactjson.String(a.String()))), nil
 	}
 }
 
