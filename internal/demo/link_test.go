@@ -73,13 +73,12 @@ func TestDemoLinkPage(t *testing.T) {
 		t.Fatalf("the page keeps %d entries after a forged POST", n)
 	}
 
-	c := testClient(d, "alice", weft.URL(weft.RequiredCapability))
-	first, err := c.CallTool(ctx, "account.link", nil)
+	c := testClient(t, d, "alice", weft.URL(weft.RequiredCapability))
+	first, err := callTool(ctx, c, "account.link", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := first.InputRequests["link"].Params.Get("url")
-	link, _ := u.AsString()
+	link := first.str("inputRequests", "link", "params", "url")
 	h := strings.TrimPrefix(link, "http://127.0.0.1:8080/link/")
 	res, err := http.Get(ts.URL + "/link/" + h)
 	if err != nil {
@@ -105,16 +104,16 @@ func TestDemoLinkPage(t *testing.T) {
 		}
 	}
 	accept := map[string]exactjson.Value{"link": exactjson.Object(exactjson.Field("action", exactjson.String("accept")))}
-	again, err := c.Retry(ctx, first, accept)
-	if err != nil || again.ResultType != "input_required" {
-		t.Fatalf("refused POSTs completed the link: %v %+v", err, again)
+	again, err := first.retry(ctx, accept)
+	if err != nil || again.resultType() != "input_required" {
+		t.Fatalf("refused POSTs completed the link: %v %s", err, again.result)
 	}
 	if st := postLink(t, ts, h, token, "", "http://127.0.0.1:8080"); st != http.StatusOK {
 		t.Fatalf("POST with the token from the demo's origin: HTTP %d", st)
 	}
-	final, err := c.Retry(ctx, again, accept)
-	if err != nil || final.Text() != "Account linked." {
-		t.Fatalf("after the browser step: %v %q", err, final.Text())
+	final, err := again.retry(ctx, accept)
+	if err != nil || final.text() != "Account linked." {
+		t.Fatalf("after the browser step: %v %q", err, final.text())
 	}
 	if n := d.stores.links.size(); n != 0 {
 		t.Fatalf("a consumed link is still kept (%d entries)", n)
@@ -126,16 +125,16 @@ func TestDemoLinkPage(t *testing.T) {
 	l.now = func() time.Time { return now }
 	l.max = 2
 	for range 2 {
-		if _, err := c.CallTool(ctx, "account.link", nil); err != nil {
+		if _, err := callTool(ctx, c, "account.link", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if res, err := c.CallTool(ctx, "account.link", nil); err != nil || !res.IsError || !strings.Contains(res.Text(), "Too many") {
-		t.Fatalf("a link past the bound: %v %+v", err, res)
+	if res, err := callTool(ctx, c, "account.link", nil); err != nil || !res.isError() || !strings.Contains(res.text(), "Too many") {
+		t.Fatalf("a link past the bound: %v %s", err, res.result)
 	}
 	now = now.Add(linkLifetime)
-	if res, err := c.CallTool(ctx, "account.link", nil); err != nil || res.ResultType != "input_required" {
-		t.Fatalf("a link once the others expired: %v %+v", err, res)
+	if res, err := callTool(ctx, c, "account.link", nil); err != nil || res.resultType() != "input_required" {
+		t.Fatalf("a link once the others expired: %v %s", err, res.result)
 	}
 	if n := l.size(); n != 1 {
 		t.Fatalf("%d entries after the expiry, want 1", n)
