@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/httptest"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/client"
 	"github.com/weftmcp/weft/gateway"
-	"github.com/weftmcp/weft/wefttest"
 )
 
 func ExampleParseConfig() {
@@ -54,7 +55,9 @@ func ExampleMount() {
 		return
 	}
 	defer gw.Close()
-	c := wefttest.NewWireClient(app)
+	ts := httptest.NewServer(app)
+	defer ts.Close()
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{})
 	res, err := c.CallTool(ctx, "billing.balance", nil)
 	if err != nil {
 		fmt.Println(err)
