@@ -84,7 +84,7 @@ func (s *Server) admit(ctx context.Context, in *inbound, method, target string) 
 		if len(in.header.Values("Authorization")) > 1 {
 			// RFC 6750: one method of presenting a token per request.
 			r := reply{err: protocolError(CodeInvalidRequest, "More than one Authorization header", exactjson.Value{}),
-				status: http.StatusBadRequest, header: http.Header{"WWW-Authenticate": {`Bearer error="invalid_request"`}}}
+				refusal: &AdmissionError{Status: http.StatusBadRequest, Challenge: `Bearer error="invalid_request"`}}
 			return Identity{}, &r
 		}
 		if a := in.header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
@@ -104,12 +104,6 @@ func (s *Server) admit(ctx context.Context, in *inbound, method, target string) 
 	if !errors.As(err, &ae) {
 		ae = &AdmissionError{Status: http.StatusUnauthorized, Message: "Unauthorized"}
 	}
-	r := reply{err: protocolError(CodeInvalidRequest, ae.Message, exactjson.Value{}), status: ae.Status, header: http.Header{}}
-	for k, vs := range ae.Header {
-		r.header[k] = vs
-	}
-	if ae.Challenge != "" {
-		r.header.Set("WWW-Authenticate", ae.Challenge)
-	}
+	r := reply{err: protocolError(CodeInvalidRequest, ae.Message, exactjson.Value{}), refusal: ae}
 	return Identity{}, &r
 }

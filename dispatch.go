@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"reflect"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -149,9 +147,12 @@ type reply struct {
 	wire    []byte
 	wireBuf *[]byte // wire's pooled buffer, for the transport to give back (putWire)
 	err     *Error
-	header  http.Header // extra response headers (admission challenges, Retry-After)
-	status  int         // HTTP status override
-	outcome Outcome     // for observers; derived from err when zero
+	fault   fault           // what failed, beyond err's code and fault (errors.go)
+	refusal *AdmissionError // the admission's rejection: its status, challenge and headers
+	// sessionID is the 2025-era session an initialize opened, for the
+	// transport to name (Mcp-Session-Id).
+	sessionID string
+	outcome   Outcome // for observers; derived from err when zero
 	// res is the typed result a 2025-11-25 bridge round continues from (an
 	// *InputRequired it answers with server-to-client requests).
 	res Result
@@ -164,7 +165,8 @@ func (r reply) classify() Outcome {
 		return r.outcome
 	case r.err == nil:
 		return OutcomeComplete
-	case r.err.Code == CodeRateLimited || r.status >= 400 && r.status != http.StatusBadRequest || r.err.HTTPStatus() == http.StatusServiceUnavailable:
+	case r.err.Code == CodeRateLimited || r.refusal != nil && r.refusal.Status != 0 && r.refusal.Status != http.StatusBadRequest ||
+		r.fault > faultBadRequest || r.err.fault == faultUnavailable:
 		return OutcomeRejected
 	case !r.err.reserved:
 		return OutcomeApplicationError
@@ -174,15 +176,8 @@ func (r reply) classify() Outcome {
 	return OutcomeProtocolError
 }
 
-// errReply is the reply of an error; a rate-limit or overload error carries
-// its Retry-After header.
-func errReply(id ID, e *Error) reply {
-	r := reply{id: id, err: e}
-	if e.retryAfter > 0 || e.Code == CodeRateLimited && e.reserved {
-		r.header = http.Header{"Retry-After": {strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds())))}}
-	}
-	return r
-}
+// errReply is the reply of an error.
+func errReply(id ID, e *Error) reply { return reply{id: id, err: e} }
 
 // serve runs one message of any era: it parses the body once, hands it to
 // the era adapters (era.go), which serve the messages of their eras, and
@@ -470,7 +465,7 @@ func (s *Server) errorReply(ctx context.Context, req *Request, err error) reply 
 	if !errors.As(err, &e) {
 		switch {
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return reply{err: withStatus(internalError(err), http.StatusGatewayTimeout), outcome: OutcomeDeadlineExceeded}
+			return reply{err: withFault(internalError(err), faultDeadline), outcome: OutcomeDeadlineExceeded}
 		case ctx.Err() != nil:
 			return reply{err: internalError(err), outcome: OutcomeCancelled}
 		}
@@ -596,7 +591,7 @@ func (s *Server) builtinHandlers() map[string]Handler {
 // errShuttingDown answers the requests that reach a server being shut down:
 // 503 with Retry-After, so a client (or a load balancer) retries elsewhere.
 func errShuttingDown() *Error {
-	e := withStatus(protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), http.StatusServiceUnavailable)
+	e := withFault(protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{}), faultUnavailable)
 	e.retryAfter = time.Second
 	return e
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -95,7 +94,7 @@ type Error struct {
 	Message string
 	Data    exactjson.Value // optional; null when absent (see [Error.WithData])
 
-	status   int   // HTTP status override; 0 means derive from Code
+	fault    fault // what failed, beyond the code; faultNone: the code says
 	reserved bool  // built by the framework
 	notFound bool  // resource-not-found (-32002 for 2025-era clients)
 	cause    error // server-side detail, never sent
@@ -164,35 +163,28 @@ func (e *Error) Error() string {
 // Unwrap returns the server-side cause, if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-// HTTPStatus is the HTTP status the Streamable HTTP transport uses when it
-// answers with this error before a stream was committed.
-func (e *Error) HTTPStatus() int {
-	if e.status != 0 {
-		return e.status
-	}
-	if !e.reserved {
-		return http.StatusOK
-	}
-	switch e.Code {
-	case CodeParseError, CodeInvalidRequest, CodeInvalidParams, CodeHeaderMismatch,
-		CodeMissingRequiredCapability, CodeUnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	case CodeMethodNotFound:
-		return http.StatusNotFound
-	case CodeRateLimited:
-		return http.StatusTooManyRequests
-	case CodeInternalError:
-		return http.StatusInternalServerError
-	}
-	return http.StatusOK
-}
+// fault says what failed, beyond an error's code, to a transport that can
+// say more than JSON-RPC: the HTTP transports map it to a status
+// (httpStatus), stdio has nothing more to say. faultNone leaves it to the
+// code.
+type fault uint8
+
+const (
+	faultNone          fault = iota
+	faultAnswered            // a JSON-RPC error is the whole answer: the exchange itself succeeded
+	faultBadRequest          // the request, its headers or its session id are malformed
+	faultNoSession           // the 2025-era session is unknown, ended or another caller's
+	faultNotAcceptable       // the client does not accept the form the answer needs (an event stream)
+	faultUnavailable         // the server cannot serve now: shutting down, busy, a store failing
+	faultDeadline            // the request's deadline passed before its answer
+)
 
 // protocolError builds a framework error with a reserved code.
 func protocolError(code Code, message string, data exactjson.Value) *Error {
 	return &Error{Code: code, Message: message, Data: data, reserved: true}
 }
 
-func withStatus(e *Error, status int) *Error { e.status = status; return e }
+func withFault(e *Error, f fault) *Error { e.fault = f; return e }
 
 func withCause(e *Error, cause error) *Error { e.cause = cause; return e }
 

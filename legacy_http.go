@@ -39,13 +39,7 @@ func (l *legacyServer) serveHTTP(w http.ResponseWriter, r *http.Request) bool {
 
 // writeReply writes a reply that ends an HTTP exchange before any stream.
 func writeReply(w http.ResponseWriter, rep reply) {
-	for k, vs := range rep.header {
-		w.Header()[k] = vs
-	}
-	status := rep.status
-	if status == 0 {
-		status = rep.err.HTTPStatus()
-	}
+	status := replyHeader(w.Header(), rep)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(appendErrorResponse(nil, rep.id, rep.err))

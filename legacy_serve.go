@@ -291,7 +291,7 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 			e := protocolError(CodeUnsupportedProtocolVersion, "Unsupported protocol version", exactjson.Object(
 				exactjson.Field("supported", stringArray(l.opts.Versions)),
 				exactjson.Field("requested", exactjson.String(requested))))
-			return reply{id: ID{id}, err: e, status: http.StatusBadRequest}, true
+			return reply{id: ID{id}, err: e, fault: faultBadRequest}, true
 		}
 		return reply{}, false
 	}
@@ -310,14 +310,14 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 	sids := in.header.Values("Mcp-Session-Id")
 	if len(sids) > 1 {
 		return reply{err: protocolError(CodeInvalidRequest, "Mcp-Session-Id appears more than once", exactjson.Value{}),
-			status: http.StatusBadRequest}, true
+			fault: faultBadRequest}, true
 	}
 	if len(sids) == 0 && method != "initialize" {
 		if l.stateless() && l.opts.Only && method != "" && !v.Has("id") {
 			// A notification (both eras: the modern path accepts it):
 			// there is no session it could concern.
 			if m, perr := parseMessage(v); perr != nil {
-				return reply{id: m.id, err: perr, status: http.StatusBadRequest}, true
+				return reply{id: m.id, err: perr, fault: faultBadRequest}, true
 			}
 			return reply{none: true}, true
 		}
@@ -326,14 +326,14 @@ func (l *legacyServer) serveMessage(ctx context.Context, in *inbound, v exactjso
 			// MCP-Protocol-Version header.
 			if version, ok := l.statelessVersion(in.header); ok {
 				if version == "" {
-					return transportError(http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version (supported: "+strings.Join(l.opts.Versions, ", ")+")"), true
+					return transportError(faultBadRequest, "Bad Request: unsupported MCP-Protocol-Version (supported: "+strings.Join(l.opts.Versions, ", ")+")"), true
 				}
 				return l.serveSessionMessage(ctx, in, v, "", nil, "http", rt, version), true
 			}
 		}
 		if l.opts.Only {
 			return reply{err: protocolError(CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required", exactjson.Value{}),
-				status: http.StatusBadRequest}, true
+				fault: faultBadRequest}, true
 		}
 		return reply{}, false
 	}
@@ -373,11 +373,11 @@ func (l *legacyServer) statelessVersion(h http.Header) (version string, ok bool)
 // 2026-07-28 (revisions are dates).
 func isLegacy(v string) bool { return len(v) == len("2025-11-25") && v < "2026-07-28" }
 
-func transportError(status int, msg string) reply {
-	return reply{err: protocolError(CodeInvalidRequest, msg, exactjson.Value{}), status: status}
+func transportError(f fault, msg string) reply {
+	return reply{err: protocolError(CodeInvalidRequest, msg, exactjson.Value{}), fault: f}
 }
 
-func errNoSession() reply { return transportError(http.StatusNotFound, "Session not found") }
+func errNoSession() reply { return transportError(faultNoSession, "Session not found") }
 
 // serveSessionMessage serves one 2025-era message of session sid ("" before
 // initialize) kept in store. Requests are recorded by the telemetry of
@@ -397,7 +397,7 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 	}
 	m, perr := parseMessage(v)
 	if perr != nil {
-		return reply{id: m.id, err: perr, status: http.StatusBadRequest}
+		return reply{id: m.id, err: perr, fault: faultBadRequest}
 	}
 	if !m.isNotify {
 		ctx = rt.parsed(ctx, &m) // the server span continues params._meta traceparent
@@ -410,9 +410,9 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 	if m.method == "initialize" {
 		switch {
 		case sid != "":
-			return reply{id: m.id, err: protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), status: http.StatusBadRequest}
+			return reply{id: m.id, err: protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), fault: faultBadRequest}
 		case m.isNotify:
-			return transportError(http.StatusBadRequest, "initialize must be a request")
+			return transportError(faultBadRequest, "initialize must be a request")
 		}
 		c = &legacyConn{store: store, in: in, transport: transport, caps: exactjson.Object()}
 		c.caps, _ = params.Get("capabilities")
@@ -422,7 +422,7 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 		// with initialize, to whichever instance), so none are assumed.
 		c = &legacyConn{in: in, transport: transport, caps: exactjson.Object(), version: version}
 	} else if sid == "" {
-		return transportError(http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
+		return transportError(faultBadRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	// Admission sees the request's target, as in the modern era (a
 	// malformed one is reported after admission).
@@ -451,13 +451,13 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 		if c.stateless() && e.Code == CodeMissingRequiredCapability {
 			rep.err = errStatelessInput(e)
 		}
-		if rep.status == 0 {
+		if rep.fault == faultNone {
 			switch {
-			case e.status != 0:
-				rep.status = e.status // shutting down, overload, deadlines, session store failures
-			case e.HTTPStatus() == http.StatusTooManyRequests:
+			case e.fault != faultNone:
+				rep.fault = e.fault // shutting down, overload, deadlines, session store failures
+			case e.reserved && e.Code == CodeRateLimited:
 			default:
-				rep.status = http.StatusOK // a JSON-RPC error, not a transport failure
+				rep.fault = faultAnswered // a JSON-RPC error, not a transport failure
 			}
 		}
 	}
@@ -616,7 +616,7 @@ func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) rep
 	}
 	rep := reply{result: b}
 	if ir, ok := res.(*InitializeResult); ok && req.session.transport == "http" && ir.sessionID != "" {
-		rep.header = http.Header{"Mcp-Session-Id": {ir.sessionID}}
+		rep.sessionID = ir.sessionID
 	}
 	return rep
 }
@@ -648,13 +648,13 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 		return nil, errNoSession()
 	case err != nil:
 		l.srv.log.Error("weft: loading a legacy session failed", "err", err)
-		return nil, reply{err: internalError(err), status: http.StatusServiceUnavailable}
+		return nil, reply{err: internalError(err), fault: faultUnavailable}
 	case !sameIdentity(sess, ident):
 		return nil, errNoSession()
 	}
 	if in.header != nil {
 		if pv := in.header.Values("MCP-Protocol-Version"); len(pv) > 1 || (len(pv) == 1 && pv[0] != sess.ProtocolVersion) {
-			return nil, transportError(http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version for this session (negotiated "+sess.ProtocolVersion+")")
+			return nil, transportError(faultBadRequest, "Bad Request: unsupported MCP-Protocol-Version for this session (negotiated "+sess.ProtocolVersion+")")
 		}
 	}
 	c := &legacyConn{store: store, sess: sess, ident: ident, in: in, transport: transport}
@@ -673,7 +673,7 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	c := req.session
 	// A bad initialize is a transport failure (HTTP 400), unlike the
 	// JSON-RPC errors of a session (HTTP 200).
-	bad := func(msg string) error { return withStatus(InvalidParams(msg), http.StatusBadRequest) }
+	bad := func(msg string) error { return withFault(InvalidParams(msg), faultBadRequest) }
 	pv, _ := req.Params.Get("protocolVersion")
 	requested, ok := pv.AsString()
 	if !ok {
@@ -725,11 +725,11 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	}
 	switch err := c.store.Create(ctx, sess); {
 	case errors.Is(err, sessionstore.ErrLimit):
-		e := withStatus(protocolError(CodeInternalError, "Too many open sessions; retry later", exactjson.Value{}), http.StatusServiceUnavailable)
+		e := withFault(protocolError(CodeInternalError, "Too many open sessions; retry later", exactjson.Value{}), faultUnavailable)
 		e.retryAfter = 5 * time.Second
 		return nil, e
 	case err != nil:
-		return nil, withStatus(internalError(fmt.Errorf("weft: storing a legacy session: %w", err)), http.StatusServiceUnavailable)
+		return nil, withFault(internalError(fmt.Errorf("weft: storing a legacy session: %w", err)), faultUnavailable)
 	}
 	if c.transport == "stdio" {
 		// The session's events start when this response is out
@@ -738,7 +738,7 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 		if !c.in.conn.bind(sid, sub) {
 			s.bus.unsubscribe(sub)
 			_, _ = c.store.Delete(ctx, sid)
-			return nil, withStatus(protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), http.StatusBadRequest)
+			return nil, withFault(protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), faultBadRequest)
 		}
 	}
 	return &InitializeResult{
@@ -822,13 +822,13 @@ func (l *legacyServer) relayCancels(done <-chan struct{}) {
 // the waiting handler, on whichever instance it runs.
 func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store) reply {
 	if sid == "" {
-		return transportError(http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
+		return transportError(faultBadRequest, "Bad Request: Mcp-Session-Id header is required")
 	}
 	jv, _ := v.Get("jsonrpc")
 	idv, _ := v.Get("id")
 	rid, isStr := idv.AsString()
 	if !isString(jv, "2.0") || (v.Has("result") == v.Has("error")) {
-		return transportError(http.StatusBadRequest, "Invalid JSON-RPC response")
+		return transportError(faultBadRequest, "Invalid JSON-RPC response")
 	}
 	ident, rej := l.srv.admit(ctx, in, "", "")
 	if rej != nil {
@@ -841,7 +841,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 	if isStr && sessionstore.ValidID(rid) {
 		if _, err := store.Deliver(ctx, sid, rid, in.body); err != nil {
 			l.srv.log.Error("weft: delivering a client answer failed", "err", err)
-			return reply{err: internalError(err), status: http.StatusServiceUnavailable}
+			return reply{err: internalError(err), fault: faultUnavailable}
 		}
 	}
 	// Unsolicited and late answers are dropped.
@@ -868,7 +868,7 @@ func legacyMethodNotFound(method string) *Error {
 
 func (l *legacyServer) storeError(err error) error {
 	if errors.Is(err, sessionstore.ErrNotFound) {
-		return withStatus(protocolError(CodeInvalidRequest, "Session not found", exactjson.Value{}), http.StatusNotFound)
+		return withFault(protocolError(CodeInvalidRequest, "Session not found", exactjson.Value{}), faultNoSession)
 	}
 	return fmt.Errorf("weft: legacy session store: %w", err)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -451,7 +450,7 @@ func (s *Server) handleListen(ctx context.Context, req *Request) (Result, error)
 // under a context of its own, which outlives the request.
 func (s *Server) openListen(ctx context.Context, req *Request, detach bool) (*listenState, error) {
 	if req.out == nil || !req.out.canStream() {
-		return nil, withStatus(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), http.StatusNotAcceptable)
+		return nil, withFault(protocolError(CodeInvalidRequest, "subscriptions/listen needs a client that accepts text/event-stream", exactjson.Value{}), faultNotAcceptable)
 	}
 	nv, ok := req.Params.Get("notifications")
 	if !ok || nv.Kind() != exactjson.KindObject {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -402,13 +401,13 @@ func (g *gate) counts() (active, queued int) {
 }
 
 func busyReply() reply {
-	e := withStatus(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), http.StatusServiceUnavailable)
+	e := withFault(protocolError(CodeInternalError, "Server busy", exactjson.Value{}), faultUnavailable)
 	e.retryAfter = time.Second
 	return errReply(ID{}, e)
 }
 
 func deadlineReply() reply {
-	return reply{err: withStatus(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), http.StatusGatewayTimeout), outcome: OutcomeDeadlineExceeded}
+	return reply{err: withFault(protocolError(CodeInternalError, "Request deadline exceeded", exactjson.Value{}), faultDeadline), outcome: OutcomeDeadlineExceeded}
 }
 
 // rateKey is the key a RateLimiter charges: Identity.RateKey, else the

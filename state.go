@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/http"
 	"unicode/utf8"
 
 	"github.com/weftmcp/weft/exactjson"
@@ -232,7 +231,7 @@ func (s *Server) openState(ctx context.Context, req *Request, op *operation) *Er
 func (s *Server) sealState(ctx context.Context, req *Request, ir *InputRequired) (string, *Error) {
 	fail := func(err error) (string, *Error) {
 		s.log.Error("weft: sealing request state failed", "method", req.Method, "name", req.Name, "err", err)
-		return "", withStatus(internalError(err), http.StatusOK)
+		return "", withFault(internalError(err), faultAnswered)
 	}
 	now := s.now()
 	m := &stateMeta{IssuedAt: now.UnixMilli(), ExpiresAt: now.Add(s.state.Lifetime).UnixMilli(), Round: 1, RequestID: req.bound().id.v, Keys: make([]stateKey, 0, len(ir.keys))}

@@ -218,8 +218,8 @@ func (s *Server) admitObserved(ctx context.Context, in *inbound, method, target 
 	id, rej := s.admit(ctx, in, method, target)
 	if rej != nil {
 		span.SetAttributes(attribute.String("weft.admission.result", "rejected"))
-		if rej.status != 0 {
-			span.SetAttributes(attribute.Int("http.response.status_code", rej.status))
+		if rej.refusal != nil && rej.refusal.Status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", rej.refusal.Status))
 		}
 		span.SetStatus(codes.Error, "rejected")
 	} else {

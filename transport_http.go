@@ -3,11 +3,13 @@ package weft
 import (
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -301,16 +303,7 @@ func (h *httpResponder) finish(rep reply) {
 		h.srv.putWire(rep.wireBuf)
 		return
 	}
-	for k, vs := range rep.header {
-		h.w.Header()[k] = vs
-	}
-	status := http.StatusOK
-	switch {
-	case rep.status != 0:
-		status = rep.status
-	case rep.err != nil:
-		status = rep.err.HTTPStatus()
-	}
+	status := replyHeader(h.w.Header(), rep)
 	h.w.Header()["Content-Type"] = []string{"application/json"}
 	h.w.WriteHeader(status)
 	h.deadline()
@@ -354,4 +347,71 @@ func readBody(body io.Reader, contentLength int64, max int) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:contentLength], nil
+}
+
+// replyHeader sets the headers of a reply that ends an HTTP exchange before
+// any stream (an admission's challenge and headers, Retry-After, the
+// 2025-era session id) and returns its status: where the core's fault and
+// error codes meet HTTP.
+func replyHeader(h http.Header, rep reply) int {
+	if ae := rep.refusal; ae != nil {
+		for k, vs := range ae.Header {
+			h[k] = vs
+		}
+		if ae.Challenge != "" {
+			h.Set("WWW-Authenticate", ae.Challenge)
+		}
+	}
+	if e := rep.err; e != nil && (e.retryAfter > 0 || e.reserved && e.Code == CodeRateLimited) {
+		h["Retry-After"] = []string{strconv.Itoa(int(math.Ceil(e.retryAfter.Seconds())))}
+	}
+	if rep.sessionID != "" {
+		h["Mcp-Session-Id"] = []string{rep.sessionID}
+	}
+	return httpStatus(rep)
+}
+
+// httpStatus is the status of a reply that ends an HTTP exchange before any
+// stream.
+func httpStatus(rep reply) int {
+	if rep.refusal != nil && rep.refusal.Status != 0 {
+		return rep.refusal.Status
+	}
+	e := rep.err
+	if e == nil {
+		return http.StatusOK
+	}
+	f := rep.fault
+	if f == faultNone {
+		f = e.fault
+	}
+	switch f {
+	case faultAnswered:
+		return http.StatusOK
+	case faultBadRequest:
+		return http.StatusBadRequest
+	case faultNoSession:
+		return http.StatusNotFound
+	case faultNotAcceptable:
+		return http.StatusNotAcceptable
+	case faultUnavailable:
+		return http.StatusServiceUnavailable
+	case faultDeadline:
+		return http.StatusGatewayTimeout
+	}
+	if !e.reserved {
+		return http.StatusOK
+	}
+	switch e.Code {
+	case CodeParseError, CodeInvalidRequest, CodeInvalidParams, CodeHeaderMismatch,
+		CodeMissingRequiredCapability, CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeInternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
 }
