@@ -82,7 +82,7 @@ func stateBench(b *testing.B) (s *Server, op *operation, first, retry exactjson.
 	must(b, err)
 	kr, err := seal.NewKeyring(k)
 	must(b, err)
-	s, err = NewServer(Implementation{Name: "bench"}, &Options{Protector: seal.NewManager(kr), Logger: slog.New(slog.DiscardHandler)})
+	s, err = NewServer(Implementation{Name: "bench"}, &Options{Protector: seal.NewManager(kr, nil), Logger: slog.New(slog.DiscardHandler)})
 	must(b, err)
 	base := `{"name":"confirm","arguments":{"text":"hello, bench","count":3},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 	first, err = exactjson.ParseString(base+"}", exactjson.Limits{})

@@ -89,7 +89,7 @@ func ExampleAskInput() {
 		log.Fatal(err)
 	}
 	s, err := weft.NewServer(weft.Implementation{Name: "shop", Version: "1.0.0"},
-		&weft.Options{Protector: seal.NewManager(ring)})
+		&weft.Options{Protector: seal.NewManager(ring, nil)})
 	if err != nil {
 		log.Fatal(err)
 	}

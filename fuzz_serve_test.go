@@ -34,7 +34,7 @@ var fuzzServer = sync.OnceValue(func() *Server {
 	k, _ := seal.NewKey("fuzz", bytes.Repeat([]byte{3}, 32))
 	kr, _ := seal.NewKeyring(k)
 	s, err := NewServer(Implementation{Name: "fuzz", Version: "1"}, &Options{
-		Protector:      seal.NewManager(kr),
+		Protector:      seal.NewManager(kr, nil),
 		PageSize:       1,
 		Logger:         slog.New(slog.DiscardHandler),
 		RequestTimeout: 2 * time.Second,

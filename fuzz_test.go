@@ -21,7 +21,7 @@ func FuzzOpenState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := NewServer(Implementation{Name: "fuzz"}, &Options{Protector: seal.NewManager(kr)})
+	s, err := NewServer(Implementation{Name: "fuzz"}, &Options{Protector: seal.NewManager(kr, nil)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type confirmation struct {
 // TestTypedRoundTrip: a typed form and typed framework state over real
 // rounds, sealed and verified by the server.
 func TestTypedRoundTrip(t *testing.T) {
-	s, err := weft.NewServer(weft.Implementation{Name: "shop", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	s, err := weft.NewServer(weft.Implementation{Name: "shop", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestTypedRoundTrip(t *testing.T) {
 // TestFrameworkStateOfAnotherType: state that does not decode into the
 // handler's type is an error, not a silent zero value.
 func TestFrameworkStateOfAnotherType(t *testing.T) {
-	s, err := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager()})
+	s, err := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{Protector: seal.NewEphemeralManager(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func ExampleFrameworkState() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := weft.NewServer(weft.Implementation{Name: "wizard", Version: "1.0.0"}, &weft.Options{Protector: seal.NewManager(ring)})
+	s, err := weft.NewServer(weft.Implementation{Name: "wizard", Version: "1.0.0"}, &weft.Options{Protector: seal.NewManager(ring, nil)})
 	if err != nil {
 		log.Fatal(err)
 	}

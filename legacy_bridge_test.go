@@ -325,7 +325,7 @@ func testLegacyFleet(t *testing.T, storeA, storeB sessionstore.Store) {
 	must(t, err)
 	var urls []string
 	for _, st := range []sessionstore.Store{storeA, storeB} {
-		s, _ := legacyServerFor(t, &Options{PageSize: 1, Protector: seal.NewManager(kr), Legacy: LegacyOptions{Store: st}})
+		s, _ := legacyServerFor(t, &Options{PageSize: 1, Protector: seal.NewManager(kr, nil), Legacy: LegacyOptions{Store: st}})
 		addWizard(t, s, "wizard", StateFramework)
 		addText(t, s, "other", "x")
 		urls = append(urls, startHTTP(t, s).URL)

@@ -32,7 +32,7 @@ func statelessFleet(t *testing.T) [2]string {
 	must(t, err)
 	var urls [2]string
 	for i := range urls {
-		s, lc := newServer(t, &Options{PageSize: 1, Protector: seal.NewManager(kr)})
+		s, lc := newServer(t, &Options{PageSize: 1, Protector: seal.NewManager(kr, nil)})
 		t.Cleanup(func() {
 			if t.Failed() {
 				for _, r := range lc.records() {

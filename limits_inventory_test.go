@@ -30,8 +30,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"io"
 	"log/slog"
 	"net"
@@ -44,6 +42,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/internal/hdr"
@@ -194,7 +195,7 @@ var invLimits = []invLimit{
 		def: invNumI(defaultStateRounds), ceil: invNumI(stateRoundsCeiling), past: []string{"same"}, check: checkStateRounds},
 	{doc: "application-protected state", consts: []string{"maxApplicationStateBytes"}, names: []string{"StateApplication"},
 		def: invNumI(maxApplicationStateBytes), past: []string{"-32602", "-32603"}, check: checkApplicationState},
-	{doc: "seal token (package seal)", names: []string{"seal.WithMaxTokenBytes"},
+	{doc: "seal token (package seal)", names: []string{"seal.ManagerOptions.MaxTokenBytes"},
 		def: invNumI(seal.DefaultMaxTokenBytes), past: []string{"invalid state"}, check: checkSealTokenBytes},
 	{doc: "key id", names: []string{"seal.MaxKeyIDLength"},
 		def: invNumI(seal.MaxKeyIDLength), past: []string{"error"}, check: checkKeyID},
@@ -1605,7 +1606,7 @@ func newInvStateFixture(t testing.TB) *invStateFixture {
 	must(t, err)
 	kr, err := seal.NewKeyring(k)
 	must(t, err)
-	return &invStateFixture{mgr: seal.NewManager(kr, seal.WithMaxTokenBytes(maxBodyBytesCeiling)), params: toolCall(invFormCaps, "st", M{"pad": 100})}
+	return &invStateFixture{mgr: seal.NewManager(kr, &seal.ManagerOptions{MaxTokenBytes: maxBodyBytesCeiling}), params: toolCall(invFormCaps, "st", M{"pad": 100})}
 }
 
 func (f *invStateFixture) server(t testing.TB, opts Options) string {
@@ -1762,8 +1763,8 @@ func checkSealTokenBytes(t *testing.T) {
 	token := f.emit(t, f.server(t, Options{}), f.params)
 	kr := f.mgr.Keyring()
 	L := len(token)
-	invOK(t, "a token of WithMaxTokenBytes", f.retry(t, f.server(t, Options{Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(L))}), f.params, token))
-	invFail(t, "a token one byte past WithMaxTokenBytes", f.retry(t, f.server(t, Options{Protector: seal.NewManager(kr, seal.WithMaxTokenBytes(L-1))}), f.params, token),
+	invOK(t, "a token of MaxTokenBytes", f.retry(t, f.server(t, Options{Protector: seal.NewManager(kr, &seal.ManagerOptions{MaxTokenBytes: L})}), f.params, token))
+	invFail(t, "a token one byte past MaxTokenBytes", f.retry(t, f.server(t, Options{Protector: seal.NewManager(kr, &seal.ManagerOptions{MaxTokenBytes: L - 1})}), f.params, token),
 		http.StatusBadRequest, CodeInvalidParams)
 }
 

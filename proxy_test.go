@@ -141,7 +141,7 @@ func TestRelayTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	newClient := func(token string, tasks bool) *client.Client {
-		c := client.New(client.NewHTTPTransport(hs.URL, nil, client.WithBearerToken(token)), client.Options{TasksEnabled: tasks})
+		c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{BearerToken: token}), client.Options{TasksEnabled: tasks})
 		t.Cleanup(func() { c.Close() })
 		return c
 	}

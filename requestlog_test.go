@@ -3,10 +3,11 @@ package weft
 import (
 	"context"
 	"encoding/json"
-	"github.com/weftmcp/weft/internal/syncbuf"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
 // jsonLogs returns the JSON log lines and the "mcp request" lines.

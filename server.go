@@ -439,7 +439,7 @@ func (s *Server) stateProtector() seal.Protector {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.protector == nil {
-		s.protector = seal.NewEphemeralManager(seal.WithMaxTokenBytes(s.state.MaxEncodedBytes))
+		s.protector = seal.NewEphemeralManager(&seal.ManagerOptions{MaxTokenBytes: s.state.MaxEncodedBytes})
 		s.ephemeral = true
 		s.log.Warn("weft: DEVELOPMENT ONLY: framework-protected request state is sealed with an ephemeral in-memory key; " +
 			"state will not survive a restart or open on another instance. Configure Options.Protector with a keyring for production.")

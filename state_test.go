@@ -49,7 +49,7 @@ func managerFor(t testing.TB, keys ...seal.Key) *seal.Manager {
 	t.Helper()
 	r, err := seal.NewKeyring(keys[0], keys[1:]...)
 	must(t, err)
-	return seal.NewManager(r)
+	return seal.NewManager(r, nil)
 }
 
 // originalState is the framework state the flow tools seal. Its numbers come
@@ -397,7 +397,7 @@ func TestStateBindingNoOracle(t *testing.T) {
 	crafted := func(version string, p seal.Protector) string {
 		return f.craft(t, p, "/mcp", version, "tenant-alice", toolCall(elicitCaps, "flow", nil), mustParse(t, originalState))
 	}
-	other := seal.NewManager(mustRing(t, fixedKey(t, "test-1", 0x02))) // the same key id, other bytes
+	other := seal.NewManager(mustRing(t, fixedKey(t, "test-1", 0x02)), nil) // the same key id, other bytes
 
 	// Controls: the matching context succeeds (so the failures below are
 	// due to the one thing that differs).
@@ -633,9 +633,9 @@ func TestStateSentToToolWithoutState(t *testing.T) {
 func TestStateAcrossServers(t *testing.T) {
 	ring := mustRing(t, fixedKey(t, "fleet-2026-08", 0x11))
 	clock := newClock() // one clock for the fleet
-	a := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(ring)})
-	b := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(ring)})
-	c := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(mustRing(t, fixedKey(t, "fleet-2026-08", 0x12)))})
+	a := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(ring, nil)})
+	b := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(ring, nil)})
+	c := newStateFixture(t, &Options{Now: clock.now, Protector: seal.NewManager(mustRing(t, fixedKey(t, "fleet-2026-08", 0x12)), nil)})
 	for _, f := range []*stateFixture{a, b, c} {
 		f.serveHTTP(t)
 	}

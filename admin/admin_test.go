@@ -58,7 +58,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	kxOther := mustGenerate(t, "kx")
 	f.secrets = append(f.secrets, kxOther.Secret())
-	f.mgr = seal.NewManager(mustKeyring(t, f.fileKeys["k1"], kxOther))
+	f.mgr = seal.NewManager(mustKeyring(t, f.fileKeys["k1"], kxOther), nil)
 	h, err := admin.Handler(admin.Config{
 		Manager:     f.mgr,
 		KeyringPath: f.path,
@@ -137,7 +137,7 @@ func errorOf(t *testing.T, w *httptest.ResponseRecorder) string {
 }
 
 func TestHandlerConfig(t *testing.T) {
-	mgr := seal.NewEphemeralManager()
+	mgr := seal.NewEphemeralManager(nil)
 	ok := http.NotFoundHandler()
 	tests := []struct {
 		name    string
@@ -344,7 +344,7 @@ func TestHandlerKeyringFileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := admin.Handler(admin.Config{Manager: seal.NewEphemeralManager(), KeyringPath: tt.path, Token: testToken,
+			h, err := admin.Handler(admin.Config{Manager: seal.NewEphemeralManager(nil), KeyringPath: tt.path, Token: testToken,
 				Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)

@@ -263,9 +263,9 @@ func checkMRTR(t *testing.T, calls []exchange) {
 
 func TestConformance(t *testing.T) {
 	url := startConformance(t)
-	newClient := func(opts Options, hopts ...HTTPOption) (*Client, *recorder, *headerLog) {
+	newClient := func(opts Options) (*Client, *recorder, *headerLog) {
 		hl := &headerLog{}
-		rec := &recorder{Transport: NewHTTPTransport(url, &http.Client{Transport: hl}, hopts...)}
+		rec := &recorder{Transport: NewHTTPTransport(url, &HTTPOptions{Client: &http.Client{Transport: hl}})}
 		return New(rec, opts), rec, hl
 	}
 
@@ -761,7 +761,7 @@ func startStdio(t *testing.T, srv *weft.Server) *StdioTransport {
 		done <- srv.ServeStdio(ctx, sr, sw)
 		sw.Close()
 	}()
-	tr := NewStdioTransport(cr, cw)
+	tr := NewStdioTransport(cr, cw, nil)
 	t.Cleanup(func() {
 		_ = tr.Close()
 		cancel()
@@ -950,7 +950,7 @@ func TestStdio(t *testing.T) {
 func TestStdioCancelLine(t *testing.T) {
 	cr, sw := io.Pipe()
 	sr, cw := io.Pipe()
-	tr := NewStdioTransport(cr, cw)
+	tr := NewStdioTransport(cr, cw, nil)
 	defer tr.Close()
 	defer sw.Close()
 	lines := make(chan string, 4)
@@ -1013,7 +1013,7 @@ func TestCommandTransport(t *testing.T) {
 	cmd.Env = append(os.Environ(), "WEFT_CLIENT_TEST_STDIO_SERVER=1")
 	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
-	tr, err := CommandTransport(cmd)
+	tr, err := CommandTransport(cmd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1159,8 +1159,8 @@ func (f *fakeServer) wire() []string {
 	return out
 }
 
-func (f *fakeServer) client(opts Options, hopts ...HTTPOption) *Client {
-	return New(NewHTTPTransport(f.srv.URL, f.srv.Client(), hopts...), opts)
+func (f *fakeServer) client(opts Options) *Client {
+	return New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client()}), opts)
 }
 
 func complete(text string) exactjson.Value {
@@ -1441,7 +1441,7 @@ func TestMcpNameEncoding(t *testing.T) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","contents":[],"ttlMs":0,"cacheScope":"private"}}`, enc(id))
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, srv.Client()), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
 	for _, uri := range []string{"file:///tmp/ü.txt", "test://plain", "=?base64?abc?="} {
 		if _, err := c.ReadResource(testCtx(t), uri); err != nil {
 			t.Fatal(err)
@@ -1552,7 +1552,7 @@ func TestHTTPHeadersAndErrors(t *testing.T) {
 		return exactjson.Value{}, &RPCError{Code: CodeMethodNotFound, Message: "Method not found", HTTPStatus: 404}
 	})
 	var logs syncbuf.Buffer
-	c := f.client(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, WithBearerToken("s3cret"))
+	c := New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client(), BearerToken: "s3cret"}), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := testCtx(t)
 
 	listed, err := c.ListTools(ctx)
@@ -1623,7 +1623,7 @@ func TestHTTPStatusWithoutJSON(t *testing.T) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, srv.Client()), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
 	_, err := c.Discover(testCtx(t))
 	var he *HTTPError
 	if !errors.As(err, &he) || he.StatusCode != 401 || !strings.Contains(he.Header.Get("WWW-Authenticate"), "resource_metadata") {
@@ -1654,7 +1654,7 @@ func TestSSEParsing(t *testing.T) {
 	}))
 	defer srv.Close()
 	var order []string
-	c := New(NewHTTPTransport(srv.URL, srv.Client()), Options{
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{
 		OnProgress: func(p, total float64, _ string) { order = append(order, fmt.Sprintf("progress %v/%v", p, total)) },
 		OnLog:      func(level, _ string, data exactjson.Value) { order = append(order, "log "+level+" "+enc(data)) },
 	})
@@ -1675,7 +1675,7 @@ func TestSSEStreamEndsEarly(t *testing.T) {
 		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, srv.Client()), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
 	if _, err := c.Discover(testCtx(t)); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("err = %v", err)
 	}

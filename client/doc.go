@@ -21,7 +21,7 @@
 //	res, err := c.CallTool(ctx, "get_weather", map[string]any{"city": "Paris"})
 //
 // The stdio transport is strict about framing (a line that is not a
-// JSON-RPC message breaks it; WithNoiseHandler opts in to reporting and
+// JSON-RPC message breaks it; StdioOptions.Noise opts in to reporting and
 // skipping the banners and log lines some servers print on stdout) and can
 // answer the server-to-client requests a 2025-era server sends during a
 // request (Request.OnServerRequest); the gateway's stdio upstreams are

@@ -173,69 +173,62 @@ func (t *HTTPTransport) postMessage(ctx context.Context, body []byte, header htt
 	return nil
 }
 
-// HTTPOption configures an [HTTPTransport].
-type HTTPOption func(*HTTPTransport)
-
-// WithBearerToken sends "Authorization: Bearer <token>" on every request.
-func WithBearerToken(token string) HTTPOption {
-	return WithHeaderFunc(func(_ context.Context, h http.Header) error {
-		h.Set("Authorization", "Bearer "+token)
-		return nil
-	})
-}
-
-// WithHeaderFunc lets f add headers (authorization, tracing, ...) to every
-// request; an error from f fails the request. Several header funcs run in
-// the order given.
-func WithHeaderFunc(f func(ctx context.Context, h http.Header) error) HTTPOption {
-	return func(t *HTTPTransport) {
-		prev := t.headerFunc
-		if prev == nil {
-			t.headerFunc = f
-			return
-		}
-		t.headerFunc = func(ctx context.Context, h http.Header) error {
-			if err := prev(ctx, h); err != nil {
-				return err
-			}
-			return f(ctx, h)
-		}
-	}
-}
-
 // WireTrace receives every JSON-RPC message a transport sends (sent
 // true) or receives, as the bytes on the wire, for debugging (weft
 // --trace). It is called from the transport's goroutines, possibly at
 // once from several, and must not keep or change msg.
 type WireTrace func(sent bool, msg []byte)
 
-// WithWireTrace calls f with every message the transport sends and
-// receives.
-func WithWireTrace(f WireTrace) HTTPOption {
-	return func(t *HTTPTransport) { t.trace = f }
-}
-
-// WithMaxMessageBytes bounds each message read from the server (a JSON
-// response body or one SSE event). Default and ceiling: 16 MiB.
-func WithMaxMessageBytes(n int) HTTPOption {
-	return func(t *HTTPTransport) {
-		if n > 0 && n < exactjson.MaxInputBytesCeiling {
-			t.maxMessage = n
-		}
-	}
+// HTTPOptions configure an [HTTPTransport]. The zero value (or nil) is
+// usable.
+type HTTPOptions struct {
+	// Client sends the requests; nil means http.DefaultClient. Do not give
+	// it a Timeout shorter than your longest call: SSE responses stay open
+	// until the call ends. Package client/oauth's RoundTripper, as its
+	// Transport, runs the MCP authorization flow.
+	Client *http.Client
+	// BearerToken, when set, is sent as "Authorization: Bearer <token>" on
+	// every request.
+	BearerToken string
+	// Header, when set, adds headers (authorization, tracing, ...) to every
+	// request, after the transport's own and BearerToken's; an error from
+	// it fails the request.
+	Header func(ctx context.Context, h http.Header) error
+	// MaxMessageBytes bounds each message read from the server (a JSON
+	// response body or one SSE event). Default and ceiling: 16 MiB.
+	MaxMessageBytes int
+	// WireTrace, when set, receives every message the transport sends and
+	// receives.
+	WireTrace WireTrace
 }
 
 // NewHTTPTransport returns a transport posting to the MCP endpoint url.
-// A nil httpClient means http.DefaultClient. Do not give the client a
-// Timeout shorter than your longest call: SSE responses stay open until the
-// final response (use contexts instead).
-func NewHTTPTransport(url string, httpClient *http.Client, opts ...HTTPOption) *HTTPTransport {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
+// opts may be nil.
+func NewHTTPTransport(url string, opts *HTTPOptions) *HTTPTransport {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
 	}
-	t := &HTTPTransport{url: url, hc: httpClient, maxMessage: exactjson.MaxInputBytesCeiling}
-	for _, o := range opts {
-		o(t)
+	t := &HTTPTransport{url: url, hc: o.Client, maxMessage: exactjson.MaxInputBytesCeiling, trace: o.WireTrace}
+	if t.hc == nil {
+		t.hc = http.DefaultClient
+	}
+	if o.MaxMessageBytes > 0 && o.MaxMessageBytes < exactjson.MaxInputBytesCeiling {
+		t.maxMessage = o.MaxMessageBytes
+	}
+	switch token, header := o.BearerToken, o.Header; {
+	case token != "" && header != nil:
+		t.headerFunc = func(ctx context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+token)
+			return header(ctx, h)
+		}
+	case token != "":
+		t.headerFunc = func(_ context.Context, h http.Header) error {
+			h.Set("Authorization", "Bearer "+token)
+			return nil
+		}
+	default:
+		t.headerFunc = header
 	}
 	return t
 }

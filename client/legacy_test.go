@@ -71,7 +71,7 @@ func TestLegacyEra(t *testing.T) {
 	t.Cleanup(hs.Close)
 	log := &wireLog{}
 	var asked exactjson.Value
-	c := New(NewHTTPTransport(hs.URL, &http.Client{Transport: log}), Options{
+	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), Options{
 		Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 			asked = params
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),

@@ -28,7 +28,7 @@ func partnerServers() []partnerServer {
 	stdio := func(argv func(t *testing.T) []string) func(t *testing.T) Transport {
 		return func(t *testing.T) Transport {
 			a := argv(t)
-			tr, err := CommandTransport(exec.Command(a[0], a[1:]...))
+			tr, err := CommandTransport(exec.Command(a[0], a[1:]...), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -185,7 +185,7 @@ func TestLegacyCancelNotifies(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	log := &bodyLog{}
-	c := New(NewHTTPTransport(hs.URL, &http.Client{Transport: log}), Options{ProtocolVersion: LegacyProtocolVersion})
+	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), Options{ProtocolVersion: LegacyProtocolVersion})
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -29,9 +29,9 @@ import (
 // it would otherwise leave its request waiting until its deadline.
 //
 // Many servers in the field print a banner, a warning or a log line on
-// stdout all the same. [WithNoiseHandler] accepts them: a line that is no
+// stdout all the same. [StdioOptions.Noise] accepts them: a line that is no
 // attempt at a JSON-RPC message goes to the handler and is skipped. What
-// counts as noise is narrow (see [WithNoiseHandler]); a server that speaks
+// counts as noise is narrow (see [StdioOptions.Noise]); a server that speaks
 // JSON-RPC wrongly still breaks the transport.
 //
 // A notification goes to the request it belongs to, else to the unrouted
@@ -135,51 +135,48 @@ func (c *stdioCall) signal() {
 	}
 }
 
-// StdioOption configures a [StdioTransport] at construction, before it
-// reads its first line.
-type StdioOption func(*StdioTransport)
+// StdioOptions configure a [StdioTransport] at construction, before it
+// reads its first line. The zero value (or nil) is usable.
+type StdioOptions struct {
+	// Noise, when set, makes the transport tolerate a server that writes lines
+	// other than MCP messages on its stdout (the spec forbids it; many servers
+	// print a banner or a log line there all the same): such a line is
+	// handed to Noise, without its line terminator, and skipped, instead of
+	// breaking the transport. Noise runs on the transport's reader
+	// goroutine, one line at a time and in the order the server wrote them;
+	// it must not block, since every message after the line waits for it.
+	// line is a copy that it may keep. Nil leaves the framing strict.
+	//
+	// A line is noise when it is no attempt at a JSON-RPC message:
+	//   - it is not JSON and does not contain "jsonrpc" in quotes (a message
+	//     cut short or holding invalid UTF-8 does);
+	//   - it is a JSON object without a "jsonrpc" member (a structured log
+	//     line; a server that leaves jsonrpc out of its messages loses them
+	//     to the handler too);
+	//   - it is a JSON array none of whose elements has a "jsonrpc" member (a
+	//     batch is not noise), a string, a number, true, false or null.
+	//
+	// Everything else stays strict: a JSON-RPC message that is malformed (a
+	// jsonrpc other than "2.0", a response without id, ...) is the server
+	// speaking the protocol wrongly, and a line longer than the transport's
+	// bound, or JSON too deep, too large or with too long a string to parse,
+	// may be an answer the transport cannot take; skipping either would leave
+	// a request waiting until its deadline, so both still break the transport.
+	//
+	// It is an option rather than a setter so that it is in force before
+	// the transport reads the first line: a server often prints its banner
+	// the moment it starts.
+	Noise func(line []byte)
+	// WireTrace, when set, receives every line the transport writes and
+	// every line it reads (see [WireTrace]).
+	WireTrace WireTrace
 
-// WithNoiseHandler makes the transport tolerate a server that writes lines
-// other than MCP messages on its stdout (the spec forbids it; many servers
-// print a banner or a log line there all the same): such a line is handed
-// to f, without its line terminator, and skipped, instead of breaking the
-// transport. f runs on the transport's reader goroutine, one line at a
-// time and in the order the server wrote them; it must not block, since
-// every message after the line waits for it. line is a copy that f may
-// keep. A nil f leaves the framing strict.
-//
-// A line is noise when it is no attempt at a JSON-RPC message:
-//   - it is not JSON and does not contain "jsonrpc" in quotes (a message
-//     cut short or holding invalid UTF-8 does);
-//   - it is a JSON object without a "jsonrpc" member (a structured log
-//     line; a server that leaves jsonrpc out of its messages loses them
-//     to the handler too);
-//   - it is a JSON array none of whose elements has a "jsonrpc" member (a
-//     batch is not noise), a string, a number, true, false or null.
-//
-// Everything else stays strict: a JSON-RPC message that is malformed (a
-// jsonrpc other than "2.0", a response without id, ...) is the server
-// speaking the protocol wrongly, and a line longer than the transport's
-// bound, or JSON too deep, too large or with too long a string to parse,
-// may be an answer the transport cannot take; skipping either would leave
-// a request waiting until its deadline, so both still break the transport.
-//
-// It is an option rather than a setter so that it is in force before the
-// transport reads the first line: a server often prints its banner the
-// moment it starts.
-func WithNoiseHandler(f func(line []byte)) StdioOption {
-	return func(t *StdioTransport) { t.noise = f }
-}
-
-// WithStdioWireTrace calls f with every line the transport writes and
-// every line it reads (see [WireTrace]).
-func WithStdioWireTrace(f WireTrace) StdioOption {
-	return func(t *StdioTransport) { t.trace = f }
+	maxLine int // tests: the bound of a line, below the default
 }
 
 // NewStdioTransport runs the stdio framing over r (server to client) and w
 // (client to server). Close closes w and r when they are io.Closers.
-func NewStdioTransport(r io.Reader, w io.Writer, opts ...StdioOption) *StdioTransport {
+func NewStdioTransport(r io.Reader, w io.Writer, opts *StdioOptions) *StdioTransport {
 	t := newStdio(r, w, opts)
 	t.closer = func() error {
 		var errs []error
@@ -194,15 +191,18 @@ func NewStdioTransport(r io.Reader, w io.Writer, opts ...StdioOption) *StdioTran
 	return t
 }
 
-func newStdio(r io.Reader, w io.Writer, opts []StdioOption) *StdioTransport {
+func newStdio(r io.Reader, w io.Writer, opts *StdioOptions) *StdioTransport {
 	t := &StdioTransport{
 		w:       w,
 		inbound: map[string]*serverRequest{},
 		done:    make(chan struct{}),
 		maxLine: exactjson.MaxInputBytesCeiling,
 	}
-	for _, o := range opts {
-		o(t)
+	if opts != nil {
+		t.noise, t.trace = opts.Noise, opts.WireTrace
+		if opts.maxLine > 0 {
+			t.maxLine = opts.maxLine
+		}
 	}
 	go t.readLoop(r)
 	return t
@@ -217,7 +217,7 @@ const CommandShutdownTimeout = 5 * time.Second
 // its transport. cmd's Stdin and Stdout must be unset; Stderr is left as
 // configured (nil discards it). Close shuts the server down the way the
 // spec asks: close its stdin, wait, then SIGTERM, then SIGKILL.
-func CommandTransport(cmd *exec.Cmd, opts ...StdioOption) (*StdioTransport, error) {
+func CommandTransport(cmd *exec.Cmd, opts *StdioOptions) (*StdioTransport, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("client: CommandTransport needs a command without Stdin and Stdout")
 	}

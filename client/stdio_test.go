@@ -24,11 +24,11 @@ type pipeServer struct {
 	lines chan string
 }
 
-func newPipeServer(t *testing.T, opts ...StdioOption) *pipeServer {
+func newPipeServer(t *testing.T, opts *StdioOptions) *pipeServer {
 	t.Helper()
 	cr, sw := io.Pipe() // server → client
 	sr, cw := io.Pipe() // client → server
-	p := &pipeServer{t: t, tr: NewStdioTransport(cr, cw, opts...), sw: sw, lines: make(chan string, 64)}
+	p := &pipeServer{t: t, tr: NewStdioTransport(cr, cw, opts), sw: sw, lines: make(chan string, 64)}
 	go func() {
 		defer close(p.lines)
 		br := bufio.NewReader(sr)
@@ -215,7 +215,7 @@ func TestStdioServerRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			p := newPipeServer(t)
+			p := newPipeServer(t, nil)
 			calls := p.startCalls(ctx, tt.calls, hook)
 			p.send(tt.req)
 			if got := p.next(); got != tt.want {
@@ -247,7 +247,7 @@ func TestStdioServerRequestContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			p := newPipeServer(t)
+			p := newPipeServer(t, nil)
 			started, ended := make(chan struct{}), make(chan error, 1)
 			hook := func(int64) func(context.Context, string, exactjson.Value) (exactjson.Value, error) {
 				return func(ctx context.Context, _ string, _ exactjson.Value) (exactjson.Value, error) {
@@ -326,7 +326,7 @@ func TestStdioNotificationRouting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			p := newPipeServer(t)
+			p := newPipeServer(t, nil)
 			var mu sync.Mutex
 			var lost []string
 			p.tr.SetUnroutedHandler(func(n Notification) {
@@ -387,11 +387,11 @@ func TestStdioStrictFraming(t *testing.T) {
 				name += "/with a noise handler"
 			}
 			t.Run(name, func(t *testing.T) {
-				var opts []StdioOption
+				var opts StdioOptions
 				if handler {
-					opts = append(opts, WithNoiseHandler(func(line []byte) { t.Errorf("noise handler called with %q", line) }))
+					opts.Noise = func(line []byte) { t.Errorf("noise handler called with %q", line) }
 				}
-				strictLine(t, newPipeServer(t, opts...), tt.line)
+				strictLine(t, newPipeServer(t, &opts), tt.line)
 			})
 		}
 	}
@@ -436,7 +436,7 @@ func strictLine(t *testing.T, p *pipeServer, line string) {
 func TestStdioLenientWithinFraming(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := newPipeServer(t)
+	p := newPipeServer(t, nil)
 	calls := p.startCalls(ctx, []pipeCall{{}}, nil)
 	p.sendSync("")
 	p.sendSync("  \r")
@@ -467,7 +467,7 @@ func TestStdioLenientWithinFraming(t *testing.T) {
 func TestStdioServerRequestAfterNotifications(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := newPipeServer(t)
+	p := newPipeServer(t, nil)
 	var mu sync.Mutex
 	var events []string
 	req := &Request{ID: 1, Method: "tools/call", Params: exactjson.Object(),
@@ -508,7 +508,7 @@ func TestStdioServerRequestAfterNotifications(t *testing.T) {
 func TestStdioNotify(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := newPipeServer(t)
+	p := newPipeServer(t, nil)
 	tests := []struct {
 		method string
 		params exactjson.Value
@@ -639,7 +639,7 @@ func TestStdioNoise(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var rec noiseRecorder
-			p := newPipeServer(t, WithNoiseHandler(rec.handle))
+			p := newPipeServer(t, &StdioOptions{Noise: rec.handle})
 			if tt.before != nil {
 				tt.before(p)
 			}
@@ -673,7 +673,7 @@ func TestStdioNoise(t *testing.T) {
 	}
 	for _, n := range noiseLines {
 		t.Run("without a handler/"+n.got, func(t *testing.T) {
-			strictLine(t, newPipeServer(t), n.written)
+			strictLine(t, newPipeServer(t, nil), n.written)
 		})
 	}
 }
@@ -695,7 +695,7 @@ func TestStdioNoiseBounds(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var rec noiseRecorder
-			p := newPipeServer(t, WithNoiseHandler(rec.handle), withMaxLine(1000))
+			p := newPipeServer(t, &StdioOptions{Noise: rec.handle, maxLine: 1000})
 			calls := p.startCalls(ctx, []pipeCall{{}}, nil)
 			p.send(tt.line)
 			var r callResult
@@ -715,7 +715,6 @@ func TestStdioNoiseBounds(t *testing.T) {
 }
 
 // withMaxLine bounds the lines the transport reads.
-func withMaxLine(n int) StdioOption { return func(t *StdioTransport) { t.maxLine = n } }
 
 // The caller cancels a request whose server request is being answered: the
 // server reads notifications/cancelled before the answer that ends with
@@ -724,7 +723,7 @@ func withMaxLine(n int) StdioOption { return func(t *StdioTransport) { t.maxLine
 func TestStdioCancelBeforeServerRequestAnswer(t *testing.T) {
 	for i := range 20 { // the order used to depend on scheduling
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			p := newPipeServer(t)
+			p := newPipeServer(t, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			started := make(chan struct{})
@@ -759,7 +758,7 @@ func TestStdioCancelBeforeServerRequestAnswer(t *testing.T) {
 func TestStdioCloseAfterCancelSendsIt(t *testing.T) {
 	for i := range 20 { // the order used to depend on scheduling
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			p := newPipeServer(t)
+			p := newPipeServer(t, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			calls := p.startCalls(ctx, []pipeCall{{}}, nil) // the request is written
 			cancel()
@@ -784,7 +783,7 @@ func TestStdioCloseAfterCancelSendsIt(t *testing.T) {
 // their answers breaks the transport at MaxServerRequests unanswered ones,
 // instead of holding a goroutine and a hook for each.
 func TestStdioServerRequestsBounded(t *testing.T) {
-	p := newPipeServer(t)
+	p := newPipeServer(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -822,7 +821,7 @@ func TestStdioServerRequestsBounded(t *testing.T) {
 func TestStdioServerRequestHandler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := newPipeServer(t)
+	p := newPipeServer(t, nil)
 	p.tr.SetServerRequestHandler(func(_ context.Context, method string, _ exactjson.Value) (exactjson.Value, error) {
 		if method == "roots/list" {
 			return exactjson.Object(exactjson.Field("roots", exactjson.Array())), nil

@@ -178,7 +178,7 @@ func parseMessage(data []byte) (message, error) {
 }
 
 // isNoise reports whether a line that is not a valid JSON-RPC message is
-// no attempt at one either (see [WithNoiseHandler]).
+// no attempt at one either (see [StdioOptions.Noise]).
 func isNoise(line []byte) bool {
 	v, err := exactjson.Parse(line, parseLimits)
 	switch {

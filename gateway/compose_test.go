@@ -440,11 +440,7 @@ func TestMountSkillsPerCaller(t *testing.T) {
 		"bob":   {"skill://c/open/SKILL.md"},
 		"admin": {"skill://c/open/SKILL.md", "skill://c/secret/SKILL.md"},
 	} {
-		var opts []client.HTTPOption
-		if token != "" {
-			opts = append(opts, client.WithBearerToken(token))
-		}
-		c := client.New(client.NewHTTPTransport(url, nil, opts...), client.Options{})
+		c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{})
 		defer c.Close()
 		list, err := c.Call(ctx, skills.MethodList, exactjson.Object())
 		if err != nil {

@@ -65,7 +65,7 @@ type UpstreamConfig struct {
 	// else there; "log" skips the line and logs it at Warn (the first 10 of
 	// a process, then a count), and errors about the upstream quote the
 	// last few. A malformed JSON-RPC message breaks the connection either
-	// way (see client.WithNoiseHandler for what counts as noise).
+	// way (see client.StdioOptions.Noise for what counts as noise).
 	StdoutNoise string `json:"stdoutNoise,omitempty"`
 
 	// URL is the MCP endpoint (http or https).

@@ -232,7 +232,7 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 		return c, nil
 	}
 	if u.Protocol == "" || u.Protocol == Version20260728 {
-		c.ct = client.NewHTTPTransport(u.URL, hc, client.WithHeaderFunc(headers))
+		c.ct = client.NewHTTPTransport(u.URL, &client.HTTPOptions{Client: hc, Header: headers})
 		c.ctDone = make(chan struct{})
 		c.version = Version20260728
 		err := c.discover(ctx)
@@ -250,7 +250,7 @@ func dialWithin(ctx context.Context, u *UpstreamConfig, hc *http.Client, headers
 		}
 		c = &conn{name: u.Name, unrouted: unrouted, outside: outside}
 	}
-	c.ct = client.NewHTTPTransport(u.URL, hc, client.WithHeaderFunc(headers))
+	c.ct = client.NewHTTPTransport(u.URL, &client.HTTPOptions{Client: hc, Header: headers})
 	c.ctDone = make(chan struct{})
 	if err := c.initialize(ctx, u); err != nil {
 		_ = c.close()

@@ -22,10 +22,7 @@ import (
 // gateway's input_required as it is.
 func callerClient(t *testing.T, in *instance, name string) *client.Client {
 	t.Helper()
-	tr := client.NewHTTPTransport(in.url, nil, client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
-		h.Set("Authorization", "Bearer "+name)
-		return nil
-	}))
+	tr := client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: name})
 	c := client.New(tr, client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -176,7 +173,7 @@ func addrClient(t *testing.T, in *instance, name string) *client.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
 	tr := &http.Transport{DialContext: d.DialContext}
 	t.Cleanup(tr.CloseIdleConnections)
-	c := client.New(client.NewHTTPTransport(in.url, &http.Client{Transport: tr}), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{Client: &http.Client{Transport: tr}}), client.Options{})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

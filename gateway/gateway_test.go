@@ -93,7 +93,7 @@ func testKeyring(t testing.TB) seal.Protector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seal.NewManager(kr)
+	return seal.NewManager(kr, nil)
 }
 
 type instance struct {

@@ -86,7 +86,7 @@ func TestHTTPUpstreams(t *testing.T) {
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 			var mu sync.Mutex
 			var progress []float64
-			c := client.New(client.NewHTTPTransport(in.url, nil, client.WithBearerToken("tok-1")), client.Options{
+			c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-1"}), client.Options{
 				Handlers: client.Handlers{Elicit: nameAnswer("ada")},
 				OnProgress: func(p, _ float64, _ string) {
 					mu.Lock()

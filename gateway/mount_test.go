@@ -36,7 +36,7 @@ func TestMount(t *testing.T) {
 	in := &instance{gw: gw, srv: parent, url: serveHTTP(t, parent)}
 	var mu sync.Mutex
 	var progress []float64
-	c := client.New(client.NewHTTPTransport(in.url, nil, client.WithBearerToken("tok-m")), client.Options{
+	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-m"}), client.Options{
 		Handlers: client.Handlers{Elicit: nameAnswer("lin")},
 		OnProgress: func(p, _ float64, _ string) {
 			mu.Lock()
@@ -139,11 +139,7 @@ func TestMountListsPerCaller(t *testing.T) {
 			defer gw.Close()
 			url := serveHTTP(t, parent)
 			for token, want := range tc.want {
-				var opts []client.HTTPOption
-				if token != "" {
-					opts = append(opts, client.WithBearerToken(token))
-				}
-				c := client.New(client.NewHTTPTransport(url, nil, opts...), client.Options{})
+				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{})
 				defer c.Close()
 				tools, err := c.ListTools(ctx)
 				if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -70,13 +69,7 @@ func TestEverythingStdio(t *testing.T) {
 	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	auth := func(name string) client.HTTPOption {
-		return client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
-			h.Set("Authorization", "Bearer "+name)
-			return nil
-		})
-	}
-	b := client.New(client.NewHTTPTransport(in.url, nil, auth("bob")), client.Options{Handlers: client.Handlers{
+	b := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "bob"}), client.Options{Handlers: client.Handlers{
 		Roots: func(context.Context) (exactjson.Value, error) {
 			return mustJSON(`{"roots":[{"uri":"file:///from-client"}]}`), nil
 		},

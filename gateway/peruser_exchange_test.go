@@ -113,7 +113,7 @@ func TestPerUserTokenExchange(t *testing.T) {
 			in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), fixedCallers(callers))
 			for _, tc := range []struct{ token, who string }{{"alice-gw-token", "alice"}, {"bob-gw-token", "bob"}, {"alice-gw-token", "alice"}} {
 				var asked []string
-				c := client.New(client.NewHTTPTransport(in.url+"/mcp", nil, client.WithBearerToken(tc.token)), client.Options{Handlers: client.Handlers{
+				c := client.New(client.NewHTTPTransport(in.url+"/mcp", &client.HTTPOptions{BearerToken: tc.token}), client.Options{Handlers: client.Handlers{
 					Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 						u, _ := p.Get("url")
 						s, _ := u.AsString()

@@ -302,7 +302,7 @@ func (ua *userAgent) timesAsked() int {
 // call calls up_whoami as the user on the gateway at gwURL.
 func (ua *userAgent) call(t *testing.T, gwURL string) string {
 	t.Helper()
-	c := client.New(client.NewHTTPTransport(gwURL+"/mcp", nil, client.WithBearerToken(ua.token)), client.Options{Handlers: client.Handlers{Elicit: ua.elicit}})
+	c := client.New(client.NewHTTPTransport(gwURL+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), client.Options{Handlers: client.Handlers{Elicit: ua.elicit}})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -395,7 +395,7 @@ func TestPerUserAuthorization(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			ua := []*userAgent{alice, bob}[i%2]
-			c := client.New(client.NewHTTPTransport(gws[i/2%2].url+"/mcp", nil, client.WithBearerToken(ua.token)), client.Options{})
+			c := client.New(client.NewHTTPTransport(gws[i/2%2].url+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), client.Options{})
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

@@ -158,7 +158,7 @@ func TestTasksRelayed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			newClient := func(url, token string) *client.Client {
-				c := client.New(client.NewHTTPTransport(url, nil, client.WithBearerToken(token)), client.Options{TasksEnabled: true,
+				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{TasksEnabled: true,
 					Handlers: client.Handlers{Elicit: nameAnswer("ada")}})
 				t.Cleanup(func() { c.Close() })
 				return c
@@ -252,7 +252,7 @@ func TestTasksRelayed(t *testing.T) {
 			// A task's URL elicitation to an origin the gateway does not
 			// allow is declined upstream, never shown to the client.
 			asked := 0
-			lc := client.New(client.NewHTTPTransport(s.urls[0], nil, client.WithBearerToken("alice")), client.Options{TasksEnabled: true,
+			lc := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), client.Options{TasksEnabled: true,
 				Handlers: client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
 					asked++
 					return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
@@ -267,7 +267,7 @@ func TestTasksRelayed(t *testing.T) {
 			if res, err := c.CallTool(ctx, "jobs.inline", nil); err != nil || res.Text() != "inline" {
 				t.Fatalf("inline: %v %v", res, err)
 			}
-			plain := client.New(client.NewHTTPTransport(s.urls[0], nil, client.WithBearerToken("alice")), client.Options{})
+			plain := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), client.Options{})
 			defer plain.Close()
 			_, err = plain.CallTool(ctx, "jobs.confirm", nil)
 			var re *client.RPCError

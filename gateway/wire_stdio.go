@@ -54,15 +54,15 @@ func startStdio(name string, cmd *exec.Cmd, shutdown time.Duration, unrouted fun
 	}
 	var (
 		noise *stdoutNoise
-		opts  []client.StdioOption
+		opts  client.StdioOptions
 	)
 	if noiseLog != nil {
 		noise = &stdoutNoise{name: name, pid: cmd.Process.Pid, log: noiseLog}
-		opts = append(opts, client.WithNoiseHandler(noise.add))
+		opts.Noise = noise.add
 	}
 	// The transport does not own the pipes (they are no io.Closers to it):
 	// close shuts the command down the way the spec asks.
-	t := client.NewStdioTransport(struct{ io.Reader }{proc.Stdout}, struct{ io.Writer }{proc.Stdin}, opts...)
+	t := client.NewStdioTransport(struct{ io.Reader }{proc.Stdout}, struct{ io.Writer }{proc.Stdin}, &opts)
 	if unrouted != nil {
 		t.SetUnroutedHandler(func(n client.Notification) { unrouted(n.Method, n.Params) })
 	}

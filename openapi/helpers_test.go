@@ -82,7 +82,7 @@ func protector(t *testing.T) seal.Protector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seal.NewManager(ring)
+	return seal.NewManager(ring, nil)
 }
 
 // call calls a tool whose upstream is the echo server and returns what the

@@ -160,7 +160,7 @@ func TestConfirmDeleteGoClient(t *testing.T) {
 	t.Cleanup(mcp.Close)
 	var asked atomic.Int32
 	var message string
-	c := client.New(client.NewHTTPTransport(mcp.URL, mcp.Client()), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(mcp.URL, &client.HTTPOptions{Client: mcp.Client()}), client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 			asked.Add(1)
 			m, _ := params.Get("message")

@@ -10,7 +10,7 @@ var benchSizes = []int{1 << 10, 48 << 10}
 func benchManager(b *testing.B) *Manager {
 	k := mustKey(b, "2026-08", testSecret(1, 32))
 	// 48 KiB of plaintext seals to about 65.6 KB, just over the default limit.
-	return NewManager(mustKeyring(b, k), WithMaxTokenBytes(1<<17))
+	return NewManager(mustKeyring(b, k), &ManagerOptions{MaxTokenBytes: 1 << 17})
 }
 
 func sizeName(n int) string { return strconv.Itoa(n>>10) + "KiB" }

@@ -15,7 +15,7 @@ func isInvalid(err error) bool { return errors.Is(err, ErrInvalidState) }
 
 func TestRoundTrip(t *testing.T) {
 	k := mustKey(t, "2026-08", testSecret(1, 32))
-	m := NewManager(mustKeyring(t, k), WithMaxTokenBytes(1<<17))
+	m := NewManager(mustKeyring(t, k), &ManagerOptions{MaxTokenBytes: 1 << 17})
 	cases := []struct {
 		name               string
 		binding, plaintext []byte
@@ -64,7 +64,7 @@ func decodeBody(t testing.TB, tok string) []byte {
 func encodeBody(raw []byte) string { return TokenPrefix + base64.RawURLEncoding.EncodeToString(raw) }
 
 func TestEveryBitFlipFails(t *testing.T) {
-	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32)), mustKey(t, "k2", testSecret(2, 32))))
+	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32)), mustKey(t, "k2", testSecret(2, 32))), nil)
 	binding := []byte("endpoint=/mcp;method=tools/call")
 	tok := mustSeal(t, m, binding, []byte(`{"phase":"one"}`))
 	raw := decodeBody(t, tok)
@@ -82,7 +82,7 @@ func TestEveryBitFlipFails(t *testing.T) {
 }
 
 func TestEveryBindingFlipFails(t *testing.T) {
-	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))))
+	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))), nil)
 	binding := []byte("endpoint=/mcp;version=2026-07-28;method=tools/call;partition=alice;digest=0123456789abcdef")
 	tok := mustSeal(t, m, binding, []byte(`{"phase":"one"}`))
 	for i := range binding {
@@ -102,7 +102,7 @@ func TestEveryBindingFlipFails(t *testing.T) {
 
 func TestMalformedTokens(t *testing.T) {
 	k := mustKey(t, "k1", testSecret(1, 32))
-	m := NewManager(mustKeyring(t, k))
+	m := NewManager(mustKeyring(t, k), nil)
 	binding := []byte("b")
 	tok := mustSeal(t, m, binding, []byte("hello"))
 	raw := decodeBody(t, tok)
@@ -158,7 +158,7 @@ func TestMalformedTokens(t *testing.T) {
 }
 
 func TestNonCanonicalBase64(t *testing.T) {
-	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))))
+	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))), nil)
 	// Find a token whose last base64 character carries unused low bits, and
 	// set them: the decoded bytes are unchanged, the string is not canonical.
 	for n := range 3 {
@@ -193,7 +193,7 @@ func TestNonCanonicalBase64(t *testing.T) {
 
 func TestOversizeToken(t *testing.T) {
 	k := mustKey(t, "k1", testSecret(1, 32))
-	m := NewManager(mustKeyring(t, k), WithMaxTokenBytes(200))
+	m := NewManager(mustKeyring(t, k), &ManagerOptions{MaxTokenBytes: 200})
 	// The largest plaintext that fits seals and opens.
 	n := 0
 	for sealedLen(len(k.ID()), n+1) <= 200 {
@@ -208,7 +208,7 @@ func TestOversizeToken(t *testing.T) {
 		t.Fatalf("Seal of oversize plaintext: %v, want ErrStateTooLarge", err)
 	}
 	// A token longer than the limit is rejected before decoding, even if valid.
-	big := NewManager(mustKeyring(t, k))
+	big := NewManager(mustKeyring(t, k), nil)
 	long := mustSeal(t, big, nil, make([]byte, n+10))
 	if _, err := big.Open(bg, long, nil); err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestOversizeToken(t *testing.T) {
 	_, err = m.Open(bg, strings.Repeat("!", 201), nil)
 	wantInvalid(t, err, ReasonTooLarge)
 	// The default limit.
-	def := NewManager(mustKeyring(t, k))
+	def := NewManager(mustKeyring(t, k), nil)
 	_, err = def.Open(bg, TokenPrefix+strings.Repeat("A", DefaultMaxTokenBytes), nil)
 	wantInvalid(t, err, ReasonTooLarge)
 	// The largest plaintext under the default limit: (65536-6)*3/4 bytes of
@@ -232,18 +232,19 @@ func TestOversizeToken(t *testing.T) {
 	}
 }
 
-func TestWithMaxTokenBytesPanics(t *testing.T) {
+func TestNegativeMaxTokenBytesPanics(t *testing.T) {
+	k := mustKey(t, "k1", testSecret(1, 32))
 	defer func() {
 		if recover() == nil {
 			t.Fatal("no panic")
 		}
 	}()
-	WithMaxTokenBytes(0)
+	NewManager(mustKeyring(t, k), &ManagerOptions{MaxTokenBytes: -1})
 }
 
 func TestKeyExhausted(t *testing.T) {
 	k := mustKey(t, "k1", testSecret(1, 32))
-	m := NewManager(mustKeyring(t, k))
+	m := NewManager(mustKeyring(t, k), nil)
 	k.mat().seals.Store(maxSealsPerKey - 1)
 	tok := mustSeal(t, m, nil, []byte("last")) // seal number 2^32 succeeds
 	if _, err := m.Seal(bg, nil, []byte("x")); !errors.Is(err, ErrKeyExhausted) {
@@ -270,7 +271,7 @@ func TestKeyExhausted(t *testing.T) {
 }
 
 func TestSealFailsOnNonceSource(t *testing.T) {
-	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))))
+	m := NewManager(mustKeyring(t, mustKey(t, "k1", testSecret(1, 32))), nil)
 	m.nonces = bytes.NewReader(make([]byte, 5))
 	if _, err := m.Seal(bg, nil, nil); err == nil {
 		t.Fatal("Seal succeeded with a short nonce source")
@@ -354,7 +355,7 @@ func FuzzDecodeB64(f *testing.F) {
 func TestOpenAllocatesOnlyThePlaintext(t *testing.T) {
 	for _, id := range []string{"k", "2026-08", strings.Repeat("x", MaxKeyIDLength)} {
 		k := mustKey(t, id, testSecret(3, 32))
-		m := NewManager(mustKeyring(t, k))
+		m := NewManager(mustKeyring(t, k), nil)
 		binding := []byte("binding bytes")
 		tok := mustSeal(t, m, binding, []byte("plaintext"))
 		pt, err := m.Open(context.Background(), tok, binding)

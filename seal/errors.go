@@ -40,7 +40,7 @@ const (
 	ErrInvalidKey = sentinel("seal: invalid key")
 
 	// ErrStateTooLarge reports that a sealed token would exceed the
-	// manager's maximum token size (see [WithMaxTokenBytes]).
+	// manager's maximum token size (see [ManagerOptions]).
 	ErrStateTooLarge = sentinel("seal: sealed state exceeds the maximum token size")
 )
 

@@ -44,7 +44,7 @@ func ExampleGenerateKey() {
 func ExampleNewManager() {
 	key, _ := seal.GenerateKey("2026-08")
 	ring, _ := seal.NewKeyring(key)
-	m := seal.NewManager(ring)
+	m := seal.NewManager(ring, nil)
 	ctx := context.Background()
 
 	binding := []byte("endpoint, protocol version, method, partition, params digest")
@@ -69,7 +69,7 @@ func ExampleNewManager() {
 func ExampleManager_Rotate() {
 	old, _ := seal.GenerateKey("2026-08")
 	ring, _ := seal.NewKeyring(old)
-	m := seal.NewManager(ring)
+	m := seal.NewManager(ring, nil)
 	ctx := context.Background()
 	token, _ := m.Seal(ctx, nil, []byte("sealed under 2026-08"))
 
@@ -100,7 +100,7 @@ func ExampleManager_Stage() {
 	old, _ := seal.GenerateKey("2026-08")
 	next, _ := seal.GenerateKey("2026-09")
 	ring, _ := seal.NewKeyring(old)
-	fleet := []*seal.Manager{seal.NewManager(ring), seal.NewManager(ring)}
+	fleet := []*seal.Manager{seal.NewManager(ring, nil), seal.NewManager(ring, nil)}
 
 	for _, m := range fleet {
 		if err := m.Stage(next); err != nil {
@@ -124,7 +124,7 @@ func ExampleManager_Stage() {
 func ExampleManager_Reserve() {
 	key, _ := seal.GenerateKey("2026-08")
 	ring, _ := seal.NewKeyring(key)
-	m := seal.NewManager(ring)
+	m := seal.NewManager(ring, nil)
 
 	r, err := m.Reserve()
 	if err != nil {

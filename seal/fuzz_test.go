@@ -37,7 +37,7 @@ func fuzzOpenSetup(f *testing.F) (*Manager, map[[2]string]string) {
 	f.Add("", []byte(nil))
 	f.Add("weft1.", []byte(nil))
 	f.Add("weft1.AQ", []byte(nil))
-	return NewManager(mustKeyring(f, keys[0], keys[1:]...), WithMaxTokenBytes(4096)), valid
+	return NewManager(mustKeyring(f, keys[0], keys[1:]...), &ManagerOptions{MaxTokenBytes: 4096}), valid
 }
 
 func unhexF(f *testing.F, s string) []byte {

@@ -57,8 +57,8 @@ func (r repeatReader) Read(p []byte) (int, error) {
 }
 
 // fixedNonceManager returns a manager over r whose nonces are always nonce.
-func fixedNonceManager(r *Keyring, nonce []byte, opts ...Option) *Manager {
-	m := NewManager(r, opts...)
+func fixedNonceManager(r *Keyring, nonce []byte) *Manager {
+	m := NewManager(r, nil)
 	m.nonces = repeatReader{bytes.Clone(nonce)}
 	return m
 }

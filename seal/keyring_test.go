@@ -152,7 +152,7 @@ func TestFingerprint(t *testing.T) {
 func TestKeyringAndManagerRedaction(t *testing.T) {
 	sa, sb := printableSecret(1), printableSecret(7)
 	r := mustKeyring(t, mustKey(t, "a", sa), mustKey(t, "b", sb))
-	m := NewManager(r)
+	m := NewManager(r, nil)
 	res, err := m.Reserve()
 	if err != nil {
 		t.Fatal(err)

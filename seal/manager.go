@@ -35,18 +35,13 @@ type Protector interface {
 
 var _ Protector = (*Manager)(nil)
 
-// Option configures a [Manager].
-type Option func(*Manager)
-
-// WithMaxTokenBytes sets the maximum token length in bytes (default
-// [DefaultMaxTokenBytes]). Open rejects longer tokens before decoding them,
-// and Seal refuses to produce them ([ErrStateTooLarge]). It panics if n is
-// not positive.
-func WithMaxTokenBytes(n int) Option {
-	if n <= 0 {
-		panic("seal: WithMaxTokenBytes: n must be positive, got " + strconv.Itoa(n))
-	}
-	return func(m *Manager) { m.maxTokenBytes = n }
+// ManagerOptions configure a [Manager]. The zero value (or nil) is usable.
+type ManagerOptions struct {
+	// MaxTokenBytes is the maximum token length in bytes (0 means
+	// [DefaultMaxTokenBytes]; negative is an error, NewManager panics).
+	// Open rejects longer tokens before decoding them, and Seal refuses to
+	// produce them ([ErrStateTooLarge]).
+	MaxTokenBytes int
 }
 
 // Manager is the live keyring of a running server. It seals with the active
@@ -73,9 +68,10 @@ type Manager struct {
 // does not pin its buffer.
 const maxPooledAAD = 4 << 10
 
-// NewManager returns a manager whose keys are those of r. It panics if r is
-// nil or a zero Keyring not made by NewKeyring.
-func NewManager(r *Keyring, opts ...Option) *Manager {
+// NewManager returns a manager whose keys are those of r; opts may be nil.
+// It panics if r is nil or a zero Keyring not made by NewKeyring, or if
+// opts.MaxTokenBytes is negative.
+func NewManager(r *Keyring, opts *ManagerOptions) *Manager {
 	if r == nil || !r.active.valid() {
 		panic("seal: NewManager: nil or zero Keyring (use NewKeyring)")
 	}
@@ -84,8 +80,13 @@ func NewManager(r *Keyring, opts ...Option) *Manager {
 		maxTokenBytes: DefaultMaxTokenBytes,
 		nonces:        rand.Reader,
 	}
-	for _, o := range opts {
-		o(m)
+	if opts != nil {
+		switch n := opts.MaxTokenBytes; {
+		case n < 0:
+			panic("seal: NewManager: ManagerOptions.MaxTokenBytes must not be negative, got " + strconv.Itoa(n))
+		case n > 0:
+			m.maxTokenBytes = n
+		}
 	}
 	m.ring.Store(r)
 	return m
@@ -94,8 +95,8 @@ func NewManager(r *Keyring, opts ...Option) *Manager {
 // NewEphemeralManager returns a manager with a single random key whose id
 // is "ephemeral-" followed by 8 hex digits. Tokens it seals cannot be opened
 // by any other process or after a restart, so it is for development only;
-// servers should log a prominent warning when they use it.
-func NewEphemeralManager(opts ...Option) *Manager {
+// servers should log a prominent warning when they use it. opts may be nil.
+func NewEphemeralManager(opts *ManagerOptions) *Manager {
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	k, err := GenerateKey("ephemeral-" + hex.EncodeToString(suffix[:]))
@@ -106,7 +107,7 @@ func NewEphemeralManager(opts ...Option) *Manager {
 	if err != nil {
 		panic("seal: NewEphemeralManager: " + err.Error())
 	}
-	m := NewManager(r, opts...)
+	m := NewManager(r, opts)
 	m.ephemeral = true
 	return m
 }

@@ -17,7 +17,7 @@ func snapshotString(s Snapshot) string {
 
 func TestManagerStage(t *testing.T) {
 	a, b := mustKey(t, "a", testSecret(1, 32)), mustKey(t, "b", testSecret(2, 32))
-	m := NewManager(mustKeyring(t, a))
+	m := NewManager(mustKeyring(t, a), nil)
 	if err := m.Stage(b); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestManagerStage(t *testing.T) {
 
 func TestManagerActivate(t *testing.T) {
 	a, b, c := mustKey(t, "a", testSecret(1, 32)), mustKey(t, "b", testSecret(2, 32)), mustKey(t, "c", testSecret(3, 32))
-	m := NewManager(mustKeyring(t, a, c))
+	m := NewManager(mustKeyring(t, a, c), nil)
 	tokA := mustSeal(t, m, nil, []byte("under a"))
 	if err := m.Activate("b"); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("Activate(unstaged) = %v", err)
@@ -99,7 +99,7 @@ func TestManagerActivate(t *testing.T) {
 
 func TestManagerRotate(t *testing.T) {
 	a, b := mustKey(t, "a", testSecret(1, 32)), mustKey(t, "b", testSecret(2, 32))
-	m := NewManager(mustKeyring(t, a))
+	m := NewManager(mustKeyring(t, a), nil)
 	for range 2 { // retry-safe
 		if err := m.Rotate(b); err != nil {
 			t.Fatal(err)
@@ -129,9 +129,9 @@ func TestManagerRotate(t *testing.T) {
 
 func TestManagerRemove(t *testing.T) {
 	a, b := mustKey(t, "a", testSecret(1, 32)), mustKey(t, "b", testSecret(2, 32))
-	m := NewManager(mustKeyring(t, a, b))
+	m := NewManager(mustKeyring(t, a, b), nil)
 	tokB := func() string {
-		m2 := NewManager(mustKeyring(t, b))
+		m2 := NewManager(mustKeyring(t, b), nil)
 		return mustSeal(t, m2, nil, []byte("x"))
 	}()
 	if _, err := m.Open(bg, tokB, nil); err != nil {
@@ -165,7 +165,7 @@ func TestManagerRemove(t *testing.T) {
 
 func TestReservationBlocksRemove(t *testing.T) {
 	a, b := mustKey(t, "a", testSecret(1, 32)), mustKey(t, "b", testSecret(2, 32))
-	m := NewManager(mustKeyring(t, a))
+	m := NewManager(mustKeyring(t, a), nil)
 	r1, err := m.Reserve()
 	if err != nil {
 		t.Fatal(err)
@@ -214,13 +214,13 @@ func TestReservationBlocksRemove(t *testing.T) {
 func TestManagersShareTokens(t *testing.T) {
 	a := mustKey(t, "a", testSecret(1, 32))
 	r := mustKeyring(t, a)
-	m1, m2 := NewManager(r), NewManager(r)
+	m1, m2 := NewManager(r, nil), NewManager(r, nil)
 	// A third manager loads the same key from its bytes.
-	m3 := NewManager(mustKeyring(t, mustKey(t, "a", a.Secret())))
+	m3 := NewManager(mustKeyring(t, mustKey(t, "a", a.Secret())), nil)
 	// Same id, other bytes.
-	evil := NewManager(mustKeyring(t, mustKey(t, "a", testSecret(9, 32))))
+	evil := NewManager(mustKeyring(t, mustKey(t, "a", testSecret(9, 32))), nil)
 	// Same bytes, other id.
-	renamed := NewManager(mustKeyring(t, mustKey(t, "a2", a.Secret())))
+	renamed := NewManager(mustKeyring(t, mustKey(t, "a2", a.Secret())), nil)
 	binding := []byte("bind")
 	for i, m := range []*Manager{m1, m2, m3} {
 		tok := mustSeal(t, m, binding, []byte("hello"))
@@ -242,8 +242,8 @@ func TestManagersShareTokens(t *testing.T) {
 }
 
 func TestEphemeralManager(t *testing.T) {
-	m := NewEphemeralManager()
-	if !m.IsEphemeral() || NewManager(m.Keyring()).IsEphemeral() {
+	m := NewEphemeralManager(nil)
+	if !m.IsEphemeral() || NewManager(m.Keyring(), nil).IsEphemeral() {
 		t.Fatal("IsEphemeral")
 	}
 	if id := m.Snapshot().ActiveID; !regexp.MustCompile(`^ephemeral-[0-9a-f]{8}$`).MatchString(id) {
@@ -253,10 +253,10 @@ func TestEphemeralManager(t *testing.T) {
 	if _, err := m.Open(bg, tok, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewEphemeralManager().Open(bg, tok, nil); err == nil {
+	if _, err := NewEphemeralManager(nil).Open(bg, tok, nil); err == nil {
 		t.Fatal("another ephemeral manager opened the token")
 	}
-	if got := NewEphemeralManager(WithMaxTokenBytes(100)); got.maxTokenBytes != 100 {
+	if got := NewEphemeralManager(&ManagerOptions{MaxTokenBytes: 100}); got.maxTokenBytes != 100 {
 		t.Fatal("options ignored")
 	}
 }
@@ -266,10 +266,10 @@ func TestNewManagerInvalidKeyringPanics(t *testing.T) {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Fatalf("NewManager(%v) did not panic", r)
+					t.Fatalf("NewManager(%v, nil) did not panic", r)
 				}
 			}()
-			NewManager(r)
+			NewManager(r, nil)
 		}()
 	}
 	if _, err := (&Keyring{}).MarshalFile(); err == nil {
@@ -285,7 +285,7 @@ func TestNewManagerInvalidKeyringPanics(t *testing.T) {
 // under one reservation must always open; a token opened after its
 // reservation ended may fail only because its key has since been removed.
 func TestConcurrentRotation(t *testing.T) {
-	m := NewManager(mustKeyring(t, mustGenerate(t, "gen-0")))
+	m := NewManager(mustKeyring(t, mustGenerate(t, "gen-0")), nil)
 	const workers = 8
 	var (
 		stop     atomic.Bool

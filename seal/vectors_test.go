@@ -103,7 +103,7 @@ func TestVectors(t *testing.T) {
 			}
 			// The published token opens (with any manager holding the key)
 			// and yields the plaintext.
-			pt, err := NewManager(mustKeyring(t, k)).Open(bg, v.Token, binding)
+			pt, err := NewManager(mustKeyring(t, k), nil).Open(bg, v.Token, binding)
 			if err != nil || !bytes.Equal(pt, plaintext) {
 				t.Fatalf("Open(vector token) = %q, %v", pt, err)
 			}

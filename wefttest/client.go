@@ -78,10 +78,10 @@ func NewClient(t testing.TB, h http.Handler, opts *Options) *client.Client {
 		}
 	}
 	hc := &http.Client{Transport: RoundTripper(h, report)}
-	var topts []client.HTTPOption
+	topts := &client.HTTPOptions{Client: hc}
 	if len(o.Header) > 0 {
 		hdr := o.Header.Clone()
-		topts = append(topts, client.WithHeaderFunc(func(_ context.Context, h http.Header) error {
+		topts.Header = func(_ context.Context, h http.Header) error {
 			for k, vs := range hdr {
 				h.Del(k)
 				for _, v := range vs {
@@ -89,10 +89,10 @@ func NewClient(t testing.TB, h http.Handler, opts *Options) *client.Client {
 				}
 			}
 			return nil
-		}))
+		}
 	}
 	url := fmt.Sprintf("http://%s%s", Host, o.Endpoint)
-	c := client.New(client.NewHTTPTransport(url, hc, topts...), o.Client)
+	c := client.New(client.NewHTTPTransport(url, topts), o.Client)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

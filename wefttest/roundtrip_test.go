@@ -77,7 +77,7 @@ func TestRoundTripperWithClient(t *testing.T) {
 		mu.Unlock()
 	})}
 	var progress []float64
-	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, hc), client.Options{
+	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), client.Options{
 		TasksEnabled: true,
 		OnProgress:   func(p, total float64, msg string) { progress = append(progress, p) },
 		Handlers: client.Handlers{Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
@@ -128,7 +128,7 @@ func TestRoundTripperCancel(t *testing.T) {
 	}
 	hc := &http.Client{Transport: wefttest.RoundTripper(srv, nil)}
 	started := make(chan struct{}, 1)
-	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, hc), client.Options{
+	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), client.Options{
 		OnProgress: func(float64, float64, string) { started <- struct{}{} },
 	})
 	t.Cleanup(func() { c.Close() })

@@ -60,7 +60,7 @@ func ExampleNewTransport() {
 		Grant:    oauth.GrantClientCredentials,
 		ClientID: "reporting", ClientSecret: "s3cret",
 	})}
-	// client.New(client.NewHTTPTransport(srv.URL+"/mcp", hc), ...) uses it
+	// client.New(client.NewHTTPTransport(srv.URL+"/mcp", &client.HTTPOptions{Client: hc}), ...) uses it
 	// the same way; here a plain request shows the exchange.
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/mcp", nil)
 	resp, err := hc.Do(req)

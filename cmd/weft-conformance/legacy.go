@@ -40,7 +40,7 @@ func fixtureOptions(logger *slog.Logger) *weft.Options {
 		if err != nil {
 			fail("loading the keyring failed", err)
 		}
-		opts.Protector = seal.NewManager(kr)
+		opts.Protector = seal.NewManager(kr, nil)
 	}
 	switch *erasFlag {
 	case "modern":

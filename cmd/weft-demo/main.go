@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d, err := demo.New(ctx, logger, seal.NewManager(kr),
+	d, err := demo.New(ctx, logger, seal.NewManager(kr, nil),
 		demo.Config{DataDir: *data, BaseURL: "http://" + *addr})
 	if err != nil {
 		return err

@@ -138,7 +138,7 @@ func TestStdio(t *testing.T) {
 		done <- run(ctx, []string{"--stdio", "--data", t.TempDir()}, inR, outW, io.Discard)
 		outW.Close()
 	}()
-	c := client.New(client.NewStdioTransport(outR, inW), client.Options{})
+	c := client.New(client.NewStdioTransport(outR, inW, nil), client.Options{})
 	if got := callCounter(ctx, t, c); got != "Counter at 3." {
 		t.Fatalf("counter.show over stdio answered %q", got)
 	}

@@ -201,7 +201,7 @@ func TestGatewayCommandErrors(t *testing.T) {
 // gatewayOverStdio: `weft gateway --stdio` serves a 2026-07-28 client on
 // its stdin and stdout; the demo's elicitation completes over MRTR.
 func gatewayOverStdio(t *testing.T, cfg, data string) {
-	tr, err := client.CommandTransport(exec.Command(weftBin, "gateway", "--stdio", "--config", cfg, "--data", data))
+	tr, err := client.CommandTransport(exec.Command(weftBin, "gateway", "--stdio", "--config", cfg, "--data", data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

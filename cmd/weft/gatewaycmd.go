@@ -115,7 +115,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		legacy.Store = sessions
 	}
 	srv, err := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
-		Protector:  seal.NewManager(kr),
+		Protector:  seal.NewManager(kr, nil),
 		Logger:     logger,
 		Legacy:     legacy,
 		ToolSearch: cfg.ToolSearch,

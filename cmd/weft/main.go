@@ -209,7 +209,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	mgr := seal.NewManager(kr)
+	mgr := seal.NewManager(kr, nil)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// With an admin listener, metrics are recorded and served there at

@@ -350,19 +350,19 @@ func (t *target) connect(ctx context.Context, opts client.Options, stderr io.Wri
 		if len(t.env) > 0 {
 			cmd.Env = append(os.Environ(), t.env...)
 		}
-		var sopts []client.StdioOption
+		var sopts client.StdioOptions
 		if t.trace {
-			sopts = append(sopts, client.WithStdioWireTrace(wireTrace(stderr)))
+			sopts.WireTrace = wireTrace(stderr)
 		}
-		tr, err := client.CommandTransport(cmd, sopts...)
+		tr, err := client.CommandTransport(cmd, &sopts)
 		if err != nil {
 			return nil, fmt.Errorf("could not start %s: %w", t.command, err)
 		}
 		return client.New(tr, opts), nil
 	}
-	var hopts []client.HTTPOption
+	var hopts client.HTTPOptions
 	if t.trace {
-		hopts = append(hopts, client.WithWireTrace(wireTrace(stderr)))
+		hopts.WireTrace = wireTrace(stderr)
 	}
 	hc := http.DefaultClient
 	if t.bearer == "" && t.bearerFn == "" {
@@ -381,20 +381,19 @@ func (t *target) connect(ctx context.Context, opts client.Options, stderr io.Wri
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	if token != "" {
-		hopts = append(hopts, client.WithBearerToken(token))
-	}
+	hopts.BearerToken = token
 	if len(t.headers) > 0 {
 		hs := t.headers
-		hopts = append(hopts, client.WithHeaderFunc(func(ctx context.Context, h http.Header) error {
+		hopts.Header = func(ctx context.Context, h http.Header) error {
 			for _, kv := range hs {
 				name, value, _ := strings.Cut(kv, ": ")
 				h.Add(name, value)
 			}
 			return nil
-		}))
+		}
 	}
-	return client.New(client.NewHTTPTransport(t.url, hc, hopts...), opts), nil
+	hopts.Client = hc
+	return client.New(client.NewHTTPTransport(t.url, &hopts), opts), nil
 }
 
 // splitCommand splits a command line into words: spaces separate, and

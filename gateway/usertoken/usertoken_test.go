@@ -26,7 +26,7 @@ func keyring(t *testing.T) seal.Protector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seal.NewManager(kr)
+	return seal.NewManager(kr, nil)
 }
 
 // backends returns, per store kind, two handles on one store (two

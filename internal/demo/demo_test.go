@@ -33,7 +33,7 @@ func headerAdmission(ctx context.Context, r *weft.AdmissionRequest) (weft.Identi
 func newTestDemo(t *testing.T) *Demo {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := New(context.Background(), logger, seal.NewEphemeralManager(), Config{DataDir: t.TempDir(),
+	d, err := New(context.Background(), logger, seal.NewEphemeralManager(nil), Config{DataDir: t.TempDir(),
 		BaseURL: "http://127.0.0.1:8080", Admission: headerAdmission})
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func TestNewReleasesAFleetItCannotUse(t *testing.T) {
 	_ = db.Close() // handle.New fails on a closed database
 	tasks := task.NewMemoryStore()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	_, err = New(context.Background(), logger, seal.NewEphemeralManager(), Config{BaseURL: "http://127.0.0.1:8080",
+	_, err = New(context.Background(), logger, seal.NewEphemeralManager(nil), Config{BaseURL: "http://127.0.0.1:8080",
 		Fleet: &Fleet{Tasks: tasks, Events: tasks, DB: db, Dialect: handle.SQLite}})
 	if err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("New with an unusable handle database: %v", err)

@@ -376,7 +376,7 @@ func runServer(t *testing.T, b block, bin, addr string) {
 			t.Fatal(err)
 		}
 		defer stop(t, cmd, &stderr)
-		tr = client.NewStdioTransport(out, in)
+		tr = client.NewStdioTransport(out, in, nil)
 	}
 	for _, c := range b.dir.Calls {
 		var opts client.Options

@@ -33,7 +33,7 @@ func multiRound(rounds int) ([]micro, error) {
 	// answers the retries, as one instance does; the other answers the
 	// same retries as another instance of a fleet would, without the
 	// params digest the first remembered when it sealed.
-	protector := seal.NewEphemeralManager()
+	protector := seal.NewEphemeralManager(nil)
 	s, err := newMRTRServerWith(weft.Options{Protector: protector})
 	if err != nil {
 		return nil, err

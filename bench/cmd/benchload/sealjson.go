@@ -23,7 +23,7 @@ func sealOpen(rounds int) ([]micro, error) {
 		return nil, err
 	}
 	// 48 KiB of plaintext seals to about 65.6 KB, over the default token limit.
-	m := seal.NewManager(ring, seal.WithMaxTokenBytes(1<<17))
+	m := seal.NewManager(ring, &seal.ManagerOptions{MaxTokenBytes: 1 << 17})
 	// A binding like the one Weft builds: domain, endpoint, version, method,
 	// partition and a SHA-256 params digest.
 	binding := []byte("weft-request-state-binding-v1\x00\x00\x00\x00\x04/mcp\x00\x00\x00\x0a2026-07-28\x00\x00\x00\x0atools/call\x00\x00\x00\x00\x00" +
