@@ -63,7 +63,7 @@ func TestAbuseMemoryBounded(t *testing.T) {
 		tasks    = 500
 		listens  = defaultMaxSubscriptionsPerIdentity // one anonymous caller's share binds first
 	)
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	// Sessions live on a clock of the test's: none expires while the test
 	// fills the store, and all expire at once when it moves the clock on.

@@ -38,7 +38,7 @@ var fuzzServer = sync.OnceValue(func() *Server {
 		PageSize:       1,
 		Logger:         slog.New(slog.DiscardHandler),
 		RequestTimeout: 2 * time.Second,
-		Tasks:          &TaskOptions{Store: task.NewMemoryStore(), NoRunner: true},
+		Tasks:          &TaskOptions{Store: task.NewMemoryStore(nil), NoRunner: true},
 	})
 	add := func(err error) {
 		if err != nil {

@@ -34,7 +34,7 @@ func probe(t *testing.T, h http.Handler, method string) (int, string) {
 
 func TestHealth(t *testing.T) {
 	appErr := error(nil)
-	store := &failingGets{Store: task.NewMemoryStore()}
+	store := &failingGets{Store: task.NewMemoryStore(nil)}
 	t.Cleanup(func() { _ = store.Close() })
 	s, logs := legacyServerFor(t, &Options{ReadinessCheck: func(ctx context.Context) error {
 		if _, ok := ctx.Deadline(); !ok {

@@ -32,7 +32,7 @@ func addBlocking(t testing.TB, s *Server, started, cancelled chan<- string) {
 // another; a cancellation from another session cancels nothing of this one.
 func TestLegacyCancel(t *testing.T) {
 	sessions := sessionstore.NewMemory(sessionstore.MemoryOptions{})
-	events := task.NewMemoryStore()
+	events := task.NewMemoryStore(nil)
 	started, cancelled := make(chan string, 8), make(chan string, 8)
 	var urls []string
 	for range 2 {

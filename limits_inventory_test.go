@@ -1256,7 +1256,7 @@ func checkSubscriptions(t *testing.T) {
 }
 
 func checkTaskSubscriptions(t *testing.T) {
-	s, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: task.NewMemoryStore(), NoRunner: true}})
+	s, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: task.NewMemoryStore(nil), NoRunner: true}})
 	addText(t, s, "t", "ok")
 	url := invServe(t, s)
 	ids := func(n int) []string {

@@ -361,7 +361,7 @@ func TestListenDetachedCoalesces(t *testing.T) {
 // TestListenDetachedTaskEvents: a detached stream subscribed to a task
 // gets its status notification, authorized per event.
 func TestListenDetachedTaskEvents(t *testing.T) {
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	s, _ := newServer(t, &Options{Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

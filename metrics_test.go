@@ -104,7 +104,7 @@ type L = map[string]string
 func TestMetricsScrapeAfterMixedWorkload(t *testing.T) {
 	mp, handler, err := metrics.NewPrometheus(prometheus.NewRegistry())
 	must(t, err)
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	f := newStateFixture(t, &Options{MeterProvider: mp, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = f.s.Shutdown(context.Background()) })

@@ -63,7 +63,7 @@ func (s *methodLog) has(entry string) bool {
 // result.
 func TestMiddlewareSeesEveryMethod(t *testing.T) {
 	rec := &methodLog{}
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	s, _ := legacyServerFor(t, &Options{Middleware: []Middleware{rec.middleware}, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
@@ -302,7 +302,7 @@ func panickingHandler() { panic(errors.New("kaboom")) }
 // TestPanicStackLogged: a panic in any handler (tools, prompts, resources,
 // task steps) is logged once with the stack of the panicking goroutine.
 func TestPanicStackLogged(t *testing.T) {
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	s, logs := newServer(t, &Options{Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

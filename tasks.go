@@ -125,7 +125,7 @@ func (s *Server) startTasks(opts TaskOptions) error {
 	}
 	owned := opts.Store == nil
 	if owned {
-		opts.Store = task.NewMemoryStore()
+		opts.Store = task.NewMemoryStore(nil)
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = time.Hour

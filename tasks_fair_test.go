@@ -29,7 +29,7 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 		"alice": {Principal: "alice", Partition: "tenant-a"},
 		"bob":   {Principal: "bob", Partition: "tenant-b"},
 	}
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	defer store.Close()
 	s, err := weft.NewServer(weft.Implementation{Name: "fair"}, &weft.Options{
 		Logger: slog.New(slog.DiscardHandler),

@@ -22,7 +22,7 @@ import (
 // failure of the task: another instance, or this one a moment later, runs
 // it.
 func TestTaskRunnerDoesNotFailTasksOfUnregisteredTools(t *testing.T) {
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	handler := func(ctx context.Context, req *Request) (*CallToolResult, error) {
 		if req.Task() == nil && req.TasksSupported() {
 			return nil, RunAsTask(nil)

@@ -252,7 +252,7 @@ func TestTracingBoundsAndTransportLink(t *testing.T) {
 // with the call that created the task.
 func TestTracingTaskStep(t *testing.T) {
 	tp, exp := newTracer(t)
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = store.Close() })
 	s, _ := newServer(t, &Options{TracerProvider: tp, Tasks: &TaskOptions{Store: store, PollInterval: 10 * time.Millisecond}})
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

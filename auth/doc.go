@@ -31,7 +31,7 @@
 //		AuthorizationServers: []string{"https://auth.example.com"},
 //		ScopesSupported:      []string{"mcp:read"},
 //	}
-//	keys, _ := auth.JWKSURL("https://auth.example.com/jwks.json", nil, 0, 0)
+//	keys, _ := auth.JWKSURL("https://auth.example.com/jwks.json", nil)
 //	v := &auth.JWTValidator{Issuer: "https://auth.example.com", JWKS: keys}
 //	srv, err := weft.NewServer(impl, &weft.Options{Admission: v.Admission(meta)})
 //	if err != nil {

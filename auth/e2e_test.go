@@ -97,7 +97,7 @@ func TestEndToEndJWT(t *testing.T) {
 		ScopesSupported:      []string{"mcp:read"},
 		ResourceName:         "e2e",
 	}
-	src, err := JWKSURL(f.jwks.URL, f.jwks.Client(), time.Hour, 0)
+	src, err := JWKSURL(f.jwks.URL, &JWKSOptions{Client: f.jwks.Client(), RefreshInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

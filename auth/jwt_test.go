@@ -35,7 +35,7 @@ func newFixture(t *testing.T) *fixture {
 		clock: newClock(),
 	}
 	f.jwks = newJWKSServer(t, f.rsa, f.ec, f.ed)
-	src, err := JWKSURL(f.jwks.URL+"/jwks.json", f.jwks.Client(), time.Hour, 0, WithClock(f.clock.Now))
+	src, err := JWKSURL(f.jwks.URL+"/jwks.json", &JWKSOptions{Client: f.jwks.Client(), RefreshInterval: time.Hour, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

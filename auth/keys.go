@@ -49,38 +49,50 @@ const (
 	maxJWKSKeys = 256
 )
 
-// JWKSOption configures [JWKSURL] and [JWKSFile].
-type JWKSOption func(*jwksOptions)
+// JWKSOptions configure [JWKSURL] and [JWKSFile]. The zero value (or nil)
+// is usable.
+type JWKSOptions struct {
+	// Client is the HTTP client JWKSURL fetches with (nil: a client of its
+	// own). When it has no Timeout, each fetch is bounded by
+	// [DefaultJWKSTimeout].
+	Client *http.Client
+	// RefreshInterval is how long a fetched set is used (0:
+	// [DefaultJWKSRefreshInterval]). JWKSURL only.
+	RefreshInterval time.Duration
+	// MaxSize bounds the document in bytes (0: [DefaultJWKSMaxSize]).
+	// JWKSURL only.
+	MaxSize int64
+	// MinRefreshInterval is the least time between two loads of the key
+	// set, however often tokens with unknown key ids arrive (0:
+	// [DefaultJWKSMinRefreshInterval]).
+	MinRefreshInterval time.Duration
+	// Now is the clock of the key source's cache (nil: time.Now), for
+	// tests.
+	Now func() time.Time
+}
 
+// jwksOptions are the settings both key sources keep.
 type jwksOptions struct {
 	minRefresh time.Duration
 	now        func() time.Time
 }
 
-// WithMinRefreshInterval sets the least time between two loads of the key
-// set (default [DefaultJWKSMinRefreshInterval]); d must be positive.
-func WithMinRefreshInterval(d time.Duration) JWKSOption {
-	return func(o *jwksOptions) { o.minRefresh = d }
-}
-
-// WithClock sets the clock of the key source's cache (default time.Now),
-// for tests.
-func WithClock(now func() time.Time) JWKSOption {
-	return func(o *jwksOptions) { o.now = now }
-}
-
-func applyJWKSOptions(opts []JWKSOption) (jwksOptions, error) {
-	o := jwksOptions{minRefresh: DefaultJWKSMinRefreshInterval, now: time.Now}
-	for _, f := range opts {
-		f(&o)
+func applyJWKSOptions(opts *JWKSOptions) (JWKSOptions, jwksOptions, error) {
+	var in JWKSOptions
+	if opts != nil {
+		in = *opts
 	}
-	if o.minRefresh <= 0 {
-		return o, fmt.Errorf("%w: minimum JWKS refresh interval must be positive, not %s", ErrConfig, o.minRefresh)
+	o := jwksOptions{minRefresh: in.MinRefreshInterval, now: in.Now}
+	if in.RefreshInterval < 0 || in.MaxSize < 0 || in.MinRefreshInterval < 0 {
+		return in, o, fmt.Errorf("%w: JWKS refresh intervals and maximum size must not be negative", ErrConfig)
+	}
+	if o.minRefresh == 0 {
+		o.minRefresh = DefaultJWKSMinRefreshInterval
 	}
 	if o.now == nil {
 		o.now = time.Now
 	}
-	return o, nil
+	return in, o, nil
 }
 
 // StaticKeys is a fixed set of verification keys; Refresh returns the same
@@ -115,8 +127,8 @@ type FileJWKS struct {
 // it. It refuses a file that its group or other users can write (anyone who
 // can write it can mint tokens), a file larger than [DefaultJWKSMaxSize],
 // and a set without any usable signing key.
-func JWKSFile(path string, opts ...JWKSOption) (*FileJWKS, error) {
-	o, err := applyJWKSOptions(opts)
+func JWKSFile(path string, opts *JWKSOptions) (*FileJWKS, error) {
+	_, o, err := applyJWKSOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -211,24 +223,18 @@ type fetchCall struct {
 }
 
 // JWKSURL returns a key source fetching the JWKS document at rawURL, which
-// must be https (plain http only on loopback hosts, for tests). client is
-// the HTTP client to use (nil: a client of its own); redirects are followed
-// only to URLs allowed by the same rule. refreshInterval is how long a
-// fetched set is used (0: [DefaultJWKSRefreshInterval]); maxSize bounds the
-// document in bytes (0: [DefaultJWKSMaxSize]). When client has no Timeout,
-// each fetch is bounded by [DefaultJWKSTimeout]. Nothing is fetched until
-// the first token arrives.
-func JWKSURL(rawURL string, client *http.Client, refreshInterval time.Duration, maxSize int64, opts ...JWKSOption) (*RemoteJWKS, error) {
-	o, err := applyJWKSOptions(opts)
+// must be https (plain http only on loopback hosts, for tests); redirects
+// are followed only to URLs allowed by the same rule. opts may be nil.
+// Nothing is fetched until the first token arrives.
+func JWKSURL(rawURL string, opts *JWKSOptions) (*RemoteJWKS, error) {
+	in, o, err := applyJWKSOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFetchURL(rawURL); err != nil {
 		return nil, fmt.Errorf("%w: JWKS URL: %v", ErrConfig, err)
 	}
-	if refreshInterval < 0 || maxSize < 0 {
-		return nil, fmt.Errorf("%w: JWKS refresh interval and maximum size must not be negative", ErrConfig)
-	}
+	client, refreshInterval, maxSize := in.Client, in.RefreshInterval, in.MaxSize
 	if refreshInterval == 0 {
 		refreshInterval = DefaultJWKSRefreshInterval
 	}

@@ -22,20 +22,20 @@ import (
 
 func TestJWKSURLRequiresHTTPS(t *testing.T) {
 	for _, u := range []string{"http://auth.example.com/jwks", "ftp://x/jwks", "/jwks", "https://user:pw@auth.example.com/jwks"} {
-		if _, err := JWKSURL(u, nil, 0, 0); !errors.Is(err, ErrConfig) {
+		if _, err := JWKSURL(u, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("JWKSURL(%q) = %v, want ErrConfig", u, err)
 		}
 	}
 	for _, u := range []string{"https://auth.example.com/jwks", "http://127.0.0.1:1/jwks", "http://localhost/jwks", "http://[::1]/jwks"} {
-		if _, err := JWKSURL(u, nil, 0, 0); err != nil {
+		if _, err := JWKSURL(u, nil); err != nil {
 			t.Errorf("JWKSURL(%q) = %v", u, err)
 		}
 	}
-	if _, err := JWKSURL("https://a.example.com", nil, -1, 0); err == nil {
+	if _, err := JWKSURL("https://a.example.com", &JWKSOptions{RefreshInterval: -1}); err == nil {
 		t.Error("negative interval accepted")
 	}
-	if _, err := JWKSURL("https://a.example.com", nil, 0, 0, WithMinRefreshInterval(0)); err == nil {
-		t.Error("zero min refresh accepted")
+	if _, err := JWKSURL("https://a.example.com", &JWKSOptions{MinRefreshInterval: -1}); err == nil {
+		t.Error("negative min refresh accepted")
 	}
 }
 
@@ -43,7 +43,7 @@ func TestRemoteJWKSCacheAndRefresh(t *testing.T) {
 	k1, k2 := newECKey(t, "k1"), newEdKey(t, "k2")
 	srv := newJWKSServer(t, k1)
 	clk := newClock()
-	src, err := JWKSURL(srv.URL, srv.Client(), time.Minute, 0, WithClock(clk.Now), WithMinRefreshInterval(10*time.Second))
+	src, err := JWKSURL(srv.URL, &JWKSOptions{Client: srv.Client(), RefreshInterval: time.Minute, Now: clk.Now, MinRefreshInterval: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestRemoteJWKSConcurrentFetchesShareOne(t *testing.T) {
 			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
 				Body: io.NopCloser(bytes.NewReader(set)), Request: r}, nil
 		})}
-		src, err := JWKSURL("https://auth.example.com/jwks", hc, 0, 0)
+		src, err := JWKSURL("https://auth.example.com/jwks", &JWKSOptions{Client: hc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestRemoteJWKSFailures(t *testing.T) {
 			defer srv.Close()
 			c := srv.Client()
 			c.Timeout = tc.timeout
-			src, err := JWKSURL(srv.URL, c, 0, tc.maxSize)
+			src, err := JWKSURL(srv.URL, &JWKSOptions{Client: c, MaxSize: tc.maxSize})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestJWKSFile(t *testing.T) {
 	}
 	write(k1)
 	clk := newClock()
-	src, err := JWKSFile(p, WithClock(clk.Now))
+	src, err := JWKSFile(p, &JWKSOptions{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestJWKSFile(t *testing.T) {
 	if err := os.Chmod(p, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := JWKSFile(p); err == nil || !strings.Contains(err.Error(), "write") {
+	if _, err := JWKSFile(p, nil); err == nil || !strings.Contains(err.Error(), "write") {
 		t.Errorf("world-writable JWKS file: %v", err)
 	}
 }

@@ -185,7 +185,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	as := e.as
 
 	// The Weft server, protected by auth.JWTValidator reading the JWKS.
-	keys, err := auth.JWKSURL(as.JWKSURL(), nil, 0, 0)
+	keys, err := auth.JWKSURL(as.JWKSURL(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

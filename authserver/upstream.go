@@ -95,7 +95,7 @@ func (u *upstream) discover(ctx context.Context) (*discovery, *auth.JWTValidator
 	if d.AuthorizationEndpoint == "" || d.TokenEndpoint == "" || d.JWKSURI == "" {
 		return nil, nil, fmt.Errorf("%w: discovery lacks an authorization, token or jwks endpoint", ErrUpstream)
 	}
-	keys, err := auth.JWKSURL(d.JWKSURI, u.http, 0, 0)
+	keys, err := auth.JWKSURL(d.JWKSURI, &auth.JWKSOptions{Client: u.http})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUpstream, err)
 	}

@@ -42,7 +42,7 @@ func kitServer() (*weft.Server, error) {
 	bundles, err := skills.LoadAll(fstest.MapFS{
 		"pdf-tools/SKILL.md":     {Data: []byte("---\nname: pdf-tools\ndescription: Fill PDF forms\n---\n\n# PDF tools\n")},
 		"pdf-tools/ref/FORMS.md": {Data: []byte("# Forms\n")},
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +418,7 @@ func TestMountSkillsPerCaller(t *testing.T) {
 	bundles, err := skills.LoadAll(fstest.MapFS{
 		"open/SKILL.md":   {Data: []byte("---\nname: open\ndescription: For everyone\n---\n")},
 		"secret/SKILL.md": {Data: []byte("---\nname: secret\ndescription: For admins\n---\n")},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ const tasksEnv = "WEFT_GATEWAY_TASKS"
 // runs until it is cancelled, "linked" links a resource from its task's
 // result, "inline" answers without a task.
 func tasksServer(t testing.TB) *weft.Server {
-	s, err := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 10 * time.Millisecond}})
+	s, err := weft.NewServer(weft.Implementation{Name: "tasks", Version: "1"}, &weft.Options{Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(nil), PollInterval: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

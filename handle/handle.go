@@ -69,23 +69,28 @@ type Store struct {
 	now     func() time.Time
 }
 
-// Option configures New.
-type Option func(*Store)
-
-// WithTable sets the table name (default "weft_handles"; letters, digits and
-// underscores only).
-func WithTable(name string) Option { return func(s *Store) { s.table = name } }
-
-// WithClock sets the clock (tests).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+// Options configure [New]. The zero value (or nil) is usable.
+type Options struct {
+	// Table is the table's name (default "weft_handles"; letters, digits
+	// and underscores only).
+	Table string
+	// Now is the store's clock (nil: time.Now), for tests.
+	Now func() time.Time
+}
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
-// New returns a store on db and creates its table if needed.
-func New(ctx context.Context, db *sql.DB, d Dialect, opts ...Option) (*Store, error) {
+// New returns a store on db and creates its table if needed; opts may be
+// nil.
+func New(ctx context.Context, db *sql.DB, d Dialect, opts *Options) (*Store, error) {
 	s := &Store{db: db, dialect: d, table: "weft_handles", now: time.Now}
-	for _, o := range opts {
-		o(s)
+	if opts != nil {
+		if opts.Table != "" {
+			s.table = opts.Table
+		}
+		if opts.Now != nil {
+			s.now = opts.Now
+		}
 	}
 	if !tableName.MatchString(s.table) {
 		return nil, fmt.Errorf("handle: invalid table name %q", s.table)

@@ -28,7 +28,7 @@ func stores(t *testing.T) map[string]func(t *testing.T, c *clock) *handle.Store 
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = db.Close() })
-			s, err := handle.New(context.Background(), db, handle.SQLite, handle.WithClock(c.now))
+			s, err := handle.New(context.Background(), db, handle.SQLite, &handle.Options{Now: c.now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func stores(t *testing.T) map[string]func(t *testing.T, c *clock) *handle.Store 
 			db := testpg.Open(t)
 			table := testpg.Name("weft_handles")
 			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
-			s, err := handle.New(context.Background(), db, handle.Postgres, handle.WithTable(table), handle.WithClock(c.now))
+			s, err := handle.New(context.Background(), db, handle.Postgres, &handle.Options{Table: table, Now: c.now})
 			if err != nil {
 				t.Fatal(err)
 			}

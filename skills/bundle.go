@@ -100,23 +100,24 @@ func (l Limits) withDefaults() (Limits, error) {
 	return l, nil
 }
 
-// Option configures how a Bundle is loaded.
-type Option func(*loadOptions)
+// LoadOptions configure how a Bundle is loaded. The zero value (or nil)
+// is usable.
+type LoadOptions struct {
+	// Prefix places the skill under an organizational prefix: with prefix
+	// "acme/billing" the skill named refunds is served at
+	// skill://acme/billing/refunds/SKILL.md. Segments are 1-255 characters
+	// of a-z 0-9 - . _ ~ (the first is the URI authority, hence lower
+	// case). For [LoadAll] the prefix goes before every discovered skill
+	// path.
+	Prefix string
+	// Limits are the per-skill limits (zero fields keep their defaults).
+	Limits Limits
+}
 
 type loadOptions struct {
 	prefix string
 	limits Limits
 }
-
-// WithPrefix places the skill under an organizational prefix: with prefix
-// "acme/billing" the skill named refunds is served at
-// skill://acme/billing/refunds/SKILL.md. Segments are 1-255 characters of
-// a-z 0-9 - . _ ~ (the first is the URI authority, hence lower case).
-// For [LoadAll] the prefix goes before every discovered skill path.
-func WithPrefix(prefix string) Option { return func(o *loadOptions) { o.prefix = prefix } }
-
-// WithLimits sets the per-skill limits (zero fields keep their defaults).
-func WithLimits(l Limits) Option { return func(o *loadOptions) { o.limits = l } }
 
 // File describes one file of a skill.
 type File struct {
@@ -207,7 +208,7 @@ func SkillURI(skillPath string) string { return Scheme + "://" + skillPath + "/"
 
 // FromFiles builds a skill from file contents keyed by their "/"-separated
 // path within the skill; "SKILL.md" is required. The contents are copied.
-func FromFiles(files map[string][]byte, opts ...Option) (Bundle, error) {
+func FromFiles(files map[string][]byte, opts *LoadOptions) (Bundle, error) {
 	o, err := options(opts)
 	if err != nil {
 		return Bundle{}, err
@@ -233,7 +234,7 @@ func FromFiles(files map[string][]byte, opts ...Option) (Bundle, error) {
 // SKILL.md. Every regular file is part of the skill (including nested
 // skills' files, which are supporting files of this one); other file types
 // (symbolic links, devices) are an error, as is crossing a limit.
-func FromFS(fsys fs.FS, opts ...Option) (Bundle, error) {
+func FromFS(fsys fs.FS, opts *LoadOptions) (Bundle, error) {
 	o, err := options(opts)
 	if err != nil {
 		return Bundle{}, err
@@ -247,12 +248,12 @@ func FromFS(fsys fs.FS, opts ...Option) (Bundle, error) {
 
 // LoadAll loads every skill in the tree of fsys: each directory that holds
 // a SKILL.md is a skill whose skill path is the directory's path (after the
-// WithPrefix prefix, if any), whose last segment must equal the skill's
+// LoadOptions.Prefix, if any), whose last segment must equal the skill's
 // name. Nested skills are loaded both as skills of their own and as
 // supporting files of the enclosing skill, as the SEP publishes them. A
 // SKILL.md at the root of fsys is an error (use FromFS). The bundles come
 // sorted by skill path.
-func LoadAll(fsys fs.FS, opts ...Option) ([]Bundle, error) {
+func LoadAll(fsys fs.FS, opts *LoadOptions) ([]Bundle, error) {
 	o, err := options(opts)
 	if err != nil {
 		return nil, err
@@ -292,7 +293,7 @@ func LoadAll(fsys fs.FS, opts ...Option) ([]Bundle, error) {
 		if o.prefix != "" {
 			prefix = strings.TrimSuffix(o.prefix+"/"+prefix, "/")
 		}
-		b, err := FromFS(sub, WithPrefix(prefix), WithLimits(o.limits))
+		b, err := FromFS(sub, &LoadOptions{Prefix: prefix, Limits: o.limits})
 		if err != nil {
 			return nil, fmt.Errorf("%w (in %s)", err, dir)
 		}
@@ -304,10 +305,10 @@ func LoadAll(fsys fs.FS, opts ...Option) ([]Bundle, error) {
 	return out, nil
 }
 
-func options(opts []Option) (loadOptions, error) {
+func options(opts *LoadOptions) (loadOptions, error) {
 	var o loadOptions
-	for _, f := range opts {
-		f(&o)
+	if opts != nil {
+		o = loadOptions{prefix: opts.Prefix, limits: opts.Limits}
 	}
 	var err error
 	if o.limits, err = o.limits.withDefaults(); err != nil {

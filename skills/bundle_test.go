@@ -42,7 +42,7 @@ func digest(b []byte) string {
 
 func TestFromFiles(t *testing.T) {
 	files := pdfFiles()
-	b, err := FromFiles(files)
+	b, err := FromFiles(files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFromFiles(t *testing.T) {
 }
 
 func TestFromFilesPrefix(t *testing.T) {
-	b, err := FromFiles(map[string][]byte{"SKILL.md": []byte("---\nname: refunds\ndescription: Refunds.\n---\n")}, WithPrefix("acme/billing"))
+	b, err := FromFiles(map[string][]byte{"SKILL.md": []byte("---\nname: refunds\ndescription: Refunds.\n---\n")}, &LoadOptions{Prefix: "acme/billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestFromFilesPrefix(t *testing.T) {
 		t.Fatalf("got %s", b.URI())
 	}
 	for _, p := range []string{"Acme", "acme/", "/acme", "acme//x", "acme/../x", "a b", ".", "é", strings.Repeat("a", 256)} {
-		if _, err := FromFiles(map[string][]byte{"SKILL.md": []byte(pdfSkill)}, WithPrefix(p)); err == nil {
+		if _, err := FromFiles(map[string][]byte{"SKILL.md": []byte(pdfSkill)}, &LoadOptions{Prefix: p}); err == nil {
 			t.Errorf("prefix %q accepted", p)
 		}
 	}
@@ -105,7 +105,7 @@ func TestValidation(t *testing.T) {
 	cases := []struct {
 		name  string
 		files map[string][]byte
-		opts  []Option
+		opts  *LoadOptions
 		why   string
 	}{
 		{"no SKILL.md", map[string][]byte{"README.md": nil}, nil, "no SKILL.md"},
@@ -136,18 +136,18 @@ func TestValidation(t *testing.T) {
 		{"control character", map[string][]byte{"SKILL.md": skillMD(ok), "a\nb": nil}, nil, "control character"},
 		{"invalid UTF-8", map[string][]byte{"SKILL.md": skillMD(ok), "a\xffb": nil}, nil, "clean relative path"},
 		{"file and directory", map[string][]byte{"SKILL.md": skillMD(ok), "a": nil, "a/b": nil}, nil, "both a file and a directory"},
-		{"too many files", map[string][]byte{"SKILL.md": skillMD(ok), "a": nil, "b": nil}, []Option{WithLimits(Limits{MaxFiles: 2})}, "more than the limit of 2"},
-		{"too large", map[string][]byte{"SKILL.md": skillMD(ok), "a": make([]byte, 100)}, []Option{WithLimits(Limits{MaxTotalBytes: 100})}, "more than the limit of 100 bytes"},
-		{"path too long", map[string][]byte{"SKILL.md": skillMD(ok), strings.Repeat("a", 40): nil}, []Option{WithLimits(Limits{MaxPathBytes: 32})}, "longer than the limit"},
-		{"path too deep", map[string][]byte{"SKILL.md": skillMD(ok), "a/b/c/d": nil}, []Option{WithLimits(Limits{MaxPathDepth: 3})}, "deeper than the limit"},
-		{"front matter too large", map[string][]byte{"SKILL.md": skillMD(ok + "\nx: " + strings.Repeat("y", 100))}, []Option{WithLimits(Limits{MaxFrontmatterBytes: 64})}, "more than the limit of 64"},
-		{"front matter too deep", map[string][]byte{"SKILL.md": skillMD(ok + "\nx:\n  y:\n    z: 1")}, []Option{WithLimits(Limits{MaxFrontmatterDepth: 2})}, "nesting deeper than 2"},
-		{"limit above the SEP's", map[string][]byte{"SKILL.md": skillMD(ok)}, []Option{WithLimits(Limits{MaxFiles: 513})}, "MaxFiles"},
-		{"total above the SEP's", map[string][]byte{"SKILL.md": skillMD(ok)}, []Option{WithLimits(Limits{MaxTotalBytes: 16<<20 + 1})}, "MaxTotalBytes"},
-		{"negative limit", map[string][]byte{"SKILL.md": skillMD(ok)}, []Option{WithLimits(Limits{MaxPathDepth: -1})}, "MaxPathDepth"},
+		{"too many files", map[string][]byte{"SKILL.md": skillMD(ok), "a": nil, "b": nil}, &LoadOptions{Limits: Limits{MaxFiles: 2}}, "more than the limit of 2"},
+		{"too large", map[string][]byte{"SKILL.md": skillMD(ok), "a": make([]byte, 100)}, &LoadOptions{Limits: Limits{MaxTotalBytes: 100}}, "more than the limit of 100 bytes"},
+		{"path too long", map[string][]byte{"SKILL.md": skillMD(ok), strings.Repeat("a", 40): nil}, &LoadOptions{Limits: Limits{MaxPathBytes: 32}}, "longer than the limit"},
+		{"path too deep", map[string][]byte{"SKILL.md": skillMD(ok), "a/b/c/d": nil}, &LoadOptions{Limits: Limits{MaxPathDepth: 3}}, "deeper than the limit"},
+		{"front matter too large", map[string][]byte{"SKILL.md": skillMD(ok + "\nx: " + strings.Repeat("y", 100))}, &LoadOptions{Limits: Limits{MaxFrontmatterBytes: 64}}, "more than the limit of 64"},
+		{"front matter too deep", map[string][]byte{"SKILL.md": skillMD(ok + "\nx:\n  y:\n    z: 1")}, &LoadOptions{Limits: Limits{MaxFrontmatterDepth: 2}}, "nesting deeper than 2"},
+		{"limit above the SEP's", map[string][]byte{"SKILL.md": skillMD(ok)}, &LoadOptions{Limits: Limits{MaxFiles: 513}}, "MaxFiles"},
+		{"total above the SEP's", map[string][]byte{"SKILL.md": skillMD(ok)}, &LoadOptions{Limits: Limits{MaxTotalBytes: 16<<20 + 1}}, "MaxTotalBytes"},
+		{"negative limit", map[string][]byte{"SKILL.md": skillMD(ok)}, &LoadOptions{Limits: Limits{MaxPathDepth: -1}}, "MaxPathDepth"},
 	}
 	for _, c := range cases {
-		_, err := FromFiles(c.files, c.opts...)
+		_, err := FromFiles(c.files, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: got %v, want an error mentioning %q", c.name, err, c.why)
 		}
@@ -157,11 +157,11 @@ func TestValidation(t *testing.T) {
 	for i := range DefaultMaxFiles - 1 {
 		files[fmt.Sprintf("f/%03d.txt", i)] = []byte("x")
 	}
-	if _, err := FromFiles(files); err != nil {
+	if _, err := FromFiles(files, nil); err != nil {
 		t.Errorf("512 files: %v", err)
 	}
 	files["one-more"] = nil
-	if _, err := FromFiles(files); err == nil {
+	if _, err := FromFiles(files, nil); err == nil {
 		t.Error("513 files accepted")
 	}
 }
@@ -184,24 +184,24 @@ func TestFromFS(t *testing.T) {
 	for p, b := range pdfFiles() {
 		fsys[p] = &fstest.MapFile{Data: b}
 	}
-	b, err := FromFS(fsys)
+	b, err := FromFS(fsys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, _ := FromFiles(pdfFiles())
+	ref, _ := FromFiles(pdfFiles(), nil)
 	if !exactjson.Equal(b.Entry(), ref.Entry()) {
 		t.Fatalf("FromFS and FromFiles differ:\n%s\n%s", b.Entry(), ref.Entry())
 	}
 	fsys["link"] = &fstest.MapFile{Mode: fs.ModeSymlink, Data: []byte("SKILL.md")}
-	if _, err := FromFS(fsys); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := FromFS(fsys, nil); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("symlink: %v", err)
 	}
 	delete(fsys, "link")
 	fsys["big"] = &fstest.MapFile{Data: make([]byte, 1000)}
-	if _, err := FromFS(fsys, WithLimits(Limits{MaxTotalBytes: 1000})); err == nil || !strings.Contains(err.Error(), "more than the limit") {
+	if _, err := FromFS(fsys, &LoadOptions{Limits: Limits{MaxTotalBytes: 1000}}); err == nil || !strings.Contains(err.Error(), "more than the limit") {
 		t.Errorf("size limit: %v", err)
 	}
-	if _, err := FromFS(fsys, WithLimits(Limits{MaxFiles: 3})); err == nil || !strings.Contains(err.Error(), "more than the limit of 3 files") {
+	if _, err := FromFS(fsys, &LoadOptions{Limits: Limits{MaxFiles: 3}}); err == nil || !strings.Contains(err.Error(), "more than the limit of 3 files") {
 		t.Errorf("file limit: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestLoadAll(t *testing.T) {
 		"acme/billing/refunds/partial/SKILL.md": md("partial"),
 		"README.md":                             {Data: []byte("not a skill")},
 	}
-	bs, err := LoadAll(fsys)
+	bs, err := LoadAll(fsys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,22 +229,22 @@ func TestLoadAll(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("got %v\nwant %s", got, want)
 	}
-	if bs, err = LoadAll(fsys, WithPrefix("org")); err != nil || bs[2].URI() != "skill://org/git-workflow/SKILL.md" {
+	if bs, err = LoadAll(fsys, &LoadOptions{Prefix: "org"}); err != nil || bs[2].URI() != "skill://org/git-workflow/SKILL.md" {
 		t.Fatalf("prefixed: %v %v", err, bs)
 	}
 
 	fsys["other/SKILL.md"] = md("mismatch")
-	if _, err := LoadAll(fsys); err == nil || !strings.Contains(err.Error(), `differs from the skill name "mismatch"`) {
+	if _, err := LoadAll(fsys, nil); err == nil || !strings.Contains(err.Error(), `differs from the skill name "mismatch"`) {
 		t.Errorf("name mismatch: %v", err)
 	}
 	delete(fsys, "other/SKILL.md")
 	fsys["SKILL.md"] = md("root")
-	if _, err := LoadAll(fsys); err == nil || !strings.Contains(err.Error(), "at the root") {
+	if _, err := LoadAll(fsys, nil); err == nil || !strings.Contains(err.Error(), "at the root") {
 		t.Errorf("root SKILL.md: %v", err)
 	}
 	delete(fsys, "SKILL.md")
 	fsys["Upper/SKILL.md"] = md("upper")
-	if _, err := LoadAll(fsys); err == nil {
+	if _, err := LoadAll(fsys, nil); err == nil {
 		t.Error("an upper-case prefix segment was accepted")
 	}
 }

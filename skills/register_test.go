@@ -34,7 +34,7 @@ func testSkills(t *testing.T) []skills.Bundle {
 		"pdf-processing/assets/logo.png":          {Data: []byte{0x89, 'P', 'N', 'G', 0}},
 		"acme/billing/refunds/SKILL.md":           {Data: skillMD("refunds", "Process customer refund requests")},
 		"acme/billing/refunds/examples/email.md":  {Data: []byte("Dear customer,\n")},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestList(t *testing.T) {
 func TestListPagination(t *testing.T) {
 	var bs []skills.Bundle
 	for i := range 5 {
-		b, err := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "A skill.")})
+		b, err := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "A skill.")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,14 +360,14 @@ func TestRegisterConflicts(t *testing.T) {
 		"SKILL.md":         skillMD("outer", "The outer skill."),
 		"inner/SKILL.md":   skillMD("inner", "The inner skill."),
 		"inner/helper.txt": []byte("help"),
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nested, err := skills.FromFiles(map[string][]byte{
 		"SKILL.md":   skillMD("inner", "The inner skill."),
 		"helper.txt": []byte("help"),
-	}, skills.WithPrefix("outer"))
+	}, &skills.LoadOptions{Prefix: "outer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,16 +383,16 @@ func TestRegisterConflicts(t *testing.T) {
 		t.Errorf("nested SKILL.md child %s", get(dir, "resources").Index(0))
 	}
 
-	changed, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("other", "x"), "x.txt": []byte("a")}, skills.WithPrefix("outer/inner"))
+	changed, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("other", "x"), "x.txt": []byte("a")}, &skills.LoadOptions{Prefix: "outer/inner"})
 	if err := skills.Register(s, changed); err != nil {
 		t.Errorf("a skill below a nested one: %v", err)
 	}
-	clash, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("inner", "The inner skill."), "helper.txt": []byte("other")}, skills.WithPrefix("outer"))
+	clash, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("inner", "The inner skill."), "helper.txt": []byte("other")}, &skills.LoadOptions{Prefix: "outer"})
 	if err := skills.Register(bareServer(t), enclosing, clash); err == nil || !strings.Contains(err.Error(), "different content") {
 		t.Errorf("different content at one URI: %v", err)
 	}
-	fileDir, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("x", "x"), "y": []byte("file")})
-	dirFile, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("y", "y")}, skills.WithPrefix("x"))
+	fileDir, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("x", "x"), "y": []byte("file")}, nil)
+	dirFile, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("y", "y")}, &skills.LoadOptions{Prefix: "x"})
 	for _, order := range [][]skills.Bundle{{fileDir, dirFile}, {dirFile, fileDir}} {
 		if err := skills.Register(bareServer(t), order...); err == nil || !strings.Contains(err.Error(), "both a file and a directory") {
 			t.Errorf("file/directory clash: %v", err)
@@ -415,13 +415,13 @@ func TestPartitionedCacheIsPrivate(t *testing.T) {
 
 // TestConcurrentRegister reads the catalog while skills are added.
 func TestConcurrentRegister(t *testing.T) {
-	first, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("first", "The first skill.")})
+	first, _ := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD("first", "The first skill.")}, nil)
 	s, c := newServer(t, nil, skills.Config{}, first)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range 20 {
-			b, err := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "A skill."), "a/b.txt": []byte("x")})
+			b, err := skills.FromFiles(map[string][]byte{"SKILL.md": skillMD(fmt.Sprintf("s%d", i), "A skill."), "a/b.txt": []byte("x")}, nil)
 			if err == nil {
 				err = skills.Register(s, b)
 			}

@@ -13,7 +13,7 @@ import (
 // answers through SubmitInput (tasks/update), and the next step completes.
 func ExampleRunner() {
 	ctx, stop := context.WithCancel(context.Background())
-	store := task.NewMemoryStore()
+	store := task.NewMemoryStore(nil)
 	defer store.Close()
 
 	runner := &task.Runner{
@@ -59,7 +59,7 @@ func ExampleRunner() {
 // The store-level flow a worker follows, without a Runner.
 func ExampleStore() {
 	ctx := context.Background()
-	var store task.Store = task.NewMemoryStore()
+	var store task.Store = task.NewMemoryStore(nil)
 	defer store.Close()
 
 	rec, _ := store.Create(ctx, task.NewTask{ID: "task-1", Operation: "sum", Params: json.RawMessage(`{"a":1}`)})

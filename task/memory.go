@@ -27,21 +27,15 @@ type MemoryStore struct {
 	closed bool
 }
 
-// MemoryOption configures NewMemoryStore.
-type MemoryOption func(*MemoryStore)
-
-// WithClock makes the memory store read the time from now instead of
-// time.Now (tests inject a fake clock).
-func WithClock(now func() time.Time) MemoryOption {
-	return func(s *MemoryStore) {
-		if now != nil {
-			s.now = now
-		}
-	}
+// MemoryOptions configure [NewMemoryStore]. The zero value (or nil) is
+// usable.
+type MemoryOptions struct {
+	// Now is the store's clock (nil: time.Now); tests inject a fake one.
+	Now func() time.Time
 }
 
-// NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+// NewMemoryStore returns an empty in-memory store; opts may be nil.
+func NewMemoryStore(opts *MemoryOptions) *MemoryStore {
 	s := &MemoryStore{
 		now:    time.Now,
 		hub:    NewHub(0),
@@ -52,8 +46,8 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 		parts:  make(map[string]int),
 	}
 	s.RecordMethods = NewRecordMethods(s.update)
-	for _, o := range opts {
-		o(s)
+	if opts != nil && opts.Now != nil {
+		s.now = opts.Now
 	}
 	return s
 }

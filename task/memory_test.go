@@ -9,7 +9,7 @@ import (
 )
 
 func newMemory(t *testing.T, now func() time.Time) task.Store {
-	s := task.NewMemoryStore(task.WithClock(now))
+	s := task.NewMemoryStore(&task.MemoryOptions{Now: now})
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -19,13 +19,13 @@ func TestMemoryStoreConformance(t *testing.T) {
 }
 
 func TestMemoryStoreLoad(t *testing.T) {
-	s := task.NewMemoryStore()
+	s := task.NewMemoryStore(nil)
 	t.Cleanup(func() { _ = s.Close() })
 	storetest.RunLoad(t, []task.Store{s}, storetest.LoadConfig{})
 }
 
 func BenchmarkMemoryStoreCreateToComplete(b *testing.B) {
-	s := task.NewMemoryStore()
+	s := task.NewMemoryStore(nil)
 	b.Cleanup(func() { _ = s.Close() })
 	storetest.Bench(b, s, 4)
 }

@@ -86,7 +86,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	mem := task.NewMemoryStore()
+	mem := task.NewMemoryStore(nil)
 	return &harness{t: t, mem: mem, store: &faultyStore{Store: mem}}
 }
 
@@ -150,7 +150,7 @@ func (h *harness) waitTerminal(id string, limit time.Duration) *task.Record {
 
 func TestRunnerConfig(t *testing.T) {
 	h := func(context.Context, *task.Job) (task.Outcome, error) { return task.Cancel(), nil }
-	for _, r := range []*task.Runner{{Handler: h}, {Store: task.NewMemoryStore()}} {
+	for _, r := range []*task.Runner{{Handler: h}, {Store: task.NewMemoryStore(nil)}} {
 		if err := r.Run(t.Context()); !errors.Is(err, task.ErrInvalid) {
 			t.Fatalf("Run with missing fields = %v, want ErrInvalid", err)
 		}

@@ -30,7 +30,7 @@ var (
 // fixtureOptions builds the server options from the flags.
 func fixtureOptions(logger *slog.Logger) *weft.Options {
 	opts := &weft.Options{Logger: logger, Instructions: "Weft conformance fixtures.", PageSize: *pageSize,
-		Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(), PollInterval: 200 * time.Millisecond}}
+		Tasks: &weft.TaskOptions{Store: task.NewMemoryStore(nil), PollInterval: 200 * time.Millisecond}}
 	fail := func(what string, err error) {
 		logger.Error(what, "err", err)
 		os.Exit(1)

@@ -23,7 +23,7 @@ func addSkills(s *weft.Server, add func(error)) {
 		add(err)
 		return
 	}
-	bundles, err := skills.LoadAll(sub)
+	bundles, err := skills.LoadAll(sub, nil)
 	if err != nil {
 		add(err)
 		return

@@ -44,7 +44,7 @@ func openDemoStores(ctx context.Context, dataDir, baseURL string) (*demoStores, 
 // newDemoStores keeps handles in db (PostgreSQL for a fleet, so that every
 // instance redeems the same handles); it owns db from then on.
 func newDemoStores(ctx context.Context, db *sql.DB, dialect handle.Dialect, baseURL string) (*demoStores, error) {
-	hs, err := handle.New(ctx, db, dialect)
+	hs, err := handle.New(ctx, db, dialect, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -291,7 +291,7 @@ func TestNewReleasesAFleetItCannotUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = db.Close() // handle.New fails on a closed database
-	tasks := task.NewMemoryStore()
+	tasks := task.NewMemoryStore(nil)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	_, err = New(context.Background(), logger, seal.NewEphemeralManager(nil), Config{BaseURL: "http://127.0.0.1:8080",
 		Fleet: &Fleet{Tasks: tasks, Events: tasks, DB: db, Dialect: handle.SQLite}})

@@ -5,7 +5,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, now func() time.Time) task.Store {
-//			s := task.NewMemoryStore(task.WithClock(now))
+//			s := task.NewMemoryStore(&task.MemoryOptions{Now: now})
 //			t.Cleanup(func() { s.Close() })
 //			return s
 //		})
