@@ -26,7 +26,7 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultDeadline         = 30 * time.Second
+	DefaultTimeout          = 30 * time.Second
 	DefaultMaxResponseBytes = 1 << 20
 	DefaultMaxErrorBytes    = 2048
 	DefaultMaxDocumentBytes = 16 << 20
@@ -318,7 +318,7 @@ func (o Options) withDefaults() Options {
 		o.HTTPClient = http.DefaultClient
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultDeadline
+		o.Timeout = DefaultTimeout
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes

@@ -57,7 +57,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	excludeOps := fs.String("exclude-operations", "", "comma-separated operationIds not to serve")
 	toolSearch := fs.Bool("tool-search", false, "list only a search_tools tool (and --listed-tags' tools); the others are found by search and called by name")
 	listedTags := fs.String("listed-tags", "", "with --tool-search: comma-separated tags whose tools stay listed")
-	timeout := fs.Duration("timeout", openapi.DefaultDeadline, "bound on one upstream request")
+	timeout := fs.Duration("timeout", openapi.DefaultTimeout, "bound on one upstream request")
 	maxResp := fs.Int64("max-response-bytes", openapi.DefaultMaxResponseBytes, "bound on an upstream response body")
 	tokenFile := fs.String("upstream-token-file", "", "file holding a bearer token sent to the upstream on every request")
 	allowUnauth := addAllowUnauthenticated(fs)
