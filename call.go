@@ -258,25 +258,26 @@ func (s *Server) prepareInputRequired(ctx context.Context, req *Request, ir *Inp
 	return reply{}, true
 }
 
-// operationResult normalizes what an operation's handler returned: an
-// *InputRequired returned as the error is the result; nil results are the
-// dispatcher's to report.
+// operationResult is what an operation's handler returned, as a Result and
+// an error: an *InputRequired stays the error, for the middleware to see as
+// the handler returned it; nil results are the dispatcher's to report.
 func operationResult[R Result](res R, err error) (Result, error) {
-	if err == nil {
-		return res, nil
+	if err != nil {
+		return nil, err
 	}
-	return inputRequiredOr(err)
+	return res, nil
 }
 
-// inputRequiredOr returns the *InputRequired err carries as the result, or
-// err (out of line: its errors.As target costs an allocation).
+// inputRequiredOr returns the *InputRequired err carries as the result the
+// core encodes, or err (out of line: its errors.As target costs an
+// allocation).
 func inputRequiredOr(err error) (Result, error) {
 	var ir *InputRequired
 	if errors.As(err, &ir) {
 		if ir == nil {
 			ir = &InputRequired{err: errors.New("nil *InputRequired")} // reported as the programming error it is
 		}
-		return ir, nil
+		return askResult{ir}, nil
 	}
 	return nil, err
 }
@@ -345,7 +346,7 @@ func (s *Server) toolError(ctx context.Context, req *Request, err error) (Result
 	if errors.As(err, &rl) && req.task == nil {
 		return s.createRelayedTask(ctx, req, rl) // proxy.go
 	}
-	return inputRequiredOr(err)
+	return nil, err
 }
 
 // prompts/get

@@ -29,7 +29,10 @@ type Handler func(ctx context.Context, req *Request) (Result, error)
 // subscriptions included) and the steps of durable tasks (Request.Task is
 // set). It sees the method, the target name and the identity on the
 // [Request] and the typed result before it is encoded; it may return
-// without calling next, replace the result, or return an error.
+// without calling next, replace the result, or return an error. An
+// operation that needs the client's input returns the [*InputRequired]
+// (built by [AskInput]) as its error, the one way input_required leaves a
+// handler or a middleware: errors.As finds it.
 //
 // [Options.Middleware] lists middleware outermost first. They run inside
 // the framework's fixed stages (admission, the Observer, the rate limiter,
@@ -438,7 +441,11 @@ func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encode
 	}()
 	res, err := h(ctx, req)
 	if err != nil {
-		return s.errorReply(ctx, req, err)
+		// An operation that needs the client's input returns it as its
+		// error, through the middleware; here it becomes the result.
+		if res, err = inputRequiredOr(err); err != nil {
+			return s.errorReply(ctx, req, err)
+		}
 	}
 	if res == nil || isNilResult(res) {
 		return reply{err: s.programmingError(ctx, req, errors.New("handler returned no result and no error: return a result, or an error")), outcome: OutcomeInternalError}
@@ -495,7 +502,7 @@ func (s *Server) errorReply(ctx context.Context, req *Request, err error) reply 
 // outcomeOf classifies a typed result.
 func outcomeOf(res Result) Outcome {
 	switch res.(type) {
-	case *InputRequired:
+	case askResult:
 		return OutcomeInputRequired
 	case *CreateTaskResult:
 		return OutcomeTask
@@ -511,15 +518,17 @@ func isNilResult(res Result) bool {
 		return r == nil || r.Task == nil
 	case *GetTaskResult:
 		return r == nil || r.Task == nil
+	case askResult:
+		return r.InputRequired == nil
 	}
-	return reflect.ValueOf(res).IsNil() // every Result is a pointer
+	return reflect.ValueOf(res).IsNil() // every other Result is a pointer
 }
 
 // encodeModern is the 2026-07-28 encoding of a result: an input_required
 // result is checked and its state sealed first.
 func (s *Server) encodeModern(ctx context.Context, req *Request, res Result) reply {
-	if ir, ok := res.(*InputRequired); ok {
-		if rep, ok := s.prepareInputRequired(ctx, req, ir); !ok {
+	if ir, ok := res.(askResult); ok {
+		if rep, ok := s.prepareInputRequired(ctx, req, ir.InputRequired); !ok {
 			return rep
 		}
 	}

@@ -309,8 +309,9 @@ func (d inputDecl) failed(err error) InputRequest {
 // maxApplicationStateBytes bounds application-protected request state.
 const maxApplicationStateBytes = 65536
 
-// InputRequired is the result a handler returns, through its error result,
-// when it needs the client's input before it can complete:
+// InputRequired is what an operation returns, as its error, when it needs
+// the client's input before it can complete (the one way: it is not a
+// [Result], and middleware sees it as the error too):
 //
 //	return nil, weft.AskInput("approval", approval.Ask("Approve?")).
 //		WithFrameworkState(step{Phase: "approving"})

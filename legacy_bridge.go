@@ -50,7 +50,8 @@ func (l *legacyServer) bridge(ctx context.Context, first *Request, h Handler) re
 			req.bridged = round > 0 // the client's request was charged to the rate limiter once
 		}
 		rep := l.srv.dispatch(ctx, req, h, (*Server).encodeLegacy)
-		ir, ok := rep.res.(*InputRequired)
+		ask, ok := rep.res.(askResult)
+		ir := ask.InputRequired
 		if rep.err != nil || rep.none || !ok {
 			return rep
 		}

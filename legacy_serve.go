@@ -595,8 +595,8 @@ func (l *legacyServer) sessionHandlers() map[string]Handler {
 func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) reply {
 	l := s.legacyAdapter()
 	switch r := res.(type) {
-	case *InputRequired:
-		if rep, ok := s.prepareInputRequired(ctx, req, r); !ok {
+	case askResult:
+		if rep, ok := s.prepareInputRequired(ctx, req, r.InputRequired); !ok {
 			return rep
 		}
 		return reply{res: r}

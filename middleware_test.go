@@ -44,6 +44,9 @@ func (s *methodLog) middleware(next Handler) Handler {
 		entry += " -> " + strings.ReplaceAll(fmt.Sprintf("%T", res), "github.com/weftmcp/weft.", "")
 		if err != nil {
 			entry += " error"
+			if ir := (*InputRequired)(nil); errors.As(err, &ir) {
+				entry += " *weft.InputRequired" // the one way input_required leaves a handler
+			}
 		}
 		s.mu.Lock()
 		s.got = append(s.got, entry)
@@ -199,7 +202,7 @@ func TestMiddlewareSeesEveryMethod(t *testing.T) {
 		"2025 resources/subscribe -> *weft.EmptyResult",
 		"2025 resources/unsubscribe -> *weft.EmptyResult",
 		"2025 tools/list -> *weft.Page[Tool]",
-		"2025 tools/call wizard -> *weft.InputRequired",
+		"2025 tools/call wizard -> <nil> error *weft.InputRequired",
 		"2025 tools/call wizard -> *weft.CallToolResult",
 		"2025 prompts/get greet -> *weft.GetPromptResult",
 		"2025 resources/read file:///a -> *weft.ReadResourceResult",

@@ -17,9 +17,8 @@ import (
 //     [*ListToolsResult], [*ListPromptsResult], [*ListResourcesResult],
 //     [*ListResourceTemplatesResult]
 //   - tools/call, prompts/get, resources/read: [*CallToolResult],
-//     [*GetPromptResult], [*ReadResourceResult], or [*InputRequired] when the
-//     operation needs the client's input, or [*CreateTaskResult] when a tool
-//     continues as a durable task
+//     [*GetPromptResult], [*ReadResourceResult], or [*CreateTaskResult]
+//     when a tool continues as a durable task
 //   - completion/complete: [*CompleteResult]
 //   - tasks/get: [*GetTaskResult]; tasks/update, tasks/cancel and the
 //     2025-11-25 session methods (ping, logging/setLevel,
@@ -265,10 +264,16 @@ func (r *MethodResult) encodeBody(e *enc) {
 	}
 }
 
-func (*InputRequired) resultType() string          { return "input_required" }
-func (*InputRequired) resultMeta() exactjson.Value { return exactjson.Value{} }
-func (*InputRequired) cachePolicy() *CachePolicy   { return nil }
-func (ir *InputRequired) encodeBody(e *enc) {
+// askResult is the input_required result the core encodes for an
+// *InputRequired an operation returned as its error. It is not a Result an
+// application can return: input_required has one way out of a handler or
+// a middleware, the error.
+type askResult struct{ *InputRequired }
+
+func (askResult) resultType() string          { return "input_required" }
+func (askResult) resultMeta() exactjson.Value { return exactjson.Value{} }
+func (askResult) cachePolicy() *CachePolicy   { return nil }
+func (ir askResult) encodeBody(e *enc) {
 	if len(ir.keys) > 0 {
 		e.name("inputRequests")
 		e.open()

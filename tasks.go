@@ -574,8 +574,8 @@ func (s *Server) taskOutcome(ctx context.Context, req *Request, rep reply) (task
 			return task.Outcome{}, err
 		}
 		return task.Complete(b), nil
-	case *InputRequired:
-		return s.taskInput(req, r)
+	case askResult:
+		return s.taskInput(req, r.InputRequired)
 	}
 	return task.Outcome{}, fmt.Errorf("weft: a task step returned %T, not a tool result", rep.res)
 }

@@ -62,7 +62,10 @@ func Logging(logger *slog.Logger, level slog.Level) weft.Middleware {
 func Outcome(res weft.Result, err error) (outcome string, code weft.Code) {
 	if err != nil {
 		var e *weft.Error
+		var ir *weft.InputRequired
 		switch {
+		case errors.As(err, &ir):
+			return "input_required", 0
 		case errors.As(err, &e) && e.Code == weft.CodeInternalError:
 			return "internal_error", e.Code
 		case errors.As(err, &e):
@@ -72,10 +75,7 @@ func Outcome(res weft.Result, err error) (outcome string, code weft.Code) {
 		}
 		return "internal_error", weft.CodeInternalError
 	}
-	switch res.(type) {
-	case *weft.InputRequired:
-		return "input_required", 0
-	case *weft.CreateTaskResult:
+	if _, ok := res.(*weft.CreateTaskResult); ok {
 		return "task", 0
 	}
 	return "complete", 0
