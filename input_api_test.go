@@ -2,6 +2,7 @@ package weft_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http/httptest"
@@ -372,4 +373,70 @@ func ExampleRoots() {
 	// Output:
 	// file:///home/ada/src
 	// no workspace
+}
+
+// TestMiddlewareAsksForInput: a middleware returns input_required the way
+// a handler does, as its error, and sees the handler's the same way.
+func TestMiddlewareAsksForInput(t *testing.T) {
+	confirm := weft.Form(weft.ConditionalCapability)
+	empty, _ := exactjson.ParseString(`{"type":"object","properties":{}}`, exactjson.Limits{})
+	var seen []string
+	confirmDeletes := func(next weft.Handler) weft.Handler {
+		return func(ctx context.Context, req *weft.Request) (weft.Result, error) {
+			if req.Method != "tools/call" || req.Name != "delete" {
+				res, err := next(ctx, req)
+				var ir *weft.InputRequired
+				if errors.As(err, &ir) {
+					seen = append(seen, req.Name+" asked "+strings.Join(ir.Keys(), ","))
+				}
+				return res, err
+			}
+			_, action, answered, err := confirm.Answer(req, "sure")
+			switch {
+			case err != nil:
+				return nil, err
+			case !answered:
+				return nil, weft.AskInput("sure", confirm.Ask("Delete it?", empty))
+			case action != weft.Accepted:
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("kept")}}, nil
+			}
+			return next(ctx, req)
+		}
+	}
+	s, err := weft.NewServer(weft.Implementation{Name: "s", Version: "1"}, &weft.Options{Middleware: []weft.Middleware{confirmDeletes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"delete", "ask"} {
+		err := s.AddTool(weft.Tool{Name: name, Description: "d", Inputs: []weft.Input{confirm}},
+			func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
+				if name == "ask" {
+					if _, _, answered, _ := confirm.Answer(req, "again"); !answered {
+						return nil, weft.AskInput("again", confirm.Ask("Again?", empty))
+					}
+				}
+				return &weft.CallToolResult{Content: []weft.Content{weft.TextContent(name + " done")}}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		tool   string
+		answer wefttest.ElicitFunc
+		want   string
+	}{
+		{"delete", wefttest.AcceptForm(nil), "delete done"},
+		{"delete", wefttest.Decline(), "kept"},
+		{"ask", wefttest.AcceptForm(nil), "ask done"},
+	} {
+		c := wefttest.NewClient(t, s, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{Elicit: tt.answer}}})
+		res, err := c.CallTool(context.Background(), tt.tool, nil)
+		if err != nil || res.Text() != tt.want {
+			t.Errorf("%s: %v, %v; want %q", tt.tool, res, err, tt.want)
+		}
+	}
+	if strings.Join(seen, ";") != "ask asked again" {
+		t.Errorf("the middleware saw %q", seen)
+	}
 }
