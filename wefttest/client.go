@@ -21,6 +21,13 @@ const (
 	RemoteAddr = "127.0.0.1:49152"
 )
 
+// ClientOptions and Handlers are the client package's, named here so that
+// a test configures its client without importing the client package.
+type (
+	ClientOptions = client.Options
+	Handlers      = client.Handlers
+)
+
 // Options configure a client made by [NewClient]. The zero value is
 // usable.
 type Options struct {

@@ -11,8 +11,8 @@
 //
 //	func TestOrder(t *testing.T) {
 //		srv := newServer(t) // what main calls
-//		c := wefttest.NewClient(t, srv, &wefttest.Options{Client: client.Options{
-//			Handlers: client.Handlers{Elicit: wefttest.AcceptForm(confirm{Confirm: true})},
+//		c := wefttest.NewClient(t, srv, &wefttest.Options{Client: wefttest.ClientOptions{
+//			Handlers: wefttest.Handlers{Elicit: wefttest.AcceptForm(confirm{Confirm: true})},
 //		}})
 //		res, err := c.CallTool(t.Context(), "order", orderArgs{Item: "tea"})
 //		if err != nil || res.Text() != "Ordered tea." {
