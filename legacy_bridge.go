@@ -51,10 +51,10 @@ func (l *legacyServer) bridge(ctx context.Context, first *Request, h Handler) re
 		}
 		rep := l.srv.dispatch(ctx, req, h, (*Server).encodeLegacy)
 		ask, ok := rep.res.(askResult)
-		ir := ask.InputRequired
 		if rep.err != nil || rep.none || !ok {
 			return rep
 		}
+		ir := ask.InputRequired
 		if round >= l.opts.MaxRounds {
 			l.srv.log.Warn("weft: a legacy call exceeded its input rounds", "method", req.Method, "name", req.Name, "rounds", round)
 			return reply{err: protocolError(CodeInternalError, fmt.Sprintf("The request needed more than %d rounds of client input", l.opts.MaxRounds), exactjson.Value{})}

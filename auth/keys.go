@@ -71,28 +71,23 @@ type JWKSOptions struct {
 	Now func() time.Time
 }
 
-// jwksOptions are the settings both key sources keep.
-type jwksOptions struct {
-	minRefresh time.Duration
-	now        func() time.Time
-}
-
-func applyJWKSOptions(opts *JWKSOptions) (JWKSOptions, jwksOptions, error) {
-	var in JWKSOptions
+// applyJWKSOptions returns opts checked, with the defaults both key
+// sources use (MinRefreshInterval, Now) filled in.
+func applyJWKSOptions(opts *JWKSOptions) (JWKSOptions, error) {
+	var o JWKSOptions
 	if opts != nil {
-		in = *opts
+		o = *opts
 	}
-	o := jwksOptions{minRefresh: in.MinRefreshInterval, now: in.Now}
-	if in.RefreshInterval < 0 || in.MaxSize < 0 || in.MinRefreshInterval < 0 {
-		return in, o, fmt.Errorf("%w: JWKS refresh intervals and maximum size must not be negative", ErrConfig)
+	if o.RefreshInterval < 0 || o.MaxSize < 0 || o.MinRefreshInterval < 0 {
+		return o, fmt.Errorf("%w: JWKS refresh intervals and maximum size must not be negative", ErrConfig)
 	}
-	if o.minRefresh == 0 {
-		o.minRefresh = DefaultJWKSMinRefreshInterval
+	if o.MinRefreshInterval == 0 {
+		o.MinRefreshInterval = DefaultJWKSMinRefreshInterval
 	}
-	if o.now == nil {
-		o.now = time.Now
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return in, o, nil
+	return o, nil
 }
 
 // StaticKeys is a fixed set of verification keys; Refresh returns the same
@@ -116,7 +111,7 @@ func (s StaticKeys) Refresh(ctx context.Context) ([]jose.JSONWebKey, error) { re
 // restart.
 type FileJWKS struct {
 	path string
-	opts jwksOptions
+	opts JWKSOptions
 
 	mu       sync.Mutex
 	keys     []jose.JSONWebKey
@@ -128,7 +123,7 @@ type FileJWKS struct {
 // can write it can mint tokens), a file larger than [DefaultJWKSMaxSize],
 // and a set without any usable signing key.
 func JWKSFile(path string, opts *JWKSOptions) (*FileJWKS, error) {
-	_, o, err := applyJWKSOptions(opts)
+	o, err := applyJWKSOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +131,7 @@ func JWKSFile(path string, opts *JWKSOptions) (*FileJWKS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FileJWKS{path: path, opts: o, keys: keys, loadedAt: o.now()}, nil
+	return &FileJWKS{path: path, opts: o, keys: keys, loadedAt: o.Now()}, nil
 }
 
 func readJWKSFile(path string) ([]jose.JSONWebKey, error) {
@@ -182,8 +177,8 @@ func (s *FileJWKS) Keys(context.Context) ([]jose.JSONWebKey, error) {
 func (s *FileJWKS) Refresh(context.Context) ([]jose.JSONWebKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.opts.now()
-	if now.Sub(s.loadedAt) < s.opts.minRefresh {
+	now := s.opts.Now()
+	if now.Sub(s.loadedAt) < s.opts.MinRefreshInterval {
 		return s.keys, nil
 	}
 	s.loadedAt = now
@@ -207,7 +202,7 @@ type RemoteJWKS struct {
 	refresh time.Duration
 	maxSize int64
 	timeout time.Duration
-	opts    jwksOptions
+	opts    JWKSOptions
 
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey
@@ -227,14 +222,14 @@ type fetchCall struct {
 // are followed only to URLs allowed by the same rule. opts may be nil.
 // Nothing is fetched until the first token arrives.
 func JWKSURL(rawURL string, opts *JWKSOptions) (*RemoteJWKS, error) {
-	in, o, err := applyJWKSOptions(opts)
+	o, err := applyJWKSOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFetchURL(rawURL); err != nil {
 		return nil, fmt.Errorf("%w: JWKS URL: %v", ErrConfig, err)
 	}
-	client, refreshInterval, maxSize := in.Client, in.RefreshInterval, in.MaxSize
+	client, refreshInterval, maxSize := o.Client, o.RefreshInterval, o.MaxSize
 	if refreshInterval == 0 {
 		refreshInterval = DefaultJWKSRefreshInterval
 	}
@@ -288,7 +283,7 @@ func checkFetchURL(raw string) error {
 // are any.
 func (s *RemoteJWKS) Keys(ctx context.Context) ([]jose.JSONWebKey, error) {
 	s.mu.Lock()
-	now := s.opts.now()
+	now := s.opts.Now()
 	if s.keys != nil && now.Sub(s.fetchedAt) < s.refresh {
 		keys := s.keys
 		s.mu.Unlock()
@@ -301,7 +296,7 @@ func (s *RemoteJWKS) Keys(ctx context.Context) ([]jose.JSONWebKey, error) {
 // refresh interval ago, in which case it returns the cached keys.
 func (s *RemoteJWKS) Refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 	s.mu.Lock()
-	return s.fetchLocked(ctx, s.opts.now())
+	return s.fetchLocked(ctx, s.opts.Now())
 }
 
 // fetchLocked is called with s.mu held and releases it. It joins the fetch
@@ -309,7 +304,7 @@ func (s *RemoteJWKS) Refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 func (s *RemoteJWKS) fetchLocked(ctx context.Context, now time.Time) ([]jose.JSONWebKey, error) {
 	c := s.inflight
 	if c == nil {
-		if !s.attempted.IsZero() && now.Sub(s.attempted) < s.opts.minRefresh {
+		if !s.attempted.IsZero() && now.Sub(s.attempted) < s.opts.MinRefreshInterval {
 			keys, err := s.keys, s.lastErr
 			s.mu.Unlock()
 			if keys != nil {
@@ -318,7 +313,7 @@ func (s *RemoteJWKS) fetchLocked(ctx context.Context, now time.Time) ([]jose.JSO
 			if err == nil {
 				err = errors.New("no key set fetched yet")
 			}
-			return nil, fmt.Errorf("%w: %v (next fetch allowed in %s)", ErrKeySource, err, (s.opts.minRefresh - now.Sub(s.attempted)).Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: %v (next fetch allowed in %s)", ErrKeySource, err, (s.opts.MinRefreshInterval - now.Sub(s.attempted)).Round(time.Millisecond))
 		}
 		c = &fetchCall{done: make(chan struct{})}
 		s.inflight = c
@@ -346,7 +341,7 @@ func (s *RemoteJWKS) runFetch(ctx context.Context, c *fetchCall) {
 	keys, err := s.fetch(ctx)
 	s.mu.Lock()
 	if err == nil {
-		s.keys, s.fetchedAt, s.lastErr = keys, s.opts.now(), nil
+		s.keys, s.fetchedAt, s.lastErr = keys, s.opts.Now(), nil
 	} else {
 		s.lastErr = err
 	}

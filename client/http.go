@@ -216,19 +216,15 @@ func NewHTTPTransport(url string, opts *HTTPOptions) *HTTPTransport {
 	if o.MaxMessageBytes > 0 && o.MaxMessageBytes < exactjson.MaxInputBytesCeiling {
 		t.maxMessage = o.MaxMessageBytes
 	}
-	switch token, header := o.BearerToken, o.Header; {
-	case token != "" && header != nil:
+	t.headerFunc = o.Header
+	if token, header := o.BearerToken, o.Header; token != "" {
 		t.headerFunc = func(ctx context.Context, h http.Header) error {
 			h.Set("Authorization", "Bearer "+token)
+			if header == nil {
+				return nil
+			}
 			return header(ctx, h)
 		}
-	case token != "":
-		t.headerFunc = func(_ context.Context, h http.Header) error {
-			h.Set("Authorization", "Bearer "+token)
-			return nil
-		}
-	default:
-		t.headerFunc = header
 	}
 	return t
 }

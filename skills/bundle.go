@@ -114,11 +114,6 @@ type LoadOptions struct {
 	Limits Limits
 }
 
-type loadOptions struct {
-	prefix string
-	limits Limits
-}
-
 // File describes one file of a skill.
 type File struct {
 	// Path is the file's path within the skill, "/"-separated.
@@ -213,17 +208,17 @@ func FromFiles(files map[string][]byte, opts *LoadOptions) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	if len(files) > o.limits.MaxFiles {
-		return Bundle{}, fmt.Errorf("skills: %d files, more than the limit of %d", len(files), o.limits.MaxFiles)
+	if len(files) > o.Limits.MaxFiles {
+		return Bundle{}, fmt.Errorf("skills: %d files, more than the limit of %d", len(files), o.Limits.MaxFiles)
 	}
 	var total int64
 	list := make([]*file, 0, len(files))
 	for p, data := range files {
-		if err := checkFilePath(p, o.limits); err != nil {
+		if err := checkFilePath(p, o.Limits); err != nil {
 			return Bundle{}, err
 		}
-		if total += int64(len(data)); total > o.limits.MaxTotalBytes {
-			return Bundle{}, fmt.Errorf("skills: the files hold more than the limit of %d bytes", o.limits.MaxTotalBytes)
+		if total += int64(len(data)); total > o.Limits.MaxTotalBytes {
+			return Bundle{}, fmt.Errorf("skills: the files hold more than the limit of %d bytes", o.Limits.MaxTotalBytes)
 		}
 		list = append(list, &file{File: File{Path: p}, data: append([]byte{}, data...)})
 	}
@@ -239,7 +234,7 @@ func FromFS(fsys fs.FS, opts *LoadOptions) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	list, err := readTree(fsys, o.limits)
+	list, err := readTree(fsys, o.Limits)
 	if err != nil {
 		return Bundle{}, err
 	}
@@ -290,10 +285,10 @@ func LoadAll(fsys fs.FS, opts *LoadOptions) ([]Bundle, error) {
 		if prefix == "." {
 			prefix = ""
 		}
-		if o.prefix != "" {
-			prefix = strings.TrimSuffix(o.prefix+"/"+prefix, "/")
+		if o.Prefix != "" {
+			prefix = strings.TrimSuffix(o.Prefix+"/"+prefix, "/")
 		}
-		b, err := FromFS(sub, &LoadOptions{Prefix: prefix, Limits: o.limits})
+		b, err := FromFS(sub, &LoadOptions{Prefix: prefix, Limits: o.Limits})
 		if err != nil {
 			return nil, fmt.Errorf("%w (in %s)", err, dir)
 		}
@@ -305,17 +300,18 @@ func LoadAll(fsys fs.FS, opts *LoadOptions) ([]Bundle, error) {
 	return out, nil
 }
 
-func options(opts *LoadOptions) (loadOptions, error) {
-	var o loadOptions
+// options returns opts with its defaults, checked.
+func options(opts *LoadOptions) (LoadOptions, error) {
+	var o LoadOptions
 	if opts != nil {
-		o = loadOptions{prefix: opts.Prefix, limits: opts.Limits}
+		o = *opts
 	}
 	var err error
-	if o.limits, err = o.limits.withDefaults(); err != nil {
+	if o.Limits, err = o.Limits.withDefaults(); err != nil {
 		return o, err
 	}
-	if o.prefix != "" {
-		if err := checkPrefix(o.prefix, o.limits); err != nil {
+	if o.Prefix != "" {
+		if err := checkPrefix(o.Prefix, o.Limits); err != nil {
 			return o, err
 		}
 	}
@@ -484,7 +480,7 @@ func checkAgentSkills(fm exactjson.Value) (name, description string, err error) 
 }
 
 // build validates the files and computes the skill entry.
-func build(files []*file, o loadOptions) (Bundle, error) {
+func build(files []*file, o LoadOptions) (Bundle, error) {
 	var skillMD *file
 	for _, f := range files {
 		if f.Path == SkillFile {
@@ -498,7 +494,7 @@ func build(files []*file, o loadOptions) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	fm, err := parseFrontmatter(yaml, o.limits.MaxFrontmatterBytes, o.limits.MaxFrontmatterDepth)
+	fm, err := parseFrontmatter(yaml, o.Limits.MaxFrontmatterBytes, o.Limits.MaxFrontmatterDepth)
 	if err != nil {
 		return Bundle{}, err
 	}
@@ -507,10 +503,10 @@ func build(files []*file, o loadOptions) (Bundle, error) {
 		return Bundle{}, err
 	}
 	skillPath := name
-	if o.prefix != "" {
-		skillPath = o.prefix + "/" + name
+	if o.Prefix != "" {
+		skillPath = o.Prefix + "/" + name
 	}
-	if strings.Count(skillPath, "/")+1 > o.limits.MaxPathDepth || len(skillPath) > o.limits.MaxPathBytes {
+	if strings.Count(skillPath, "/")+1 > o.Limits.MaxPathDepth || len(skillPath) > o.Limits.MaxPathBytes {
 		return Bundle{}, fmt.Errorf("skills: skill path %q is longer than the limits allow", skillPath)
 	}
 	sort.Slice(files, func(i, j int) bool {
