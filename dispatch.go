@@ -169,7 +169,7 @@ func (r reply) classify() Outcome {
 	case r.err == nil:
 		return OutcomeComplete
 	case r.err.Code == CodeRateLimited || r.refusal != nil && r.refusal.Status != 0 && r.refusal.Status != http.StatusBadRequest ||
-		r.fault > faultBadRequest || r.err.fault == faultUnavailable:
+		r.fault != faultNone && r.fault != faultAnswered && r.fault != faultBadRequest || r.err.fault == faultUnavailable:
 		return OutcomeRejected
 	case !r.err.reserved:
 		return OutcomeApplicationError
