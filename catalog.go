@@ -158,7 +158,7 @@ func listPage[E any, T Tool | Prompt | ResourceInfo | ResourceTemplate](s *Serve
 		if e != nil {
 			return nil, e
 		}
-		to := req.era()
+		to := req.era
 		envelope, err := listEnvelopeBytes[T](s, to)
 		if err != nil {
 			return nil, internalError(fmt.Errorf("%s: encoding the page: %w", req.Method, err))

@@ -279,7 +279,7 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 		}
 	}
 	rt.admitted(req)
-	rep = s.dispatch(ctx, req, h, (*Server).encodeModern)
+	rep = s.dispatch(ctx, req, h, s.encModern)
 	rep.id = m.id
 	return rep
 }
@@ -353,13 +353,14 @@ func (s *Server) dispatch(ctx context.Context, req *Request, h Handler, fin enco
 	return rep
 }
 
-// encoder encodes a typed result for the client's era: (*Server).encodeModern
-// or (*Server).encodeLegacy; nil keeps the typed result (task steps).
-type encoder func(s *Server, ctx context.Context, req *Request, res Result) reply
+// encoder encodes a typed result for the client's era (an input_required
+// one checked and its state sealed already): (*Server).encodeModern, or an
+// era adapter's; nil keeps the typed result (task steps).
+type encoder func(ctx context.Context, req *Request, res Result) reply
 
 // admitted runs the stages after the Observer.
 func (s *Server) admitted(ctx context.Context, req *Request, h Handler, fin encoder) (rep reply) {
-	if rl := s.opts.RateLimiter; rl != nil && req.task == nil && !req.bridged {
+	if rl := s.opts.RateLimiter; rl != nil && req.task == nil && !req.charged {
 		if ok, retry := rl.Allow(ctx, rateKey(req.Identity, req.remoteAddr)); !ok {
 			return errReply(ID{}, RateLimited(retry))
 		}
@@ -453,7 +454,13 @@ func (s *Server) result(ctx context.Context, req *Request, h Handler, fin encode
 	if fin == nil {
 		return reply{res: res, outcome: outcomeOf(res)}
 	}
-	rep = fin(s, ctx, req, res)
+	if ask, ok := res.(askResult); ok {
+		// Checked against the client's capabilities, its state sealed.
+		if rep, ok := s.prepareInputRequired(ctx, req, ask.InputRequired); !ok {
+			return rep
+		}
+	}
+	rep = fin(ctx, req, res)
 	if rep.outcome == 0 && rep.err == nil {
 		rep.outcome = outcomeOf(res)
 	}
@@ -524,14 +531,8 @@ func isNilResult(res Result) bool {
 	return reflect.ValueOf(res).IsNil() // every other Result is a pointer
 }
 
-// encodeModern is the 2026-07-28 encoding of a result: an input_required
-// result is checked and its state sealed first.
-func (s *Server) encodeModern(ctx context.Context, req *Request, res Result) reply {
-	if ir, ok := res.(askResult); ok {
-		if rep, ok := s.prepareInputRequired(ctx, req, ir.InputRequired); !ok {
-			return rep
-		}
-	}
+// encodeModern is the 2026-07-28 encoding of a result.
+func (s *Server) encodeModern(_ context.Context, req *Request, res Result) reply {
 	// Inside its response, under the id the request was admitted with.
 	b, wire, buf, err := s.encodeResultIn(res, eraModern, &req.bound().id)
 	if err != nil {

@@ -2,9 +2,13 @@ package weft
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/weftmcp/weft/exactjson"
+	"github.com/weftmcp/weft/seal"
+	"github.com/weftmcp/weft/task"
 )
 
 // era is the protocol era a message is encoded for. The core asks it what
@@ -27,13 +31,10 @@ func (e era) resultEnvelope() bool { return e == eraModern }
 // JSON objects: in the 2025 era they must, and others are left out.
 func (e era) objectsOnly() bool { return e == era2025 }
 
-// era is the era of the client that sent the request.
-func (r *Request) era() era {
-	if r.session != nil {
-		return era2025
-	}
-	return eraModern
-}
+// completesElicitations reports whether the era has
+// notifications/elicitation/complete (2025-11-25; a 2026-07-28 client
+// learns the outcome of a URL elicitation by retrying).
+func (e era) completesElicitations() bool { return e == era2025 }
 
 // eraAdapter is a protocol era served beside the core's own (2026-07-28),
 // as connect-go serves its protocols behind one handler: the transports hand
@@ -58,6 +59,139 @@ type eraAdapter interface {
 	run(done <-chan struct{})
 	// ready reports a store of the adapter that cannot be read, naming it.
 	ready(ctx context.Context) (string, error)
+}
+
+// eraCore is the core as an era adapter sees it: the seam between them. An
+// adapter enters the core at two points, admit and dispatch, and holds this
+// interface, never the *Server. What else it uses of the server (its
+// logger, clock, limits, event bus, protector and description) is handed
+// to it once, in eraEnv, when the server is made.
+type eraCore interface {
+	// admit runs Options.Admission (inside its span) for a message of
+	// method with the given target ("" for none); a non-nil reply is the
+	// refusal, to be answered as it is.
+	admit(ctx context.Context, in *inbound, method, target string) (Identity, *reply)
+	// dispatch runs an admitted call through the stages every era shares
+	// (the Observer, the rate limiter, the concurrency gate and deadline,
+	// the handler span, panic recovery, the middleware and the handler),
+	// and encodes its result with the call's encoder.
+	dispatch(ctx context.Context, c *eraCall) reply
+}
+
+// eraCall is an admitted request of an era, as the adapter hands it to the
+// core.
+type eraCall struct {
+	in                    *inbound
+	era                   era
+	method, version, name string
+	id                    ID
+	params, caps          exactjson.Value
+	clientInfo            exactjson.Value // Request.ClientInfo
+	ident                 Identity
+	logLevel              int // index into logLevels; -1 = no logging requested
+	// conn is the adapter's own state of the request (a 2025-era
+	// *legacyConn), for its handlers and encoder (Request.conn).
+	conn any
+	// charged marks a later round of a call the adapter runs in rounds: the
+	// client's request was charged to the rate limiter once, in the first.
+	charged bool
+	// handler is the era's own handler of method (wrapped in the middleware
+	// with eraEnv.wrap); nil dispatches the core's handler of method.
+	handler Handler
+	encode  encoder           // the era's encoding of a typed result
+	rt      *requestTelemetry // the telemetry of the request's first round; nil for later rounds
+}
+
+// eraEnv is what the core hands an era adapter when the server is made.
+type eraEnv struct {
+	core   eraCore
+	log    *slog.Logger
+	now    func() time.Time
+	limits *Limits
+	// done is closed when the server shuts down; closing reports that it
+	// is shutting down.
+	done    <-chan struct{}
+	closing func() bool
+	// bus carries the server's own events (list changes, resource updates,
+	// log messages) to the era's event streams; events is Options.Events,
+	// the fleet's bus (nil on one instance).
+	bus    *bus
+	events task.Bus
+	// keepAlive and writeTimeout are the transports' Options.KeepAlive and
+	// Options.WriteTimeout.
+	keepAlive, writeTimeout time.Duration
+	// wrap applies Options.Middleware to one of the era's own handlers.
+	wrap func(Handler) Handler
+	// protector seals what the era keeps at the client (Options.Protector,
+	// or the development protector made on first use).
+	protector func() seal.Protector
+	// serves reports whether the core serves method now (a catalog method
+	// only while its catalog has items).
+	serves func(method string) bool
+	// target reads the target of a request (tool or prompt name, resource
+	// URI, task id, a custom method's NameParam) from its params, for
+	// admission.
+	target func(method string, params exactjson.Value) (target, *Error)
+	// encode encodes a result object for an era (Limits.MaxOutputBytes).
+	encode func(res Result, to era) ([]byte, error)
+	// describe is the server's implementation, instructions and
+	// capabilities, without the extensions 2026-07-28 added.
+	describe func() (Implementation, string, exactjson.Value)
+}
+
+// env is the eraEnv of the server's adapters.
+func (s *Server) env() eraEnv {
+	return eraEnv{
+		core:         seam{s},
+		log:          s.log,
+		now:          s.now,
+		limits:       &s.limits,
+		done:         s.done,
+		closing:      s.closing.Load,
+		bus:          s.bus,
+		events:       s.opts.Events,
+		keepAlive:    s.opts.KeepAlive,
+		writeTimeout: s.opts.WriteTimeout,
+		wrap:         s.wrap,
+		protector:    s.stateProtector,
+		target:       s.targetName,
+		encode:       s.encodeResult,
+		serves: func(method string) bool {
+			_, ok := s.handler(method)
+			return ok
+		},
+		describe: func() (Implementation, string, exactjson.Value) {
+			return s.impl, s.opts.Instructions, s.capabilities(false)
+		},
+	}
+}
+
+// seam is the core's side of eraCore.
+type seam struct{ s *Server }
+
+func (c seam) admit(ctx context.Context, in *inbound, method, target string) (Identity, *reply) {
+	return c.s.admitObserved(ctx, in, method, target)
+}
+
+func (c seam) dispatch(ctx context.Context, ec *eraCall) reply {
+	s := c.s
+	h := ec.handler
+	if h == nil {
+		var ok bool
+		if h, ok = s.handler(ec.method); !ok {
+			return errReply(ID{}, methodNotFound(ec.method))
+		}
+	}
+	req := s.newRequest(ec.in, ec.method, ec.id, ec.version, ec.name, ec.params, ec.caps, ec.ident)
+	req.ClientInfo = ec.clientInfo
+	req.logLevel = ec.logLevel
+	req.era = ec.era
+	req.conn = ec.conn
+	req.charged = ec.charged
+	if ec.rt != nil {
+		ec.rt.admitted(req)
+	}
+	return s.dispatch(ctx, req, h, ec.encode)
 }
 
 // adaptersServeHTTP offers an HTTP request other than a POST of a message

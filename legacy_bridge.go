@@ -38,25 +38,29 @@ func roundID(id ID, r int) ID {
 // request deadline and wrapped in the middleware; waiting for the client's
 // answers between rounds holds no slot and runs under InputTimeout instead),
 // and an input_required result is answered with server-to-client requests.
-func (l *legacyServer) bridge(ctx context.Context, first *Request, h Handler) reply {
-	c := first.session
+func (l *legacyServer) bridge(ctx context.Context, first *eraCall) reply {
+	c := first.conn.(*legacyConn)
 	// A legacy client has no part in the input protocol: whatever it puts
 	// in these members is not a retry.
-	params := first.Params.Without("inputResponses", "requestState")
-	req := first
+	params := first.params.Without("inputResponses", "requestState")
+	call := first
 	for round := 0; ; round++ {
-		if round > 0 || first.Params.Has("inputResponses") || first.Params.Has("requestState") {
-			req = l.request(c, first.Method, roundID(first.ID, round), first.Name, params)
-			req.bridged = round > 0 // the client's request was charged to the rate limiter once
+		if round > 0 || first.params.Has("inputResponses") || first.params.Has("requestState") {
+			call = l.call(c, first.method, roundID(first.id, round), first.name, params)
+			call.handler = first.handler
+			call.charged = round > 0 // the client's request was charged to the rate limiter once
+			if round == 0 {
+				call.rt = first.rt
+			}
 		}
-		rep := l.srv.dispatch(ctx, req, h, (*Server).encodeLegacy)
+		rep := l.env.core.dispatch(ctx, call)
 		ask, ok := rep.res.(askResult)
 		if rep.err != nil || rep.none || !ok {
 			return rep
 		}
 		ir := ask.InputRequired
 		if round >= l.opts.MaxRounds {
-			l.srv.log.Warn("weft: a legacy call exceeded its input rounds", "method", req.Method, "name", req.Name, "rounds", round)
+			l.env.log.Warn("weft: a legacy call exceeded its input rounds", "method", first.method, "name", first.name, "rounds", round)
 			return reply{err: protocolError(CodeInternalError, fmt.Sprintf("The request needed more than %d rounds of client input", l.opts.MaxRounds), exactjson.Value{})}
 		}
 		answers, e := l.ask(ctx, c, ir)
@@ -79,7 +83,6 @@ type outbound struct {
 // ask sends one round of input requests to the client and returns the
 // answers keyed like the requests.
 func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired) (exactjson.Value, *Error) {
-	s := l.srv
 	if len(ir.keys) == 0 {
 		// State only (e.g. a hand-off): retry at once.
 		return exactjson.Object(), nil
@@ -91,7 +94,7 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 	}
 	// The slot outlives the wait a little (in the store's clock), so that
 	// the wait's own deadline decides a timeout.
-	slotExpiry := s.now().Add(l.opts.InputTimeout + 30*time.Second)
+	slotExpiry := l.env.now().Add(l.opts.InputTimeout + 30*time.Second)
 	var sent []outbound
 	awaited := 0
 	defer func() {
@@ -122,7 +125,7 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 		}
 		sent = append(sent, outbound{key: key, id: id, method: method})
 		if err := l.send(c, frame{id: id, method: method, params: params}); err != nil {
-			s.log.Warn("weft: cannot send a request to a legacy client", "method", method, "err", err)
+			l.env.log.Warn("weft: cannot send a request to a legacy client", "method", method, "err", err)
 			return exactjson.Value{}, protocolError(CodeInternalError,
 				"The client cannot receive server requests: it accepts no event stream and has none open", exactjson.Value{})
 		}
@@ -131,7 +134,7 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 	defer cancel()
 	go func() {
 		select {
-		case <-s.done:
+		case <-l.env.done:
 			cancel()
 		case <-wctx.Done():
 		}
@@ -144,7 +147,7 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 			switch {
 			case ctx.Err() != nil:
 				return exactjson.Value{}, internalError(ctx.Err())
-			case isClosed(s.done):
+			case isClosed(l.env.done):
 				return exactjson.Value{}, protocolError(CodeInternalError, "Server is shutting down", exactjson.Value{})
 			case errors.Is(err, context.DeadlineExceeded):
 				l.cancelRequest(c, o.id, "Timed out")
@@ -154,7 +157,7 @@ func (l *legacyServer) ask(ctx context.Context, c *legacyConn, ir *InputRequired
 			}
 			return exactjson.Value{}, internalError(fmt.Errorf("await an answer: %w", err))
 		}
-		v, err := exactjson.Parse(body, s.limits.JSON)
+		v, err := exactjson.Parse(body, l.env.limits.JSON)
 		if err != nil {
 			return exactjson.Value{}, InvalidParams("The client's answer is not valid JSON")
 		}

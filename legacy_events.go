@@ -45,10 +45,10 @@ type eventPump struct {
 // a subscription made or dropped by a request served elsewhere (another
 // instance of a fleet, another goroutine) counts from the next update on.
 func (l *legacyServer) pumpEvents(ctx context.Context, p eventPump) {
-	s := l.srv
+
 	var keep, check <-chan time.Time
 	if p.keepAlive != nil {
-		t := time.NewTicker(s.opts.KeepAlive)
+		t := time.NewTicker(l.env.keepAlive)
 		defer t.Stop()
 		keep = t.C
 	}
@@ -66,7 +66,7 @@ func (l *legacyServer) pumpEvents(ctx context.Context, p eventPump) {
 		if err == nil {
 			subs = sess.Subscriptions
 		} else if ctx.Err() == nil {
-			s.log.Warn("weft: reading a legacy session's subscriptions failed; keeping the last known", "err", err)
+			l.env.log.Warn("weft: reading a legacy session's subscriptions failed; keeping the last known", "err", err)
 		}
 		return true
 	}
@@ -74,7 +74,7 @@ func (l *legacyServer) pumpEvents(ctx context.Context, p eventPump) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.done:
+		case <-l.env.done:
 			return
 		case <-p.ended:
 			return
@@ -125,13 +125,13 @@ func (l *legacyServer) stdioEvents(ctx context.Context, conn *stdioConn) {
 func (l *legacyServer) endStdio(conn *stdioConn) {
 	sid, sub := conn.session()
 	if sub != nil {
-		l.srv.bus.unsubscribe(sub)
+		l.env.bus.unsubscribe(sub)
 	}
 	if sid == "" {
 		return
 	}
 	if _, err := l.stdioStore.Delete(context.Background(), sid); err != nil {
-		l.srv.log.Warn("weft: deleting the session of a closed stdio connection failed", "err", err)
+		l.env.log.Warn("weft: deleting the session of a closed stdio connection failed", "err", err)
 	}
 	l.local.End(sid)
 }

@@ -231,3 +231,14 @@ func legacyServerFor(t testing.TB, opts *Options) (*Server, *logCapture) {
 	}
 	return newServer(t, &o)
 }
+
+// legacyAdapter is the server's 2025-era adapter, nil when the era is not
+// served.
+func (s *Server) legacyAdapter() *legacyServer {
+	for _, a := range s.adapters {
+		if l, ok := a.(*legacyServer); ok {
+			return l
+		}
+	}
+	return nil
+}

@@ -48,7 +48,7 @@ func writeReply(w http.ResponseWriter, rep reply) {
 // openHTTP admits r and loads its session.
 func (l *legacyServer) openHTTP(w http.ResponseWriter, r *http.Request, sid string) *legacyConn {
 	in := &inbound{header: r.Header, endpoint: path.Clean("/" + r.URL.Path), transport: "http", remoteAddr: r.RemoteAddr}
-	ident, rej := l.srv.admit(r.Context(), in, "", "")
+	ident, rej := l.env.core.admit(r.Context(), in, "", "")
 	if rej != nil {
 		writeReply(w, *rej)
 		return nil
@@ -70,7 +70,7 @@ func (l *legacyServer) serveDelete(w http.ResponseWriter, r *http.Request, sid s
 		return
 	}
 	if _, err := l.store.Delete(r.Context(), sid); err != nil {
-		l.srv.log.Error("weft: deleting a legacy session failed", "err", err)
+		l.env.log.Error("weft: deleting a legacy session failed", "err", err)
 		writePlainError(w, http.StatusServiceUnavailable, "Session could not be deleted")
 		return
 	}
@@ -132,7 +132,7 @@ func (st *legacyStream) send(f frame) error {
 // that cannot travel on their call's own stream. It ends when the client
 // leaves, the session ends or the server shuts down.
 func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid string) {
-	s := l.srv
+
 	if !acceptsSSE(r.Header.Values("Accept")) {
 		writePlainError(w, http.StatusNotAcceptable, "Accept must include text/event-stream")
 		return
@@ -141,7 +141,7 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 	if c == nil {
 		return
 	}
-	st := &legacyStream{w: w, rc: http.NewResponseController(w), writeTimeout: s.opts.WriteTimeout, ended: make(chan struct{})}
+	st := &legacyStream{w: w, rc: http.NewResponseController(w), writeTimeout: l.env.writeTimeout, ended: make(chan struct{})}
 	// Hold the stream's lock until the headers are out: once registered,
 	// server requests of the session's calls may be written to it.
 	st.mu.Lock()
@@ -156,8 +156,8 @@ func (l *legacyServer) serveGet(w http.ResponseWriter, r *http.Request, sid stri
 		st.done = true
 		st.mu.Unlock()
 	}()
-	sub := s.bus.subscribe()
-	defer s.bus.unsubscribe(sub)
+	sub := l.env.bus.subscribe()
+	defer l.env.bus.unsubscribe(sub)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")

@@ -105,12 +105,13 @@ const (
 
 // legacyServer is the legacy era of one Server.
 type legacyServer struct {
-	srv        *Server
+	env        eraEnv
 	opts       LegacyOptions
 	store      sessionstore.Store
 	stdioStore *sessionstore.Memory
 	local      *localsess.Local[*legacyStream]
 	handlers   map[string]Handler // the session methods, wrapped in the middleware
+	enc        encoder            // l.encode, made once
 	// sweeping is set while the sweeper of the in-memory stores runs (under
 	// sweepMu, read without it on the fast path).
 	sweepMu  sync.Mutex
@@ -133,7 +134,7 @@ func (l *legacyServer) sweep() {
 	defer t.Stop()
 	for {
 		select {
-		case <-l.srv.done:
+		case <-l.env.done:
 			l.sweeping.Store(false)
 			return
 		case <-t.C:
@@ -158,7 +159,7 @@ func (l *legacyServer) sweep() {
 // and takes sweepMu as the sweeper's last check does, so a session is never
 // left without one.
 func (l *legacyServer) keepSweeping() {
-	if l.sweeping.Load() || l.srv.closing.Load() {
+	if l.sweeping.Load() || l.env.closing() {
 		return
 	}
 	l.sweepMu.Lock()
@@ -181,7 +182,7 @@ func (l *legacyServer) holdsSessions() bool {
 }
 
 // newLegacyServer validates o; nil means the legacy era is off.
-func newLegacyServer(s *Server, o LegacyOptions) (*legacyServer, error) {
+func newLegacyServer(env eraEnv, o LegacyOptions) (*legacyServer, error) {
 	switch {
 	case o.Disabled && o.Only:
 		return nil, errors.New("weft: LegacyOptions.Disabled and LegacyOptions.Only are both set: no era would be served")
@@ -192,7 +193,7 @@ func newLegacyServer(s *Server, o LegacyOptions) (*legacyServer, error) {
 	case o.Limits != (sessionstore.Limits{}) && !o.InMemorySessions:
 		return nil, errors.New("weft: LegacyOptions.Limits bound the in-memory session store: set LegacyOptions.InMemorySessions, or the limits of your Store")
 	}
-	l := &legacyServer{srv: s, opts: o, local: localsess.New[*legacyStream](s.opts.Events != nil)}
+	l := &legacyServer{env: env, opts: o, local: localsess.New[*legacyStream](env.events != nil)}
 	if len(l.opts.Versions) == 0 {
 		l.opts.Versions = knownLegacyVersions
 	}
@@ -233,10 +234,11 @@ func newLegacyServer(s *Server, o LegacyOptions) (*legacyServer, error) {
 		// most rather than refusing everyone (sessionstore.Limits).
 		lim := l.opts.Limits
 		lim.EvictWhenFull = true
-		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: lim, Now: s.now})
+		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: lim, Now: env.now})
 	}
-	l.stdioStore = sessionstore.NewMemory(sessionstore.MemoryOptions{Now: s.now})
+	l.stdioStore = sessionstore.NewMemory(sessionstore.MemoryOptions{Now: env.now})
 	l.handlers = l.sessionHandlers()
+	l.enc = l.encode
 	return l, nil
 }
 
@@ -385,11 +387,10 @@ func errNoSession() reply { return transportError(faultNoSession, "Session not f
 //
 // A nil store serves one stateless request of revision version.
 func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v exactjson.Value, sid string, store sessionstore.Store, transport string, rt *requestTelemetry, version string) reply {
-	s := l.srv
 	if _, ok := store.(*sessionstore.Memory); ok {
 		defer l.keepSweeping() // other stores sweep themselves
 	}
-	if s.closing.Load() {
+	if l.env.closing() {
 		return errReply(ID{}, errShuttingDown())
 	}
 	if !v.Has("method") && (v.Has("result") || v.Has("error")) {
@@ -426,8 +427,8 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 	}
 	// Admission sees the request's target, as in the modern era (a
 	// malformed one is reported after admission).
-	name, nameErr := s.targetName(m.method, params)
-	ident, rej := s.admitObserved(ctx, in, m.method, name.value)
+	name, nameErr := l.env.target(m.method, params)
+	ident, rej := l.env.core.admit(ctx, in, m.method, name.value)
 	if rej != nil {
 		rej.id = m.id
 		return *rej
@@ -466,7 +467,6 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 
 // serveRequest dispatches one admitted request of a session.
 func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m message, params exactjson.Value, name target, nameErr *Error, rt *requestTelemetry) reply {
-	s := l.srv
 	h, ok := l.handler(m.method, c.stateless())
 	if !ok {
 		return reply{err: legacyMethodNotFound(m.method)}
@@ -483,8 +483,8 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 			params = params.With("cursor", exactjson.String(inner))
 		}
 	}
-	req := l.request(c, m.method, m.id, name.value, params)
-	rt.admitted(req)
+	call := l.call(c, m.method, m.id, name.value, params)
+	call.handler, call.rt = h, rt
 	if c.sess != nil {
 		// A call of a session can be cancelled (notifications/cancelled,
 		// DELETE, the fleet's cancellations) and sees its session.
@@ -498,26 +498,15 @@ func (l *legacyServer) serveRequest(ctx context.Context, c *legacyConn, m messag
 	}
 	switch m.method {
 	case "tools/call", "prompts/get", "resources/read":
-		return l.bridge(ctx, req, h)
+		return l.bridge(ctx, call)
 	}
-	return s.dispatch(ctx, req, h, (*Server).encodeLegacy)
-}
-
-// legacyAdapter is the server's 2025-era adapter, nil when the era is
-// not served.
-func (s *Server) legacyAdapter() *legacyServer {
-	for _, a := range s.adapters {
-		if l, ok := a.(*legacyServer); ok {
-			return l
-		}
-	}
-	return nil
+	return l.env.core.dispatch(ctx, call)
 }
 
 // run relays the fleet's 2025-era cancellations (eraAdapter) until done,
 // when the server has Options.Events.
 func (l *legacyServer) run(done <-chan struct{}) {
-	if l.srv.opts.Events != nil {
+	if l.env.events != nil {
 		l.relayCancels(done)
 	}
 }
@@ -533,35 +522,31 @@ func (l *legacyServer) ready(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// request builds the *Request of one invocation for a session.
-func (l *legacyServer) request(c *legacyConn, method string, id ID, name string, params exactjson.Value) *Request {
-	version := ""
-	logLevel := -1
+// call is the core's view of one invocation for a session c.
+func (l *legacyServer) call(c *legacyConn, method string, id ID, name string, params exactjson.Value) *eraCall {
+	ec := &eraCall{in: c.in, era: era2025, method: method, id: id, name: name, params: params,
+		caps: c.caps, clientInfo: c.info, ident: c.ident, logLevel: -1, conn: c, encode: l.enc}
 	if c.sess != nil {
-		version = c.sess.ProtocolVersion
-		logLevel = levelIndex(LogLevel(c.sess.LogLevel))
+		ec.version = c.sess.ProtocolVersion
+		ec.logLevel = levelIndex(LogLevel(c.sess.LogLevel))
 	} else if c.stateless() {
-		version = c.version
+		ec.version = c.version
 	}
-	req := l.srv.newRequest(c.in, method, id, version, name, params, c.caps, c.ident)
-	req.ClientInfo = c.info
-	req.logLevel = logLevel
-	req.session = c
-	return req
+	return ec
 }
 
-// handler returns the middleware-wrapped handler of a method a session may
-// call: the session methods, and the 2026-07-28 methods that also exist in
-// 2025-11-25 (not discovery, listen or the tasks extension). A stateless
-// request has no session to keep a log level or subscriptions in.
+// handler returns the handler of a method a session may call: its own
+// (the session methods), or nil for a 2026-07-28 method that also exists
+// in 2025-11-25 (not discovery, listen or the tasks extension), which the
+// core dispatches. A stateless request has no session to keep a log level
+// or subscriptions in.
 func (l *legacyServer) handler(method string, stateless bool) (Handler, bool) {
 	if h, ok := l.handlers[method]; ok {
 		if stateless && (method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe") {
 			return nil, false
 		}
 		if method == "resources/subscribe" || method == "resources/unsubscribe" {
-			_, _, nr := l.srv.catalogSizes()
-			return h, nr > 0
+			return h, l.env.serves("resources/read")
 		}
 		return h, true
 	}
@@ -569,7 +554,7 @@ func (l *legacyServer) handler(method string, stateless bool) (Handler, bool) {
 	case "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel":
 		return nil, false
 	}
-	return l.srv.handler(method)
+	return nil, l.env.serves(method)
 }
 
 // sessionHandlers are the methods only 2025-11-25 has, wrapped in the
@@ -583,39 +568,36 @@ func (l *legacyServer) sessionHandlers() map[string]Handler {
 		"resources/unsubscribe": l.handleSubscribe,
 	}
 	for m, h := range hs {
-		hs[m] = l.srv.wrap(h)
+		hs[m] = l.env.wrap(h)
 	}
 	return hs
 }
 
-// encodeLegacy is the 2025-11-25 encoding of a result: no resultType,
-// caching hints or serverInfo, and a pagination cursor sealed to the
-// session. An input_required result (the bridge answers it) is checked and
-// sealed but not encoded.
-func (s *Server) encodeLegacy(ctx context.Context, req *Request, res Result) reply {
-	l := s.legacyAdapter()
+// encode is the 2025-11-25 encoding of a result (the era's encoder): no
+// resultType, caching hints or serverInfo, and a pagination cursor sealed
+// to the session. An input_required result stays typed, for the bridge to
+// answer.
+func (l *legacyServer) encode(ctx context.Context, req *Request, res Result) reply {
+	c := req.conn.(*legacyConn)
 	switch r := res.(type) {
 	case askResult:
-		if rep, ok := s.prepareInputRequired(ctx, req, r.InputRequired); !ok {
-			return rep
-		}
 		return reply{res: r}
 	case paged:
 		if next := r.nextCursor(); next != "" {
-			sealed, e := l.sealCursor(ctx, req.session, req.Method, next)
+			sealed, e := l.sealCursor(ctx, c, req.Method, next)
 			if e != nil {
 				return reply{err: e, outcome: OutcomeInternalError}
 			}
 			res = r.withCursor(sealed)
 		}
 	}
-	b, err := s.encodeResult(res, era2025)
+	b, err := l.env.encode(res, era2025)
 	if err != nil {
-		s.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
+		l.env.log.Error("weft: encoding a result failed", "method", req.Method, "name", req.Name, "err", err)
 		return reply{err: internalError(err), outcome: OutcomeInternalError}
 	}
 	rep := reply{result: b}
-	if ir, ok := res.(*InitializeResult); ok && req.session.transport == "http" && ir.sessionID != "" {
+	if ir, ok := res.(*InitializeResult); ok && c.transport == "http" && ir.sessionID != "" {
 		rep.sessionID = ir.sessionID
 	}
 	return rep
@@ -647,7 +629,7 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 	case errors.Is(err, sessionstore.ErrNotFound):
 		return nil, errNoSession()
 	case err != nil:
-		l.srv.log.Error("weft: loading a legacy session failed", "err", err)
+		l.env.log.Error("weft: loading a legacy session failed", "err", err)
 		return nil, reply{err: internalError(err), fault: faultUnavailable}
 	case !sameIdentity(sess, ident):
 		return nil, errNoSession()
@@ -669,8 +651,7 @@ func (l *legacyServer) open(ctx context.Context, in *inbound, sid string, store 
 
 // handleInitialize opens a session.
 func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Result, error) {
-	s := l.srv
-	c := req.session
+	c := req.conn.(*legacyConn)
 	// A bad initialize is a transport failure (HTTP 400), unlike the
 	// JSON-RPC errors of a session (HTTP 200).
 	bad := func(msg string) error { return withFault(InvalidParams(msg), faultBadRequest) }
@@ -691,15 +672,15 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	if slices.Contains(l.opts.Versions, requested) {
 		version = requested
 	}
-	capabilities := s.capabilities(false) // 2025-11-25 capabilities have no extensions
+	impl, instructions, capabilities := l.env.describe() // 2025-11-25 capabilities have no extensions
 	if c.store == nil {
 		// Stateless: no session, so no event stream for list changes, no
 		// subscriptions and no log level.
 		return &InitializeResult{
 			ProtocolVersion: version,
 			Capabilities:    statelessCapabilities(capabilities),
-			ServerInfo:      s.impl,
-			Instructions:    s.opts.Instructions,
+			ServerInfo:      impl,
+			Instructions:    instructions,
 		}, nil
 	}
 	sid, err := newSessionID()
@@ -711,7 +692,7 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, bad("params could not be stored")
 	}
-	now := s.now()
+	now := l.env.now()
 	sess := &sessionstore.Session{
 		ID: sid, ProtocolVersion: version, ClientCapabilities: capsJSON, ClientInfo: infoJSON,
 		IdentityDigest: identityDigest(req.Identity), Owner: sessionOwner(req.Identity, c.in.remoteAddr),
@@ -734,9 +715,9 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	if c.transport == "stdio" {
 		// The session's events start when this response is out
 		// (ServeStdio); the subscription starts now, so none is lost.
-		sub := s.bus.subscribe()
+		sub := l.env.bus.subscribe()
 		if !c.in.conn.bind(sid, sub) {
-			s.bus.unsubscribe(sub)
+			l.env.bus.unsubscribe(sub)
 			_, _ = c.store.Delete(ctx, sid)
 			return nil, withFault(protocolError(CodeInvalidRequest, "Session already initialized", exactjson.Value{}), faultBadRequest)
 		}
@@ -744,8 +725,8 @@ func (l *legacyServer) handleInitialize(ctx context.Context, req *Request) (Resu
 	return &InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    capabilities,
-		ServerInfo:      s.impl,
-		Instructions:    s.opts.Instructions,
+		ServerInfo:      impl,
+		Instructions:    instructions,
 		sessionID:       sid,
 	}, nil
 }
@@ -793,21 +774,21 @@ const legacyCancelChannel = "weft.legacy.cancel"
 
 // publishCancel passes a cancellation on to the fleet, when there is one.
 func (l *legacyServer) publishCancel(ctx context.Context, payload string) {
-	bus := l.srv.opts.Events
+	bus := l.env.events
 	if bus == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := bus.Publish(ctx, legacyCancelChannel, payload); err != nil {
-		l.srv.log.Warn("weft: passing a cancellation on to the fleet failed", "err", err)
+		l.env.log.Warn("weft: passing a cancellation on to the fleet failed", "err", err)
 	}
 }
 
 // relayCancels applies the fleet's cancellations to the calls and streams of
 // this instance until done.
 func (l *legacyServer) relayCancels(done <-chan struct{}) {
-	listenFleet(done, l.srv.opts.Events, legacyCancelChannel, l.srv.log, func(payload string) {
+	listenFleet(done, l.env.events, legacyCancelChannel, l.env.log, func(payload string) {
 		f := strings.Fields(payload)
 		switch {
 		case len(f) == 3 && f[0] == "call":
@@ -830,7 +811,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 	if !isString(jv, "2.0") || (v.Has("result") == v.Has("error")) {
 		return transportError(faultBadRequest, "Invalid JSON-RPC response")
 	}
-	ident, rej := l.srv.admit(ctx, in, "", "")
+	ident, rej := l.env.core.admit(ctx, in, "", "")
 	if rej != nil {
 		return *rej
 	}
@@ -840,7 +821,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 	}
 	if isStr && sessionstore.ValidID(rid) {
 		if _, err := store.Deliver(ctx, sid, rid, in.body); err != nil {
-			l.srv.log.Error("weft: delivering a client answer failed", "err", err)
+			l.env.log.Error("weft: delivering a client answer failed", "err", err)
 			return reply{err: internalError(err), fault: faultUnavailable}
 		}
 	}
@@ -850,7 +831,7 @@ func (l *legacyServer) serveAnswer(ctx context.Context, in *inbound, v exactjson
 
 // handleSetLevel serves logging/setLevel.
 func (l *legacyServer) handleSetLevel(ctx context.Context, req *Request) (Result, error) {
-	c := req.session
+	c := req.conn.(*legacyConn)
 	lv, _ := req.Params.Get("level")
 	level, _ := lv.AsString()
 	if levelIndex(LogLevel(level)) < 0 {
@@ -875,11 +856,11 @@ func (l *legacyServer) storeError(err error) error {
 
 // handleSubscribe serves resources/subscribe and resources/unsubscribe.
 func (l *legacyServer) handleSubscribe(ctx context.Context, req *Request) (Result, error) {
-	s := l.srv
-	c := req.session
+	lim := l.env.limits
+	c := req.conn.(*legacyConn)
 	uv, _ := req.Params.Get("uri")
 	uri, ok := uv.AsString()
-	if !ok || uri == "" || len(uri) > s.limits.MaxURIBytes {
+	if !ok || uri == "" || len(uri) > lim.MaxURIBytes {
 		return nil, InvalidParams("params.uri must be a non-empty URI string")
 	}
 	subscribe := req.Method == "resources/subscribe"
@@ -887,7 +868,7 @@ func (l *legacyServer) handleSubscribe(ctx context.Context, req *Request) (Resul
 		i := slices.Index(sess.Subscriptions, uri)
 		switch {
 		case subscribe && i < 0:
-			if len(sess.Subscriptions) >= s.limits.MaxResourceSubscriptions {
+			if len(sess.Subscriptions) >= lim.MaxResourceSubscriptions {
 				return errTooManySubscriptions
 			}
 			sess.Subscriptions = append(sess.Subscriptions, uri)
@@ -897,7 +878,7 @@ func (l *legacyServer) handleSubscribe(ctx context.Context, req *Request) (Resul
 		return nil
 	})
 	if errors.Is(err, errTooManySubscriptions) {
-		return nil, InvalidParams("Too many resource subscriptions (at most " + strconv.Itoa(s.limits.MaxResourceSubscriptions) + ")")
+		return nil, InvalidParams("Too many resource subscriptions (at most " + strconv.Itoa(lim.MaxResourceSubscriptions) + ")")
 	}
 	if err != nil {
 		return nil, l.storeError(err)
@@ -922,9 +903,9 @@ func cursorBinding(endpoint, sid, method string) []byte {
 }
 
 func (l *legacyServer) sealCursor(ctx context.Context, c *legacyConn, method, inner string) (string, *Error) {
-	tok, err := l.srv.stateProtector().Seal(ctx, cursorBinding(c.in.endpoint, c.sessionID(), method), []byte(inner))
+	tok, err := l.env.protector().Seal(ctx, cursorBinding(c.in.endpoint, c.sessionID(), method), []byte(inner))
 	if err != nil {
-		l.srv.log.Error("weft: sealing a pagination cursor failed", "err", err)
+		l.env.log.Error("weft: sealing a pagination cursor failed", "err", err)
 		return "", internalError(err)
 	}
 	return tok, nil
@@ -932,13 +913,13 @@ func (l *legacyServer) sealCursor(ctx context.Context, c *legacyConn, method, in
 
 func (l *legacyServer) openCursor(ctx context.Context, c *legacyConn, method string, cv exactjson.Value) (string, *Error) {
 	tok, ok := cv.AsString()
-	if !ok || len(tok) > l.srv.limits.MaxCursorBytes {
+	if !ok || len(tok) > l.env.limits.MaxCursorBytes {
 		return "", InvalidParams("Invalid cursor")
 	}
 	if tok == "" {
 		return "", nil
 	}
-	plain, err := l.srv.stateProtector().Open(ctx, tok, cursorBinding(c.in.endpoint, c.sessionID(), method))
+	plain, err := l.env.protector().Open(ctx, tok, cursorBinding(c.in.endpoint, c.sessionID(), method))
 	if err != nil {
 		return "", InvalidParams("Invalid cursor")
 	}

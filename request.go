@@ -101,10 +101,13 @@ type Request struct {
 	out           stream
 	early         earlyReplier // the transport's early reply (dispatch.go)
 	remoteAddr    string
-	session       *legacyConn // the 2025-11-25 session, nil for 2026-07-28 requests
-	// bridged marks the later rounds of a 2025-11-25 bridged call: the
-	// client's request was charged to the rate limiter once, in round 0.
-	bridged bool
+	era           era // the client's protocol era
+	// conn is an era adapter's own state of the request (eraCall.conn),
+	// nil for 2026-07-28 requests.
+	conn any
+	// charged marks a later round of a call an era adapter runs in rounds:
+	// the client's request was charged to the rate limiter once.
+	charged bool
 
 	mu           sync.Mutex
 	lastProgress float64
@@ -358,7 +361,7 @@ func levelIndex(l LogLevel) int {
 // cannot stream, nothing is sent and it reports false.
 func (r *Request) ElicitationComplete(id string) (bool, error) {
 	r.mu.Lock()
-	send := r.era() == era2025 && id != "" && r.streamsLocked()
+	send := r.era.completesElicitations() && id != "" && r.streamsLocked()
 	out := r.out
 	r.mu.Unlock()
 	if !send {

@@ -284,6 +284,8 @@ type Server struct {
 	// adapters serve the protocol eras besides 2026-07-28 (era.go): the
 	// 2025-11-25 one (legacy_*.go) unless Options.Legacy.Disabled.
 	adapters []eraAdapter
+	// encModern is s.encodeModern, made once.
+	encModern encoder
 }
 
 // NewServer returns a server with the given implementation info and options
@@ -291,6 +293,7 @@ type Server struct {
 // range, an invalid tool search, ...), all of them joined.
 func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	s := &Server{digests: digestcache.New(), impl: impl, bus: newBus(), done: make(chan struct{}), extensions: map[string]*extension{}}
+	s.encModern = s.encodeModern
 	if opts != nil {
 		s.opts = *opts
 		s.opts.Middleware = slices.Clone(opts.Middleware)
@@ -385,7 +388,7 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	if s.opts.Tasks != nil {
 		cfgErr = errors.Join(cfgErr, s.opts.Tasks.check())
 	}
-	if a, err := newLegacyServer(s, s.opts.Legacy); err != nil {
+	if a, err := newLegacyServer(s.env(), s.opts.Legacy); err != nil {
 		cfgErr = errors.Join(cfgErr, err)
 	} else if a != nil {
 		s.adapters = append(s.adapters, a)

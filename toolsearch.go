@@ -159,7 +159,7 @@ func (s *Server) handleToolSearch(ctx context.Context, req *Request) (*CallToolR
 	// The definitions are sent twice (structuredContent and its text), so
 	// each may use under half the output bound.
 	budget := s.limits.MaxOutputBytes/2 - 1024
-	e := &enc{nums: &s.limits.JSON, era: req.era()}
+	e := &enc{nums: &s.limits.JSON, era: req.era}
 	e.b = append(e.b, `{"tools":[`...)
 	found, left := 0, 0
 	for _, h := range hits {
