@@ -13,7 +13,7 @@ import (
 
 // era is the protocol era a message is encoded for. The core asks it what
 // differs between the eras instead of testing for the 2025 one; only the
-// 2025-11-25 adapter (legacy_*.go) picks era2025.
+// 2025-11-25 adapter (era2025_*.go) picks era2025.
 type era uint8
 
 const (
@@ -36,11 +36,21 @@ func (e era) objectsOnly() bool { return e == era2025 }
 // learns the outcome of a URL elicitation by retrying).
 func (e era) completesElicitations() bool { return e == era2025 }
 
+// newAdapters makes the era adapters of a server: the 2025-11-25 one
+// (era2025_*.go) unless Options.Legacy disables it.
+func newAdapters(env eraEnv, o *Options) ([]eraAdapter, error) {
+	a, err := newLegacyServer(env, o.Legacy)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	return []eraAdapter{a}, nil
+}
+
 // eraAdapter is a protocol era served beside the core's own (2026-07-28),
 // as connect-go serves its protocols behind one handler: the transports hand
 // it every message first, it decodes the messages of its era and encodes
 // their replies, and it enters the core only to admit and dispatch them.
-// The 2025-11-25 era (legacy_*.go, Options.Legacy) is the one adapter; a
+// The 2025-11-25 era (era2025_*.go, Options.Legacy) is the one adapter; a
 // later protocol revision is another.
 type eraAdapter interface {
 	// serveMessage serves a parsed message of its era; it reports false
@@ -89,8 +99,8 @@ type eraCall struct {
 	clientInfo            exactjson.Value // Request.ClientInfo
 	ident                 Identity
 	logLevel              int // index into logLevels; -1 = no logging requested
-	// conn is the adapter's own state of the request (a 2025-era
-	// *legacyConn), for its handlers and encoder (Request.conn).
+	// conn is the adapter's own state of the request (the 2025 era's
+	// connection and session), for its handlers and encoder (Request.conn).
 	conn any
 	// charged marks a later round of a call the adapter runs in rounds: the
 	// client's request was charged to the rate limiter once, in the first.

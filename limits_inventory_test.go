@@ -229,10 +229,10 @@ var invLimits = []invLimit{
 		def: invDur(defaultLegacyMaxLifetime), ceil: invDur(legacyMaxLifetimeCeiling), past: []string{"404"}, check: checkLegacyLifetimes},
 	{doc: "input rounds per call", names: []string{"LegacyOptions.MaxRounds"}, consts: []string{"defaultLegacyMaxRounds", "legacyMaxRoundsCeiling"},
 		def: invNumI(defaultLegacyMaxRounds), ceil: invNumI(legacyMaxRoundsCeiling), past: []string{"-32603"},
-		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
+		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (era2025_bridge_test.go)"},
 	{doc: "wait for one round of answers", names: []string{"LegacyOptions.InputTimeout"}, consts: []string{"defaultLegacyInputTimeout", "legacyInputTimeoutCeiling"},
 		def: invDur(defaultLegacyInputTimeout), ceil: invDur(legacyInputTimeoutCeiling), past: []string{"-32603"},
-		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (legacy_bridge_test.go)"},
+		why: "server-to-client rounds of a legacy session; exercised by TestLegacyBridgeLimits (era2025_bridge_test.go)"},
 }
 
 // ---------------------------------------------------------------------------

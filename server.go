@@ -103,7 +103,7 @@ type Options struct {
 	Events task.Bus
 
 	// Legacy configures serving MCP 2025-11-25 (and 2025-06-18) clients on
-	// the same endpoint with the same registrations (legacy_serve.go,
+	// the same endpoint with the same registrations (era2025_serve.go,
 	// docs/legacy.md). The zero value serves them, statelessly over HTTP;
 	// Legacy.Disabled serves 2026-07-28 alone.
 	Legacy LegacyOptions
@@ -282,7 +282,7 @@ type Server struct {
 	doneOnce sync.Once
 	tel      *telemetry // weft: tracing, metrics and request logs (telemetry_*.go)
 	// adapters serve the protocol eras besides 2026-07-28 (era.go): the
-	// 2025-11-25 one (legacy_*.go) unless Options.Legacy.Disabled.
+	// 2025-11-25 one (era2025_*.go) unless Options.Legacy.Disabled.
 	adapters []eraAdapter
 	// encModern is s.encodeModern, made once.
 	encModern encoder
@@ -388,10 +388,8 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	if s.opts.Tasks != nil {
 		cfgErr = errors.Join(cfgErr, s.opts.Tasks.check())
 	}
-	if a, err := newLegacyServer(s.env(), s.opts.Legacy); err != nil {
+	if s.adapters, err = newAdapters(s.env(), &s.opts); err != nil {
 		cfgErr = errors.Join(cfgErr, err)
-	} else if a != nil {
-		s.adapters = append(s.adapters, a)
 	}
 	if s.opts.ToolSearch != nil {
 		if s.search, err = resolveToolSearch(s.opts.ToolSearch); err == nil {

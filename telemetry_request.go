@@ -90,7 +90,7 @@ func (rt *requestTelemetry) end(rep *reply) {
 	}
 	if !rt.isReq && (rep.err == nil || rep.err.Code != CodeParseError && rep.err.Code != CodeInvalidRequest) {
 		// A notification (nothing was requested), or a message served by
-		// another path (the 2025-era legacy pipeline). Unparsable bodies and
+		// another path (an era adapter's answers and notifications). Unparsable bodies and
 		// invalid envelopes are counted, as method "invalid".
 		return
 	}

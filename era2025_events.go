@@ -11,7 +11,7 @@ import (
 // A 2025-era session hears about changes outside its requests: tools,
 // prompts and resources list changes, and resources/updated for the URIs it
 // subscribed to. The session's event pump writes them to whatever carries
-// them on this instance: the GET stream of an HTTP session (legacy_http.go)
+// them on this instance: the GET stream of an HTTP session (era2025_http.go)
 // or the connection of a stdio session (transport_stdio.go). One pump serves
 // both, so the two transports deliver the same events with the same
 // coalescing (the bus subscriber keeps each pending event once).
