@@ -122,7 +122,7 @@ func TestListsPageBySize(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			log := &pageLog{pages: map[string]int{}}
-			c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{Client: &http.Client{Transport: log}}), client.Options{ProtocolVersion: version})
+			c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{Client: &http.Client{Transport: log}}), &client.Options{ProtocolVersion: version})
 			defer c.Close()
 			for range 2 { // the second walk comes from the response cache
 				tools, err := c.ListTools(ctx)
@@ -198,7 +198,7 @@ func TestListItemLargerThanLimit(t *testing.T) {
 	t.Cleanup(hs.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(hs.URL, nil), nil)
 	defer c.Close()
 	_, err = c.ListTools(ctx)
 	var rerr *client.RPCError

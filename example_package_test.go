@@ -57,12 +57,13 @@ func Example() {
 
 	// A client that answers the form itself (a real one shows it to the user)
 	// and follows the task to its end.
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{
 		TasksEnabled: true,
 		Handlers: client.Handlers{Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			return exactjson.ParseString(`{"action":"accept","content":{"confirm":true}}`, exactjson.Limits{})
 		}},
 	})
+
 	defer c.Close()
 	res, err := c.CallTool(context.Background(), "deploy", deployArgs{Service: "billing"})
 	if err != nil {

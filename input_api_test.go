@@ -173,10 +173,11 @@ func ExampleFormOf() {
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	answer, _ := exactjson.ParseString(`{"amount":12.50,"reason":"late"}`, exactjson.Limits{})
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", answer)), nil
 		}}})
+
 	final, err := c.CallTool(context.Background(), "refund", nil)
 	if err != nil {
 		log.Fatal(err)
@@ -226,11 +227,12 @@ func ExampleFrameworkState() {
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	asked := 0
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			asked++
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", exactjson.Object())), nil
 		}}})
+
 	final, err := c.CallTool(context.Background(), "wizard", nil)
 	if err != nil {
 		log.Fatal(err)
@@ -271,13 +273,14 @@ func ExampleForm() {
 	}
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			schema, _ := form.Get("requestedSchema")
 			fmt.Println(schema)
 			answer, _ := exactjson.ParseString(`{"order":"A-7"}`, exactjson.Limits{})
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", answer)), nil
 		}}})
+
 	final, err := c.CallTool(context.Background(), "cancel_order", nil)
 	if err != nil {
 		log.Fatal(err)
@@ -318,11 +321,12 @@ func ExampleURL() {
 	}
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
-			fmt.Println(params) // a real client shows the URL and asks before opening it
+			fmt.Println(params)
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
 		}}})
+
 	final, err := c.CallTool(context.Background(), "link", nil)
 	if err != nil {
 		log.Fatal(err)
@@ -363,7 +367,7 @@ func ExampleRoots() {
 		return exactjson.ParseString(`{"roots":[{"uri":"file:///home/ada/src"}]}`, exactjson.Limits{})
 	}
 	for _, handlers := range []client.Handlers{{Roots: listRoots}, {}} {
-		c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: handlers})
+		c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: handlers})
 		final, err := c.CallTool(context.Background(), "where", nil)
 		if err != nil {
 			log.Fatal(err)

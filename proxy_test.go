@@ -141,7 +141,7 @@ func TestRelayTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	newClient := func(token string, tasks bool) *client.Client {
-		c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{BearerToken: token}), client.Options{TasksEnabled: tasks})
+		c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{BearerToken: token}), &client.Options{TasksEnabled: tasks})
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
@@ -240,7 +240,7 @@ func TestAddVisibilityFilter(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(hs.URL, nil), nil)
 	defer c.Close()
 	ctx := context.Background()
 	list := func() (names []string, scope string) {

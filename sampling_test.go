@@ -204,11 +204,12 @@ func ExampleSamplingInput() {
 	}
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Handlers: client.Handlers{
 		Sample: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
-			fmt.Println(params) // what the client's model is asked
+			fmt.Println(params)
 			return exactjson.ParseString(`{"role":"assistant","content":{"type":"text","text":"Tides turn"},"model":"m1"}`, exactjson.Limits{})
 		}}})
+
 	final, err := c.CallTool(context.Background(), "headline", map[string]any{"text": "the sea"})
 	if err != nil {
 		log.Fatal(err)

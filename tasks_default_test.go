@@ -48,7 +48,7 @@ func TestTasksDefaultStore(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{TasksEnabled: true})
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{TasksEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	res, err := c.CallTool(ctx, "ship", map[string]any{"item": "tea", "count": 2})
 	if err != nil {

@@ -68,7 +68,7 @@ func TestTasksNoisyNeighbour(t *testing.T) {
 	defer s.Shutdown(context.Background())
 	defer close(release) // before Shutdown, which waits for the steps
 	connect := func(token string) *client.Client {
-		cl := client.New(client.NewHTTPTransport(ts.URL, &client.HTTPOptions{BearerToken: token}), client.Options{TasksEnabled: true})
+		cl := client.New(client.NewHTTPTransport(ts.URL, &client.HTTPOptions{BearerToken: token}), &client.Options{TasksEnabled: true})
 		t.Cleanup(func() { cl.Close() })
 		return cl
 	}

@@ -82,7 +82,7 @@ func TestTasksLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{TasksEnabled: true, Handlers: client.Handlers{Elicit: accept}})
+			cl := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{TasksEnabled: true, Handlers: client.Handlers{Elicit: accept}})
 			defer cl.Close()
 			for i := range perClient {
 				n := c*perClient + i

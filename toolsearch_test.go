@@ -83,7 +83,7 @@ func TestToolSearch(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{ProtocolVersion: version})
+			c := client.New(client.NewHTTPTransport(hs.URL, nil), &client.Options{ProtocolVersion: version})
 			defer c.Close()
 			tools, err := c.ListTools(ctx)
 			if err != nil {

@@ -112,7 +112,7 @@ func Example_counter() {
 			exactjson.Field("mimeTypes", exactjson.Array(exactjson.String(apps.MimeType))))))))
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	host := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{Capabilities: ui})
+	host := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{Capabilities: ui})
 
 	page, _ := host.ReadResource(ctx, "ui://counter/page")
 	c := page.Contents[0]
@@ -128,7 +128,7 @@ func Example_counter() {
 	r, _ := host.CallTool(ctx, "counter_increment", empty{})
 	fmt.Println(r.Text(), r.StructuredContent)
 
-	plain := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{})
+	plain := client.New(client.NewHTTPTransport(ts.URL, nil), nil)
 	tools, _ = plain.ListTools(ctx)
 	fmt.Println("plain client:", len(tools), tools[0].Name)
 	r, _ = plain.CallTool(ctx, "counter_show", empty{})

@@ -146,9 +146,12 @@ type Client struct {
 	tools  map[string]*toolHeaders
 }
 
-// New returns a client over t.
-func New(t Transport, opts Options) *Client {
-	c := &Client{t: t, opts: opts, maxRounds: opts.MaxRounds, log: opts.Logger}
+// New returns a client over t; nil opts means every default.
+func New(t Transport, opts *Options) *Client {
+	if opts == nil {
+		opts = nil
+	}
+	c := &Client{t: t, opts: *opts, maxRounds: opts.MaxRounds, log: opts.Logger}
 	c.era = era{version: opts.ProtocolVersion, pinned: opts.ProtocolVersion != ""}
 	if c.maxRounds <= 0 {
 		c.maxRounds = DefaultMaxRounds
@@ -169,7 +172,7 @@ func New(t Transport, opts Options) *Client {
 		ci.Version = "dev"
 	}
 	c.info = ci.value()
-	c.caps = deriveCapabilities(opts)
+	c.caps = deriveCapabilities(c.opts)
 	if pt, ok := t.(ParamHeaderTransport); ok && pt.MirrorsParamHeaders() {
 		c.mirrors = true
 	}

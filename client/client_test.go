@@ -266,7 +266,7 @@ func TestConformance(t *testing.T) {
 	newClient := func(opts Options) (*Client, *recorder, *headerLog) {
 		hl := &headerLog{}
 		rec := &recorder{Transport: NewHTTPTransport(url, &HTTPOptions{Client: &http.Client{Transport: hl}})}
-		return New(rec, opts), rec, hl
+		return New(rec, &opts), rec, hl
 	}
 
 	t.Run("discover", func(t *testing.T) {
@@ -779,10 +779,11 @@ func TestStdio(t *testing.T) {
 	srv := newStdioTestServer(quietLogger(), blocked)
 	tr := startStdio(t, srv)
 	var elicits sync.Map
-	c := New(tr, Options{Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+	c := New(tr, &Options{Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 		elicits.Store(str(params, "message"), true)
 		return exactjson.ParseString(`{"action":"accept","content":{"name":"Stdio"}}`, exactjson.Limits{})
 	}}})
+
 	ctx := testCtx(t)
 
 	t.Run("discover_and_paginated_list", func(t *testing.T) {
@@ -935,7 +936,7 @@ func TestStdio(t *testing.T) {
 
 	t.Run("closed", func(t *testing.T) {
 		tr2 := startStdio(t, newStdioTestServer(quietLogger(), nil))
-		c2 := New(tr2, Options{})
+		c2 := New(tr2, nil)
 		if _, err := c2.Discover(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -1017,9 +1018,10 @@ func TestCommandTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(tr, Options{Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
+	c := New(tr, &Options{Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 		return exactjson.ParseString(`{"action":"accept","content":{"name":"Subprocess"}}`, exactjson.Limits{})
 	}}})
+
 	ctx := testCtx(t)
 	d, err := c.Discover(ctx)
 	if err != nil {
@@ -1160,7 +1162,7 @@ func (f *fakeServer) wire() []string {
 }
 
 func (f *fakeServer) client(opts Options) *Client {
-	return New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client()}), opts)
+	return New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client()}), &opts)
 }
 
 func complete(text string) exactjson.Value {
@@ -1441,7 +1443,7 @@ func TestMcpNameEncoding(t *testing.T) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","contents":[],"ttlMs":0,"cacheScope":"private"}}`, enc(id))
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), nil)
 	for _, uri := range []string{"file:///tmp/ü.txt", "test://plain", "=?base64?abc?="} {
 		if _, err := c.ReadResource(testCtx(t), uri); err != nil {
 			t.Fatal(err)
@@ -1552,7 +1554,7 @@ func TestHTTPHeadersAndErrors(t *testing.T) {
 		return exactjson.Value{}, &RPCError{Code: CodeMethodNotFound, Message: "Method not found", HTTPStatus: 404}
 	})
 	var logs syncbuf.Buffer
-	c := New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client(), BearerToken: "s3cret"}), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c := New(NewHTTPTransport(f.srv.URL, &HTTPOptions{Client: f.srv.Client(), BearerToken: "s3cret"}), &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := testCtx(t)
 
 	listed, err := c.ListTools(ctx)
@@ -1623,7 +1625,7 @@ func TestHTTPStatusWithoutJSON(t *testing.T) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), nil)
 	_, err := c.Discover(testCtx(t))
 	var he *HTTPError
 	if !errors.As(err, &he) || he.StatusCode != 401 || !strings.Contains(he.Header.Get("WWW-Authenticate"), "resource_metadata") {
@@ -1654,10 +1656,11 @@ func TestSSEParsing(t *testing.T) {
 	}))
 	defer srv.Close()
 	var order []string
-	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), &Options{
 		OnProgress: func(p, total float64, _ string) { order = append(order, fmt.Sprintf("progress %v/%v", p, total)) },
 		OnLog:      func(level, _ string, data exactjson.Value) { order = append(order, "log "+level+" "+enc(data)) },
 	})
+
 	c.mirrors = false // no implicit tools/list against this fake
 	res, err := c.CallTool(testCtx(t), "x", nil)
 	if err != nil {
@@ -1675,7 +1678,7 @@ func TestSSEStreamEndsEarly(t *testing.T) {
 		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
 	}))
 	defer srv.Close()
-	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), Options{})
+	c := New(NewHTTPTransport(srv.URL, &HTTPOptions{Client: srv.Client()}), nil)
 	if _, err := c.Discover(testCtx(t)); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("err = %v", err)
 	}
@@ -1698,12 +1701,12 @@ func TestCapabilitiesAndParams(t *testing.T) {
 		{Options{Capabilities: mustParse(t, `{"experimental":{"x":{}}}`), Handlers: Handlers{Sample: noop}}, `{"experimental":{"x":{}}}`},
 		{Options{Capabilities: mustParse(t, `{"extensions":{"a/b":{}}}`), TasksEnabled: true}, `{"extensions":{"a/b":{},"io.modelcontextprotocol/tasks":{}}}`},
 	} {
-		c := New(&recorder{}, tc.opts)
+		c := New(&recorder{}, &tc.opts)
 		if got := enc(c.Capabilities()); got != tc.want {
 			t.Errorf("capabilities = %s, want %s", got, tc.want)
 		}
 	}
-	c := New(&recorder{}, Options{LogLevel: "debug"})
+	c := New(&recorder{}, &Options{LogLevel: "debug"})
 	p := c.withMeta(mustParse(t, `{"x":1,"_meta":{"traceparent":"00-abc","io.modelcontextprotocol/protocolVersion":"bogus"}}`), 5, "tools/call", c.currentEra())
 	if got := enc(p); got != `{"x":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"weft-client","version":"dev"},"io.modelcontextprotocol/logLevel":"debug","traceparent":"00-abc"}}` {
 		t.Errorf("params = %s", got)

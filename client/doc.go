@@ -15,7 +15,7 @@
 // polling tasks/get, answering its input requests with tasks/update, and
 // cancelling it with tasks/cancel.
 //
-//	c := client.New(client.NewHTTPTransport("http://127.0.0.1:3917/mcp", nil), client.Options{
+//	c := client.New(client.NewHTTPTransport("http://127.0.0.1:3917/mcp", nil), &client.Options{
 //		Handlers: client.Handlers{Elicit: askUser},
 //	})
 //	res, err := c.CallTool(ctx, "get_weather", map[string]any{"city": "Paris"})

@@ -71,13 +71,14 @@ func TestLegacyEra(t *testing.T) {
 	t.Cleanup(hs.Close)
 	log := &wireLog{}
 	var asked exactjson.Value
-	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), Options{
+	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), &Options{
 		Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 			asked = params
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
 				exactjson.Field("content", exactjson.Object(exactjson.Field("name", exactjson.String("Ada"))))), nil
 		}},
 	})
+
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := c.CallTool(ctx, "greet", nil)
@@ -178,7 +179,7 @@ func TestDiscoverFallsBackStateless(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	c := New(NewHTTPTransport(hs.URL, nil), Options{})
+	c := New(NewHTTPTransport(hs.URL, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

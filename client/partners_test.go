@@ -76,10 +76,11 @@ func TestEraDetectionAgainstPartners(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			c := New(p.connect(t), Options{Handlers: Handlers{Elicit: func(ctx context.Context, _ exactjson.Value) (exactjson.Value, error) {
+			c := New(p.connect(t), &Options{Handlers: Handlers{Elicit: func(ctx context.Context, _ exactjson.Value) (exactjson.Value, error) {
 				return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
 					exactjson.Field("content", exactjson.Object(exactjson.Field("name", exactjson.String("ada"))))), nil
 			}}})
+
 			defer c.Close()
 			tools, err := c.ListTools(ctx)
 			if err != nil {
@@ -105,7 +106,7 @@ func TestEraDetectionAgainstPartners(t *testing.T) {
 
 			if !p.legacy {
 				// A dual-era server speaks 2025 to a client pinned to it.
-				old := New(p.connect(t), Options{ProtocolVersion: "2025-11-25"})
+				old := New(p.connect(t), &Options{ProtocolVersion: "2025-11-25"})
 				defer old.Close()
 				res, err := old.CallTool(ctx, p.tool, p.args)
 				if err != nil || !strings.Contains(res.Text(), p.want) || old.ProtocolVersion() != "2025-11-25" {
@@ -113,7 +114,7 @@ func TestEraDetectionAgainstPartners(t *testing.T) {
 				}
 				return
 			}
-			pinned := New(p.connect(t), Options{ProtocolVersion: ProtocolVersion})
+			pinned := New(p.connect(t), &Options{ProtocolVersion: ProtocolVersion})
 			defer pinned.Close()
 			_, err = pinned.ListTools(ctx)
 			if !errors.Is(err, ErrLegacyServer) {

@@ -114,8 +114,9 @@ func TestLegacySessionExpired(t *testing.T) {
 			hs := httptest.NewServer(up)
 			t.Cleanup(hs.Close)
 			var logs syncbuf.Buffer
-			c := New(NewHTTPTransport(hs.URL, nil), Options{ProtocolVersion: LegacyProtocolVersion,
+			c := New(NewHTTPTransport(hs.URL, nil), &Options{ProtocolVersion: LegacyProtocolVersion,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -185,7 +186,7 @@ func TestLegacyCancelNotifies(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	log := &bodyLog{}
-	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), Options{ProtocolVersion: LegacyProtocolVersion})
+	c := New(NewHTTPTransport(hs.URL, &HTTPOptions{Client: &http.Client{Transport: log}}), &Options{ProtocolVersion: LegacyProtocolVersion})
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -362,7 +363,7 @@ func TestResetSessionSendsNothing(t *testing.T) {
 	}))
 	t.Cleanup(hs.Close)
 	tr := NewHTTPTransport(hs.URL, nil)
-	c := New(tr, Options{ProtocolVersion: LegacyProtocolVersion, Logger: quietLogger()})
+	c := New(tr, &Options{ProtocolVersion: LegacyProtocolVersion, Logger: quietLogger()})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -448,7 +448,7 @@ func TestStdioLenientWithinFraming(t *testing.T) {
 	if p.tr.Err() != nil {
 		t.Fatalf("transport broke: %v", p.tr.Err())
 	}
-	c := New(p.tr, Options{ProtocolVersion: ProtocolVersion})
+	c := New(p.tr, &Options{ProtocolVersion: ProtocolVersion})
 	done := make(chan error, 1)
 	go func() { _, err := c.Call(ctx, "ping", nil); done <- err }()
 	l := p.next()

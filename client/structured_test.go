@@ -31,7 +31,7 @@ func TestStructuredAs(t *testing.T) {
 		}); err != nil {
 		t.Fatal(err)
 	}
-	c := New(startStdio(t, srv), Options{})
+	c := New(startStdio(t, srv), nil)
 	res, err := c.CallTool(t.Context(), "add", map[string]int{"A": 2, "B": 40})
 	if err != nil {
 		t.Fatal(err)

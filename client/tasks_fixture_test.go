@@ -19,7 +19,7 @@ func TestTasksAgainstFixture(t *testing.T) {
 	url := startConformance(t)
 	var mu sync.Mutex
 	var statuses, elicited []string
-	c := New(NewHTTPTransport(url, &HTTPOptions{Client: &http.Client{}}), Options{
+	c := New(NewHTTPTransport(url, &HTTPOptions{Client: &http.Client{}}), &Options{
 		TasksEnabled: true,
 		Handlers: Handlers{Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 			m, _ := params.Get("message")
@@ -44,6 +44,7 @@ func TestTasksAgainstFixture(t *testing.T) {
 			mu.Unlock()
 		},
 	})
+
 	defer c.Close()
 	ctx := testCtx(t)
 

@@ -20,7 +20,7 @@ import (
 
 func fakeClient(t *testing.T, in *instance, h client.Handlers) *client.Client {
 	t.Helper()
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: h})
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Handlers: h})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -176,8 +176,9 @@ func TestParkedCallAbandoned(t *testing.T) {
 	in := startGateway(t, cfg, testKeyring(t), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Capabilities: exactjson.Object(
 		exactjson.Field("elicitation", exactjson.Object()))})
+
 	defer c.Close()
 	res, err := c.Call(ctx, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
 	if err != nil {
@@ -210,8 +211,9 @@ func TestParkedMissingAnswerAskedAgain(t *testing.T) {
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Capabilities: exactjson.Object(
 		exactjson.Field("elicitation", exactjson.Object()))})
+
 	defer c.Close()
 	call := func(responses, state exactjson.Value) exactjson.Value {
 		t.Helper()
@@ -266,8 +268,9 @@ func TestParkedBounds(t *testing.T) {
 	t.Run("per partition", func(t *testing.T) {
 		up, _ := fakeUpstream(t, "fake")
 		in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}, Input: gateway.InputConfig{MaxParkedPerPartition: 1}}, testKeyring(t), nil)
-		c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Capabilities: exactjson.Object(
+		c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Capabilities: exactjson.Object(
 			exactjson.Field("elicitation", exactjson.Object()))})
+
 		defer c.Close()
 		params := map[string]any{"name": "ask", "arguments": map[string]any{}}
 		if res, err := c.Call(ctx, "tools/call", params); err != nil || !strings.Contains(res.String(), "input_required") {
@@ -325,7 +328,7 @@ func TestParkedProgressAndURLCompletion(t *testing.T) {
 	var mu sync.Mutex
 	var progress []float64
 	var asked []exactjson.Value
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{
 		Handlers: client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 			mu.Lock()
 			asked = append(asked, p)
@@ -337,6 +340,7 @@ func TestParkedProgressAndURLCompletion(t *testing.T) {
 			progress = append(progress, p)
 			mu.Unlock()
 		}})
+
 	defer c.Close()
 	res, err := c.CallTool(ctx, "link", nil)
 	if err != nil {
@@ -367,7 +371,7 @@ func TestURLCompletionToLegacyClient(t *testing.T) {
 	var mu sync.Mutex
 	var asked []exactjson.Value
 	var completed []string
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{ProtocolVersion: "2025-11-25",
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{ProtocolVersion: "2025-11-25",
 		Handlers: client.Handlers{Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 			mu.Lock()
 			asked = append(asked, p)
@@ -381,6 +385,7 @@ func TestURLCompletionToLegacyClient(t *testing.T) {
 				mu.Unlock()
 			}
 		}})
+
 	defer c.Close()
 	res, err := c.CallTool(ctx, "link", nil)
 	if err != nil {

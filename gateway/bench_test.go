@@ -28,7 +28,7 @@ func BenchmarkToolsCall(b *testing.B) {
 	hs := httptest.NewServer(up)
 	defer hs.Close()
 	run := func(b *testing.B, url, tool string) {
-		c := client.New(client.NewHTTPTransport(url, nil), client.Options{})
+		c := client.New(client.NewHTTPTransport(url, nil), nil)
 		defer c.Close()
 		ctx := context.Background()
 		args := map[string]any{"s": "hello"}
@@ -96,7 +96,7 @@ func BenchmarkResourceRead(b *testing.B) {
 			defer gw.Close()
 			gs := httptest.NewServer(srv)
 			defer gs.Close()
-			c := client.New(client.NewHTTPTransport(gs.URL, nil), client.Options{})
+			c := client.New(client.NewHTTPTransport(gs.URL, nil), nil)
 			defer c.Close()
 			ctx := context.Background()
 			b.ReportAllocs()

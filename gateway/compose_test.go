@@ -163,9 +163,9 @@ func TestComposedURIsAppsSkills(t *testing.T) {
 				t.Cleanup(func() { gw.Close() })
 				url = serveHTTP(t, parent)
 			}
-			ui := client.New(client.NewHTTPTransport(url, nil), client.Options{Capabilities: uiCaps})
+			ui := client.New(client.NewHTTPTransport(url, nil), &client.Options{Capabilities: uiCaps})
 			defer ui.Close()
-			plain := client.New(client.NewHTTPTransport(url, nil), client.Options{})
+			plain := client.New(client.NewHTTPTransport(url, nil), nil)
 			defer plain.Close()
 
 			// Lists.
@@ -375,7 +375,7 @@ func TestSameURIsTwoUpstreams(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := startGateway(t, &gateway.Config{Upstreams: upstreams(tc.pa, tc.pb)}, testKeyring(t), nil)
-			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+			c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 			defer c.Close()
 			for uri, ok := range tc.read {
 				if _, err := c.ReadResource(ctx, uri); (err == nil) != ok {
@@ -440,7 +440,7 @@ func TestMountSkillsPerCaller(t *testing.T) {
 		"bob":   {"skill://c/open/SKILL.md"},
 		"admin": {"skill://c/open/SKILL.md", "skill://c/secret/SKILL.md"},
 	} {
-		c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{})
+		c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), nil)
 		defer c.Close()
 		list, err := c.Call(ctx, skills.MethodList, exactjson.Object())
 		if err != nil {
@@ -493,7 +493,7 @@ func TestCloseWithdrawsExtensions(t *testing.T) {
 		gws = append(gws, gw)
 	}
 	url := serveHTTP(t, parent)
-	c := client.New(client.NewHTTPTransport(url, nil), client.Options{Capabilities: uiCaps})
+	c := client.New(client.NewHTTPTransport(url, nil), &client.Options{Capabilities: uiCaps})
 	defer c.Close()
 	exts := func() exactjson.Value {
 		t.Helper()

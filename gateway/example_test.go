@@ -57,7 +57,7 @@ func ExampleMount() {
 	defer gw.Close()
 	ts := httptest.NewServer(app)
 	defer ts.Close()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), nil)
 	res, err := c.CallTool(ctx, "billing.balance", nil)
 	if err != nil {
 		fmt.Println(err)

@@ -23,7 +23,7 @@ import (
 func callerClient(t *testing.T, in *instance, name string) *client.Client {
 	t.Helper()
 	tr := client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: name})
-	c := client.New(tr, client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))})
+	c := client.New(tr, &client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -173,7 +173,7 @@ func addrClient(t *testing.T, in *instance, name string) *client.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}}
 	tr := &http.Transport{DialContext: d.DialContext}
 	t.Cleanup(tr.CloseIdleConnections)
-	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{Client: &http.Client{Transport: tr}}), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{Client: &http.Client{Transport: tr}}), nil)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

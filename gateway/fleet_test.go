@@ -83,7 +83,7 @@ func TestFleetRetryOnAnotherInstance(t *testing.T) {
 			a := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
 			b := startGateway(t, cfg, prot, pgStore(t, dsn, schema))
 			st := &splitTransport{first: client.NewHTTPTransport(a.url, nil), retries: client.NewHTTPTransport(b.url, nil)}
-			c := client.New(st, client.Options{Handlers: client.Handlers{Elicit: acceptForm(tc.ans)}})
+			c := client.New(st, &client.Options{Handlers: client.Handlers{Elicit: acceptForm(tc.ans)}})
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -118,7 +118,7 @@ func TestFleetParkedInstanceGone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	caps := client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))}
-	ca := client.New(client.NewHTTPTransport(a.url, nil), caps)
+	ca := client.New(client.NewHTTPTransport(a.url, nil), &caps)
 	defer ca.Close()
 	res, err := ca.Call(ctx, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
 	if err != nil {
@@ -133,7 +133,7 @@ func TestFleetParkedInstanceGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the upstream to see the cancellation", func() bool { return strings.Contains(readLog(t, log), "cancelled") })
-	cb := client.New(client.NewHTTPTransport(b.url, nil), caps)
+	cb := client.New(client.NewHTTPTransport(b.url, nil), &caps)
 	defer cb.Close()
 	// State is bound to the id of the request that emitted it: a retry
 	// travels under another (cb's first id is ca's).
@@ -175,7 +175,7 @@ func TestFleetRetryProgress(t *testing.T) {
 			st := &splitTransport{first: client.NewHTTPTransport(a.url, nil), retries: client.NewHTTPTransport(b.url, nil)}
 			var mu sync.Mutex
 			var progress []float64
-			c := client.New(st, client.Options{
+			c := client.New(st, &client.Options{
 				Handlers: client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
 					return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
 				}},
@@ -184,6 +184,7 @@ func TestFleetRetryProgress(t *testing.T) {
 					progress = append(progress, p)
 					mu.Unlock()
 				}})
+
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

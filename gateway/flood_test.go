@@ -81,7 +81,7 @@ func TestUpstreamFloodsServerRequests(t *testing.T) {
 		CallTimeout: gateway.Duration(time.Minute)} // a hang would fail the test's own deadline
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 	caps := client.Options{Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))}
-	c := client.New(client.NewHTTPTransport(in.url, nil), caps)
+	c := client.New(client.NewHTTPTransport(in.url, nil), &caps)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -146,7 +146,7 @@ func TestLegacyHTTPStreamEndsEarly(t *testing.T) {
 	}))
 	up := gateway.UpstreamConfig{Name: "up", URL: url, Protocol: gateway.Version20251125}
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

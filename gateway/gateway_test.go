@@ -164,7 +164,7 @@ func TestLegacyUpstreamFormElicitation(t *testing.T) {
 			cfg := &gateway.Config{Upstreams: []gateway.UpstreamConfig{demoUpstream(t, protocol)}}
 			in := startGateway(t, cfg, testKeyring(t), nil)
 			asked := 0
-			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+			c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Handlers: client.Handlers{
 				Elicit: func(ctx context.Context, p exactjson.Value) (exactjson.Value, error) {
 					asked++
 					if m, _ := p.Get("message"); !strings.Contains(m.String(), "Approve catalog access") {
@@ -172,6 +172,7 @@ func TestLegacyUpstreamFormElicitation(t *testing.T) {
 					}
 					return acceptForm(exactjson.Object())(ctx, p)
 				}}})
+
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -250,7 +251,7 @@ func TestCloseUnregisters(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
-	c := client.New(client.NewHTTPTransport(hs.URL, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(hs.URL, nil), nil)
 	defer c.Close()
 	// A server without tools has no tools capability: tools/list is -32601.
 	noTools := func(what string) {
@@ -280,7 +281,7 @@ func TestPromptsResourcesCompletions(t *testing.T) {
 	for _, protocol := range []string{gateway.Version20251125, gateway.Version20260728} {
 		t.Run("protocol="+protocol, func(t *testing.T) {
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{demoUpstream(t, protocol)}}, testKeyring(t), nil)
-			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+			c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

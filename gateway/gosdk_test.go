@@ -26,12 +26,13 @@ func TestGoSDKUpstream(t *testing.T) {
 		t.Run("protocol="+protocol, func(t *testing.T) {
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{gosdkUpstream(t, protocol)}}, testKeyring(t), nil)
 			var asked string
-			c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+			c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Handlers: client.Handlers{
 				Elicit: func(ctx context.Context, p exactjson.Value) (exactjson.Value, error) {
 					m, _ := p.Get("message")
 					asked, _ = m.AsString()
 					return nameAnswer("grace")(ctx, p)
 				}}})
+
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

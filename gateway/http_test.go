@@ -86,13 +86,14 @@ func TestHTTPUpstreams(t *testing.T) {
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
 			var mu sync.Mutex
 			var progress []float64
-			c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-1"}), client.Options{
+			c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-1"}), &client.Options{
 				Handlers: client.Handlers{Elicit: nameAnswer("ada")},
 				OnProgress: func(p, _ float64, _ string) {
 					mu.Lock()
 					progress = append(progress, p)
 					mu.Unlock()
 				}})
+
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -172,7 +173,7 @@ func testListChangedRefresh(t *testing.T, protocol string, firstGETFails bool) {
 		}))
 	}
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_", Protocol: protocol}}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -303,7 +304,7 @@ func legacyHTTPSessionExpired(t *testing.T, status int) {
 	// EOF, which says nothing of whether the upstream ran it.
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	in := startGatewayHTTP(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20251125}}}, testKeyring(t), nil, nil, nil, hc)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -338,7 +339,7 @@ func TestResourceUpdatesRelayed(t *testing.T) {
 	// URIs and relays the updates under the exposed ones.
 	fake.Prefix = "fk_"
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: url, Prefix: "up_"}, fake}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -35,8 +35,9 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	hc := &http.Client{Transport: &http.Transport{}}
-	c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{Client: hc}), client.Options{TasksEnabled: true, Capabilities: exactjson.Object(
+	c := client.New(client.NewHTTPTransport(hs.URL, &client.HTTPOptions{Client: hc}), &client.Options{TasksEnabled: true, Capabilities: exactjson.Object(
 		exactjson.Field("elicitation", exactjson.Object()))})
+
 	if _, err := c.CallTool(ctx, "echo", nil); err != nil {
 		t.Fatal(err)
 	}

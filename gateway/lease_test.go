@@ -46,7 +46,7 @@ var elicitCaps = client.Options{Capabilities: exactjson.Object(exactjson.Field("
 // and the requestState of the input_required result.
 func park(ctx context.Context, t *testing.T, url, tool string) (key string, state exactjson.Value) {
 	t.Helper()
-	c := client.New(client.NewHTTPTransport(url, nil), elicitCaps)
+	c := client.New(client.NewHTTPTransport(url, nil), &elicitCaps)
 	defer c.Close()
 	res, err := c.Call(ctx, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{}})
 	if err != nil {
@@ -62,7 +62,7 @@ func park(ctx context.Context, t *testing.T, url, tool string) (key string, stat
 
 // retry sends the retry of a parked call to the gateway at url.
 func retry(ctx context.Context, url, tool, key string, state exactjson.Value) (exactjson.Value, error) {
-	c := client.New(client.NewHTTPTransport(url, nil), elicitCaps)
+	c := client.New(client.NewHTTPTransport(url, nil), &elicitCaps)
 	defer c.Close()
 	// State is bound to the id of the request that emitted it: a retry
 	// travels under another (c's first id is the first request's).

@@ -101,7 +101,7 @@ func TestListenCoversWhatIsServed(t *testing.T) {
 	hs := httptest.NewServer(gate)
 	t.Cleanup(hs.Close)
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "up", URL: hs.URL, Protocol: gateway.Version20260728, Prefix: "up_"}}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

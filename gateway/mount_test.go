@@ -36,13 +36,14 @@ func TestMount(t *testing.T) {
 	in := &instance{gw: gw, srv: parent, url: serveHTTP(t, parent)}
 	var mu sync.Mutex
 	var progress []float64
-	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-m"}), client.Options{
+	c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "tok-m"}), &client.Options{
 		Handlers: client.Handlers{Elicit: nameAnswer("lin")},
 		OnProgress: func(p, _ float64, _ string) {
 			mu.Lock()
 			progress = append(progress, p)
 			mu.Unlock()
 		}})
+
 	defer c.Close()
 	tools, err := c.ListTools(ctx)
 	if err != nil {
@@ -139,7 +140,7 @@ func TestMountListsPerCaller(t *testing.T) {
 			defer gw.Close()
 			url := serveHTTP(t, parent)
 			for token, want := range tc.want {
-				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{})
+				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), nil)
 				defer c.Close()
 				tools, err := c.ListTools(ctx)
 				if err != nil {
@@ -210,7 +211,7 @@ func TestMountMiddlewareAndVisibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	c := client.New(client.NewHTTPTransport(serveHTTP(t, parent), nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(serveHTTP(t, parent), nil), nil)
 	defer c.Close()
 	tools, err := c.ListTools(ctx)
 	if err != nil {

@@ -69,7 +69,7 @@ func TestEverythingStdio(t *testing.T) {
 	in := startGatewayAdmitting(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil, tokenAdmission)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "bob"}), client.Options{Handlers: client.Handlers{
+	b := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "bob"}), &client.Options{Handlers: client.Handlers{
 		Roots: func(context.Context) (exactjson.Value, error) {
 			return mustJSON(`{"roots":[{"uri":"file:///from-client"}]}`), nil
 		},
@@ -77,6 +77,7 @@ func TestEverythingStdio(t *testing.T) {
 			return mustJSON(`{"action":"accept","content":{"name":"bob-answer"}}`), nil
 		},
 	}})
+
 	defer b.Close()
 	waitTool(t, ctx, b, "get-roots-list")
 	t.Run("roots", func(t *testing.T) {
@@ -176,7 +177,7 @@ func TestEverythingURLElicitation(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var opened []string
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 			mu.Lock()
 			opened = append(opened, str(p, "url"))
@@ -184,6 +185,7 @@ func TestEverythingURLElicitation(t *testing.T) {
 			return mustJSON(`{"action":"accept"}`), nil
 		},
 	}})
+
 	defer c.Close()
 	waitTool(t, ctx, c, "trigger-url-elicitation")
 	for _, tc := range []struct {
@@ -280,7 +282,7 @@ func TestEverythingHTTPRestarted(t *testing.T) {
 	stop := everythingHTTP(t, port)
 	up := gateway.UpstreamConfig{Name: "every", URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"}
 	in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -319,12 +321,13 @@ func everythingTask(t *testing.T, up gateway.UpstreamConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var asked []exactjson.Value
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{TasksEnabled: true, Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{TasksEnabled: true, Handlers: client.Handlers{
 		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 			asked = append(asked, p)
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
 				exactjson.Field("content", exactjson.Object(exactjson.Field("interpretation", exactjson.String("snake"))))), nil
 		}}})
+
 	defer c.Close()
 	waitTool(t, ctx, c, "simulate-research-query")
 
@@ -380,7 +383,7 @@ func everythingTask(t *testing.T, up gateway.UpstreamConfig) {
 		t.Fatalf("result %s", out)
 	}
 
-	plain := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	plain := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer plain.Close()
 	_, err = plain.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "x"})
 	var re *client.RPCError
@@ -410,7 +413,7 @@ func TestFilesystemAndMemory(t *testing.T) {
 		{Name: "think", Command: node, Args: []string{thinkEntry}, Prefix: "think_", Env: map[string]string{"DISABLE_THOUGHT_LOGGING": "true"}},
 	}}
 	in := startGateway(t, cfg, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -475,7 +478,7 @@ func TestPostgresAndRemote(t *testing.T) {
 			Env: map[string]string{"MCP_REMOTE_CONFIG_DIR": t.TempDir()}},
 	}}
 	in := startGateway(t, cfg, testKeyring(t), nil)
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(in.url, nil), nil)
 	defer c.Close()
 
 	res, err := c.CallTool(ctx, "pg_query", map[string]any{"sql": "SELECT note FROM " + table})

@@ -149,7 +149,7 @@ func TestUpstreamOAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := gateway.UpstreamConfig{Name: "up", URL: upURL, Prefix: "up_", OAuth: tc.oauth}
 			in := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, testKeyring(t), nil)
-			c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "caller-own-token"}), client.Options{})
+			c := client.New(client.NewHTTPTransport(in.url, &client.HTTPOptions{BearerToken: "caller-own-token"}), nil)
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -113,13 +113,14 @@ func TestPerUserTokenExchange(t *testing.T) {
 			in := startPerUserGateway(t, cfg, testKeyring(t), usertoken.NewMemory(0), fixedCallers(callers))
 			for _, tc := range []struct{ token, who string }{{"alice-gw-token", "alice"}, {"bob-gw-token", "bob"}, {"alice-gw-token", "alice"}} {
 				var asked []string
-				c := client.New(client.NewHTTPTransport(in.url+"/mcp", &client.HTTPOptions{BearerToken: tc.token}), client.Options{Handlers: client.Handlers{
+				c := client.New(client.NewHTTPTransport(in.url+"/mcp", &client.HTTPOptions{BearerToken: tc.token}), &client.Options{Handlers: client.Handlers{
 					Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 						u, _ := p.Get("url")
 						s, _ := u.AsString()
 						asked = append(asked, s)
 						return exactjson.Object(exactjson.Field("action", exactjson.String("decline"))), nil
 					}}})
+
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				res, err := c.CallTool(ctx, "up_whoami", nil)
 				cancel()

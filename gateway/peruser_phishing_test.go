@@ -104,7 +104,7 @@ func TestPerUserLinkBoundToCaller(t *testing.T) {
 		}
 		return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
 	}
-	c := client.New(client.NewHTTPTransport(gw.url+"/mcp", &client.HTTPOptions{BearerToken: "bob-gw-token"}), client.Options{Handlers: client.Handlers{Elicit: elicitBob}})
+	c := client.New(client.NewHTTPTransport(gw.url+"/mcp", &client.HTTPOptions{BearerToken: "bob-gw-token"}), &client.Options{Handlers: client.Handlers{Elicit: elicitBob}})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

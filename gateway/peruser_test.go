@@ -302,7 +302,7 @@ func (ua *userAgent) timesAsked() int {
 // call calls up_whoami as the user on the gateway at gwURL.
 func (ua *userAgent) call(t *testing.T, gwURL string) string {
 	t.Helper()
-	c := client.New(client.NewHTTPTransport(gwURL+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), client.Options{Handlers: client.Handlers{Elicit: ua.elicit}})
+	c := client.New(client.NewHTTPTransport(gwURL+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), &client.Options{Handlers: client.Handlers{Elicit: ua.elicit}})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -395,7 +395,7 @@ func TestPerUserAuthorization(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			ua := []*userAgent{alice, bob}[i%2]
-			c := client.New(client.NewHTTPTransport(gws[i/2%2].url+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), client.Options{})
+			c := client.New(client.NewHTTPTransport(gws[i/2%2].url+"/mcp", &client.HTTPOptions{BearerToken: ua.token}), nil)
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -429,7 +429,7 @@ func TestPerUserAuthorization(t *testing.T) {
 	}
 
 	// An anonymous caller cannot use the upstream.
-	c := client.New(client.NewHTTPTransport(gws[0].url+"/mcp", nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(gws[0].url+"/mcp", nil), nil)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

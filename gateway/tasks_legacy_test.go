@@ -25,12 +25,13 @@ func TestLegacyTasks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var asked []exactjson.Value
-	c := client.New(client.NewHTTPTransport(in.url, nil), client.Options{TasksEnabled: true, Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(in.url, nil), &client.Options{TasksEnabled: true, Handlers: client.Handlers{
 		Elicit: func(_ context.Context, p exactjson.Value) (exactjson.Value, error) {
 			asked = append(asked, p)
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")),
 				exactjson.Field("content", exactjson.Object(exactjson.Field("answer", exactjson.String("yes"))))), nil
 		}}})
+
 	defer c.Close()
 	create := func(tool string) string {
 		t.Helper()
@@ -168,7 +169,7 @@ func TestLegacyTasks(t *testing.T) {
 		// upstream session of the instance that created it.
 		id := create("slowtask")
 		other := startGateway(t, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, kr, nil)
-		oc := client.New(client.NewHTTPTransport(other.url, nil), client.Options{TasksEnabled: true})
+		oc := client.New(client.NewHTTPTransport(other.url, nil), &client.Options{TasksEnabled: true})
 		defer oc.Close()
 		_, err := oc.GetTask(ctx, id)
 		var re *client.RPCError

@@ -158,8 +158,9 @@ func TestTasksRelayed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			newClient := func(url, token string) *client.Client {
-				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), client.Options{TasksEnabled: true,
+				c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: token}), &client.Options{TasksEnabled: true,
 					Handlers: client.Handlers{Elicit: nameAnswer("ada")}})
+
 				t.Cleanup(func() { c.Close() })
 				return c
 			}
@@ -252,11 +253,12 @@ func TestTasksRelayed(t *testing.T) {
 			// A task's URL elicitation to an origin the gateway does not
 			// allow is declined upstream, never shown to the client.
 			asked := 0
-			lc := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), client.Options{TasksEnabled: true,
+			lc := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), &client.Options{TasksEnabled: true,
 				Handlers: client.Handlers{Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
 					asked++
 					return exactjson.Object(exactjson.Field("action", exactjson.String("accept"))), nil
 				}}})
+
 			defer lc.Close()
 			if res, err := lc.CallTool(ctx, "jobs.golink", nil); err != nil || res.Text() != "link decline" || asked != 0 {
 				t.Fatalf("golink: %v %v (client asked %d times)", res, err, asked)
@@ -267,7 +269,7 @@ func TestTasksRelayed(t *testing.T) {
 			if res, err := c.CallTool(ctx, "jobs.inline", nil); err != nil || res.Text() != "inline" {
 				t.Fatalf("inline: %v %v", res, err)
 			}
-			plain := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), client.Options{})
+			plain := client.New(client.NewHTTPTransport(s.urls[0], &client.HTTPOptions{BearerToken: "alice"}), nil)
 			defer plain.Close()
 			_, err = plain.CallTool(ctx, "jobs.confirm", nil)
 			var re *client.RPCError

@@ -34,7 +34,7 @@ func Example() {
 	})
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	c := client.New(client.NewHTTPTransport(ts.URL, nil), client.Options{ProtocolVersion: client.ProtocolVersion})
+	c := client.New(client.NewHTTPTransport(ts.URL, nil), &client.Options{ProtocolVersion: client.ProtocolVersion})
 	ctx := context.Background()
 	_, _ = c.ListTools(ctx) // after the client's server/discover
 	_, _ = c.ListTools(ctx) // served from the cache

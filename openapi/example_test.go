@@ -66,7 +66,7 @@ func ExampleNew() {
 	}
 	mcp := httptest.NewServer(s)
 	defer mcp.Close()
-	c := client.New(client.NewHTTPTransport(mcp.URL, nil), client.Options{})
+	c := client.New(client.NewHTTPTransport(mcp.URL, nil), nil)
 	res, err := c.CallTool(context.Background(), "getOrder", exactjson.Object(exactjson.Field("id", exactjson.Uint(9007199254740993))))
 	if err != nil {
 		log.Fatal(err)

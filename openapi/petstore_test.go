@@ -160,13 +160,14 @@ func TestConfirmDeleteGoClient(t *testing.T) {
 	t.Cleanup(mcp.Close)
 	var asked atomic.Int32
 	var message string
-	c := client.New(client.NewHTTPTransport(mcp.URL, &client.HTTPOptions{Client: mcp.Client()}), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport(mcp.URL, &client.HTTPOptions{Client: mcp.Client()}), &client.Options{Handlers: client.Handlers{
 		Elicit: func(ctx context.Context, params exactjson.Value) (exactjson.Value, error) {
 			asked.Add(1)
 			m, _ := params.Get("message")
 			message, _ = m.AsString()
 			return exactjson.ParseString(`{"action":"accept","content":{"confirm":true}}`, exactjson.Limits{})
 		}}})
+
 	defer c.Close()
 	res, err := c.CallTool(context.Background(), "deletePet", map[string]any{"petId": 2})
 	if err != nil {

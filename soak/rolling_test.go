@@ -131,8 +131,8 @@ backend weft
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: hostRewrite{host: fleetHost, base: tr}}
 	url := "http://" + lbAddr + "/mcp"
-	plain := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), client.Options{Handlers: client.Handlers{Elicit: elicit}})
-	tasks := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), client.Options{Capabilities: tasksCaps, Handlers: client.Handlers{Elicit: elicit}})
+	plain := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), &client.Options{Handlers: client.Handlers{Elicit: elicit}})
+	tasks := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), &client.Options{Capabilities: tasksCaps, Handlers: client.Handlers{Elicit: elicit}})
 	t.Cleanup(func() { _ = plain.Close(); _ = tasks.Close() })
 	waitCtx, cancelWait := context.WithTimeout(context.Background(), readyTimeout)
 	for {

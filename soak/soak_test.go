@@ -460,11 +460,12 @@ func (s *soak) newWorker(seed uint64) *worker {
 	hc := &http.Client{Transport: &Checker{Base: tr, Stats: s.stats, LB: s.lb}}
 	url := "http://balanced/mcp"
 	w := &worker{s: s, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), tr: tr}
-	w.plain = client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), client.Options{
+	w.plain = client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), &client.Options{
 		Handlers:   client.Handlers{Elicit: elicit},
 		OnProgress: func(p, total float64, msg string) {},
 	})
-	w.tasks = client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), client.Options{Capabilities: tasksCaps, Handlers: client.Handlers{Elicit: elicit}})
+
+	w.tasks = client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), &client.Options{Capabilities: tasksCaps, Handlers: client.Handlers{Elicit: elicit}})
 	return w
 }
 
@@ -838,7 +839,7 @@ func freeAddr(t *testing.T) string {
 
 // readyProbe sends server/discover outside the checked statistics.
 func readyProbe(ctx context.Context, hc *http.Client, addr string) error {
-	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", &client.HTTPOptions{Client: hc}), client.Options{})
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", &client.HTTPOptions{Client: hc}), nil)
 	_, err := c.Discover(ctx)
 	return err
 }
@@ -1000,7 +1001,7 @@ func (s *soak) verify(orphans int) verdict {
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
 		hc := &http.Client{Transport: &Checker{Base: tr, Stats: s.stats, Fixed: in.addr}}
-		direct[in.name] = client.New(client.NewHTTPTransport("http://"+in.addr+"/mcp", &client.HTTPOptions{Client: hc}), client.Options{Capabilities: tasksCaps})
+		direct[in.name] = client.New(client.NewHTTPTransport("http://"+in.addr+"/mcp", &client.HTTPOptions{Client: hc}), &client.Options{Capabilities: tasksCaps})
 	}
 	dbStatus := map[string]string{}
 	rows, err := s.db.Query(`SELECT id, status FROM "` + s.schema + `".weft_tasks`)

@@ -99,7 +99,7 @@ func NewClient(t testing.TB, h http.Handler, opts *Options) *client.Client {
 		}
 	}
 	url := fmt.Sprintf("http://%s%s", Host, o.Endpoint)
-	c := client.New(client.NewHTTPTransport(url, topts), o.Client)
+	c := client.New(client.NewHTTPTransport(url, topts), &o.Client)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -77,13 +77,14 @@ func TestRoundTripperWithClient(t *testing.T) {
 		mu.Unlock()
 	})}
 	var progress []float64
-	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), client.Options{
+	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), &client.Options{
 		TasksEnabled: true,
 		OnProgress:   func(p, total float64, msg string) { progress = append(progress, p) },
 		Handlers: client.Handlers{Elicit: func(ctx context.Context, form exactjson.Value) (exactjson.Value, error) {
 			return exactjson.ParseString(`{"action":"accept","content":{"ship":true}}`, exactjson.Limits{})
 		}},
 	})
+
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -128,9 +129,10 @@ func TestRoundTripperCancel(t *testing.T) {
 	}
 	hc := &http.Client{Transport: wefttest.RoundTripper(srv, nil)}
 	started := make(chan struct{}, 1)
-	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), client.Options{
+	c := client.New(client.NewHTTPTransport("http://"+wefttest.Host+wefttest.DefaultEndpoint, &client.HTTPOptions{Client: hc}), &client.Options{
 		OnProgress: func(float64, float64, string) { started <- struct{}{} },
 	})
+
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -19,5 +19,5 @@
 // Plug it into the MCP client through its HTTP client:
 //
 //	hc := &http.Client{Transport: oauth.NewTransport(nil, cfg)}
-//	c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), client.Options{})
+//	c := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{Client: hc}), nil)
 package oauth

@@ -138,7 +138,7 @@ func newClient(serverURL, version string, hc *http.Client, opts client.Options) 
 	if version != "" {
 		opts.ProtocolVersion = version
 	}
-	return client.New(client.NewHTTPTransport(serverURL, &client.HTTPOptions{Client: hc}), opts)
+	return client.New(client.NewHTTPTransport(serverURL, &client.HTTPOptions{Client: hc}), &opts)
 }
 
 // acceptElicitation accepts every elicitation with the given content.

@@ -68,7 +68,7 @@ func TestServesTheDemo(t *testing.T) {
 		go func() {
 			done <- run(ctx, []string{"--addr", addr, "--data", data}, strings.NewReader(""), &stdout, &stderr)
 		}()
-		c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{})
+		c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), nil)
 		var tools []client.Tool
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -138,7 +138,7 @@ func TestStdio(t *testing.T) {
 		done <- run(ctx, []string{"--stdio", "--data", t.TempDir()}, inR, outW, io.Discard)
 		outW.Close()
 	}()
-	c := client.New(client.NewStdioTransport(outR, inW, nil), client.Options{})
+	c := client.New(client.NewStdioTransport(outR, inW, nil), nil)
 	if got := callCounter(ctx, t, c); got != "Counter at 3." {
 		t.Fatalf("counter.show over stdio answered %q", got)
 	}

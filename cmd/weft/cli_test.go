@@ -208,9 +208,9 @@ func TestRotationRunbook(t *testing.T) {
 	// ids increase, and a retry must not reuse the emitting request's id.)
 	ctx := context.Background()
 	caps := exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))
-	c0 := client.New(client.NewHTTPTransport(servers[0].url, nil), client.Options{Capabilities: caps})
+	c0 := client.New(client.NewHTTPTransport(servers[0].url, nil), &client.Options{Capabilities: caps})
 	defer c0.Close()
-	c1 := client.New(client.NewHTTPTransport(servers[1].url, nil), client.Options{Capabilities: caps})
+	c1 := client.New(client.NewHTTPTransport(servers[1].url, nil), &client.Options{Capabilities: caps})
 	defer c1.Close()
 	// c1 sends two requests first (the era probe, whose answer the first
 	// Discover returns, then a second server/discover), so that its

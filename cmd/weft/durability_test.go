@@ -56,7 +56,7 @@ var tasksCaps = exactjson.Object(
 
 func taskClient(t *testing.T, addr string) *client.Client {
 	t.Helper()
-	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{Capabilities: tasksCaps})
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), &client.Options{Capabilities: tasksCaps})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -61,10 +61,11 @@ func TestGatewayCommand(t *testing.T) {
 		}
 	})
 	waitPort(t, addr)
-	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{Handlers: client.Handlers{
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), &client.Options{Handlers: client.Handlers{
 		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
 			return exactjson.Object(exactjson.Field("action", exactjson.String("accept")), exactjson.Field("content", exactjson.Object())), nil
 		}}})
+
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -155,7 +156,7 @@ func startGatewayCmd(t *testing.T, cfg, data string, out *bytes.Buffer) *client.
 		}
 	})
 	waitPort(t, addr)
-	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{})
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), nil)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -205,10 +206,11 @@ func gatewayOverStdio(t *testing.T, cfg, data string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.New(tr, client.Options{Handlers: client.Handlers{
+	c := client.New(tr, &client.Options{Handlers: client.Handlers{
 		Elicit: func(context.Context, exactjson.Value) (exactjson.Value, error) {
 			return exactjson.Object(exactjson.Field("action", exactjson.String("decline"))), nil
 		}}})
+
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -30,7 +30,7 @@ func TestAdminMetrics(t *testing.T) {
 
 	ctx := context.Background()
 	caps := exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))
-	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), client.Options{Capabilities: caps})
+	c := client.New(client.NewHTTPTransport("http://"+addr+"/mcp", nil), &client.Options{Capabilities: caps})
 	defer c.Close()
 	if _, err := c.Discover(ctx); err != nil {
 		t.Fatal(err)

@@ -172,9 +172,10 @@ func TestProtocolTasksAndListen(t *testing.T) {
 	// A client that declares the tasks extension and does not follow, so
 	// that the task is left for the CLI.
 	start := func() string {
-		c := client.New(client.NewHTTPTransport(url, nil), client.Options{TasksEnabled: true,
+		c := client.New(client.NewHTTPTransport(url, nil), &client.Options{TasksEnabled: true,
 			Capabilities: exactjson.Object(exactjson.Field("elicitation", exactjson.Object()),
 				exactjson.Field("extensions", exactjson.Object(exactjson.Field(client.TasksExtension, exactjson.Object()))))})
+
 		defer c.Close()
 		res, err := c.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("report.generate")),
 			exactjson.Field("arguments", exactjson.Object(exactjson.Field("topic", exactjson.String("tides"))))))

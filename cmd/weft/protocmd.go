@@ -358,7 +358,7 @@ func (t *target) connect(ctx context.Context, opts client.Options, stderr io.Wri
 		if err != nil {
 			return nil, fmt.Errorf("could not start %s: %w", t.command, err)
 		}
-		return client.New(tr, opts), nil
+		return client.New(tr, &opts), nil
 	}
 	var hopts client.HTTPOptions
 	if t.trace {
@@ -393,7 +393,7 @@ func (t *target) connect(ctx context.Context, opts client.Options, stderr io.Wri
 		}
 	}
 	hopts.Client = hc
-	return client.New(client.NewHTTPTransport(t.url, &hopts), opts), nil
+	return client.New(client.NewHTTPTransport(t.url, &hopts), &opts), nil
 }
 
 // splitCommand splits a command line into words: spaces separate, and

@@ -35,7 +35,7 @@ func TestStaticTokens(t *testing.T) {
 	url := "http://" + addr + "/mcp"
 	ctx := context.Background()
 
-	anon := client.New(client.NewHTTPTransport(url, nil), client.Options{})
+	anon := client.New(client.NewHTTPTransport(url, nil), nil)
 	defer anon.Close()
 	_, err := anon.Discover(ctx)
 	var he *client.HTTPError
@@ -82,9 +82,9 @@ func TestStaticTokens(t *testing.T) {
 	}
 
 	caps := exactjson.Object(exactjson.Field("elicitation", exactjson.Object()))
-	alice := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: "alice-token-0123456789"}), client.Options{Capabilities: caps})
+	alice := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: "alice-token-0123456789"}), &client.Options{Capabilities: caps})
 	defer alice.Close()
-	bob := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: "bob-token-0123456789ab"}), client.Options{Capabilities: caps})
+	bob := client.New(client.NewHTTPTransport(url, &client.HTTPOptions{BearerToken: "bob-token-0123456789ab"}), &client.Options{Capabilities: caps})
 	defer bob.Close()
 	first, err := alice.Call(ctx, "tools/call", exactjson.Object(exactjson.Field("name", exactjson.String("catalog.continue"))))
 	if err != nil {

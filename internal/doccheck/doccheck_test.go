@@ -404,7 +404,7 @@ func runServer(t *testing.T, b block, bin, addr string) {
 			list := exactjson.Object(exactjson.Field("roots", exactjson.Array(roots...)))
 			opts.Handlers.Roots = func(ctx context.Context) (exactjson.Value, error) { return list, nil }
 		}
-		cl := client.New(tr, opts)
+		cl := client.New(tr, &opts)
 		var args any
 		if len(c.Args) > 0 {
 			args = c.Args
