@@ -81,7 +81,7 @@ func TestListsPageBySize(t *testing.T) {
 		Logger:     slog.New(slog.DiscardHandler),
 		Legacy:     weft.LegacyOptions{InMemorySessions: true},
 		Cache:      &weft.CachePolicy{TTLMillis: 60_000, Public: true},
-		Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()},
+		Middleware: []weft.Middleware{middleware.NewCache(nil).Middleware()},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -314,7 +314,7 @@ func TestLegacyBridgeViaGetStream(t *testing.T) {
 // one is served by the other, and an answer posted to the other reaches the
 // handler waiting on the first.
 func TestLegacyFleetMemory(t *testing.T) {
-	store := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+	store := sessionstore.NewMemory(nil)
 	testLegacyFleet(t, store, store)
 }
 

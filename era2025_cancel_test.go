@@ -31,7 +31,7 @@ func addBlocking(t testing.TB, s *Server, started, cancelled chan<- string) {
 // call of the session, on one instance and, through Options.Events, on
 // another; a cancellation from another session cancels nothing of this one.
 func TestLegacyCancel(t *testing.T) {
-	sessions := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+	sessions := sessionstore.NewMemory(nil)
 	events := task.NewMemoryStore(nil)
 	started, cancelled := make(chan string, 8), make(chan string, 8)
 	var urls []string

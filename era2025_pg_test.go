@@ -15,7 +15,7 @@ func TestLegacyFleetPostgres(t *testing.T) {
 	dsn := testpg.Reachable(t)
 	schema := testpg.FreshSchema(t, dsn, "weft_legacy_test")
 	open := func() *pgstore.Store {
-		st, err := pgstore.Open(context.Background(), dsn, pgstore.Options{Schema: schema, PollInterval: time.Minute})
+		st, err := pgstore.Open(context.Background(), dsn, &pgstore.Options{Schema: schema, PollInterval: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

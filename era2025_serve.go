@@ -234,9 +234,9 @@ func newLegacyServer(env eraEnv, o LegacyOptions) (*legacyServer, error) {
 		// most rather than refusing everyone (sessionstore.Limits).
 		lim := l.opts.Limits
 		lim.EvictWhenFull = true
-		l.store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: lim, Now: env.now})
+		l.store = sessionstore.NewMemory(&sessionstore.MemoryOptions{Limits: lim, Now: env.now})
 	}
-	l.stdioStore = sessionstore.NewMemory(sessionstore.MemoryOptions{Now: env.now})
+	l.stdioStore = sessionstore.NewMemory(&sessionstore.MemoryOptions{Now: env.now})
 	l.handlers = l.sessionHandlers()
 	l.enc = l.encode
 	return l, nil

@@ -150,7 +150,7 @@ func TestLegacyOptionsValidation(t *testing.T) {
 		{MaxRounds: legacyMaxRoundsCeiling + 1}, {InputTimeout: 25 * time.Hour}, {MaxLifetime: 31 * 24 * time.Hour},
 		{IdleTimeout: 2 * time.Hour, MaxLifetime: time.Hour}, {Limits: sessionstore.Limits{MaxSessions: -1}},
 		{Limits: sessionstore.Limits{MaxPendingAnswers: sessionstore.MaxPendingAnswersCeiling + 1}},
-		{Disabled: true, Only: true}, {InMemorySessions: true, Store: sessionstore.NewMemory(sessionstore.MemoryOptions{})},
+		{Disabled: true, Only: true}, {InMemorySessions: true, Store: sessionstore.NewMemory(nil)},
 		{Limits: sessionstore.Limits{MaxSessions: 5}}} {
 		if _, err := NewServer(Implementation{}, &Options{Legacy: o}); err == nil {
 			t.Errorf("LegacyOptions %+v accepted", o)

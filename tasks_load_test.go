@@ -29,7 +29,7 @@ func TestTasksLoad(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), sqlitestore.Options{Synchronous: "NORMAL"})
+	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &sqlitestore.Options{Synchronous: "NORMAL"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ type Client struct {
 // New returns a client over t; nil opts means every default.
 func New(t Transport, opts *Options) *Client {
 	if opts == nil {
-		opts = nil
+		opts = &Options{}
 	}
 	c := &Client{t: t, opts: *opts, maxRounds: opts.MaxRounds, log: opts.Logger}
 	c.era = era{version: opts.ProtocolVersion, pinned: opts.ProtocolVersion != ""}

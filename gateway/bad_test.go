@@ -57,7 +57,7 @@ func TestUpstreamWontStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
-			_, err := gateway.New(context.Background(), nil, &gateway.Config{Upstreams: []gateway.UpstreamConfig{tc.up}}, gateway.Options{})
+			_, err := gateway.New(context.Background(), nil, &gateway.Config{Upstreams: []gateway.UpstreamConfig{tc.up}}, nil)
 			if err == nil {
 				t.Fatal("New succeeded")
 			}

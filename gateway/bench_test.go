@@ -51,7 +51,8 @@ func BenchmarkToolsCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
-				{Name: "up", URL: hs.URL, Protocol: protocol}}}, gateway.Options{})
+				{Name: "up", URL: hs.URL, Protocol: protocol}}}, nil)
+
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,7 +90,8 @@ func BenchmarkResourceRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			gw, err := gateway.New(context.Background(), srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
-				{Name: "up", URL: hs.URL, Protocol: gateway.Version20260728, Prefix: tc.prefix}}}, gateway.Options{})
+				{Name: "up", URL: hs.URL, Protocol: gateway.Version20260728, Prefix: tc.prefix}}}, nil)
+
 			if err != nil {
 				b.Fatal(err)
 			}

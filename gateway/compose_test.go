@@ -156,7 +156,7 @@ func TestComposedURIsAppsSkills(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				gw, err := gateway.Mount(ctx, parent, "kit", "kit.", kit, gateway.Options{})
+				gw, err := gateway.Mount(ctx, parent, "kit", "kit.", kit, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -429,7 +429,7 @@ func TestMountSkillsPerCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: "Bearer admin"})
+	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, &gateway.Options{ListAuthorization: "Bearer admin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestCloseWithdrawsExtensions(t *testing.T) {
 	parent.EnableExtension(own, exactjson.Value{})
 	var gws []*gateway.Gateway
 	for _, name := range []string{"kit", "kat"} {
-		gw, err := gateway.Mount(ctx, parent, name, name+".", mustKit(t), gateway.Options{})
+		gw, err := gateway.Mount(ctx, parent, name, name+".", mustKit(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@
 // the clients as tasks of the extension the same way.
 //
 //	cfg, err := gateway.LoadConfig("gateway.yaml")
-//	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: parked})
+//	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{Store: parked})
 //	defer gw.Close()
 //
 // The command `weft gateway --config FILE` serves a configuration; see

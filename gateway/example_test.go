@@ -49,7 +49,7 @@ func ExampleMount() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, gateway.Options{})
+	gw, err := gateway.Mount(ctx, app, "billing", "billing.", billing, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -48,8 +48,9 @@ func pgStore(t *testing.T, dsn, schema string) sessionstore.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: schema, Prefix: "weft_gateway_",
+	st, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schema, Prefix: "weft_gateway_",
 		Limits: sessionstore.Limits{MaxPerIdentity: 10}, PollInterval: 100 * time.Millisecond})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestFleetRetryProgress(t *testing.T) {
 	prot := testKeyring(t)
 	stores := map[string]func(t *testing.T) (sessionstore.Store, sessionstore.Store){
 		"memory shared in process": func(t *testing.T) (sessionstore.Store, sessionstore.Store) {
-			st := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+			st := sessionstore.NewMemory(nil)
 			return st, st
 		},
 		"PostgreSQL": func(t *testing.T) (sessionstore.Store, sessionstore.Store) {

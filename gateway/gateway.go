@@ -98,7 +98,11 @@ type Gateway struct {
 // and keeps it current (an upstream's list_changed notifications, a
 // reconnection). It fails when an upstream cannot be reached; nothing is
 // left running then.
-func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gateway, error) {
+func New(ctx context.Context, srv *weft.Server, cfg *Config, o *Options) (*Gateway, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -109,8 +113,9 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, opts Options) (*Gat
 	in := cfg.Input.withDefaults()
 	store := opts.Store
 	if store == nil {
-		store = sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{
+		store = sessionstore.NewMemory(&sessionstore.MemoryOptions{Limits: sessionstore.Limits{
 			MaxSessions: in.MaxParked, MaxPerIdentity: in.MaxParkedPerPartition}})
+
 	}
 	hc := opts.HTTPClient
 	if hc == nil {

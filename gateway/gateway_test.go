@@ -138,7 +138,7 @@ func startGatewayHTTP(t *testing.T, cfg *gateway.Config, prot seal.Protector, st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: log, HTTPClient: hc})
+	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{Store: store, Logger: log, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,8 @@ func TestCloseUnregisters(t *testing.T) {
 	defer cancel()
 	good, _ := fakeUpstream(t, "fake")
 	_, err = gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good,
-		{Name: "bad", Command: "/nonexistent/upstream"}}}, gateway.Options{})
+		{Name: "bad", Command: "/nonexistent/upstream"}}}, nil)
+
 	if err == nil {
 		t.Fatal("New succeeded with a missing command")
 	}
@@ -262,7 +263,7 @@ func TestCloseUnregisters(t *testing.T) {
 		}
 	}
 	noTools("after a failed New")
-	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good}}, gateway.Options{})
+	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{good}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestNothingLeaks(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, gateway.Options{})
+	gw, err := gateway.New(ctx, srv, &gateway.Config{Upstreams: []gateway.UpstreamConfig{up}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ const leaseTest = time.Second
 
 func sqliteStore(t *testing.T, path string) *sqlitestore.Store {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{Prefix: "weft_gateway_", PollInterval: 50 * time.Millisecond})
+	st, err := sqlitestore.Open(context.Background(), path, &sqlitestore.Options{Prefix: "weft_gateway_", PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,11 @@ import (
 // Authorization header.
 // name identifies the mount in logs and errors. Close the returned Gateway
 // to unmount.
-func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child http.Handler, opts Options) (*Gateway, error) {
+func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child http.Handler, o *Options) (*Gateway, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if child == nil {
 		return nil, errors.New("gateway: Mount: nil child")
 	}
@@ -35,7 +39,7 @@ func Mount(ctx context.Context, parent *weft.Server, name, prefix string, child 
 		Prefix: prefix, ResourcePrefix: opts.ResourcePrefix, Authorization: "passthrough"}}}
 	opts.HTTPClient = &http.Client{Transport: handlerTransport{child}}
 	opts.callerLists = true
-	return New(ctx, parent, cfg, opts)
+	return New(ctx, parent, cfg, &opts)
 }
 
 // handlerTransport is an http.RoundTripper that serves each request with

@@ -28,7 +28,7 @@ func TestMount(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.Mount(ctx, parent, "child", "child.", child, gateway.Options{})
+	gw, err := gateway.Mount(ctx, parent, "child", "child.", child, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestMountListsPerCaller(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{ListAuthorization: tc.listAuth})
+			gw, err := gateway.Mount(ctx, parent, "child", "c.", child, &gateway.Options{ListAuthorization: tc.listAuth})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestMountMiddlewareAndVisibility(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, gateway.Options{})
+	gw, err := gateway.Mount(ctx, parent, "child", "c.", child, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestUpstreamStdoutNoise(t *testing.T) {
 	}
 	t.Run("fail", func(t *testing.T) {
 		for _, mode := range []string{"", gateway.StdoutNoiseFail} {
-			_, err := gateway.New(context.Background(), nil, &gateway.Config{Upstreams: []gateway.UpstreamConfig{noisy(t, mode)}}, gateway.Options{})
+			_, err := gateway.New(context.Background(), nil, &gateway.Config{Upstreams: []gateway.UpstreamConfig{noisy(t, mode)}}, nil)
 			if err == nil || !strings.Contains(err.Error(), "not a JSON-RPC message") || !strings.Contains(err.Error(), "Fake MCP server 1.0 starting") {
 				t.Fatalf("stdoutNoise %q: New = %v, want the banner breaking the upstream", mode, err)
 			}

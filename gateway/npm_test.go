@@ -148,7 +148,7 @@ func startBareGateway(t *testing.T, cfg *gateway.Config, opts gateway.Options) *
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, srv, cfg, opts)
+	gw, err := gateway.New(ctx, srv, cfg, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // instance renews its record.
 func TestParkedCallOutlivesManyLeases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+		store := sessionstore.NewMemory(nil)
 		owner := newParker(store, InputConfig{Lease: Duration(testLease)}, quiet())
 		defer owner.close()
 		other := newParker(store, InputConfig{Lease: Duration(testLease)}, quiet())
@@ -121,7 +121,7 @@ func TestParkedCallOutlivesManyLeases(t *testing.T) {
 // and the owner's upstream call is cancelled.
 func TestParkedCallOwnerDiesDuringRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+		store := sessionstore.NewMemory(nil)
 		ownerStore := &severable{Store: store}
 		owner := newParker(ownerStore, InputConfig{Lease: Duration(testLease)}, quiet())
 		other := newParker(store, InputConfig{Lease: Duration(testLease)}, quiet())
@@ -166,7 +166,7 @@ func TestParkedCallOwnerDiesDuringRetry(t *testing.T) {
 // record gone at once.
 func TestParkedCallOwnerDiedBeforeRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+		store := sessionstore.NewMemory(nil)
 		ownerStore := &severable{Store: store}
 		owner := newParker(ownerStore, InputConfig{Lease: Duration(testLease)}, quiet())
 		other := newParker(store, InputConfig{Lease: Duration(testLease)}, quiet())
@@ -188,7 +188,7 @@ func TestParkedCallOwnerDiedBeforeRetry(t *testing.T) {
 // may have been told the call is gone.
 func TestParkedCallRecordLapsed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := sessionstore.NewMemory(sessionstore.MemoryOptions{})
+		store := sessionstore.NewMemory(nil)
 		owner := newParker(store, InputConfig{Lease: Duration(testLease)}, quiet())
 		defer owner.close()
 		var cancelled atomic.Bool

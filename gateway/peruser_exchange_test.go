@@ -206,7 +206,7 @@ func TestUserAuthorizationOptions(t *testing.T) {
 			SignIn: &gateway.OAuthSignIn{Resource: "https://gateway.example.com/mcp", ClientID: "gw"}}, "needs the server"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		gw, err := gateway.New(ctx, nil, cfg, gateway.Options{UserAuthorization: tc.ua})
+		gw, err := gateway.New(ctx, nil, cfg, &gateway.Options{UserAuthorization: tc.ua})
 		cancel()
 		if err == nil {
 			gw.Close()
@@ -242,8 +242,9 @@ func FuzzAuthorizationHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot,
+	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{UserAuthorization: &gateway.UserAuthorization{BaseURL: "https://gw.example.com/oauth", Protector: prot,
 		SignIn: &gateway.OAuthSignIn{Resource: "https://gw.example.com/mcp", ClientID: "gw"}}})
+
 	if err != nil {
 		f.Fatal(err)
 	}

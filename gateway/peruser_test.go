@@ -197,7 +197,7 @@ func startPerUserGateway(t *testing.T, cfg *gateway.Config, prot seal.Protector,
 	defer cancel()
 	ua := ga.ua
 	ua.BaseURL, ua.Protector, ua.Store = base+"/oauth", prot, store
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{UserAuthorization: &ua})
+	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{UserAuthorization: &ua})
 	if err != nil {
 		t.Fatal(err)
 	}

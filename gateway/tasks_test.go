@@ -144,7 +144,7 @@ func TestTasksRelayed(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			gw, err := gateway.Mount(ctx, parent, "jobs", "jobs.", tasksServer(t), gateway.Options{})
+			gw, err := gateway.Mount(ctx, parent, "jobs", "jobs.", tasksServer(t), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

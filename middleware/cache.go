@@ -58,7 +58,11 @@ type cacheEntry struct {
 }
 
 // NewCache returns an empty cache.
-func NewCache(opts CacheOptions) *Cache {
+func NewCache(o *CacheOptions) *Cache {
+	var opts CacheOptions
+	if o != nil {
+		opts = *o
+	}
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultCacheEntries
 	}

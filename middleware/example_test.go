@@ -14,7 +14,7 @@ import (
 
 // A cache in front of the list and read methods, timing around everything.
 func Example() {
-	cache := middleware.NewCache(middleware.CacheOptions{})
+	cache := middleware.NewCache(nil)
 	s, err := weft.NewServer(weft.Implementation{Name: "example"}, &weft.Options{
 		Cache: &weft.CachePolicy{TTLMillis: 60_000, Public: true}, // the hint tools/list carries
 		Middleware: []weft.Middleware{

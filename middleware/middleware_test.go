@@ -286,7 +286,7 @@ func cachedServer(t *testing.T, cache *middleware.Cache, hint weft.CachePolicy, 
 func TestCacheHonoursTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reads atomic.Int32
-		cache := middleware.NewCache(middleware.CacheOptions{})
+		cache := middleware.NewCache(nil)
 		s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 1000, Public: true}, &reads)
 		ctx := context.Background()
 		c := wefttest.NewClient(t, s, as("alice"))
@@ -331,7 +331,7 @@ func TestCacheScopes(t *testing.T) {
 	}
 	t.Run("private results are per caller", func(t *testing.T) {
 		var reads atomic.Int32
-		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{TTLMillis: 60_000}, &reads)
+		s := cachedServer(t, middleware.NewCache(nil), weft.CachePolicy{TTLMillis: 60_000}, &reads)
 		alice := wefttest.NewClient(t, s, as("alice"))
 		bob := wefttest.NewClient(t, s, as("bob"))
 		if a1, b1, a2 := read(t, alice), read(t, bob), read(t, alice); a1 != "read 1" || b1 != "read 2" || a2 != "read 1" {
@@ -341,7 +341,7 @@ func TestCacheScopes(t *testing.T) {
 	t.Run("public results are shared", func(t *testing.T) {
 		var reads atomic.Int32
 		// Without admission partitions the read's public hint stands.
-		s, err := weft.NewServer(weft.Implementation{Name: "pub"}, &weft.Options{Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+		s, err := weft.NewServer(weft.Implementation{Name: "pub"}, &weft.Options{Middleware: []weft.Middleware{middleware.NewCache(nil).Middleware()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +359,7 @@ func TestCacheScopes(t *testing.T) {
 	})
 	t.Run("ttl 0 is not cached", func(t *testing.T) {
 		var reads atomic.Int32
-		s := cachedServer(t, middleware.NewCache(middleware.CacheOptions{}), weft.CachePolicy{}, &reads)
+		s := cachedServer(t, middleware.NewCache(nil), weft.CachePolicy{}, &reads)
 		c := wefttest.NewClient(t, s, nil)
 		if a, b := read(t, c), read(t, c); a != "read 1" || b != "read 2" {
 			t.Fatalf("reads %q %q", a, b)
@@ -369,7 +369,7 @@ func TestCacheScopes(t *testing.T) {
 
 func TestCacheInvalidatedByCatalogChanges(t *testing.T) {
 	var reads atomic.Int32
-	cache := middleware.NewCache(middleware.CacheOptions{})
+	cache := middleware.NewCache(nil)
 	s := cachedServer(t, cache, weft.CachePolicy{TTLMillis: 60_000, Public: true}, &reads)
 	ctx := context.Background()
 	c := wefttest.NewClient(t, s, nil)
@@ -415,7 +415,7 @@ func TestCacheBounded(t *testing.T) {
 		max, want int
 	}{{3, 3}, {0, middleware.DefaultCacheEntries}} {
 		t.Run(strconv.Itoa(tc.max), func(t *testing.T) {
-			cache := middleware.NewCache(middleware.CacheOptions{MaxEntries: tc.max})
+			cache := middleware.NewCache(&middleware.CacheOptions{MaxEntries: tc.max})
 			s, err := weft.NewServer(weft.Implementation{Name: "bounded"}, &weft.Options{Middleware: []weft.Middleware{cache.Middleware()}})
 			if err != nil {
 				t.Fatal(err)
@@ -470,7 +470,7 @@ func TestCacheKeyedByCallerAndCapabilities(t *testing.T) {
 	}
 	var reads atomic.Int32
 	s, err := weft.NewServer(weft.Implementation{Name: "keyed"}, &weft.Options{Admission: principalOnly,
-		Middleware: []weft.Middleware{middleware.NewCache(middleware.CacheOptions{}).Middleware()}})
+		Middleware: []weft.Middleware{middleware.NewCache(nil).Middleware()}})
 	if err != nil {
 		t.Fatal(err)
 	}

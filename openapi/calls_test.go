@@ -98,7 +98,7 @@ func TestRequestBodies(t *testing.T) {
 
 // The 3.0 schema conversion, checked on the generated input schema.
 func TestSchemaConversion30(t *testing.T) {
-	api, err := openapi.New([]byte(bodiesDoc), openapi.Options{BaseURL: "http://127.0.0.1:1"})
+	api, err := openapi.New([]byte(bodiesDoc), &openapi.Options{BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

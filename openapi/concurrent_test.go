@@ -22,7 +22,7 @@ func TestNewConcurrent(t *testing.T) {
 			}
 			var first string
 			for range 2 {
-				api, err := New(doc, Options{})
+				api, err := New(doc, nil)
 				if err != nil {
 					t.Error(err)
 					return

@@ -45,7 +45,7 @@ func TestDeepDocumentCost(t *testing.T) {
 	for _, n := range []int{500, 1000, 4000} {
 		doc := nestedDoc(n)
 		var err error
-		got := allocated(func() { _, err = New(doc, Options{}) })
+		got := allocated(func() { _, err = New(doc, nil) })
 		if got > 64<<10 {
 			t.Errorf("depth %d (%d bytes): refusing it allocated %d bytes, want at most 64 KiB", n, len(doc), got)
 		}

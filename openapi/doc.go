@@ -1,7 +1,7 @@
 // Package openapi serves an existing HTTP API as MCP tools (and, when
 // asked, resources) from its OpenAPI 3.0 or 3.1 document.
 //
-//	api, err := openapi.New(doc, openapi.Options{BaseURL: "https://api.example.com", HTTPClient: hc})
+//	api, err := openapi.New(doc, &openapi.Options{BaseURL: "https://api.example.com", HTTPClient: hc})
 //	if err != nil { ... }
 //	err = api.Register(server)
 //

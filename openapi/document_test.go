@@ -42,7 +42,7 @@ func TestGitHubDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(b, Options{})
+	api, err := New(b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ components:
       properties:
         trees: {type: array, items: {$ref: '#/components/schemas/Tree'}}
 `
-	api, err := New([]byte(doc), Options{})
+	api, err := New([]byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ components:
   schemas:
     S: {type: string}
 `
-	api, err := New([]byte(doc), Options{})
+	api, err := New([]byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,11 +241,11 @@ func TestDocumentErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			strict := tc.opts
 			strict.Strict = true
-			_, err := New([]byte(tc.doc), strict)
+			_, err := New([]byte(tc.doc), &strict)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("strict: error %v, want one containing %q", err, tc.want)
 			}
-			api, err := New([]byte(tc.doc), tc.opts)
+			api, err := New([]byte(tc.doc), &tc.opts)
 			if !perOperation[tc.name] {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("error %v, want one containing %q", err, tc.want)

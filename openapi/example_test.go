@@ -50,7 +50,7 @@ func ExampleNew() {
 	}))
 	defer upstream.Close()
 
-	api, err := openapi.New([]byte(exampleDoc), openapi.Options{BaseURL: upstream.URL, HTTPClient: upstream.Client()})
+	api, err := openapi.New([]byte(exampleDoc), &openapi.Options{BaseURL: upstream.URL, HTTPClient: upstream.Client()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,7 +104,7 @@ components:
       properties:
         id: {type: string, description: "` + strings.Repeat("The account's identifier. ", 10) + `"}
 `
-	api, err := openapi.New([]byte(doc), openapi.Options{BaseURL: "https://api.example.com", MaxInlineSchemaBytes: 100})
+	api, err := openapi.New([]byte(doc), &openapi.Options{BaseURL: "https://api.example.com", MaxInlineSchemaBytes: 100})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -42,7 +42,7 @@ components:
 	f.Add([]byte(`{"openapi":"3.1.0","info":{"title":"t","version":"1"},"servers":[{"url":"http://x"}],"paths":{"/{a}":{"parameters":[{"name":"a","in":"path","required":true,"content":{"application/json":{"schema":true}}}],"post":{"operationId":"a b/c","requestBody":{"content":{"text/plain":{}}},"responses":{"201":{"description":"x","content":{"application/json":{"schema":{"type":["array","null"],"prefixItems":[{"const":9007199254740993}]}}}}}}}}}`))
 	f.Add([]byte("openapi: 3.1.0\ninfo: {title: t, version: '1'}\nservers: [{url: 'http://x'}]\npaths:\n  /a:\n    get:\n      parameters: [{name: q, in: query, schema: &a {type: object, properties: {x: *a}}}]\n      responses: {}\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		api, err := New(doc, Options{MaxSchemaNodes: 20_000})
+		api, err := New(doc, &Options{MaxSchemaNodes: 20_000})
 		if err != nil {
 			return
 		}

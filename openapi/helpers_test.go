@@ -58,7 +58,7 @@ func echoUpstream(t *testing.T) *httptest.Server {
 // keyring (for the confirmation state) and returns an in-memory MCP client.
 func newServer(t *testing.T, doc string, opts openapi.Options, copts *wefttest.Options) (*openapi.API, *weft.Server, *client.Client) {
 	t.Helper()
-	api, err := openapi.New([]byte(doc), opts)
+	api, err := openapi.New([]byte(doc), &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -227,7 +227,11 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 // New reads an OpenAPI 3.0 or 3.1 document (JSON or YAML) and maps its
 // operations. It never fetches anything: references must be local to the
 // document.
-func New(doc []byte, opts Options) (*API, error) {
+func New(doc []byte, o *Options) (*API, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	opts = opts.withDefaults()
 	if len(doc) > opts.MaxDocumentBytes {
 		return nil, fmt.Errorf("openapi: document is %d bytes, more than MaxDocumentBytes (%d)", len(doc), opts.MaxDocumentBytes)

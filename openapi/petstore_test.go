@@ -244,7 +244,7 @@ func TestSelection(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.BaseURL = "http://127.0.0.1:1"
-			api, err := openapi.New([]byte(petstoreDoc(t)), tc.opts)
+			api, err := openapi.New([]byte(petstoreDoc(t)), &tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ paths:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			api, err := openapi.New([]byte(doc), tc.opts)
+			api, err := openapi.New([]byte(doc), &tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,7 +42,7 @@ func TestPublicDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			api, err := openapi.New(doc, openapi.Options{BaseURL: "http://127.0.0.1:1"})
+			api, err := openapi.New(doc, &openapi.Options{BaseURL: "http://127.0.0.1:1"})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}

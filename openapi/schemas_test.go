@@ -77,7 +77,7 @@ components:
 // a page whose planet has no name fails (with the template's not: {} both
 // would fail; with the binding lost both would pass).
 func TestDynamicAnchorBinding(t *testing.T) {
-	api, err := openapi.New([]byte(genericDoc), openapi.Options{BaseURL: "http://127.0.0.1:1", Strict: true})
+	api, err := openapi.New([]byte(genericDoc), &openapi.Options{BaseURL: "http://127.0.0.1:1", Strict: true})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -40,7 +40,11 @@ type slot struct {
 var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory store.
-func NewMemory(opts MemoryOptions) *Memory {
+func NewMemory(o *MemoryOptions) *Memory {
+	var opts MemoryOptions
+	if o != nil {
+		opts = *o
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -9,7 +9,7 @@ import (
 
 func TestMemoryContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock, limits sessionstore.Limits) (sessionstore.Store, sessionstore.Store) {
-		m := sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: limits, Now: clock.Now})
+		m := sessionstore.NewMemory(&sessionstore.MemoryOptions{Limits: limits, Now: clock.Now})
 		return m, m
 	})
 }

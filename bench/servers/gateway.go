@@ -23,7 +23,8 @@ func NewGateway(ctx context.Context, upstream, protocol string) (h http.Handler,
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	gw, err := gateway.New(ctx, s, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
-		{Name: "upstream", URL: upstream, Protocol: protocol}}}, gateway.Options{Logger: discard})
+		{Name: "upstream", URL: upstream, Protocol: protocol}}}, &gateway.Options{Logger: discard})
+
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway to %s: %w", upstream, err)
 	}

@@ -116,7 +116,7 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 		weftToggle(s)
 		mux.Handle(Path, s)
 	case "weft-sessions":
-		s, err := legacy(sessionstore.NewMemory(sessionstore.MemoryOptions{Limits: sessionstore.Limits{MaxSessions: ScaleSessions}}))
+		s, err := legacy(sessionstore.NewMemory(&sessionstore.MemoryOptions{Limits: sessionstore.Limits{MaxSessions: ScaleSessions}}))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -126,8 +126,9 @@ func NewScale(ctx context.Context, impl string, opt ScaleOptions) (http.Handler,
 		if opt.PostgresDSN == "" || opt.PostgresSchema == "" {
 			return nil, nil, fmt.Errorf("%s needs a PostgreSQL DSN and schema", impl)
 		}
-		pg, err := sessionpg.Open(ctx, opt.PostgresDSN, sessionpg.Options{Schema: opt.PostgresSchema,
+		pg, err := sessionpg.Open(ctx, opt.PostgresDSN, &sessionpg.Options{Schema: opt.PostgresSchema,
 			Limits: sessionstore.Limits{MaxSessions: ScaleSessions}, Logger: discard})
+
 		if err != nil {
 			return nil, nil, fmt.Errorf("sessions on PostgreSQL: %w", err)
 		}

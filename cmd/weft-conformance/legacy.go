@@ -54,7 +54,7 @@ func fixtureOptions(logger *slog.Logger) *weft.Options {
 	if *sessionsDSN != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		st, err := pgstore.Open(ctx, *sessionsDSN, pgstore.Options{Schema: *sessionSchema, Logger: logger})
+		st, err := pgstore.Open(ctx, *sessionsDSN, &pgstore.Options{Schema: *sessionSchema, Logger: logger})
 		if err != nil {
 			fail("opening the session store failed", err)
 		}

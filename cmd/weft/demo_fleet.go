@@ -21,12 +21,13 @@ import (
 // PostgreSQL (serve --postgres): tasks and their events, 2025-era sessions
 // and handles, in schema when it is set.
 func openFleet(ctx context.Context, dsn, schema string, logger *slog.Logger) (*demo.Fleet, error) {
-	tasks, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: schema, Logger: logger})
+	tasks, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schema, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("open PostgreSQL task store: %w", err)
 	}
-	sessions, err := sessionpg.Open(ctx, dsn, sessionpg.Options{Schema: schema, Logger: logger,
+	sessions, err := sessionpg.Open(ctx, dsn, &sessionpg.Options{Schema: schema, Logger: logger,
 		Limits: sessionstore.Limits{EvictWhenFull: true}})
+
 	if err != nil {
 		_ = tasks.Close()
 		return nil, fmt.Errorf("open PostgreSQL session store: %w", err)

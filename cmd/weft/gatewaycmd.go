@@ -87,13 +87,13 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var store sessionstore.Store
 	var legacy weft.LegacyOptions // sessions in the store below
 	if *postgres != "" {
-		pg, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
+		pg, err := sessionpg.Open(ctx, *postgres, &sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
 		if err != nil {
 			return fmt.Errorf("open PostgreSQL store of parked calls: %w", err)
 		}
 		defer pg.Close()
 		store = pg
-		sessions, err := sessionpg.Open(ctx, *postgres, sessionpg.Options{Schema: *schema, Logger: logger, Limits: sessionstore.Limits{EvictWhenFull: true}})
+		sessions, err := sessionpg.Open(ctx, *postgres, &sessionpg.Options{Schema: *schema, Logger: logger, Limits: sessionstore.Limits{EvictWhenFull: true}})
 		if err != nil {
 			return fmt.Errorf("open PostgreSQL session store: %w", err)
 		}
@@ -101,13 +101,13 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		legacy.Store = sessions
 	} else {
 		db := filepath.Join(*data, "gateway.db")
-		parked, err := sessionsqlite.Open(ctx, db, sessionsqlite.Options{Prefix: "weft_gateway_", Limits: parkedLimits})
+		parked, err := sessionsqlite.Open(ctx, db, &sessionsqlite.Options{Prefix: "weft_gateway_", Limits: parkedLimits})
 		if err != nil {
 			return fmt.Errorf("open the SQLite store of parked calls: %w", err)
 		}
 		defer parked.Close()
 		store = parked
-		sessions, err := sessionsqlite.Open(ctx, db, sessionsqlite.Options{})
+		sessions, err := sessionsqlite.Open(ctx, db, nil)
 		if err != nil {
 			return fmt.Errorf("open the SQLite session store: %w", err)
 		}
@@ -125,7 +125,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// URL elicitations: each upstream's urlElicitation, else its own https
 	// origin; nothing else (docs/gateway.md).
-	gw, err := gateway.New(ctx, srv, cfg, gateway.Options{Store: store, Logger: logger, URLElicitation: &elicit.URLPolicy{}})
+	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{Store: store, Logger: logger, URLElicitation: &elicit.URLPolicy{}})
 	if err != nil {
 		return err
 	}

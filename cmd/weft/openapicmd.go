@@ -98,7 +98,7 @@ func openapiCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		opts.Authorize = openapi.StaticHeader("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}
-	api, err := openapi.New(doc, opts)
+	api, err := openapi.New(doc, &opts)
 	if err != nil {
 		return err
 	}

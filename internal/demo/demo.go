@@ -124,7 +124,7 @@ func New(ctx context.Context, logger *slog.Logger, protector seal.Protector, cfg
 			return nil, errors.Join(errs...)
 		}
 	} else {
-		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "tasks.db"), sqlitestore.Options{}); err != nil {
+		if tasksStore, err = sqlitestore.Open(ctx, filepath.Join(cfg.DataDir, "tasks.db"), nil); err != nil {
 			return nil, fmt.Errorf("open task store: %w", err)
 		}
 		if stores, err = openDemoStores(ctx, cfg.DataDir, cfg.BaseURL); err != nil {

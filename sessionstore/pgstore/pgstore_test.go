@@ -15,7 +15,7 @@ import (
 
 func open(t testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), dsn, opts)
+	s, err := pgstore.Open(context.Background(), dsn, &opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestNotifyWakesWaiters(t *testing.T) {
 func TestOptions(t *testing.T) {
 	dsn := testpg.Reachable(t)
 	for _, o := range []pgstore.Options{{Schema: "Bad-Schema"}, {Prefix: "x;drop"}} {
-		if s, err := pgstore.Open(context.Background(), dsn, o); err == nil {
+		if s, err := pgstore.Open(context.Background(), dsn, &o); err == nil {
 			_ = s.Close()
 			t.Errorf("Open(%+v) accepted an invalid identifier", o)
 		}

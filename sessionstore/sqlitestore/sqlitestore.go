@@ -76,7 +76,11 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 
 // Open opens (creating if missing) the database file at path and its
 // tables.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+func Open(ctx context.Context, path string, o *Options) (*Store, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "weft_"
 	}

@@ -17,7 +17,7 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock, limits sessionstore.Limits) (sessionstore.Store, sessionstore.Store) {
 		path := filepath.Join(t.TempDir(), "sessions.db")
 		open := func() sessionstore.Store {
-			s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{Limits: limits, Now: clock.Now, PollInterval: 20 * time.Millisecond})
+			s, err := sqlitestore.Open(context.Background(), path, &sqlitestore.Options{Limits: limits, Now: clock.Now, PollInterval: 20 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	clock := storetest.NewClock()
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Now: clock.Now, Prefix: "weft_gateway_"})
+	s, err := sqlitestore.Open(ctx, path, &sqlitestore.Options{Now: clock.Now, Prefix: "weft_gateway_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = sqlitestore.Open(ctx, path, sqlitestore.Options{Now: clock.Now, Prefix: "weft_gateway_"})
+	s, err = sqlitestore.Open(ctx, path, &sqlitestore.Options{Now: clock.Now, Prefix: "weft_gateway_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReopen(t *testing.T) {
 		t.Fatalf("after reopening: %+v %v", got, err)
 	}
 	// Another prefix is another set of tables.
-	other, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Now: clock.Now})
+	other, err := sqlitestore.Open(ctx, path, &sqlitestore.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestOpenErrors(t *testing.T) {
 		{filepath.Join(dir, "x.db"), sqlitestore.Options{Prefix: "Bad-Prefix"}},
 		{filepath.Join(dir, "x.db"), sqlitestore.Options{Limits: sessionstore.Limits{MaxSessions: -1}}},
 	} {
-		s, err := sqlitestore.Open(context.Background(), tc.path, tc.opts)
+		s, err := sqlitestore.Open(context.Background(), tc.path, &tc.opts)
 		if !errors.Is(err, sessionstore.ErrInvalid) {
 			t.Errorf("Open(%q, %+v) = %v, want ErrInvalid", tc.path, tc.opts, err)
 		}

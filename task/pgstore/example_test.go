@@ -14,7 +14,7 @@ import (
 // same database shares the tasks and hears the same notifications.
 func ExampleOpen() {
 	ctx := context.Background()
-	store, err := pgstore.Open(ctx, "postgres://app@db.internal:5432/app", pgstore.Options{Schema: "weft"})
+	store, err := pgstore.Open(ctx, "postgres://app@db.internal:5432/app", &pgstore.Options{Schema: "weft"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -124,7 +124,11 @@ var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,40}$`)
 // Open connects to the database at dsn (a PostgreSQL URL or keyword/value
 // string), creates the schema objects if missing, starts the notification
 // listener and returns the store.
-func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+func Open(ctx context.Context, dsn string, o *Options) (*Store, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "weft_"
 	}

@@ -21,7 +21,7 @@ import (
 
 func open(t testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), dsn, opts)
+	s, err := pgstore.Open(context.Background(), dsn, &opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestOpenInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if s, err := pgstore.Open(t.Context(), tc.dsn, tc.opts); err == nil {
+			if s, err := pgstore.Open(t.Context(), tc.dsn, &tc.opts); err == nil {
 				_ = s.Close()
 				t.Fatal("Open succeeded, want error")
 			}

@@ -21,7 +21,7 @@ func ExampleOpen() {
 	defer os.RemoveAll(dir)
 
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "tasks.db"), sqlitestore.Options{})
+	store, err := sqlitestore.Open(ctx, filepath.Join(dir, "tasks.db"), nil)
 	if err != nil {
 		fmt.Println(err)
 		return

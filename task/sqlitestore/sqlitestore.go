@@ -80,7 +80,11 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // Open opens (creating if needed) the SQLite database at path, creates the
 // schema if missing, and returns the store. path is a file path (not a
 // ":memory:" database or a URI) and must not contain '?'.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+func Open(ctx context.Context, path string, o *Options) (*Store, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
 	if opts.Table == "" {
 		opts.Table = "weft_tasks"
 	}

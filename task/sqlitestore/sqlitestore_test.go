@@ -16,7 +16,7 @@ import (
 
 func open(t testing.TB, path string, opts sqlitestore.Options) *sqlitestore.Store {
 	t.Helper()
-	s, err := sqlitestore.Open(context.Background(), path, opts)
+	s, err := sqlitestore.Open(context.Background(), path, &opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -84,7 +84,7 @@ func TestTwoHandlesOneFile(t *testing.T) {
 
 func TestReopenKeepsTasks(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "persist.db")
-	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	s, err := sqlitestore.Open(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestOpenInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := sqlitestore.Open(t.Context(), tc.path, tc.opts)
+			s, err := sqlitestore.Open(t.Context(), tc.path, &tc.opts)
 			if err == nil {
 				_ = s.Close()
 				t.Fatalf("Open succeeded, want error")

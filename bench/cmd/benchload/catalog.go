@@ -72,7 +72,7 @@ func openAPICatalog(n int) (*catalogServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"name":"a","size":1}`))
 	}))
-	api, err := openapi.New(catalogDoc(n), openapi.Options{BaseURL: up.URL})
+	api, err := openapi.New(catalogDoc(n), &openapi.Options{BaseURL: up.URL})
 	if err != nil {
 		up.Close()
 		return nil, err
@@ -123,8 +123,8 @@ func gatewayCatalog(ctx context.Context, n int) (*catalogServer, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, s, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "upstream", URL: up.URL + servers.Path}}},
-		gateway.Options{Logger: discardLogger()})
+	gw, err := gateway.New(ctx, s, &gateway.Config{Upstreams: []gateway.UpstreamConfig{{Name: "upstream", URL: up.URL + servers.Path}}}, &gateway.Options{Logger: discardLogger()})
+
 	if err != nil {
 		up.Close()
 		return nil, fmt.Errorf("gateway: %w", err)

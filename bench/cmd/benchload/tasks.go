@@ -153,7 +153,7 @@ func taskRates(ctx context.Context, cfg config) ([]taskRow, error) {
 			if !cfg.taskSystems["sqlite"] {
 				break
 			}
-			sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("tasks-%s-%d.db", sync, i)), sqlitestore.Options{Synchronous: sync})
+			sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("tasks-%s-%d.db", sync, i)), &sqlitestore.Options{Synchronous: sync})
 			if err != nil {
 				return nil, err
 			}

@@ -49,7 +49,7 @@ func taskFairness(ctx context.Context, cfg config) ([]taskFairRow, error) {
 	defer os.RemoveAll(dir)
 	var rows []taskFairRow
 	for i, flood := range []int{0, fairFlood} {
-		sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("fair-%d.db", i)), sqlitestore.Options{Synchronous: "NORMAL"})
+		sq, err := sqlitestore.Open(ctx, filepath.Join(dir, fmt.Sprintf("fair-%d.db", i)), &sqlitestore.Options{Synchronous: "NORMAL"})
 		if err != nil {
 			return nil, err
 		}

@@ -22,7 +22,7 @@ func init() {
 		if err != nil {
 			return nil, nil, err
 		}
-		st, err := pgstore.Open(ctx, dsn, pgstore.Options{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+		st, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return nil, nil, err
 		}
