@@ -269,3 +269,12 @@ func ExampleToolSearch() {
 	// listed: [{search_tools} {contacts_find}]
 	// found: [{invoices_void} {invoices_create}]
 }
+
+// A client that answers a tool's declared inputs declares the capabilities
+// ClientCapabilities names.
+func ExampleClientCapabilities() {
+	caps := weft.ClientCapabilities(weft.Form(weft.RequiredCapability), weft.URL(weft.RequiredCapability), weft.Roots(weft.RequiredCapability))
+	b, _ := exactjson.Encode(caps, 0)
+	fmt.Println(string(b))
+	// Output: {"elicitation":{"form":{},"url":{}},"roots":{}}
+}

@@ -251,6 +251,21 @@ func clientSupports(caps exactjson.Value, k inputKind) bool {
 
 // mergeCapabilities deep-merges capability objects (used to report every
 // missing capability in one -32021).
+// ClientCapabilities returns the ClientCapabilities object that declares
+// what the given input declarations need of a client:
+// ClientCapabilities(Form(r), Roots(r)) is
+// {"elicitation":{"form":{}},"roots":{}}. A test declares it with
+// client.Options.Capabilities.
+func ClientCapabilities(inputs ...Input) exactjson.Value {
+	out := exactjson.Object()
+	for _, in := range inputs {
+		if in != nil {
+			out = mergeCapabilities(out, in.Capabilities())
+		}
+	}
+	return out
+}
+
 func mergeCapabilities(a, b exactjson.Value) exactjson.Value {
 	if a.Kind() != exactjson.KindObject {
 		return b

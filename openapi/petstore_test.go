@@ -101,7 +101,7 @@ func TestConfirmDelete(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	_, s, c := newServer(t, petstoreDoc(t), openapi.Options{BaseURL: up.URL},
-		&wefttest.Options{Client: client.Options{Capabilities: wefttest.Capabilities(weft.Form(weft.ConditionalCapability))}})
+		&wefttest.Options{Client: client.Options{Capabilities: weft.ClientCapabilities(weft.Form(weft.ConditionalCapability))}})
 	var asked atomic.Int32
 	answer := func(f wefttest.ElicitFunc) *client.Client {
 		return wefttest.NewClient(t, s, &wefttest.Options{Client: client.Options{Handlers: client.Handlers{

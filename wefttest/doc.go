@@ -26,7 +26,7 @@
 // With client.Options.TasksEnabled it follows a durable task to its result
 // and answers the task's input requests through tasks/update with the same
 // handlers. A client declares the capabilities its handlers answer;
-// client.Options.Capabilities (see [Capabilities]) declares others. To drive
+// client.Options.Capabilities (see [weft.ClientCapabilities]) declares others. To drive
 // rounds by hand (a tampered, stale or missing answer), send each one with
 // Client.Call and the inputResponses and requestState of the round before.
 //

@@ -87,32 +87,6 @@ func RootsOf(uris ...string) func(context.Context) (exactjson.Value, error) {
 	}
 }
 
-// Capabilities returns the ClientCapabilities object declaring the client
-// capabilities that the given input declarations need, for
-// client.Options.Capabilities: Capabilities(weft.Form(r), weft.Roots(r)) is
-// {"elicitation":{"form":{}},"roots":{}}. A client with Handlers and no
-// Capabilities declares what its handlers answer instead.
-func Capabilities(inputs ...weft.Input) exactjson.Value {
-	out := exactjson.Object()
-	for _, in := range inputs {
-		if in != nil {
-			out = merge(out, in.Capabilities())
-		}
-	}
-	return out
-}
-
-func merge(a, b exactjson.Value) exactjson.Value {
-	for k, bv := range b.All() {
-		if av, ok := a.Get(k); ok && av.Kind() == exactjson.KindObject && bv.Kind() == exactjson.KindObject {
-			a = a.With(k, merge(av, bv))
-		} else if !ok {
-			a = a.With(k, bv)
-		}
-	}
-	return a
-}
-
 // elicitMode is an elicitation's mode: "form" when absent.
 func elicitMode(params exactjson.Value) string {
 	if m, ok := params.Get("mode"); ok {

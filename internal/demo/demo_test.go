@@ -49,7 +49,7 @@ func newTestDemo(t *testing.T) *Demo {
 
 func testClient(t *testing.T, d *Demo, user string, inputs ...weft.Input) *client.Client {
 	return wefttest.NewClient(t, d.srv, &wefttest.Options{Header: http.Header{"X-User": {user}},
-		Client: client.Options{Capabilities: wefttest.Capabilities(inputs...)}})
+		Client: client.Options{Capabilities: weft.ClientCapabilities(inputs...)}})
 }
 
 // round is one round of a tools/call driven by hand, as the user's client
