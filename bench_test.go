@@ -61,6 +61,24 @@ func BenchmarkToolsCall(b *testing.B) {
 	}
 }
 
+// BenchmarkToolsCall2025 is BenchmarkToolsCall from a stateless 2025-11-25
+// client: the same tool through the era adapter.
+func BenchmarkToolsCall2025(b *testing.B) {
+	s, _, _ := benchServer(b)
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":40,"b":2}}}`)
+	h := http.Header{
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2025-11-25"},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := serveOnce(s, msg, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkToolsCallParallel(b *testing.B) {
 	s, msg, h := benchServer(b)
 	b.ReportAllocs()

@@ -85,11 +85,11 @@ type eraCore interface {
 	// (the Observer, the rate limiter, the concurrency gate and deadline,
 	// the handler span, panic recovery, the middleware and the handler),
 	// and encodes its result with the call's encoder.
-	dispatch(ctx context.Context, c *eraCall) reply
+	dispatch(ctx context.Context, c eraCall) reply
 }
 
 // eraCall is an admitted request of an era, as the adapter hands it to the
-// core.
+// core: by value, so that handing it over allocates nothing.
 type eraCall struct {
 	in                    *inbound
 	era                   era
@@ -183,7 +183,7 @@ func (c seam) admit(ctx context.Context, in *inbound, method, target string) (Id
 	return c.s.admitObserved(ctx, in, method, target)
 }
 
-func (c seam) dispatch(ctx context.Context, ec *eraCall) reply {
+func (c seam) dispatch(ctx context.Context, ec eraCall) reply {
 	s := c.s
 	h := ec.handler
 	if h == nil {

@@ -38,7 +38,7 @@ func roundID(id ID, r int) ID {
 // request deadline and wrapped in the middleware; waiting for the client's
 // answers between rounds holds no slot and runs under InputTimeout instead),
 // and an input_required result is answered with server-to-client requests.
-func (l *legacyServer) bridge(ctx context.Context, first *eraCall) reply {
+func (l *legacyServer) bridge(ctx context.Context, first eraCall) reply {
 	c := first.conn.(*legacyConn)
 	// A legacy client has no part in the input protocol: whatever it puts
 	// in these members is not a retry.

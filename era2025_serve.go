@@ -523,8 +523,8 @@ func (l *legacyServer) ready(ctx context.Context) (string, error) {
 }
 
 // call is the core's view of one invocation for a session c.
-func (l *legacyServer) call(c *legacyConn, method string, id ID, name string, params exactjson.Value) *eraCall {
-	ec := &eraCall{in: c.in, era: era2025, method: method, id: id, name: name, params: params,
+func (l *legacyServer) call(c *legacyConn, method string, id ID, name string, params exactjson.Value) eraCall {
+	ec := eraCall{in: c.in, era: era2025, method: method, id: id, name: name, params: params,
 		caps: c.caps, clientInfo: c.info, ident: c.ident, logLevel: -1, conn: c, encode: l.enc}
 	if c.sess != nil {
 		ec.version = c.sess.ProtocolVersion
