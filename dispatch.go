@@ -182,10 +182,10 @@ func (r reply) classify() Outcome {
 // errReply is the reply of an error.
 func errReply(id ID, e *Error) reply { return reply{id: id, err: e} }
 
-// serve runs one message of any era: it parses the body once, hands it to
-// the era adapters (era.go), which serve the messages of their eras, and
-// validates a 2026-07-28 request in the spec's order, admits it and
-// dispatches it.
+// serve runs one message of any era: it parses the body once, offers a
+// message that is not of 2026-07-28 to the era adapters (era.go), which
+// serve the messages of their eras, and validates a 2026-07-28 request in
+// the spec's order, admits it and dispatches it.
 func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if !s.bus.serving.Load() {
 		s.bus.serving.Store(true)
@@ -208,9 +208,11 @@ func (s *Server) serve(ctx context.Context, in *inbound) (rep reply) {
 	if err != nil {
 		return errReply(ID{}, withCause(protocolError(CodeParseError, "Parse error: "+err.Error(), exactjson.Value{}), err))
 	}
-	for _, a := range s.adapters {
-		if rep, ok := a.serveMessage(ctx, in, v, rt); ok {
-			return rep
+	if len(s.adapters) > 0 && (!s.modern || !isModern(v)) {
+		for _, a := range s.adapters {
+			if rep, ok := a.serveMessage(ctx, in, v, rt); ok {
+				return rep
+			}
 		}
 	}
 	m, perr := parseMessage(v)

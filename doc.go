@@ -27,8 +27,8 @@
 //
 // A transport (transport_http.go, transport_stdio.go) reads one message and
 // hands it to the dispatch core (dispatch.go), which parses it once, offers
-// it to the era adapters (era.go; the 2025-11-25 one is era2025_*.go), which
-// serve the messages of their eras, validates a 2026-07-28 request in the
+// one that is not of 2026-07-28 to the era adapters (era.go; the 2025-11-25
+// one is era2025_*.go), which serve the messages of their eras, validates a 2026-07-28 request in the
 // specification's order (validate.go), admits it ([Options.Admission],
 // admission.go) and dispatches it: the [Observer], the
 // rate limiter, the concurrency gate and the request deadline, the handler

@@ -37,24 +37,37 @@ func (e era) objectsOnly() bool { return e == era2025 }
 func (e era) completesElicitations() bool { return e == era2025 }
 
 // newAdapters makes the era adapters of a server: the 2025-11-25 one
-// (era2025_*.go) unless Options.Legacy disables it.
-func newAdapters(env eraEnv, o *Options) ([]eraAdapter, error) {
+// (era2025_*.go) unless Options.Legacy disables it. modern reports whether
+// the core serves 2026-07-28 messages itself; when it does not, the
+// adapters answer them too (with their own versions' error).
+func newAdapters(env eraEnv, o *Options) (adapters []eraAdapter, modern bool, err error) {
 	a, err := newLegacyServer(env, o.Legacy)
 	if err != nil || a == nil {
-		return nil, err
+		return nil, true, err
 	}
-	return []eraAdapter{a}, nil
+	return []eraAdapter{a}, !a.opts.Only, nil
+}
+
+// isModern reports whether a parsed message is of 2026-07-28: its
+// params._meta names a protocol version. The core serves it without
+// offering it to the adapters.
+func isModern(v exactjson.Value) bool {
+	params, _ := v.Get("params")
+	meta, _ := params.Get("_meta")
+	return meta.Has(metaProtocolVersion)
 }
 
 // eraAdapter is a protocol era served beside the core's own (2026-07-28),
-// as connect-go serves its protocols behind one handler: the transports hand
-// it every message first, it decodes the messages of its era and encodes
-// their replies, and it enters the core only to admit and dispatch them.
+// as connect-go serves its protocols behind one handler: the core offers it
+// every message that is not of 2026-07-28 (isModern), it decodes the
+// messages of its era and encodes their replies, and it enters the core
+// only to admit and dispatch them.
 // The 2025-11-25 era (era2025_*.go, Options.Legacy) is the one adapter; a
 // later protocol revision is another.
 type eraAdapter interface {
 	// serveMessage serves a parsed message of its era; it reports false
-	// for a message it leaves to the core.
+	// for a message it leaves to the core. It sees a 2026-07-28 message
+	// only when the core does not serve that era (newAdapters).
 	serveMessage(ctx context.Context, in *inbound, v exactjson.Value, rt *requestTelemetry) (reply, bool)
 	// serveHTTP serves an HTTP request other than a POST of a message (an
 	// event stream, the end of a session); it reports false for one it

@@ -284,6 +284,9 @@ type Server struct {
 	// adapters serve the protocol eras besides 2026-07-28 (era.go): the
 	// 2025-11-25 one (era2025_*.go) unless Options.Legacy.Disabled.
 	adapters []eraAdapter
+	// modern: the core serves 2026-07-28 messages without offering them to
+	// the adapters (newAdapters).
+	modern bool
 	// encModern is s.encodeModern, made once.
 	encModern encoder
 }
@@ -388,7 +391,7 @@ func NewServer(impl Implementation, opts *Options) (*Server, error) {
 	if s.opts.Tasks != nil {
 		cfgErr = errors.Join(cfgErr, s.opts.Tasks.check())
 	}
-	if s.adapters, err = newAdapters(s.env(), &s.opts); err != nil {
+	if s.adapters, s.modern, err = newAdapters(s.env(), &s.opts); err != nil {
 		cfgErr = errors.Join(cfgErr, err)
 	}
 	if s.opts.ToolSearch != nil {
