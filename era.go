@@ -151,10 +151,10 @@ type eraEnv struct {
 	// serves reports whether the core serves method now (a catalog method
 	// only while its catalog has items).
 	serves func(method string) bool
-	// target reads the target of a request (tool or prompt name, resource
+	// targetOf reads the target of a request (tool or prompt name, resource
 	// URI, task id, a custom method's NameParam) from its params, for
 	// admission.
-	target func(method string, params exactjson.Value) (target, *Error)
+	targetOf func(method string, params exactjson.Value) (target, *Error)
 	// encode encodes a result object for an era (Limits.MaxOutputBytes).
 	encode func(res Result, to era) ([]byte, error)
 	// describe is the server's implementation, instructions and
@@ -177,7 +177,7 @@ func (s *Server) env() eraEnv {
 		writeTimeout: s.opts.WriteTimeout,
 		wrap:         s.wrap,
 		protector:    s.stateProtector,
-		target:       s.targetName,
+		targetOf:     s.targetName,
 		encode:       s.encodeResult,
 		serves: func(method string) bool {
 			_, ok := s.handler(method)

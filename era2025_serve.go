@@ -427,7 +427,7 @@ func (l *legacyServer) serveSessionMessage(ctx context.Context, in *inbound, v e
 	}
 	// Admission sees the request's target, as in the modern era (a
 	// malformed one is reported after admission).
-	name, nameErr := l.env.target(m.method, params)
+	name, nameErr := l.env.targetOf(m.method, params)
 	ident, rej := l.env.core.admit(ctx, in, m.method, name.value)
 	if rej != nil {
 		rej.id = m.id
