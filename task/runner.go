@@ -556,7 +556,11 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 				go func() {
 					// Not cancelled with ctx: the outcome of a claim cut
 					// short is unknown, so its steps would stay leased.
-					cctx, cancel := context.WithTimeout(rn.base, min(lease, rn.cfg.ShutdownTimeout))
+					// Bounded so that a stopping runner is not held long by
+					// a claim, but never below claimFloor: a short
+					// ShutdownTimeout must not make every claim on a slow
+					// database time out (no claim would ever succeed).
+					cctx, cancel := context.WithTimeout(rn.base, min(lease, max(rn.cfg.ShutdownTimeout, claimFloor)))
 					defer cancel()
 					rn.setClaiming(true)
 					recs, err := rn.cfg.Store.Claim(cctx, rn.cfg.WorkerID, lease, want, opts)
@@ -651,6 +655,10 @@ func (rn *run) claimLoop(ctx context.Context, steps *sync.WaitGroup) {
 		release(a, "claimed ahead when the runner stopped")
 	}
 }
+
+// claimFloor is the least time a claim is given, whatever ShutdownTimeout
+// (a claim is never given longer than the lease it takes).
+const claimFloor = 5 * time.Second
 
 // track registers a claimed step, so that a cancellation event that comes
 // while it waits for a worker pokes it as soon as it starts.

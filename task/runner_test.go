@@ -25,6 +25,9 @@ type faultyStore struct {
 	// claimHang and finishHang make Claim and Finish hang that long, deaf
 	// to their contexts (like a database that stopped answering), then fail.
 	claimHang, finishHang time.Duration
+	// claimDelay makes Claim take that long, minding its context (like a
+	// slow database).
+	claimDelay time.Duration
 }
 
 var errInjected = errors.New("injected transient failure")
@@ -53,7 +56,34 @@ func (f *faultyStore) Claim(ctx context.Context, worker string, lease time.Durat
 		time.Sleep(f.claimHang)
 		return nil, errInjected
 	}
+	if f.claimDelay > 0 {
+		select {
+		case <-time.After(f.claimDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return f.Store.Claim(ctx, worker, lease, max, opts...)
+}
+
+// TestRunnerSlowClaimShortShutdown: a runner with a ShutdownTimeout shorter
+// than its store's claims still claims (a claim is given at least
+// claimFloor), and still stops.
+func TestRunnerSlowClaimShortShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.store.claimDelay = 200 * time.Millisecond
+		id := h.create(task.NewTask{})
+		h.start(task.Runner{ShutdownTimeout: 50 * time.Millisecond, Handler: func(ctx context.Context, job *task.Job) (task.Outcome, error) {
+			return task.Complete(json.RawMessage(`{}`)), nil
+		}})
+		if r := h.waitTerminal(id, time.Minute); r.Status != task.Completed {
+			t.Fatalf("task %s, want completed", r.Status)
+		}
+		if err := h.shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func (f *faultyStore) Finish(ctx context.Context, id string, fence int64, out task.Outcome) (*task.Record, error) {
