@@ -118,8 +118,8 @@ type eraCall struct {
 	// charged marks a later round of a call the adapter runs in rounds: the
 	// client's request was charged to the rate limiter once, in the first.
 	charged bool
-	// handler is the era's own handler of method (wrapped in the middleware
-	// with eraEnv.wrap); nil dispatches the core's handler of method.
+	// handler is the handler of method: the era's own (wrapped in the
+	// middleware with eraEnv.wrap) or the core's (eraEnv.handler).
 	handler Handler
 	encode  encoder           // the era's encoding of a typed result
 	rt      *requestTelemetry // the telemetry of the request's first round; nil for later rounds
@@ -148,9 +148,10 @@ type eraEnv struct {
 	// protector seals what the era keeps at the client (Options.Protector,
 	// or the development protector made on first use).
 	protector func() seal.Protector
-	// serves reports whether the core serves method now (a catalog method
-	// only while its catalog has items).
-	serves func(method string) bool
+	// handler returns the core's middleware-wrapped handler of method, and
+	// whether the core serves it now (a catalog method only while its
+	// catalog has items).
+	handler func(method string) (Handler, bool)
 	// targetOf reads the target of a request (tool or prompt name, resource
 	// URI, task id, a custom method's NameParam) from its params, for
 	// admission.
@@ -179,10 +180,7 @@ func (s *Server) env() eraEnv {
 		protector:    s.stateProtector,
 		targetOf:     s.targetName,
 		encode:       s.encodeResult,
-		serves: func(method string) bool {
-			_, ok := s.handler(method)
-			return ok
-		},
+		handler:      s.handler,
 		describe: func() (Implementation, string, exactjson.Value) {
 			return s.impl, s.opts.Instructions, s.capabilities(false)
 		},
@@ -198,13 +196,6 @@ func (c seam) admit(ctx context.Context, in *inbound, method, target string) (Id
 
 func (c seam) dispatch(ctx context.Context, ec eraCall) reply {
 	s := c.s
-	h := ec.handler
-	if h == nil {
-		var ok bool
-		if h, ok = s.handler(ec.method); !ok {
-			return errReply(ID{}, methodNotFound(ec.method))
-		}
-	}
 	req := s.newRequest(ec.in, ec.method, ec.id, ec.version, ec.name, ec.params, ec.caps, ec.ident)
 	req.ClientInfo = ec.clientInfo
 	req.logLevel = ec.logLevel
@@ -214,7 +205,7 @@ func (c seam) dispatch(ctx context.Context, ec eraCall) reply {
 	if ec.rt != nil {
 		ec.rt.admitted(req)
 	}
-	return s.dispatch(ctx, req, h, ec.encode)
+	return s.dispatch(ctx, req, ec.handler, ec.encode)
 }
 
 // adaptersServeHTTP offers an HTTP request other than a POST of a message

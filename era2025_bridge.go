@@ -43,15 +43,16 @@ func (l *legacyServer) bridge(ctx context.Context, first eraCall) reply {
 	// A legacy client has no part in the input protocol: whatever it puts
 	// in these members is not a retry.
 	params := first.params.Without("inputResponses", "requestState")
-	call := first
+	strip := first.params.Has("inputResponses") || first.params.Has("requestState")
 	for round := 0; ; round++ {
-		if round > 0 || first.params.Has("inputResponses") || first.params.Has("requestState") {
-			call = l.call(c, first.method, roundID(first.id, round), first.name, params)
-			call.handler = first.handler
-			call.charged = round > 0 // the client's request was charged to the rate limiter once
-			if round == 0 {
-				call.rt = first.rt
-			}
+		call := first
+		if round > 0 || strip {
+			call.id, call.params = roundID(first.id, round), params
+		}
+		if round > 0 {
+			// The client's request was charged to the rate limiter, and
+			// recorded by the telemetry, once.
+			call.charged, call.rt = true, nil
 		}
 		rep := l.env.core.dispatch(ctx, call)
 		ask, ok := rep.res.(askResult)

@@ -536,17 +536,18 @@ func (l *legacyServer) call(c *legacyConn, method string, id ID, name string, pa
 }
 
 // handler returns the handler of a method a session may call: its own
-// (the session methods), or nil for a 2026-07-28 method that also exists
-// in 2025-11-25 (not discovery, listen or the tasks extension), which the
-// core dispatches. A stateless request has no session to keep a log level
-// or subscriptions in.
+// (the session methods), or the core's for a 2026-07-28 method that also
+// exists in 2025-11-25 (not discovery, listen or the tasks extension). A
+// stateless request has no session to keep a log level or subscriptions
+// in.
 func (l *legacyServer) handler(method string, stateless bool) (Handler, bool) {
 	if h, ok := l.handlers[method]; ok {
 		if stateless && (method == "logging/setLevel" || method == "resources/subscribe" || method == "resources/unsubscribe") {
 			return nil, false
 		}
 		if method == "resources/subscribe" || method == "resources/unsubscribe" {
-			return h, l.env.serves("resources/read")
+			_, ok := l.env.handler("resources/read")
+			return h, ok
 		}
 		return h, true
 	}
@@ -554,7 +555,7 @@ func (l *legacyServer) handler(method string, stateless bool) (Handler, bool) {
 	case "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel":
 		return nil, false
 	}
-	return nil, l.env.serves(method)
+	return l.env.handler(method)
 }
 
 // sessionHandlers are the methods only 2025-11-25 has, wrapped in the
