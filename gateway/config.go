@@ -34,6 +34,19 @@ type Config struct {
 	// program calling [New] sets that option on its server (New does not
 	// read this field).
 	ToolSearch *weft.ToolSearch `json:"toolSearch,omitempty"`
+
+	// Auth authenticates the callers (read by `weft gateway`; see
+	// [AuthConfig]).
+	Auth *AuthConfig `json:"auth,omitempty"`
+	// Policy restricts who sees and uses which upstream, tool, prompt and
+	// resource (see [PolicyRule]); [New] applies it.
+	Policy []PolicyRule `json:"policy,omitempty"`
+	// Limits are quotas per caller and item (see [LimitRule]); [New]
+	// applies them, in Options.Quotas.
+	Limits []LimitRule `json:"limits,omitempty"`
+	// Audit configures the audit log of calls (see [AuditConfig]); `weft
+	// gateway` opens the file, [New] writes to Options.Audit.
+	Audit *AuditConfig `json:"audit,omitempty"`
 }
 
 // UpstreamConfig describes one upstream MCP server: a command speaking
@@ -531,7 +544,7 @@ func (c *Config) Validate() error {
 	case in.Lease.D() > in.withDefaults().Lifetime.D():
 		return fmt.Errorf("input.lease = %s exceeds input.lifetime (%s)", in.Lease.D(), in.withDefaults().Lifetime.D())
 	}
-	return nil
+	return c.validateCallers()
 }
 
 func validName(s string, max int) bool {
