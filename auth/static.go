@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/weftmcp/weft"
 )
@@ -237,9 +238,10 @@ func (s *StaticTokens) Lookup(token string) (weft.Identity, error) {
 // ScopesSupported; one with an unknown token gets a 401 with
 // error="invalid_token". meta may be nil, which leaves resource_metadata
 // out of challenges (MCP clients then probe the well-known URIs), as does
-// an invalid meta (check it with [ResourceMetadata.Validate]). It does
-// not check scopes: give each token only the scopes it should have, and
-// check them in handlers or an interceptor if operations differ.
+// an invalid meta (check it with [ResourceMetadata.Validate]). A token
+// lacking a scope the operation's registration declares (weft.Tool.Scopes
+// and the like) gets a 403 insufficient_scope naming them; give each token
+// only the scopes it should have.
 func (s *StaticTokens) Admission(meta *ResourceMetadata) weft.Admission {
 	meta = meta.snapshot()
 	return func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
@@ -249,6 +251,11 @@ func (s *StaticTokens) Admission(meta *ResourceMetadata) weft.Admission {
 		id, err := s.Lookup(r.BearerToken)
 		if err != nil {
 			return weft.Identity{}, meta.InvalidToken(nil, describe(err))
+		}
+		for _, sc := range r.Scopes {
+			if !slices.Contains(id.Scopes, sc) {
+				return weft.Identity{}, meta.InsufficientScope(r.Scopes, "The token lacks scopes this operation requires")
+			}
 		}
 		return id, nil
 	}

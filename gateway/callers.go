@@ -47,7 +47,28 @@ type AuthConfig struct {
 	// tasks, subscriptions and fair shares (default "sub": each user alone;
 	// "tenant" shares them within a tenant). JWT and Introspection only.
 	PartitionClaim string `json:"partitionClaim,omitempty"`
+	// SignIn is the gateway's client at the authorization server of JWT or
+	// Introspection, with which its pages sign a person in a browser in:
+	// per-user upstream authorization (oauth.perUser) binds each start
+	// link to the caller signed in there. With AuthorizationServer the
+	// gateway registers its own pages client instead.
+	SignIn *SignInConfig `json:"signIn,omitempty"`
 }
+
+// SignInConfig is the gateway pages' client at the callers' authorization
+// server (redirect URI <origin of Resource>/oauth/signin).
+type SignInConfig struct {
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret,omitempty"` // ${VAR} expanded; none: a public client
+	// Scopes are requested besides those of the resource metadata.
+	Scopes []string `json:"scopes,omitempty"`
+	// AuthorizationParams are added to the authorization request
+	// ("audience" at Auth0 or Ory Hydra).
+	AuthorizationParams map[string]string `json:"authorizationParams,omitempty"`
+}
+
+// ClientSecretValue returns the secret with ${VAR} expanded.
+func (s SignInConfig) ClientSecretValue() string { return expand(s.ClientSecret) }
 
 // JWTAuth configures JWT access token validation (auth.JWTValidator).
 type JWTAuth struct {
@@ -100,7 +121,7 @@ type AuthServerConfig struct {
 	// documents over http on loopback.
 	Development bool `json:"development,omitempty"`
 	// AccessTokenTTL is the lifetime of the access tokens issued (default
-	// 1h).
+	// 5m, authserver.DefaultAccessTokenTTL).
 	AccessTokenTTL Duration `json:"accessTokenTTL,omitzero"`
 }
 
@@ -240,10 +261,19 @@ func (a *AuthConfig) validate() error {
 		if a.PartitionClaim != "" {
 			return errors.New("auth.partitionClaim: not with authorizationServer (its tokens' partition is the user)")
 		}
+		if a.SignIn != nil {
+			return errors.New("auth.signIn: not with authorizationServer (the gateway registers its own pages client there)")
+		}
 	default:
+		if a.SignIn != nil {
+			return errors.New("auth.signIn: not with tokensFile (static tokens sign no browser in)")
+		}
 		if a.PartitionClaim != "" {
 			return errors.New("auth.partitionClaim: only with jwt or introspection (a tokens file names each token's partition)")
 		}
+	}
+	if a.SignIn != nil && a.SignIn.ClientID == "" {
+		return errors.New("auth.signIn.clientId is required")
 	}
 	return nil
 }

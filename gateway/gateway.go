@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway/usertoken"
 	"github.com/weftmcp/weft/internal/mirror"
+	"github.com/weftmcp/weft/quota"
 	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/skills"
 )
@@ -59,6 +61,13 @@ type Options struct {
 	// docs/gateway.md.
 	UserAuthorization *UserAuthorization
 
+	// Quotas counts the calls against Config.Limits (default: in memory,
+	// one instance); a fleet shares one: quota.OpenPostgres.
+	Quotas quota.Store
+	// Audit receives the audit log (Config.Audit), one JSON object per
+	// line; nil: none. `weft gateway` opens Config.Audit.File.
+	Audit io.Writer
+
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }
 
@@ -80,6 +89,9 @@ type Gateway struct {
 	// urlDefault is Options.URLElicitation.
 	urlDefault *elicit.URLPolicy
 	ups        []*upstream
+	// pol applies Config.Policy, Limits and Audit (policy.go).
+	pol      *policy
+	unpolicy func() // removes the visibility filter of pol; nil when none
 	// userAuth is Options.UserAuthorization with defaults (nil: no
 	// upstream has per-user authorization).
 	userAuth *UserAuthorization
@@ -123,6 +135,10 @@ func New(ctx context.Context, srv *weft.Server, cfg *Config, o *Options) (*Gatew
 	}
 	g := &Gateway{srv: srv, log: log, hc: hc, ownHC: opts.HTTPClient == nil, park: newParker(store, in, log), urlDefault: opts.URLElicitation,
 		owners: map[string]*upstream{}, stop: make(chan struct{})}
+	g.pol = newPolicy(cfg, &opts, log)
+	if g.pol.callerRules && srv != nil {
+		g.unpolicy = srv.Proxy().AddVisibilityFilter(g.policyShow)
+	}
 	var vault *usertoken.Vault
 	for i := range cfg.Upstreams {
 		u := &upstream{g: g, cfg: cfg.Upstreams[i], kick: make(chan struct{}, 1), reg: newRegistry()}
@@ -230,6 +246,9 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	for _, u := range g.ups {
 		u.unregister()
+	}
+	if g.unpolicy != nil {
+		g.unpolicy()
 	}
 	if g.ownHC {
 		g.hc.CloseIdleConnections()
@@ -760,7 +779,8 @@ func (u *upstream) syncTools(items []exactjson.Value, c *conn) {
 				mirrors, err = mirror.Find(in)
 			}
 			if err == nil {
-				err = srv.AddTool(t, u.toolHandler(upName, mirrors, ts))
+				t.Scopes = u.g.pol.scopes(u.cfg.Name, name)
+				err = srv.AddTool(t, u.guardTool(name, u.toolHandler(upName, mirrors, ts)))
 			}
 		}
 		if err != nil {
@@ -813,7 +833,8 @@ func (u *upstream) syncPrompts(items []exactjson.Value, c *conn) {
 		if c.caps.Has("completions") {
 			p.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/prompt")), exactjson.Field("name", exactjson.String(upName))))
 		}
-		if err := srv.AddPrompt(p, u.promptHandler(upName)); err != nil {
+		p.Scopes = u.g.pol.scopes(u.cfg.Name, name)
+		if err := srv.AddPrompt(p, u.guardPrompt(name, u.promptHandler(upName))); err != nil {
 			u.g.log.Warn("gateway: an upstream prompt cannot be exposed", "upstream", u.cfg.Name, "prompt", upName, "err", err)
 			delete(keep, name)
 			u.g.release("prompt:"+name, u)
@@ -856,7 +877,8 @@ func (u *upstream) syncResources(items []exactjson.Value, c *conn) {
 		if !c.modern() {
 			r.StateMode = legacyStateMode
 		}
-		if err := srv.AddResource(r, u.readHandler()); err != nil {
+		r.Scopes = u.g.pol.scopes(u.cfg.Name, uri)
+		if err := srv.AddResource(r, u.guardRead(uri, u.readHandler())); err != nil {
 			u.g.log.Warn("gateway: an upstream resource cannot be exposed", "upstream", u.cfg.Name, "uri", uri, "err", err)
 			delete(keep, uri)
 			u.g.release("resource:"+uri, u)
@@ -953,7 +975,8 @@ func (u *upstream) syncTemplates(items []exactjson.Value, c *conn) {
 		if c.caps.Has("completions") {
 			rt.Complete = u.completer(exactjson.Object(exactjson.Field("type", exactjson.String("ref/resource")), exactjson.Field("uri", exactjson.String(upTpl))))
 		}
-		if err := srv.AddResourceTemplate(rt, u.readHandler()); err != nil {
+		rt.Scopes = u.g.pol.scopes(u.cfg.Name, tpl)
+		if err := srv.AddResourceTemplate(rt, u.guardRead(tpl, u.readHandler())); err != nil {
 			u.g.log.Warn("gateway: an upstream resource template cannot be exposed", "upstream", u.cfg.Name, "uriTemplate", tpl, "err", err)
 			delete(keep, tpl)
 			u.g.release("template:"+tpl, u)

@@ -9,6 +9,7 @@ import (
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway/usertoken"
 	"github.com/weftmcp/weft/internal/limitsdoc"
+	"github.com/weftmcp/weft/quota"
 )
 
 // gatewayLimits are the gateway's limits, in the order of its section of
@@ -74,6 +75,11 @@ var gatewayLimits = []struct {
 		Default: limitsdoc.Num(usertoken.MaxClaims), Past: []string{"could not be started"}}},
 	{Limit: limitsdoc.Limit{Doc: "users' upstream tokens in a memory store", Names: []string{"usertoken.NewMemory", "usertoken.DefaultMaxMemoryRecords"},
 		Default: limitsdoc.Num(usertoken.DefaultMaxMemoryRecords), Past: []string{"-31050", "usertoken.ErrFull"}}},
+	{Limit: limitsdoc.Limit{Doc: "policy rules", Names: []string{"Config.Policy", "MaxPolicyRules"}, Ceiling: limitsdoc.Num(MaxPolicyRules), Past: []string{"configuration error"}}},
+	{Limit: limitsdoc.Limit{Doc: "quotas", Names: []string{"Config.Limits", "MaxLimitRules"}, Ceiling: limitsdoc.Num(MaxLimitRules), Past: []string{"configuration error"}}},
+	{Limit: limitsdoc.Limit{Doc: "callers counted by an instance's quotas in memory", Names: []string{"quota.NewMemory", "quota.DefaultMaxMemoryKeys"},
+		Default: limitsdoc.Num(quota.DefaultMaxMemoryKeys), Past: []string{"-31999"}}},
+	{Limit: limitsdoc.Limit{Doc: "quota key", Names: []string{"quota.MaxKeyBytes"}, Default: limitsdoc.Num(quota.MaxKeyBytes), Past: []string{"-32603"}}},
 }
 
 // notLimits are the package's constants named like limits that bound

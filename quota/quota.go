@@ -86,8 +86,8 @@ type MemoryOptions struct {
 	Now func() time.Time
 }
 
-// defaultMemoryKeys is MemoryOptions.MaxKeys by default.
-const defaultMemoryKeys = 100_000
+// DefaultMaxMemoryKeys is MemoryOptions.MaxKeys by default.
+const DefaultMaxMemoryKeys = 100_000
 
 // Memory is a Store of one process.
 type Memory struct {
@@ -106,7 +106,7 @@ func NewMemory(o *MemoryOptions) *Memory {
 	}
 	m := &Memory{max: opts.MaxKeys, now: opts.Now, tat: map[string]time.Time{}}
 	if m.max <= 0 {
-		m.max = defaultMemoryKeys
+		m.max = DefaultMaxMemoryKeys
 	}
 	if m.now == nil {
 		m.now = time.Now

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -77,35 +78,50 @@ func loadOrCreateAuthKeys(path string) (*authKeys, error) {
 	return &ak, nil
 }
 
-// setupAuthServer builds the authorization server of `weft serve
-// --auth-upstream`: tokens for resource, the demo's admission (JWT
-// validation against its keys, DPoP accepted), its protected resource
-// metadata, and the handler to mount at the root of the listener.
-func setupAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, resource string, logger *slog.Logger) (weft.Admission, *auth.ResourceMetadata, http.Handler, func(), error) {
-	issuer := a.issuer
-	if issuer == "" {
-		issuer = "http://" + addr
-	}
-	secret := ""
-	if a.secretFile != "" {
-		b, err := os.ReadFile(a.secretFile)
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("--auth-client-secret-file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
-	}
+// asOptions configure the authorization server of `weft serve
+// --auth-upstream` and of `weft gateway` (auth.authorizationServer).
+type asOptions struct {
+	issuer                     string // "" means http://<addr>
+	provider, clientID, secret string // the identity provider and the client there
+	scopes, claims             []string
+	dev, dynamic               bool
+	accessTokenTTL             time.Duration
+	resource, resourceName     string
+	// pagesRedirect, when set, pre-registers the gateway's pages as a
+	// confidential client (gatewayPagesClient, its secret derived from the
+	// server's secret key so that every instance of a fleet knows it)
+	// with this redirect URI.
+	pagesRedirect string
+}
+
+// authSetup is a running authorization server: the admission of its
+// tokens, the protected resource metadata naming it, the handler to mount
+// at the root of the listener.
+type authSetup struct {
+	admission weft.Admission
+	meta      *auth.ResourceMetadata
+	handler   http.Handler
+	issuer    string
+	secret    []byte // the server's secret key (pagesSecret)
+	close     func()
+}
+
+// setupAuthServer starts an authorization server issuing tokens for
+// o.resource in front of o.provider, its keys and store in dataDir (or
+// PostgreSQL), with an admission validating its tokens (DPoP accepted).
+func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres string, logger *slog.Logger) (*authSetup, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	keys, err := loadOrCreateAuthKeys(filepath.Join(dataDir, "authserver-keys.json"))
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	var store authserver.Store
 	var db *sql.DB
 	if postgres != "" {
 		if db, err = sql.Open("pgx", postgres); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
 		store, err = authserver.OpenPostgres(ctx, db, "")
 	} else {
@@ -115,7 +131,7 @@ func setupAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, 
 		if db != nil {
 			_ = db.Close()
 		}
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	closeAll := func() {
 		_ = store.Close()
@@ -123,42 +139,67 @@ func setupAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, 
 			_ = db.Close()
 		}
 	}
-	scopes := splitList(a.scopes)
+	claims := o.claims
+	if len(claims) == 0 {
+		claims = []string{"email", "name"}
+	}
 	cfg := authserver.Config{
-		Issuer:              issuer,
-		AllowInsecureIssuer: a.dev,
-		Resources:           []string{resource},
-		Scopes:              scopes,
-		DefaultScopes:       scopes,
-		Upstream:            authserver.Upstream{Issuer: a.upstream, ClientID: a.clientID, ClientSecret: secret},
-		Identity:            authserver.IdentityMapping{Claims: []string{"email", "name"}},
+		Issuer:              o.issuer,
+		AllowInsecureIssuer: o.dev,
+		Resources:           []string{o.resource},
+		Scopes:              o.scopes,
+		DefaultScopes:       o.scopes,
+		Upstream:            authserver.Upstream{Issuer: o.provider, ClientID: o.clientID, ClientSecret: o.secret},
+		Identity:            authserver.IdentityMapping{Claims: claims},
 		Store:               store,
 		SigningKeys:         []jose.JSONWebKey{keys.SigningKey},
 		SecretKey:           keys.Secret,
 		Logger:              logger,
+		AccessTokenTTL:      o.accessTokenTTL,
 		// Native clients that can host no metadata document (the weft
 		// CLI, desktop apps) register themselves: public clients only,
 		// bounded in number and lifetime.
-		DynamicRegistration: !a.noDynamic,
+		DynamicRegistration: o.dynamic,
 	}
-	if a.dev {
+	if o.dev {
 		cfg.CIMD.AllowHTTP = true
 		cfg.CIMD.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if o.pagesRedirect != "" {
+		cfg.Clients = []authserver.Client{{ID: gatewayPagesClient, Secret: pagesSecret(keys.Secret), Name: "Weft gateway", RedirectURIs: []string{o.pagesRedirect}}}
 	}
 	as, err := authserver.New(cfg)
 	if err != nil {
 		closeAll()
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	meta := &auth.ResourceMetadata{Resource: resource, AuthorizationServers: []string{issuer}, ScopesSupported: scopes, ResourceName: "Weft demo"}
+	meta := &auth.ResourceMetadata{Resource: o.resource, AuthorizationServers: []string{o.issuer}, ScopesSupported: o.scopes, ResourceName: o.resourceName}
 	// Every request needs the scopes the challenge and the metadata name:
 	// a token of this server without them (a refresh narrowed to
 	// offline_access) gets 403 insufficient_scope.
-	v := &auth.JWTValidator{Issuer: issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger, RequiredScopes: scopes,
+	v := &auth.JWTValidator{Issuer: o.issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger, RequiredScopes: o.scopes,
 		DPoP: &auth.DPoPVerifier{Replay: authserver.ReplayCache(store)}}
 	if err := v.CheckConfig(meta); err != nil {
 		closeAll()
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	return v.Admission(meta), meta, as.Handler(), closeAll, nil
+	return &authSetup{admission: v.Admission(meta), meta: meta, handler: as.Handler(), issuer: o.issuer, secret: keys.Secret, close: closeAll}, nil
+}
+
+// serveAuthServer is setupAuthServer for the flags of `weft serve`.
+func serveAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, resource string, logger *slog.Logger) (*authSetup, error) {
+	issuer := a.issuer
+	if issuer == "" {
+		issuer = "http://" + addr
+	}
+	secret := ""
+	if a.secretFile != "" {
+		b, err := os.ReadFile(a.secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-client-secret-file: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	return setupAuthServer(ctx, asOptions{issuer: issuer, provider: a.upstream, clientID: a.clientID, secret: secret,
+		scopes: splitList(a.scopes), dev: a.dev, dynamic: !a.noDynamic, resource: resource, resourceName: "Weft demo"}, dataDir, postgres, logger)
 }

@@ -6,15 +6,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/gateway/usertoken"
 	"github.com/weftmcp/weft/internal/serving"
+	"github.com/weftmcp/weft/metrics"
+	"github.com/weftmcp/weft/quota"
 	"github.com/weftmcp/weft/seal"
 	"github.com/weftmcp/weft/sessionstore"
 	sessionpg "github.com/weftmcp/weft/sessionstore/pgstore"
@@ -24,14 +30,21 @@ import (
 var gatewayDoc = helpDoc{name: "gateway",
 	synopsis: []string{
 		"weft gateway --config FILE [--addr 127.0.0.1:8080] [--stdio] [--data ./weft-gateway] [--keyring FILE]",
-		"             [--postgres URL [--schema NAME]] [--allow-unauthenticated]",
+		"             [--postgres URL [--schema NAME]] [--tokens FILE [--authorization-server URL]]",
+		"             [--auth-upstream URL --auth-client-id ID [--auth-client-secret-file FILE] [--auth-issuer URL]",
+		"              [--auth-scopes mcp] [--auth-no-dynamic-registration] [--auth-dev]]",
+		"             [--admin ADDRESS --admin-token-file FILE] [--otlp-endpoint URL]",
+		"             [--allowed-hosts HOSTS] [--allowed-origins ORIGINS] [--drain-delay 0s] [--allow-unauthenticated]",
 	},
 	about: "Serves the upstream MCP servers named in a JSON or YAML config (stdio commands, Streamable HTTP URLs of\n" +
-		"either era) as one MCP 2026-07-28 endpoint (2025-11-25 clients too) until SIGINT or SIGTERM. Calls of\n" +
-		"2025-era upstreams that wait for a client's input are parked, and the sessions of 2025-11-25 clients kept,\n" +
-		"in SQLite (<data>/gateway.db), or in PostgreSQL (--postgres) so that any instance of a fleet sharing the\n" +
-		"keyring can serve the retry. The gateway does not authenticate its callers: it listens on a loopback\n" +
-		"--addr only, unless --allow-unauthenticated is given (behind an authenticating proxy). See docs/gateway.md.",
+		"either era) as one MCP 2026-07-28 endpoint (2025-11-25 clients too) until SIGINT or SIGTERM. Callers are\n" +
+		"authenticated as the config's auth section (or the flags --tokens, --auth-upstream) says: a tokens file,\n" +
+		"JWTs, token introspection, or Weft's own authorization server in front of the company's identity\n" +
+		"provider; its policy, limits and audit sections govern who sees and calls what, how often, and record\n" +
+		"every call. Without authentication it listens on a loopback --addr only, unless --allow-unauthenticated\n" +
+		"is given (behind an authenticating proxy). Parked calls, 2025 sessions, quotas and users' upstream tokens\n" +
+		"live in SQLite (<data>), or in PostgreSQL (--postgres) so that a fleet sharing the keyring shares them.\n" +
+		"See docs/guides/gateway-deployment.md.",
 }
 
 func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -41,8 +54,24 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	stdio := fs.Bool("stdio", false, "serve over stdin/stdout instead of HTTP")
 	data := fs.String("data", "./weft-gateway", "data directory `DIR` (gateway.db, the SQLite store, and the development keyring; created on first start)")
 	keyring := fs.String("keyring", "", "keyring `FILE` sealing request state (default: <data>/keyring.json); a fleet shares one")
-	postgres := fs.String("postgres", "", "PostgreSQL `URL`: parked calls (tables weft_gateway_*) and 2025 sessions live there instead of SQLite, so a fleet shares them")
+	postgres := fs.String("postgres", "", "PostgreSQL `URL`: parked calls (tables weft_gateway_*), 2025 sessions, quotas, users' upstream tokens and the authorization server's state live there instead of SQLite, so a fleet shares them")
 	schema := fs.String("schema", "", "PostgreSQL schema `NAME` (default: the search_path)")
+	tokens := fs.String("tokens", "", "static bearer tokens `FILE` (JSON; mode 0600) authenticating callers (instead of the config's auth section)")
+	authServer := fs.String("authorization-server", "", "authorization server `URL` advertised in the protected resource metadata (with --tokens)")
+	var af authFlags
+	fs.StringVar(&af.upstream, "auth-upstream", "", "OpenID Connect issuer `URL` of the identity provider users sign in with: the gateway gets its own authorization server")
+	fs.StringVar(&af.clientID, "auth-client-id", "", "client `ID` of the gateway at the --auth-upstream provider (redirect URI: <issuer>/callback)")
+	fs.StringVar(&af.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
+	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default: the origin of the gateway's URL, served on the same listener)")
+	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
+	fs.BoolVar(&af.noDynamic, "auth-no-dynamic-registration", false, "refuse RFC 7591 dynamic registration: clients then register by metadata document (CIMD) only")
+	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
+	adminAddr := fs.String("admin", "", "admin listener `ADDRESS` (loopback only; keys, /metrics; off when empty)")
+	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
+	otlp := fs.String("otlp-endpoint", "", "OTLP/HTTP traces `URL` (e.g. http://127.0.0.1:4318/v1/traces): every request is traced, with its upstream")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated `HOSTS` (host or host:port) accepted in the Host header besides loopback and the host of auth.resource")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
+	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down")
 	allowUnauth := addAllowUnauthenticated(fs)
 	if pos, err := parseFlags(fs, gatewayDoc, args, stdout); err != nil {
 		return err
@@ -52,80 +81,109 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *config == "" {
 		return usageError(gatewayDoc, errors.New("--config is required"))
 	}
-	if !*stdio {
-		if err := serving.CheckExposure(*addr, false, *allowUnauth, ""); err != nil {
-			return err
-		}
-	}
 	cfg, err := gateway.LoadConfig(*config)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	path := *keyring
-	if path == "" || *postgres == "" {
-		if err := os.MkdirAll(*data, 0o700); err != nil {
-			return fmt.Errorf("create data directory: %w", err)
+	flagAuth, err := gatewayAuthFromFlags(*tokens, *authServer, af)
+	if err != nil {
+		return usageError(gatewayDoc, err)
+	}
+	switch {
+	case flagAuth != nil && cfg.Auth != nil:
+		return usageError(gatewayDoc, errors.New("the config has an auth section: --tokens and --auth-upstream would replace it; use one"))
+	case flagAuth != nil:
+		cfg.Auth = flagAuth
+	}
+	if !*stdio {
+		if err := serving.CheckExposure(*addr, cfg.Auth != nil, *allowUnauth, "an auth section in the config, --tokens FILE or --auth-upstream URL"); err != nil {
+			return err
 		}
 	}
-	if path == "" {
-		path = filepath.Join(*data, "keyring.json")
+	if cfg.Auth == nil && len(cfg.Policy) > 0 {
+		return errors.New("gateway: the config has policy rules but no auth section: every caller would be anonymous")
 	}
-	kr, created, err := serving.LoadOrCreateKeyring(path)
+	perUser := false
+	for _, u := range cfg.Upstreams {
+		if u.OAuth != nil && u.OAuth.PerUser != nil {
+			perUser = true
+		}
+	}
+	if perUser && (*stdio || cfg.Auth == nil || cfg.Auth.AuthorizationServer == nil && cfg.Auth.SignIn == nil) {
+		return errors.New("gateway: upstreams with oauth.perUser need callers signed in over HTTP: an auth section with authorizationServer, or jwt/introspection with signIn")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	kr, keyringPath, err := serving.DataKeyring(*data, *keyring, logger)
 	if err != nil {
 		return err
 	}
-	if created {
-		logger.Warn("created a development keyring: a fleet must share one keyring", "path", path)
-	}
+	mgr := seal.NewManager(kr, nil)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Parked calls (tables weft_gateway_*) and the sessions of 2025-11-25
-	// clients (weft_*): SQLite in the data directory, or PostgreSQL.
-	in := cfg.Input
-	parkedLimits := sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}
-	var store sessionstore.Store
-	var legacy weft.LegacyOptions // sessions in the store below
-	if *postgres != "" {
-		pg, err := sessionpg.Open(ctx, *postgres, &sessionpg.Options{Schema: *schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
-		if err != nil {
-			return fmt.Errorf("open PostgreSQL store of parked calls: %w", err)
-		}
-		defer pg.Close()
-		store = pg
-		sessions, err := sessionpg.Open(ctx, *postgres, &sessionpg.Options{Schema: *schema, Logger: logger, Limits: sessionstore.Limits{EvictWhenFull: true}})
-		if err != nil {
-			return fmt.Errorf("open PostgreSQL session store: %w", err)
-		}
-		defer sessions.Close()
-		legacy.Store = sessions
-	} else {
-		db := filepath.Join(*data, "gateway.db")
-		parked, err := sessionsqlite.Open(ctx, db, &sessionsqlite.Options{Prefix: "weft_gateway_", Limits: parkedLimits})
-		if err != nil {
-			return fmt.Errorf("open the SQLite store of parked calls: %w", err)
-		}
-		defer parked.Close()
-		store = parked
-		sessions, err := sessionsqlite.Open(ctx, db, nil)
-		if err != nil {
-			return fmt.Errorf("open the SQLite session store: %w", err)
-		}
-		defer sessions.Close()
-		legacy.Store = sessions
-	}
-	srv, err := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, &weft.Options{
-		Protector:  seal.NewManager(kr, nil),
-		Logger:     logger,
-		Legacy:     legacy,
-		ToolSearch: cfg.ToolSearch,
-	})
+
+	st, err := openGatewayStores(ctx, cfg, *data, *postgres, *schema, perUser, logger)
 	if err != nil {
 		return err
+	}
+	defer st.close()
+
+	var ca *callerAuth
+	if cfg.Auth != nil && !*stdio {
+		if ca, err = gatewayCallerAuth(ctx, cfg.Auth, *addr, *data, *postgres, logger); err != nil {
+			return err
+		}
+		defer ca.close()
+	}
+	opts := &weft.Options{
+		Protector:      mgr,
+		Logger:         logger,
+		Legacy:         weft.LegacyOptions{Store: st.sessions},
+		ToolSearch:     cfg.ToolSearch,
+		AllowedHosts:   splitList(*allowedHosts),
+		AllowedOrigins: splitList(*allowedOrigins),
+	}
+	var metricsHandler http.Handler
+	if *adminAddr != "" && !*stdio {
+		mp, h, err := metrics.NewPrometheus(nil)
+		if err != nil {
+			return err
+		}
+		opts.MeterProvider, metricsHandler = mp, h
+	}
+	if *otlp != "" {
+		tp, shutdown, err := otlpTracer(ctx, *otlp, "weft-gateway")
+		if err != nil {
+			return err
+		}
+		defer shutdown()
+		opts.TracerProvider = tp
+	}
+	if ca != nil {
+		opts.Admission = ca.admission
+		if u, err := url.Parse(ca.resource); err == nil && !slices.Contains(opts.AllowedHosts, u.Host) {
+			opts.AllowedHosts = append(opts.AllowedHosts, u.Host)
+		}
+	}
+	srv, err := weft.NewServer(weft.Implementation{Name: "weft-gateway", Version: "0.1.0", Title: "Weft gateway"}, opts)
+	if err != nil {
+		return err
+	}
+	gopts := &gateway.Options{Store: st.parked, Logger: logger, URLElicitation: &elicit.URLPolicy{}, Quotas: st.quotas}
+	if cfg.Audit != nil {
+		w, closeAudit, err := gateway.OpenAudit(cfg.Audit, stderr)
+		if err != nil {
+			return err
+		}
+		defer closeAudit()
+		gopts.Audit = w
+	}
+	if perUser {
+		ru, _ := url.Parse(ca.resource)
+		gopts.UserAuthorization = &gateway.UserAuthorization{BaseURL: ru.Scheme + "://" + ru.Host + "/oauth", Protector: mgr, Store: st.userTokens, SignIn: ca.signIn}
 	}
 	// URL elicitations: each upstream's urlElicitation, else its own https
 	// origin; nothing else (docs/gateway.md).
-	gw, err := gateway.New(ctx, srv, cfg, &gateway.Options{Store: store, Logger: logger, URLElicitation: &elicit.URLPolicy{}})
+	gw, err := gateway.New(ctx, srv, cfg, gopts)
 	if err != nil {
 		return err
 	}
@@ -134,16 +192,130 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		logger.Info("weft gateway on stdio", "upstreams", len(cfg.Upstreams))
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	hs := weft.NewHTTPServer(*addr, serving.Mux(srv))
-	errc := make(chan error, 1)
+	mux := serving.Mux(srv)
+	if ca != nil {
+		h, err := ca.meta.Handler()
+		if err != nil {
+			return err
+		}
+		for _, p := range ca.meta.WellKnownPaths() {
+			mux.Handle(p, h)
+		}
+		if ca.handler != nil {
+			mux.Handle("/", ca.handler) // the authorization server's endpoints
+		}
+	}
+	if perUser {
+		mux.Handle("/oauth/", http.StripPrefix("/oauth", gw.AuthorizationHandler()))
+	}
+	hs := weft.NewHTTPServer(*addr, mux)
+	errc := make(chan error, 2)
+	if *adminAddr != "" {
+		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, keyringPath, logger, map[string]http.Handler{"GET /metrics": metricsHandler})
+		if err != nil {
+			return err
+		}
+		defer as.Close()
+		go func() { errc <- as.ListenAndServe() }()
+		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", *adminAddr, *adminAddr)
+	}
 	go func() { errc <- hs.ListenAndServe() }()
-	fmt.Fprintf(stdout, "weft gateway\n  url:       http://%s/mcp\n  upstreams: %d\n  keyring:   %s\n", *addr, len(cfg.Upstreams), kr.Fingerprint())
+	authDesc := "none"
+	if ca != nil {
+		authDesc = ca.resource
+	}
+	fmt.Fprintf(stdout, "weft gateway\n  url:       http://%s/mcp\n  upstreams: %d\n  auth:      %s\n  keyring:   %s\n", *addr, len(cfg.Upstreams), authDesc, kr.Fingerprint())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("gateway: %w", err)
 	case <-ctx.Done():
 	}
-	return serving.Shutdown(logger, srv, hs, 0)
+	return serving.Shutdown(logger, srv, hs, *drainDelay)
+}
+
+// gatewayStores are the stores of `weft gateway`: SQLite in the data
+// directory, or PostgreSQL shared by a fleet.
+type gatewayStores struct {
+	parked     sessionstore.Store
+	sessions   sessionstore.Store
+	quotas     quota.Store
+	userTokens usertoken.Store
+	closers    []func() error
+}
+
+func (s *gatewayStores) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		_ = s.closers[i]()
+	}
+}
+
+// openGatewayStores opens the parked calls (tables weft_gateway_*), the
+// sessions of 2025-11-25 clients (weft_*), the quotas and the users'
+// upstream tokens.
+func openGatewayStores(ctx context.Context, cfg *gateway.Config, data, postgres, schema string, perUser bool, logger *slog.Logger) (st *gatewayStores, err error) {
+	st = &gatewayStores{}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
+	if postgres == "" || perUser {
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	in := cfg.Input
+	parkedLimits := sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}
+	if postgres != "" {
+		pg, err := sessionpg.Open(ctx, postgres, &sessionpg.Options{Schema: schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL store of parked calls: %w", err)
+		}
+		st.parked, st.closers = pg, append(st.closers, pg.Close)
+		sessions, err := sessionpg.Open(ctx, postgres, &sessionpg.Options{Schema: schema, Logger: logger, Limits: sessionstore.Limits{EvictWhenFull: true}})
+		if err != nil {
+			return nil, fmt.Errorf("open PostgreSQL session store: %w", err)
+		}
+		st.sessions, st.closers = sessions, append(st.closers, sessions.Close)
+		db, err := openHandleDB(ctx, postgres, schema)
+		if err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, db.Close)
+		if len(cfg.Limits) > 0 {
+			if st.quotas, err = quota.OpenPostgres(ctx, db, &quota.PostgresOptions{Table: "weft_gateway_quota"}); err != nil {
+				return nil, err
+			}
+		}
+		if perUser {
+			ut, err := usertoken.OpenPostgres(ctx, db, "")
+			if err != nil {
+				return nil, err
+			}
+			st.userTokens, st.closers = ut, append(st.closers, ut.Close)
+		}
+		return st, nil
+	}
+	db := filepath.Join(data, "gateway.db")
+	parked, err := sessionsqlite.Open(ctx, db, &sessionsqlite.Options{Prefix: "weft_gateway_", Limits: parkedLimits})
+	if err != nil {
+		return nil, fmt.Errorf("open the SQLite store of parked calls: %w", err)
+	}
+	st.parked, st.closers = parked, append(st.closers, parked.Close)
+	sessions, err := sessionsqlite.Open(ctx, db, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open the SQLite session store: %w", err)
+	}
+	st.sessions, st.closers = sessions, append(st.closers, sessions.Close)
+	if perUser {
+		ut, err := usertoken.OpenSQLite(ctx, filepath.Join(data, "usertokens.db"))
+		if err != nil {
+			return nil, err
+		}
+		st.userTokens, st.closers = ut, append(st.closers, ut.Close)
+	}
+	// Quotas of one instance live in memory (gateway.New's default).
+	return st, nil
 }
 
 func orInt(v, def int) int {

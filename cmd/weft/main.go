@@ -230,11 +230,12 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if *tokens != "" {
 			return errors.New("--tokens and --auth-upstream exclude each other")
 		}
-		var closeAS func()
-		if admission, prm, asHandler, closeAS, err = setupAuthServer(ctx, af, *addr, *data, *postgres, "http://"+*addr+"/mcp", logger); err != nil {
+		as, err := serveAuthServer(ctx, af, *addr, *data, *postgres, "http://"+*addr+"/mcp", logger)
+		if err != nil {
 			return err
 		}
-		defer closeAS()
+		defer as.close()
+		admission, prm, asHandler = as.admission, as.meta, as.handler
 	}
 	if *tokens != "" {
 		if admission, prm, err = tokenAdmission(*tokens, "http://"+*addr+"/mcp", *authServer, logger); err != nil {
