@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -111,9 +112,21 @@ type AuthServerConfig struct {
 	// Scopes are the scopes the server grants (default ["mcp"]); every
 	// request needs them all.
 	Scopes []string `json:"scopes,omitempty"`
+	// RestrictedScopes are scopes (of Scopes) granted only to the users
+	// whose provider claims match: scope → claim → accepted values (a
+	// string claim equal to one, or an array claim holding one), for
+	// example {"admin": {"groups": ["platform"]}} or {"admin": {"sub":
+	// ["alice"]}}. Another user's token lacks the scope, so the items a
+	// policy rule gives it are hidden from them and refused with 403.
+	RestrictedScopes map[string]map[string][]string `json:"restrictedScopes,omitempty"`
 	// Claims are copied from the provider's ID token into the tokens
 	// issued (default email, name); policy rules may match them.
 	Claims []string `json:"claims,omitempty"`
+	// KeysFile holds the server's signing key and secret (created on first
+	// start, mode 0600; default <data>/authserver-keys.json). Every
+	// instance of a fleet needs the same: point them at one file, or copy
+	// it.
+	KeysFile string `json:"keysFile,omitempty"`
 	// DynamicRegistration accepts RFC 7591 registration of public clients
 	// besides client metadata documents.
 	DynamicRegistration bool `json:"dynamicRegistration,omitempty"`
@@ -264,6 +277,16 @@ func (a *AuthConfig) validate() error {
 		if a.SignIn != nil {
 			return errors.New("auth.signIn: not with authorizationServer (the gateway registers its own pages client there)")
 		}
+		for sc, claims := range a.AuthorizationServer.RestrictedScopes {
+			if !slices.Contains(a.AuthorizationServer.Scopes, sc) {
+				return fmt.Errorf("auth.authorizationServer.restrictedScopes: %q is not among its scopes", sc)
+			}
+			for c, vals := range claims {
+				if c == "" || len(vals) == 0 {
+					return fmt.Errorf("auth.authorizationServer.restrictedScopes.%s: claim %q needs at least one value", sc, c)
+				}
+			}
+		}
 	default:
 		if a.SignIn != nil {
 			return errors.New("auth.signIn: not with tokensFile (static tokens sign no browser in)")
@@ -404,4 +427,31 @@ func (c *Config) validateCallers() error {
 		return errors.New("audit.file is required (\"-\" for standard error)")
 	}
 	return nil
+}
+
+// GrantsScope reports whether a user with the provider claims may be
+// granted scope: an unrestricted scope always, a restricted one when every
+// claim of its rule holds one of the accepted values.
+func (s *AuthServerConfig) GrantsScope(claims map[string]any, scope string) bool {
+	rule, ok := s.RestrictedScopes[scope]
+	if !ok {
+		return true
+	}
+	for name, accepted := range rule {
+		var have []string
+		switch v := claims[name].(type) {
+		case string:
+			have = []string{v}
+		case []any:
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					have = append(have, s)
+				}
+			}
+		}
+		if !slices.ContainsFunc(have, func(v string) bool { return slices.Contains(accepted, v) }) {
+			return false
+		}
+	}
+	return true
 }

@@ -92,6 +92,14 @@ type asOptions struct {
 	// server's secret key so that every instance of a fleet knows it)
 	// with this redirect URI.
 	pagesRedirect string
+	// keysFile holds the signing key and secret (default
+	// <dataDir>/authserver-keys.json).
+	keysFile string
+	// allowedScopes, when set, narrows the scopes a user is granted
+	// (authserver.IdentityMapping.AllowedScopes).
+	allowedScopes func(claims map[string]any, requested []string) []string
+	// required are the scopes every request needs (default scopes).
+	required []string
 }
 
 // authSetup is a running authorization server: the admission of its
@@ -109,18 +117,22 @@ type authSetup struct {
 // setupAuthServer starts an authorization server issuing tokens for
 // o.resource in front of o.provider, its keys and store in dataDir (or
 // PostgreSQL), with an admission validating its tokens (DPoP accepted).
-func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres string, logger *slog.Logger) (*authSetup, error) {
+func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres, schema string, logger *slog.Logger) (*authSetup, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
-	keys, err := loadOrCreateAuthKeys(filepath.Join(dataDir, "authserver-keys.json"))
+	keysFile := o.keysFile
+	if keysFile == "" {
+		keysFile = filepath.Join(dataDir, "authserver-keys.json")
+	}
+	keys, err := loadOrCreateAuthKeys(keysFile)
 	if err != nil {
 		return nil, err
 	}
 	var store authserver.Store
 	var db *sql.DB
 	if postgres != "" {
-		if db, err = sql.Open("pgx", postgres); err != nil {
+		if db, err = openHandleDB(ctx, postgres, schema); err != nil {
 			return nil, err
 		}
 		store, err = authserver.OpenPostgres(ctx, db, "")
@@ -150,7 +162,7 @@ func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres string,
 		Scopes:              o.scopes,
 		DefaultScopes:       o.scopes,
 		Upstream:            authserver.Upstream{Issuer: o.provider, ClientID: o.clientID, ClientSecret: o.secret},
-		Identity:            authserver.IdentityMapping{Claims: claims},
+		Identity:            authserver.IdentityMapping{Claims: claims, AllowedScopes: o.allowedScopes},
 		Store:               store,
 		SigningKeys:         []jose.JSONWebKey{keys.SigningKey},
 		SecretKey:           keys.Secret,
@@ -177,7 +189,11 @@ func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres string,
 	// Every request needs the scopes the challenge and the metadata name:
 	// a token of this server without them (a refresh narrowed to
 	// offline_access) gets 403 insufficient_scope.
-	v := &auth.JWTValidator{Issuer: o.issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger, RequiredScopes: o.scopes,
+	required := o.required
+	if required == nil {
+		required = o.scopes
+	}
+	v := &auth.JWTValidator{Issuer: o.issuer, JWKS: as.PublicKeys(), StrictType: true, Logger: logger, RequiredScopes: required,
 		DPoP: &auth.DPoPVerifier{Replay: authserver.ReplayCache(store)}}
 	if err := v.CheckConfig(meta); err != nil {
 		closeAll()
@@ -187,7 +203,7 @@ func setupAuthServer(ctx context.Context, o asOptions, dataDir, postgres string,
 }
 
 // serveAuthServer is setupAuthServer for the flags of `weft serve`.
-func serveAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, resource string, logger *slog.Logger) (*authSetup, error) {
+func serveAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, schema, resource string, logger *slog.Logger) (*authSetup, error) {
 	issuer := a.issuer
 	if issuer == "" {
 		issuer = "http://" + addr
@@ -201,5 +217,5 @@ func serveAuthServer(ctx context.Context, a authFlags, addr, dataDir, postgres, 
 		secret = strings.TrimSpace(string(b))
 	}
 	return setupAuthServer(ctx, asOptions{issuer: issuer, provider: a.upstream, clientID: a.clientID, secret: secret,
-		scopes: splitList(a.scopes), dev: a.dev, dynamic: !a.noDynamic, resource: resource, resourceName: "Weft demo"}, dataDir, postgres, logger)
+		scopes: splitList(a.scopes), dev: a.dev, dynamic: !a.noDynamic, resource: resource, resourceName: "Weft demo"}, dataDir, postgres, schema, logger)
 }

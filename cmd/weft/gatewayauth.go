@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/weftmcp/weft"
@@ -71,7 +72,7 @@ type callerAuth struct {
 
 // gatewayCallerAuth builds the callers' authentication of `weft gateway`.
 // resource defaults to http://<addr>/mcp.
-func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, postgres string, logger *slog.Logger) (*callerAuth, error) {
+func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, postgres, schema string, logger *slog.Logger) (*callerAuth, error) {
 	resource := a.Resource
 	if resource == "" {
 		resource = "http://" + addr + "/mcp"
@@ -161,10 +162,17 @@ func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, p
 		if len(scopes) == 0 {
 			scopes = []string{"mcp"}
 		}
-		as, err := setupAuthServer(ctx, asOptions{issuer: issuer, provider: s.Provider.Issuer, clientID: s.Provider.ClientID,
+		opts := asOptions{issuer: issuer, provider: s.Provider.Issuer, clientID: s.Provider.ClientID,
 			secret: s.Provider.ClientSecretValue(), scopes: scopes, claims: s.Claims, dev: s.Development, dynamic: s.DynamicRegistration,
 			accessTokenTTL: s.AccessTokenTTL.D(), resource: resource, resourceName: "Weft gateway",
-			pagesRedirect: origin + "/oauth/signin"}, data, postgres, logger)
+			pagesRedirect: origin + "/oauth/signin", keysFile: s.KeysFile}
+		opts.required = slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { _, r := s.RestrictedScopes[sc]; return r })
+		if len(s.RestrictedScopes) > 0 {
+			opts.allowedScopes = func(claims map[string]any, requested []string) []string {
+				return slices.DeleteFunc(slices.Clone(requested), func(sc string) bool { return !s.GrantsScope(claims, sc) })
+			}
+		}
+		as, err := setupAuthServer(ctx, opts, data, postgres, schema, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -129,7 +129,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	var ca *callerAuth
 	if cfg.Auth != nil && !*stdio {
-		if ca, err = gatewayCallerAuth(ctx, cfg.Auth, *addr, *data, *postgres, logger); err != nil {
+		if ca, err = gatewayCallerAuth(ctx, cfg.Auth, *addr, *data, *postgres, *schema, logger); err != nil {
 			return err
 		}
 		defer ca.close()
@@ -206,7 +206,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	if perUser {
-		mux.Handle("/oauth/", http.StripPrefix("/oauth", gw.AuthorizationHandler()))
+		mux.Handle("/oauth/", gw.AuthorizationHandler())
 	}
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)

@@ -230,7 +230,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if *tokens != "" {
 			return errors.New("--tokens and --auth-upstream exclude each other")
 		}
-		as, err := serveAuthServer(ctx, af, *addr, *data, *postgres, "http://"+*addr+"/mcp", logger)
+		as, err := serveAuthServer(ctx, af, *addr, *data, *postgres, *schema, "http://"+*addr+"/mcp", logger)
 		if err != nil {
 			return err
 		}
