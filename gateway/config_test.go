@@ -275,3 +275,21 @@ func TestParseConfigUnquotedRevision(t *testing.T) {
 		}
 	}
 }
+
+// TestCompanyExampleInGuide keeps the deployment guide's configuration
+// equal to examples/company.yaml, which TestExampleConfigsParse parses.
+func TestCompanyExampleInGuide(t *testing.T) {
+	guide, err := os.ReadFile("../docs/guides/gateway-deployment.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile("examples/company.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(guide), "<!-- gateway/examples/company.yaml -->\n```yaml\n")
+	block, _, closed := strings.Cut(after, "```\n")
+	if !ok || !closed || block != string(file) {
+		t.Fatal("docs/guides/gateway-deployment.md's configuration differs from gateway/examples/company.yaml")
+	}
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -416,4 +417,48 @@ func OpenAudit(c *AuditConfig, stderr io.Writer) (io.Writer, func() error, error
 
 func openAppend(name string) (*os.File, error) {
 	return os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+}
+
+// RecordRefusal writes the audit line of an operation on one of the
+// gateway's items that the server's admission refused (no token, an
+// invalid one, or one lacking a scope a policy rule requires): the server
+// answers those 401 or 403 before any handler runs. Call it from the
+// server's Admission when it fails; it does nothing for other requests or
+// without an audit log. The caller is not known then: the line has the
+// client address, the HTTP status and refusedBy "admission".
+func (g *Gateway) RecordRefusal(ctx context.Context, r *weft.AdmissionRequest, err error) {
+	if g.pol.audit == nil || err == nil {
+		return
+	}
+	var key string
+	switch r.Method {
+	case "tools/call":
+		key = "tool:" + r.Name
+	case "prompts/get":
+		key = "prompt:" + r.Name
+	case "resources/read":
+		key = "resource:" + r.Name
+	default:
+		return
+	}
+	g.mu.Lock()
+	u := g.owners[key]
+	g.mu.Unlock()
+	if u == nil {
+		return
+	}
+	status := 0
+	var ae *weft.AdmissionError
+	if errors.As(err, &ae) {
+		status = ae.Status
+	}
+	g.pol.audit.LogAttrs(ctx, slog.LevelInfo, "call",
+		slog.String("principal", ""),
+		slog.String("remote", r.RemoteAddr),
+		slog.String("method", r.Method),
+		slog.String("name", r.Name),
+		slog.String("upstream", u.cfg.Name),
+		slog.String("outcome", "refused"),
+		slog.Int("status", status),
+		slog.String("refusedBy", "admission"))
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,8 +123,19 @@ func TestPolicyScopes(t *testing.T) {
 	}
 	meta := &auth.ResourceMetadata{Resource: "http://127.0.0.1/mcp", AuthorizationServers: []string{"https://auth.example.com"}}
 	audit := &syncBuffer{}
+	// The refusals at admission reach the audit log through RecordRefusal.
+	var gwp atomic.Pointer[gateway.Gateway]
+	adm := st.Admission(meta)
+	audited := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+		id, err := adm(ctx, r)
+		if g := gwp.Load(); g != nil && err != nil {
+			g.RecordRefusal(ctx, r, err)
+		}
+		return id, err
+	}
 	in := startPolicyGateway(t, &gateway.Config{Policy: []gateway.PolicyRule{{Items: []string{"fake_crash", "fake_hang"}, Scopes: []string{"admin"}}}},
-		st.Admission(meta), audit)
+		audited, audit)
+	gwp.Store(in.gw)
 	alice := callerClient(t, in, "alice-token-0123456789")
 	bob := callerClient(t, in, "bob-token-0123456789")
 	if n := toolNames(t, alice); !slices.Contains(n, "fake_crash") || !slices.Contains(n, "fake_echo") {
@@ -139,6 +151,11 @@ func TestPolicyScopes(t *testing.T) {
 	}
 	if _, err := callTool(context.Background(), bob, "fake_echo", exactjson.Object()); err != nil {
 		t.Fatalf("bob's echo: %v", err)
+	}
+	lines := audit.lines(t)
+	if len(lines) != 2 || lines[0]["name"] != "fake_crash" || lines[0]["outcome"] != "refused" || lines[0]["status"] != float64(403) ||
+		lines[0]["refusedBy"] != "admission" || lines[0]["upstream"] != "fake" || lines[1]["principal"] != "bob" || lines[1]["outcome"] != "complete" {
+		t.Fatalf("audit: %v", lines)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/weftmcp/weft"
@@ -158,8 +159,20 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		defer shutdown()
 		opts.TracerProvider = tp
 	}
+	// Operations on the gateway's items refused at admission (401, 403
+	// insufficient_scope) are audited too, once the gateway exists.
+	var gwRef atomic.Pointer[gateway.Gateway]
 	if ca != nil {
-		opts.Admission = ca.admission
+		adm := ca.admission
+		opts.Admission = func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			id, err := adm(ctx, r)
+			if err != nil {
+				if g := gwRef.Load(); g != nil {
+					g.RecordRefusal(ctx, r, err)
+				}
+			}
+			return id, err
+		}
 		if u, err := url.Parse(ca.resource); err == nil && !slices.Contains(opts.AllowedHosts, u.Host) {
 			opts.AllowedHosts = append(opts.AllowedHosts, u.Host)
 		}
@@ -188,6 +201,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer gw.Close()
+	gwRef.Store(gw)
 	if *stdio {
 		logger.Info("weft gateway on stdio", "upstreams", len(cfg.Upstreams))
 		return srv.ServeStdio(ctx, stdin, stdout)

@@ -4,7 +4,8 @@
 // tsstdio/events.mjs (the TypeScript SDK v2, @modelcontextprotocol/client).
 // Both subscribe to a resource, have the server change it, the tool list
 // and the prompt list through tools, unsubscribe, and report which
-// notifications their handlers received.
+// notifications their handlers received. gosdkhttp (the Go SDK v1.8.0 over
+// Streamable HTTP with a bearer token) is driven command by command.
 package sdkclients
 
 import (
@@ -169,4 +170,18 @@ func run(t testing.TB, cmd *exec.Cmd) Events {
 		t.Fatalf("decoding the client's report %q: %v\nstderr:\n%s", stdout.Bytes(), err, stderr.Bytes())
 	}
 	return e
+}
+
+// GoSDKHTTP builds gosdkhttp, the Go SDK v1.8.0 client a test drives over
+// Streamable HTTP with a bearer token (see its doc comment), and returns
+// the binary's path.
+func GoSDKHTTP(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gosdkhttp")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join(dir(t), "gosdkhttp")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the Go SDK HTTP client: %v\n%s", err, out)
+	}
+	return bin
 }
