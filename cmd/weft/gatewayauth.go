@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -75,6 +76,9 @@ type callerAuth struct {
 func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, postgres, schema string, logger *slog.Logger) (*callerAuth, error) {
 	resource := a.Resource
 	if resource == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil && !isLoopbackHost(host) {
+			return nil, fmt.Errorf("auth.resource is required on %s, a non-loopback address: the https URL clients reach the gateway at (https://mcp.example.com/mcp)", addr)
+		}
 		resource = "http://" + addr + "/mcp"
 	}
 	ru, err := url.Parse(resource)
@@ -196,4 +200,12 @@ func readSecretFile(path string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
