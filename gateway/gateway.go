@@ -24,6 +24,7 @@ import (
 	"github.com/weftmcp/weft/quota"
 	"github.com/weftmcp/weft/sessionstore"
 	"github.com/weftmcp/weft/skills"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Options configure a [Gateway]. The zero value is usable.
@@ -67,6 +68,10 @@ type Options struct {
 	// Audit receives the audit log (Config.Audit), one JSON object per
 	// line; nil: none. `weft gateway` opens Config.Audit.File.
 	Audit io.Writer
+	// MeterProvider, when set, counts and times the calls of the
+	// upstreams' items by upstream, method and outcome
+	// (weft.gateway.calls, weft.gateway.call.duration); pass the server's.
+	MeterProvider metric.MeterProvider
 
 	callerLists bool // Mount: filter the lists per caller (visible.go)
 }

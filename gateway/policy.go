@@ -20,6 +20,7 @@ import (
 	"github.com/weftmcp/weft/middleware"
 	"github.com/weftmcp/weft/quota"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -35,6 +36,10 @@ type policy struct {
 	// scopes (principals, partitions, claims): the lists are filtered.
 	callerRules bool
 	log         *slog.Logger
+	// calls and seconds count and time the calls per upstream, method and
+	// outcome (Options.MeterProvider; nil without).
+	calls   metric.Int64Counter
+	seconds metric.Float64Histogram
 }
 
 func newPolicy(cfg *Config, o *Options, log *slog.Logger) *policy {
@@ -51,12 +56,21 @@ func newPolicy(cfg *Config, o *Options, log *slog.Logger) *policy {
 			p.callerRules = true
 		}
 	}
+	if mp := o.MeterProvider; mp != nil {
+		m := mp.Meter("github.com/weftmcp/weft/gateway")
+		var err error
+		if p.calls, err = m.Int64Counter("weft.gateway.calls", metric.WithDescription("Calls of the upstreams' tools, prompts and resources, by upstream, method and outcome."),
+			metric.WithUnit("{call}")); err != nil {
+			log.Warn("gateway: no call metrics", "err", err)
+		}
+		if p.seconds, err = m.Float64Histogram("weft.gateway.call.duration", metric.WithDescription("Duration of the calls of the upstreams' items, by upstream, method and outcome."),
+			metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)); err != nil || p.calls == nil {
+			p.calls, p.seconds = nil, nil
+			log.Warn("gateway: no call metrics", "err", err)
+		}
+	}
 	return p
-}
-
-// active reports whether calls need the guard at all.
-func (p *policy) active() bool {
-	return len(p.rules) > 0 || len(p.limits) > 0 || p.audit != nil
 }
 
 // selects reports whether a rule's Upstream and Items select an item.
@@ -214,38 +228,60 @@ func unknownItem(method, item string) error {
 	return weft.InvalidParams("Unknown tool")
 }
 
+// call is one call of an upstream's item passing the guard: enter runs
+// the policy and the quotas, finish records the outcome (metrics, audit).
+// It is handed around by value: the guard allocates nothing.
+type call struct {
+	p         *policy
+	req       *weft.Request
+	upstream  string
+	refusedBy string
+	start     time.Time
+}
+
 // enter runs the policy and the quotas for a call of item (the
-// registration's name, URI or URI template) of upstream; done records the
-// call's outcome in the audit log.
-func (p *policy) enter(ctx context.Context, req *weft.Request, upstream, item string) (done func(weft.Result, error), err error) {
-	start := time.Now()
-	var refusedBy string
-	done = func(res weft.Result, err error) {
-		if p.audit != nil {
-			p.record(ctx, req, upstream, refusedBy, res, err, time.Since(start))
-		}
-	}
+// registration's name, URI or URI template) of upstream.
+func (p *policy) enter(ctx context.Context, req *weft.Request, upstream, item string) (call, error) {
+	c := call{p: p, req: req, upstream: upstream, start: time.Now()}
 	if !p.allows(req.Identity, upstream, item) {
-		refusedBy = "policy"
-		return done, unknownItem(req.Method, req.Name)
+		c.refusedBy = "policy"
+		return c, unknownItem(req.Method, req.Name)
 	}
-	if req.Method == "tools/call" {
+	if req.Method == "tools/call" && len(p.rules) > 0 {
 		if a := p.deniedArgument(upstream, item, req.Arguments()); a != "" {
-			refusedBy = "policy"
-			return done, weft.InvalidParams("Argument " + strconv.Quote(a) + " has a value the gateway's policy refuses")
+			c.refusedBy = "policy"
+			return c, weft.InvalidParams("Argument " + strconv.Quote(a) + " has a value the gateway's policy refuses")
 		}
 	}
 	if q, err := p.take(ctx, req, upstream, item); err != nil {
-		refusedBy = "quota:" + q
-		return done, err
+		c.refusedBy = "quota:" + q
+		return c, err
 	}
-	return done, nil
+	return c, nil
+}
+
+// finish records the call's outcome.
+func (c call) finish(ctx context.Context, res weft.Result, err error) {
+	p := c.p
+	if p.audit == nil && p.calls == nil {
+		return
+	}
+	d := time.Since(c.start)
+	outcome, code := middleware.Outcome(res, err)
+	if p.calls != nil {
+		attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("upstream", c.upstream), attribute.String("method", c.req.Method),
+			attribute.String("outcome", outcome)))
+		p.calls.Add(ctx, 1, attrs)
+		p.seconds.Record(ctx, d.Seconds(), attrs)
+	}
+	if p.audit != nil {
+		p.record(ctx, c.req, c.upstream, c.refusedBy, outcome, code, d)
+	}
 }
 
 // record writes one audit line.
-func (p *policy) record(ctx context.Context, req *weft.Request, upstream, refusedBy string, res weft.Result, err error, d time.Duration) {
+func (p *policy) record(ctx context.Context, req *weft.Request, upstream, refusedBy, outcome string, code weft.Code, d time.Duration) {
 	id := req.Identity
-	outcome, code := middleware.Outcome(res, err)
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
 		slog.String("principal", id.Principal),
@@ -301,7 +337,8 @@ func (g *Gateway) policyShow(ctx context.Context, req *weft.Request, kind weft.I
 	// The server refuses an operation on a hidden item as on an unknown
 	// one before any handler runs: the audit line is written here.
 	if g.pol.audit != nil && req.Name == name && operationOf(kind) == req.Method {
-		g.pol.record(ctx, req, u.cfg.Name, "policy", nil, unknownItem(req.Method, name), 0)
+		outcome, code := middleware.Outcome(nil, unknownItem(req.Method, name))
+		g.pol.record(ctx, req, u.cfg.Name, "policy", outcome, code, 0)
 	}
 	return false
 }
@@ -321,64 +358,43 @@ func operationOf(kind weft.ItemKind) string {
 // call, the audit line after it.
 
 func (u *upstream) guardTool(item string, h weft.ToolHandler) weft.ToolHandler {
-	p := u.g.pol
-	if !p.active() {
-		return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			u.traceUpstream(ctx)
-			return h(ctx, req)
-		}
-	}
 	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
 		u.traceUpstream(ctx)
-		done, err := p.enter(ctx, req, u.cfg.Name, item)
+		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
 		if err != nil {
-			done(nil, err)
+			c.finish(ctx, nil, err)
 			return nil, err
 		}
 		res, err := h(ctx, req)
-		done(resultOf(res), err)
+		c.finish(ctx, resultOf(res), err)
 		return res, err
 	}
 }
 
 func (u *upstream) guardPrompt(item string, h weft.PromptHandler) weft.PromptHandler {
-	p := u.g.pol
-	if !p.active() {
-		return func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
-			u.traceUpstream(ctx)
-			return h(ctx, req, args)
-		}
-	}
 	return func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
 		u.traceUpstream(ctx)
-		done, err := p.enter(ctx, req, u.cfg.Name, item)
+		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
 		if err != nil {
-			done(nil, err)
+			c.finish(ctx, nil, err)
 			return nil, err
 		}
 		res, err := h(ctx, req, args)
-		done(resultOf(res), err)
+		c.finish(ctx, resultOf(res), err)
 		return res, err
 	}
 }
 
 func (u *upstream) guardRead(item string, h weft.ResourceHandler) weft.ResourceHandler {
-	p := u.g.pol
-	if !p.active() {
-		return func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
-			u.traceUpstream(ctx)
-			return h(ctx, req)
-		}
-	}
 	return func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
 		u.traceUpstream(ctx)
-		done, err := p.enter(ctx, req, u.cfg.Name, item)
+		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
 		if err != nil {
-			done(nil, err)
+			c.finish(ctx, nil, err)
 			return nil, err
 		}
 		res, err := h(ctx, req)
-		done(resultOf(res), err)
+		c.finish(ctx, resultOf(res), err)
 		return res, err
 	}
 }

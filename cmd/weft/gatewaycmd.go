@@ -181,7 +181,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return err
 	}
-	gopts := &gateway.Options{Store: st.parked, Logger: logger, URLElicitation: &elicit.URLPolicy{}, Quotas: st.quotas}
+	gopts := &gateway.Options{Store: st.parked, Logger: logger, URLElicitation: &elicit.URLPolicy{}, Quotas: st.quotas, MeterProvider: opts.MeterProvider}
 	if cfg.Audit != nil {
 		w, closeAudit, err := gateway.OpenAudit(cfg.Audit, stderr)
 		if err != nil {
