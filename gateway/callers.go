@@ -83,6 +83,10 @@ type JWTAuth struct {
 	// Algorithms accepted (default RS256, ES256, EdDSA).
 	Algorithms []string `json:"algorithms,omitempty"`
 	// DPoP admits DPoP-bound tokens (RFC 9449) with a proof of their key.
+	// `weft gateway` remembers the proofs it has seen in memory, per
+	// instance: behind a balancer a proof could be replayed once at each
+	// other instance within its 60 s lifetime (the gateway's own
+	// authorization server shares its replay cache in PostgreSQL).
 	DPoP bool `json:"dpop,omitempty"`
 }
 

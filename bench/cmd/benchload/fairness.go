@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/weftmcp/weft"
+	"github.com/weftmcp/weft/gateway"
 )
 
 // Shape of the noisy-neighbour rows.
@@ -44,13 +45,16 @@ type fairRow struct {
 // fairPhases are the rows: B alone, B during A's flood, and B during A's
 // flood with the per-caller shares off.
 var fairPhases = []struct {
-	name   string
-	flood  bool
-	shared bool
+	name    string
+	flood   bool
+	shared  bool
+	gateway bool
 }{
-	{"B alone", false, false},
-	{"B during A's flood (default per-caller shares)", true, false},
-	{"B during A's flood, per-caller shares off (MaxConcurrentPerIdentity = MaxConcurrent, MaxQueuePerIdentity = MaxQueue)", true, true},
+	{"B alone", false, false, false},
+	{"B during A's flood (default per-caller shares)", true, false, false},
+	{"B during A's flood, per-caller shares off (MaxConcurrentPerIdentity = MaxConcurrent, MaxQueuePerIdentity = MaxQueue)", true, true, false},
+	{"B alone, through a gateway", false, false, true},
+	{"B during A's flood, through a gateway (default per-caller shares)", true, false, true},
 }
 
 // fairnessRows measures each phase rounds times, n calls of B each, on a
@@ -62,7 +66,7 @@ func fairnessRows(ctx context.Context, rounds, n int) ([]fairRow, error) {
 	for round := range rounds {
 		for i, ph := range fairPhases {
 			logf("  round %d: %s", round+1, ph.name)
-			l, r, err := fairPhase(ctx, ph.flood, ph.shared, n)
+			l, r, err := fairPhase(ctx, ph.flood, ph.shared, ph.gateway, n)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ph.name, err)
 			}
@@ -83,9 +87,15 @@ func fairnessRows(ctx context.Context, rounds, n int) ([]fairRow, error) {
 
 // fairPhase starts a server, optionally floods it as tenant A, and times
 // n sequential calls of tenant B (the latencies of the successful ones).
-func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration, fairRow, error) {
+// Through a gateway, the tenants call a gateway in front of the server,
+// each with its own bearer token: the gateway admits the token as the
+// caller and passes it through, and the server partitions by it.
+func fairPhase(ctx context.Context, flood, shared, viaGateway bool, n int) ([]time.Duration, fairRow, error) {
 	opts := &weft.Options{Logger: slog.New(slog.DiscardHandler),
 		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			if r.BearerToken != "" {
+				return weft.Identity{Partition: r.BearerToken}, nil
+			}
 			return weft.Identity{Partition: r.Header.Get(fairTenantHeader)}, nil
 		}}
 	if shared {
@@ -124,6 +134,14 @@ func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration,
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
 	url := "http://" + ln.Addr().String() + "/mcp"
+	if viaGateway {
+		gurl, closeGW, err := fairGateway(ctx, url)
+		if err != nil {
+			return nil, fairRow{}, err
+		}
+		defer closeGW()
+		url = gurl
+	}
 	tr := &http.Transport{MaxIdleConnsPerHost: fairFloodClients + 8}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
@@ -187,6 +205,35 @@ func fairPhase(ctx context.Context, flood, shared bool, n int) ([]time.Duration,
 	return lat, row, nil
 }
 
+// fairGateway serves a gateway in front of the server at upstream, on
+// loopback: default Options, callers admitted by their bearer token
+// (principal and partition), passed through to the upstream.
+func fairGateway(ctx context.Context, upstream string) (string, func(), error) {
+	gs, err := weft.NewServer(weft.Implementation{Name: "bench-fair-gateway", Version: "1"}, &weft.Options{Logger: slog.New(slog.DiscardHandler),
+		Admission: func(_ context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
+			if r.BearerToken == "" {
+				return weft.Identity{}, &weft.AdmissionError{Status: http.StatusUnauthorized, Message: "no token"}
+			}
+			return weft.Identity{Principal: r.BearerToken, Partition: r.BearerToken}, nil
+		}})
+	if err != nil {
+		return "", nil, err
+	}
+	gw, err := gateway.New(ctx, gs, &gateway.Config{Upstreams: []gateway.UpstreamConfig{
+		{Name: "up", URL: upstream, Protocol: weft.ProtocolVersion, Authorization: "passthrough"}}}, &gateway.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = gw.Close()
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: gs, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/mcp", func() { _ = hs.Close(); _ = gw.Close() }, nil
+}
+
 // fairCall posts one tools/call as tenant and reports the HTTP status and
 // whether the body holds a result.
 func fairCall(ctx context.Context, c *http.Client, url, tenant, tool, args string) (int, bool) {
@@ -202,6 +249,7 @@ func fairCall(ctx context.Context, c *http.Client, url, tenant, tool, args strin
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
 	req.Header.Set(fairTenantHeader, tenant)
+	req.Header.Set("Authorization", "Bearer "+tenant)
 	res, err := c.Do(req)
 	if err != nil {
 		return 0, false
@@ -218,7 +266,9 @@ func (r *report) fairnessSection(p func(format string, args ...any)) {
 		"a request header the partition. Tenant A floods it from %d concurrent clients with calls that each hold a handler slot for %s, "+
 		"pausing %s after each refusal (503); tenant B makes %d sequential calls of a fast tool per round (%d rounds), timed from send to "+
 		"the whole response read. \"Per-caller shares off\" sets `MaxConcurrentPerIdentity` and `MaxQueuePerIdentity` to the totals: the "+
-		"one shared gate Weft had before issue 25. A's counts are its calls answered and refused while B was measured.\n\n",
+		"one shared gate Weft had before issue 25. \"Through a gateway\": the tenants call a `gateway.New` server in front of it (default `Options`), "+
+		"each with its own bearer token, which the gateway admits as the caller and passes through (`authorization: passthrough`), so that "+
+		"both the gateway's shares and the server's are the tenant's. A's counts are its calls answered and refused while B was measured.\n\n",
 		fairFloodClients, fairSlowCall, fairRefusedPause, r.cfg.n/10, r.cfg.rounds)
 	p("| phase | B's calls | B's failures | B p50 | B p99 | A served | A refused |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.fairness {
@@ -233,10 +283,18 @@ func (r *report) fairnessTargets() []target {
 		return nil
 	}
 	alone, flood := r.fairness[0], r.fairness[1]
-	return []target{
+	var ts []target
+	if len(r.fairness) >= 5 {
+		galone, gflood := r.fairness[3], r.fairness[4]
+		ts = append(ts, target{"tenant B's tools/call all served during tenant A's flood through a gateway",
+			fmt.Sprintf("%d of %d", gflood.calls-gflood.failed, gflood.calls), gflood.failed == 0},
+			target{"tenant B's tools/call p50 during tenant A's flood through a gateway < 2× alone through it",
+				fmt.Sprintf("%s vs %s", us(gflood.p50), us(galone.p50)), gflood.p50 < 2*galone.p50})
+	}
+	return append(ts, []target{
 		{"tenant B's tools/call all served during tenant A's flood (default per-caller shares)",
 			fmt.Sprintf("%d of %d", flood.calls-flood.failed, flood.calls), flood.failed == 0},
 		{"tenant B's tools/call p50 during tenant A's flood < 2× alone (default per-caller shares)",
 			fmt.Sprintf("%s vs %s", us(flood.p50), us(alone.p50)), flood.p50 < 2*alone.p50},
-	}
+	}...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/weftmcp/weft/bench/servers"
@@ -15,11 +16,17 @@ import (
 // 2025-11-25 session with it. The three alternate (the first rotates) in
 // each round; a gateway's server CPU is its own plus the upstream's.
 
-// gatewayPaths are the measured paths, in order.
-var gatewayPaths = []struct{ name, protocol string }{
-	{"direct to the upstream", ""},
-	{"through the gateway, 2026-07-28 upstream", "2026-07-28"},
-	{"through the gateway, 2025-11-25 session upstream", "2025-11-25"},
+// gatewayPaths are the measured paths, in order. auth: the gateway
+// validates each caller's JWT (ES256, from a JWKS file), as `weft gateway`
+// with an auth.jwt section does.
+var gatewayPaths = []struct {
+	name, protocol string
+	auth           bool
+}{
+	{"direct to the upstream", "", false},
+	{"through the gateway, 2026-07-28 upstream", "2026-07-28", false},
+	{"through the gateway, 2026-07-28 upstream, callers' JWTs validated", "2026-07-28", true},
+	{"through the gateway, 2025-11-25 session upstream", "2025-11-25", false},
 }
 
 // gatewayConc are the concurrencies of the gateway rows.
@@ -46,17 +53,37 @@ func gatewayOverhead(ctx context.Context, cfg config, rep *report) error {
 			s.stop()
 		}
 	}()
+	key, err := servers.NewBenchKey()
+	if err != nil {
+		return err
+	}
+	jwks := filepath.Join(dir, "jwks.json")
+	if err := key.WriteJWKS(jwks); err != nil {
+		return err
+	}
+	token, err := key.Token("bench-caller")
+	if err != nil {
+		return err
+	}
+	calls := []*servers.Call{servers.EchoCall()}
 	for _, p := range gatewayPaths[1:] {
-		g, err := startServer(bin, "gateway", "-upstream", "http://"+up.addr+servers.Path, "-protocol", p.protocol)
+		args := []string{"-upstream", "http://" + up.addr + servers.Path, "-protocol", p.protocol}
+		call := servers.EchoCall()
+		if p.auth {
+			args = append(args, "-jwks", jwks)
+			call.Header.Set("Authorization", "Bearer "+token)
+		}
+		g, err := startServer(bin, "gateway", args...)
 		if err != nil {
 			return err
 		}
 		g.behind = up
 		srvs = append(srvs, g)
+		calls = append(calls, call)
 	}
 	for i, s := range srvs {
 		s.impl = gatewayPaths[i].name
-		if err := verify(ctx, s.addr); err != nil {
+		if err := verifyCall(ctx, s.addr, calls[i]); err != nil {
 			return fmt.Errorf("%s does not answer the echo call correctly: %w", s.impl, err)
 		}
 	}
@@ -64,8 +91,9 @@ func gatewayOverhead(ctx context.Context, cfg config, rep *report) error {
 	for _, c := range gatewayConc {
 		for r := range cfg.rounds {
 			for k := range srvs {
-				s := srvs[(k+r)%len(srvs)]
-				cl, err := measure(ctx, s, servers.EchoCall(), c, cfg.n/2, cfg.warm, r+1, &ids)
+				i := (k + r) % len(srvs)
+				s := srvs[i]
+				cl, err := measure(ctx, s, calls[i], c, cfg.n/2, cfg.warm, r+1, &ids)
 				if err != nil {
 					return fmt.Errorf("gateway overhead: %w", err)
 				}
@@ -105,8 +133,8 @@ func (r *report) gatewayMarkdown(p func(string, ...any)) {
 	p("## Gateway overhead (issue #16)\n\n")
 	p("The echo call of the main table sent directly to a Weft server process (`benchserver -impl weft-legacy`: Weft serving 2025-11-25 sessions too), "+
 		"and through a gateway process in front of it (`benchserver -impl gateway`: `gateway.New` on a Weft server, no prefix, so the request is the same) "+
-		"that speaks 2026-07-28 to the upstream, or holds a 2025-11-25 session with it. "+
-		"The three paths alternate (the first rotates), %d rounds of %d calls per concurrency, medians. "+
+		"that speaks 2026-07-28 to the upstream (also with each caller's JWT validated: ES256 against a JWKS file, issuer, audience, lifetime, as an auth.jwt section does), or holds a 2025-11-25 session with it. "+
+		"The paths alternate (the first rotates), %d rounds of %d calls per concurrency, medians. "+
 		"A gateway's server CPU/req is the gateway process's (the next column) plus the upstream's; \"added\" columns are the differences from the direct path. "+
 		"At 1 client every process idles between calls, and each of a call's wake-ups costs the Go scheduler's spinning: that CPU grows with the processes and hops a call crosses.\n\n",
 		r.cfg.rounds, r.cfg.n/2)

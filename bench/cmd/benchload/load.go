@@ -72,10 +72,12 @@ func (c *client) do(ctx context.Context, header http.Header, body []byte, buf *b
 }
 
 // verify sends a few calls and checks every answer completely.
-func verify(ctx context.Context, addr string) error {
+func verify(ctx context.Context, addr string) error { return verifyCall(ctx, addr, servers.EchoCall()) }
+
+// verifyCall is verify with the echo call call (its headers).
+func verifyCall(ctx context.Context, addr string, call *servers.Call) error {
 	c := newClient(addr, 1)
 	defer c.close()
-	call := servers.EchoCall()
 	var buf bytes.Buffer
 	for id := int64(1); id <= 5; id++ {
 		status, ct, err := c.do(ctx, call.Header, call.Body(id), &buf)

@@ -49,6 +49,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (loopback)")
 	upstream := flag.String("upstream", "", "gateway: the URL of the Weft server fronted")
 	protocol := flag.String("protocol", "2026-07-28", "gateway: the revision spoken to the upstream (2026-07-28 or 2025-11-25)")
+	jwks := flag.String("jwks", "", "gateway: authenticate callers with JWTs of the bench issuer, checked against this JWKS file")
 	pgDSN := flag.String("pg-dsn", "", "PostgreSQL DSN of -impl weft-sessions-pg")
 	pgSchema := flag.String("pg-schema", "", "PostgreSQL schema of -impl weft-sessions-pg")
 	flag.Parse()
@@ -56,7 +57,7 @@ func main() {
 	var err error
 	release := func() {}
 	if *impl == "gateway" {
-		h, _, err = servers.NewGateway(context.Background(), *upstream, *protocol)
+		h, _, err = servers.NewGateway(context.Background(), *upstream, *protocol, *jwks)
 	} else if slices.Contains(servers.ScaleImpls, *impl) {
 		h, release, err = servers.NewScale(context.Background(), *impl, servers.ScaleOptions{PostgresDSN: *pgDSN, PostgresSchema: *pgSchema})
 	} else {
