@@ -322,19 +322,28 @@ func validPatterns(field string, pats []string) error {
 	return nil
 }
 
-func (r *PolicyRule) validate() error {
-	if r.Upstream != "" {
-		if err := validPatterns("upstream", []string{r.Upstream}); err != nil {
+// validSelection checks the patterns a policy rule or a quota selects
+// items and callers with.
+func validSelection(upstream string, items, principals, partitions []string) error {
+	if upstream != "" {
+		if err := validPatterns("upstream", []string{upstream}); err != nil {
 			return err
 		}
 	}
 	for _, f := range []struct {
 		name string
 		pats []string
-	}{{"items", r.Items}, {"principals", r.Principals}, {"partitions", r.Partitions}} {
+	}{{"items", items}, {"principals", principals}, {"partitions", partitions}} {
 		if err := validPatterns(f.name, f.pats); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func (r *PolicyRule) validate() error {
+	if err := validSelection(r.Upstream, r.Items, r.Principals, r.Partitions); err != nil {
+		return err
 	}
 	for _, s := range r.Scopes {
 		if s == "" || strings.ContainsAny(s, " \"\\") {
@@ -364,18 +373,8 @@ func (r *LimitRule) validate() error {
 	if !validName(r.Name, 64) {
 		return fmt.Errorf("name %q must be 1-64 characters of A-Z a-z 0-9 _ . -", r.Name)
 	}
-	if r.Upstream != "" {
-		if err := validPatterns("upstream", []string{r.Upstream}); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct {
-		name string
-		pats []string
-	}{{"items", r.Items}, {"principals", r.Principals}, {"partitions", r.Partitions}} {
-		if err := validPatterns(f.name, f.pats); err != nil {
-			return err
-		}
+	if err := validSelection(r.Upstream, r.Items, r.Principals, r.Partitions); err != nil {
+		return err
 	}
 	switch {
 	case r.Calls <= 0:

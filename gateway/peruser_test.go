@@ -2,8 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -50,57 +48,14 @@ func (s *seen) snapshot() ([]string, []string) {
 	return append([]string(nil), s.calls...), append([]string(nil), s.auths...)
 }
 
-func fp(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(h[:6])
-}
+func fp(tok string) string { return hydratest.TokenFP(tok) }
 
 // hydraUpstream is a Weft server protected by bearer tokens of Hydra
-// (validated by introspection, audience = its URL); listToken, a static
-// token, lets the gateway read its lists as "gateway-lists". Its tool
-// whoami answers the token's subject and a fingerprint of the token.
+// (hydratest.ProtectedServer); listToken lets the gateway read its lists.
+// rec sees every Authorization header and the principal of every call.
 func hydraUpstream(t *testing.T, h *hydratest.Hydra, listToken string, rec *seen) string {
 	t.Helper()
-	hs := httptest.NewUnstartedServer(nil)
-	upURL := "http://" + hs.Listener.Addr().String() + "/mcp"
-	meta := &auth.ResourceMetadata{Resource: upURL, AuthorizationServers: []string{h.Issuer}}
-	in := &auth.Introspector{Endpoint: h.AdminURL + "/admin/oauth2/introspect", Issuer: h.Issuer, CacheTTL: -1}
-	hydra := in.Admission(meta)
-	adm := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
-		rec.add("", r.Header.Get("Authorization"))
-		if r.BearerToken == listToken {
-			if r.Method == "tools/call" {
-				return weft.Identity{}, meta.InvalidToken(nil, "the list token calls no tool")
-			}
-			return weft.Identity{Principal: "gateway-lists", Partition: "lists"}, nil
-		}
-		return hydra(ctx, r)
-	}
-	up, err := weft.NewServer(weft.Implementation{Name: "hydra-protected", Version: "1"}, &weft.Options{Admission: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the caller's subject."},
-		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-			rec.add(req.Identity.Principal, "")
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("sub=" + req.Identity.Principal + " tok=" + fp(tok))}}, nil
-		}); err != nil {
-		t.Fatal(err)
-	}
-	mh, err := meta.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", up)
-	for _, p := range meta.WellKnownPaths() {
-		mux.Handle(p, mh)
-	}
-	hs.Config.Handler = mux
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return upURL
+	return hydratest.ProtectedServer(t, h, listToken, rec.add)
 }
 
 // callerAdmission identifies the gateway's callers by fixed tokens.

@@ -359,44 +359,37 @@ func operationOf(kind weft.ItemKind) string {
 
 func (u *upstream) guardTool(item string, h weft.ToolHandler) weft.ToolHandler {
 	return func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-		u.traceUpstream(ctx)
-		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
-		if err != nil {
-			c.finish(ctx, nil, err)
-			return nil, err
-		}
-		res, err := h(ctx, req)
-		c.finish(ctx, resultOf(res), err)
-		return res, err
+		return guarded(ctx, u, item, req, func() (*weft.CallToolResult, error) { return h(ctx, req) })
 	}
 }
 
 func (u *upstream) guardPrompt(item string, h weft.PromptHandler) weft.PromptHandler {
 	return func(ctx context.Context, req *weft.Request, args map[string]string) (*weft.GetPromptResult, error) {
-		u.traceUpstream(ctx)
-		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
-		if err != nil {
-			c.finish(ctx, nil, err)
-			return nil, err
-		}
-		res, err := h(ctx, req, args)
-		c.finish(ctx, resultOf(res), err)
-		return res, err
+		return guarded(ctx, u, item, req, func() (*weft.GetPromptResult, error) { return h(ctx, req, args) })
 	}
 }
 
 func (u *upstream) guardRead(item string, h weft.ResourceHandler) weft.ResourceHandler {
 	return func(ctx context.Context, req *weft.Request) (*weft.ReadResourceResult, error) {
-		u.traceUpstream(ctx)
-		c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
-		if err != nil {
-			c.finish(ctx, nil, err)
-			return nil, err
-		}
-		res, err := h(ctx, req)
-		c.finish(ctx, resultOf(res), err)
-		return res, err
+		return guarded(ctx, u, item, req, func() (*weft.ReadResourceResult, error) { return h(ctx, req) })
 	}
+}
+
+// guarded runs a call of item through the policy and the quotas, then
+// run, and records its outcome.
+func guarded[T any, P interface {
+	*T
+	weft.Result
+}](ctx context.Context, u *upstream, item string, req *weft.Request, run func() (P, error)) (P, error) {
+	u.traceUpstream(ctx)
+	c, err := u.g.pol.enter(ctx, req, u.cfg.Name, item)
+	if err != nil {
+		c.finish(ctx, nil, err)
+		return nil, err
+	}
+	res, err := run()
+	c.finish(ctx, resultOf(res), err)
+	return res, err
 }
 
 // traceUpstream names the upstream on the request's span (the server's

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,27 +19,14 @@ import (
 	"github.com/weftmcp/weft/elicit"
 	"github.com/weftmcp/weft/exactjson"
 	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/syncbuf"
 )
 
-// syncBuffer is an audit log the test reads while the gateway writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines returns the audit records written so far.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+// auditLines decodes the audit records written so far.
+func auditLines(t *testing.T, b *syncbuf.Buffer) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -55,7 +40,7 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 // startPolicyGateway runs a gateway in front of the fake upstream
 // (prefix fake_) with cfg's policy, limits and audit, admitting callers
 // with adm.
-func startPolicyGateway(t *testing.T, cfg *gateway.Config, adm weft.Admission, audit *syncBuffer) *instance {
+func startPolicyGateway(t *testing.T, cfg *gateway.Config, adm weft.Admission, audit *syncbuf.Buffer) *instance {
 	t.Helper()
 	up, _ := fakeUpstream(t, "fake")
 	up.Prefix = "fake_"
@@ -122,7 +107,7 @@ func TestPolicyScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := &auth.ResourceMetadata{Resource: "http://127.0.0.1/mcp", AuthorizationServers: []string{"https://auth.example.com"}}
-	audit := &syncBuffer{}
+	audit := &syncbuf.Buffer{}
 	// The refusals at admission reach the audit log through RecordRefusal.
 	var gwp atomic.Pointer[gateway.Gateway]
 	adm := st.Admission(meta)
@@ -152,7 +137,7 @@ func TestPolicyScopes(t *testing.T) {
 	if _, err := callTool(context.Background(), bob, "fake_echo", exactjson.Object()); err != nil {
 		t.Fatalf("bob's echo: %v", err)
 	}
-	lines := audit.lines(t)
+	lines := auditLines(t, audit)
 	if len(lines) != 2 || lines[0]["name"] != "fake_crash" || lines[0]["outcome"] != "refused" || lines[0]["status"] != float64(403) ||
 		lines[0]["refusedBy"] != "admission" || lines[0]["upstream"] != "fake" || lines[1]["principal"] != "bob" || lines[1]["outcome"] != "complete" {
 		t.Fatalf("audit: %v", lines)
@@ -176,7 +161,7 @@ func claimsAdmission(_ context.Context, r *weft.AdmissionRequest) (weft.Identity
 // other's, with 429 and Retry-After; the audit log records every call,
 // refusals with what refused them, arguments as configured.
 func TestPolicyCallersArgumentsQuotasAudit(t *testing.T) {
-	audit := &syncBuffer{}
+	audit := &syncbuf.Buffer{}
 	cfg := &gateway.Config{
 		Policy: []gateway.PolicyRule{
 			{Upstream: "fake", Items: []string{"fake_sample"}, Claims: map[string][]string{"groups": {"eng", "ops"}}},
@@ -220,7 +205,7 @@ func TestPolicyCallersArgumentsQuotasAudit(t *testing.T) {
 
 	type rec struct{ principal, name, outcome, refusedBy string }
 	var got []rec
-	for _, l := range audit.lines(t) {
+	for _, l := range auditLines(t, audit) {
 		if l["upstream"] != "fake" || l["method"] != "tools/call" {
 			t.Fatalf("audit line without upstream or method: %v", l)
 		}
@@ -242,7 +227,7 @@ func TestPolicyCallersArgumentsQuotasAudit(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit:\n got %v\nwant %v", got, want)
 	}
-	if l := audit.lines(t)[2]; l["arguments"] == nil {
+	if l := auditLines(t, audit)[2]; l["arguments"] == nil {
 		t.Fatalf("arguments not recorded: %v", l)
 	}
 }
@@ -250,14 +235,14 @@ func TestPolicyCallersArgumentsQuotasAudit(t *testing.T) {
 // TestAuditWithoutArguments: arguments stay out of the audit log unless
 // configured.
 func TestAuditWithoutArguments(t *testing.T) {
-	audit := &syncBuffer{}
+	audit := &syncbuf.Buffer{}
 	in := startPolicyGateway(t, &gateway.Config{Audit: &gateway.AuditConfig{File: "-"}}, tokenAdmission, audit)
 	if _, err := callTool(context.Background(), callerClient(t, in, "carol"), "fake_echo", exactjson.Object(exactjson.Field("secret", exactjson.String("s3cr3t")))); err != nil {
 		t.Fatal(err)
 	}
-	lines := audit.lines(t)
-	if len(lines) != 1 || lines[0]["principal"] != "carol" || lines[0]["arguments"] != nil || strings.Contains(audit.b.String(), "s3cr3t") {
-		t.Fatalf("audit: %s", audit.b.String())
+	lines := auditLines(t, audit)
+	if len(lines) != 1 || lines[0]["principal"] != "carol" || lines[0]["arguments"] != nil || strings.Contains(audit.String(), "s3cr3t") {
+		t.Fatalf("audit: %s", audit.String())
 	}
 }
 

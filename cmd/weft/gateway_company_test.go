@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -28,23 +26,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftmcp/weft"
-	"github.com/weftmcp/weft/auth"
 	"github.com/weftmcp/weft/internal/hydratest"
 	"github.com/weftmcp/weft/internal/nodetest"
 	"github.com/weftmcp/weft/internal/partners"
 	"github.com/weftmcp/weft/internal/sdkclients"
+	"github.com/weftmcp/weft/internal/syncbuf"
 	"github.com/weftmcp/weft/internal/testpg"
 )
 
 // tokenLog records, per subject, the fingerprints of the tokens a
-// Hydra-protected upstream was called with.
+// Hydra-protected upstream's whoami was called with.
 type tokenLog struct {
 	mu  sync.Mutex
 	fps map[string][]string
 }
 
-func (l *tokenLog) add(sub, tok string) {
+// observe is a hydratest.ProtectedServer observer.
+func (l *tokenLog) observe(sub, authz string) {
+	if sub == "" {
+		return
+	}
+	tok := hydratest.TokenFP(strings.TrimPrefix(authz, "Bearer "))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !slices.Contains(l.fps[sub], tok) {
@@ -56,58 +58,6 @@ func (l *tokenLog) of(sub string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.fps[sub])
-}
-
-func tokenFP(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(h[:6])
-}
-
-// hydraProtectedServer is a company's MCP server that acts as its user:
-// it admits Hydra's access tokens (introspection, audience its own URL),
-// and listToken (a static token) for the gateway's lists. Its tool whoami
-// answers the token's subject and the token's fingerprint.
-func hydraProtectedServer(t *testing.T, h *hydratest.Hydra, listToken string, log *tokenLog) string {
-	t.Helper()
-	hs := httptest.NewUnstartedServer(nil)
-	upURL := "http://" + hs.Listener.Addr().String() + "/mcp"
-	meta := &auth.ResourceMetadata{Resource: upURL, AuthorizationServers: []string{h.Issuer}}
-	in := &auth.Introspector{Endpoint: h.AdminURL + "/admin/oauth2/introspect", Issuer: h.Issuer, CacheTTL: -1}
-	hydra := in.Admission(meta)
-	adm := func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
-		if r.BearerToken == listToken {
-			if r.Method == "tools/call" {
-				return weft.Identity{}, meta.InvalidToken(nil, "the list token calls no tool")
-			}
-			return weft.Identity{Principal: "gateway-lists", Partition: "lists"}, nil
-		}
-		return hydra(ctx, r)
-	}
-	up, err := weft.NewServer(weft.Implementation{Name: "tracker", Version: "1"}, &weft.Options{Admission: adm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := up.AddTool(weft.Tool{Name: "whoami", Description: "Returns the caller's subject."},
-		func(ctx context.Context, req *weft.Request) (*weft.CallToolResult, error) {
-			tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-			log.add(req.Identity.Principal, tokenFP(tok))
-			return &weft.CallToolResult{Content: []weft.Content{weft.TextContent("sub=" + req.Identity.Principal + " tok=" + tokenFP(tok))}}, nil
-		}); err != nil {
-		t.Fatal(err)
-	}
-	mh, err := meta.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", up)
-	for _, p := range meta.WellKnownPaths() {
-		mux.Handle(p, mh)
-	}
-	hs.Config.Handler = mux
-	hs.Start()
-	t.Cleanup(hs.Close)
-	return upURL
 }
 
 // balancer spreads requests over the backends in turn, streaming.
@@ -129,12 +79,12 @@ func balancer(t *testing.T, l net.Listener, backends ...string) {
 }
 
 // startGatewayProcess runs `weft gateway` with args until the test ends.
-func startGatewayProcess(t *testing.T, env []string, args ...string) *strings.Builder {
+func startGatewayProcess(t *testing.T, env []string, args ...string) *syncbuf.Buffer {
 	t.Helper()
 	cmd := exec.Command(weftBin, append([]string{"gateway"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = io.Discard, &lockedWriter{w: out}
+	out := &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,17 +106,6 @@ func startGatewayProcess(t *testing.T, env []string, args ...string) *strings.Bu
 		}
 	})
 	return out
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 var consentField = regexp.MustCompile(`type="hidden" name="([a-z]+)" value="([^"]*)"`)
@@ -384,8 +323,8 @@ func TestGatewayForCompany(t *testing.T) {
 	resource := base + "/mcp"
 
 	tokens := &tokenLog{fps: map[string][]string{}}
-	listToken := "lists-" + tokenFP(t.Name()+time.Now().String())
-	trackerURL := hydraProtectedServer(t, h, listToken, tokens)
+	listToken := "lists-" + hydratest.TokenFP(t.Name()+time.Now().String())
+	trackerURL := hydratest.ProtectedServer(t, h, listToken, tokens.observe)
 	write := func(name, data string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {

@@ -208,15 +208,8 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	mux := serving.Mux(srv)
 	if ca != nil {
-		h, err := ca.meta.Handler()
-		if err != nil {
+		if err := mountAuthorization(mux, ca.meta, ca.handler); err != nil {
 			return err
-		}
-		for _, p := range ca.meta.WellKnownPaths() {
-			mux.Handle(p, h)
-		}
-		if ca.handler != nil {
-			mux.Handle("/", ca.handler) // the authorization server's endpoints
 		}
 	}
 	if perUser {

@@ -260,17 +260,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
 	mux := d.Handler()
-	if prm != nil {
-		h, err := prm.Handler()
-		if err != nil {
-			return err
-		}
-		for _, p := range prm.WellKnownPaths() {
-			mux.Handle(p, h)
-		}
-	}
-	if asHandler != nil {
-		mux.Handle("/", asHandler) // the authorization server's endpoints
+	if err := mountAuthorization(mux, prm, asHandler); err != nil {
+		return err
 	}
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
@@ -291,6 +282,25 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	case <-ctx.Done():
 	}
 	return serving.Shutdown(logger, srv, hs, *drainDelay)
+}
+
+// mountAuthorization serves the protected resource metadata meta (when
+// set) at its well-known paths and an authorization server's endpoints
+// (when set) at the root of mux.
+func mountAuthorization(mux *http.ServeMux, meta *auth.ResourceMetadata, as http.Handler) error {
+	if meta != nil {
+		h, err := meta.Handler()
+		if err != nil {
+			return err
+		}
+		for _, p := range meta.WellKnownPaths() {
+			mux.Handle(p, h)
+		}
+	}
+	if as != nil {
+		mux.Handle("/", as)
+	}
+	return nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
