@@ -69,15 +69,10 @@ func (u *upstream) registerApps(c *conn) {
 // showApps hides the upstream's ui:// resources and templates from clients
 // that do not support the extension.
 func (u *upstream) showApps(_ context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
-	var key string
-	switch kind {
-	case weft.KindResource:
-		key = "resource:" + name
-	case weft.KindResourceTemplate:
-		key = "template:" + name
-	default:
+	if kind != weft.KindResource && kind != weft.KindResourceTemplate {
 		return true
 	}
+	key, _ := ownerKey(kind, name)
 	if !strings.HasPrefix(name, apps.Scheme+"://") || apps.ClientSupports(req) {
 		return true
 	}

@@ -312,17 +312,8 @@ func (p *policy) record(ctx context.Context, req *weft.Request, upstream, refuse
 // show is the visibility filter of rules with conditions on the caller:
 // an item the caller may not use is not listed either.
 func (g *Gateway) policyShow(ctx context.Context, req *weft.Request, kind weft.ItemKind, name string) bool {
-	var key string
-	switch kind {
-	case weft.KindTool:
-		key = "tool:" + name
-	case weft.KindPrompt:
-		key = "prompt:" + name
-	case weft.KindResource:
-		key = "resource:" + name
-	case weft.KindResourceTemplate:
-		key = "template:" + name
-	default:
+	key, ok := ownerKey(kind, name)
+	if !ok {
 		return true
 	}
 	g.mu.Lock()
@@ -341,6 +332,22 @@ func (g *Gateway) policyShow(ctx context.Context, req *weft.Request, kind weft.I
 		g.pol.record(ctx, req, u.cfg.Name, "policy", outcome, code, 0)
 	}
 	return false
+}
+
+// ownerKey is the key of Gateway.owners of an item (false for kinds the
+// gateway does not register).
+func ownerKey(kind weft.ItemKind, name string) (string, bool) {
+	switch kind {
+	case weft.KindTool:
+		return "tool:" + name, true
+	case weft.KindPrompt:
+		return "prompt:" + name, true
+	case weft.KindResource:
+		return "resource:" + name, true
+	case weft.KindResourceTemplate:
+		return "template:" + name, true
+	}
+	return "", false
 }
 
 // operationOf is the method that operates on an item of kind.
@@ -439,17 +446,12 @@ func (g *Gateway) RecordRefusal(ctx context.Context, r *weft.AdmissionRequest, e
 	if g.pol.audit == nil || err == nil {
 		return
 	}
-	var key string
-	switch r.Method {
-	case "tools/call":
-		key = "tool:" + r.Name
-	case "prompts/get":
-		key = "prompt:" + r.Name
-	case "resources/read":
-		key = "resource:" + r.Name
-	default:
+	kinds := map[string]weft.ItemKind{"tools/call": weft.KindTool, "prompts/get": weft.KindPrompt, "resources/read": weft.KindResource}
+	kind, ok := kinds[r.Method]
+	if !ok {
 		return
 	}
+	key, _ := ownerKey(kind, r.Name)
 	g.mu.Lock()
 	u := g.owners[key]
 	g.mu.Unlock()

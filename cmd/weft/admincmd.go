@@ -19,6 +19,19 @@ import (
 	"github.com/weftmcp/weft/seal"
 )
 
+// serveAdmin starts the admin listener of `weft serve` and `weft gateway`
+// with the metrics at /metrics, reporting its end on errc, and prints
+// where it listens; the returned function closes it.
+func serveAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger, metrics http.Handler, errc chan<- error, stdout io.Writer) (func() error, error) {
+	as, err := startAdmin(addr, tokenFile, mgr, keyringPath, logger, map[string]http.Handler{"GET /metrics": metrics})
+	if err != nil {
+		return nil, err
+	}
+	go func() { errc <- as.ListenAndServe() }()
+	fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", addr, addr)
+	return as.Close, nil
+}
+
 // startAdmin builds the admin listener (loopback only, token-protected).
 // extra handlers (GET /metrics) are mounted behind the same checks.
 func startAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger, extra map[string]http.Handler) (*http.Server, error) {

@@ -218,13 +218,11 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
 	if *adminAddr != "" {
-		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, keyringPath, logger, map[string]http.Handler{"GET /metrics": metricsHandler})
+		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, keyringPath, logger, metricsHandler, errc, stdout)
 		if err != nil {
 			return err
 		}
-		defer as.Close()
-		go func() { errc <- as.ListenAndServe() }()
-		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", *adminAddr, *adminAddr)
+		defer closeAdmin()
 	}
 	go func() { errc <- hs.ListenAndServe() }()
 	authDesc := "none"

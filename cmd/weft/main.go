@@ -266,13 +266,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
 	if *adminAddr != "" {
-		as, err := startAdmin(*adminAddr, *adminTokenFile, mgr, path, logger, map[string]http.Handler{"GET /metrics": metricsHandler})
+		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, path, logger, metricsHandler, errc, stdout)
 		if err != nil {
 			return err
 		}
-		defer as.Close()
-		go func() { errc <- as.ListenAndServe() }()
-		fmt.Fprintf(stdout, "  admin:     http://%s/admin/keys\n  metrics:   http://%s/metrics\n", *adminAddr, *adminAddr)
+		defer closeAdmin()
 	}
 	go func() { errc <- hs.ListenAndServe() }()
 	fmt.Fprintf(stdout, "weft demo server\n  url:       http://%s/mcp\n  protocol:  %s\n  data:      %s\n  keyring:   %s\n", *addr, versions, *data, kr.Fingerprint())
