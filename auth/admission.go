@@ -38,8 +38,8 @@ func failClosed(log *slog.Logger, what string, err error) weft.Admission {
 // the operation needs, the challenges of a missing, invalid or
 // insufficient token, a 503 when the validator's own dependency (signing
 // keys, the introspection endpoint) fails, and the identity of a valid
-// token, partitioned by partition.
-func tokenAdmission(meta *ResourceMetadata, p *scopePolicy, validate func(context.Context, string) (*Claims, error), partition func(*Claims) string) weft.Admission {
+// token, named by principal and partitioned by partition.
+func tokenAdmission(meta *ResourceMetadata, p *scopePolicy, validate func(context.Context, string) (*Claims, error), principal, partition func(*Claims) string) weft.Admission {
 	return func(ctx context.Context, r *weft.AdmissionRequest) (weft.Identity, error) {
 		needed, err := p.neededScopes(r)
 		if err != nil {
@@ -84,7 +84,7 @@ func tokenAdmission(meta *ResourceMetadata, p *scopePolicy, validate func(contex
 			return weft.Identity{}, meta.InsufficientScope(needed, "The access token lacks scopes this operation requires")
 		}
 		return weft.Identity{
-			Principal: claims.Subject,
+			Principal: principal(claims),
 			Partition: partition(claims),
 			Scopes:    slices.Clone(claims.Scopes),
 			Data:      claims,

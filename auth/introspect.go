@@ -74,6 +74,11 @@ type Introspector struct {
 	// PartitionClaim names the string member of the answer that partitions
 	// state, tasks and subscriptions. Default "sub".
 	PartitionClaim string
+	// PrincipalClaim and ScopesClaim work as for JWTValidator: the
+	// members of the answer that name the principal (default "sub") and
+	// hold the granted scopes (default "scope", else "scp").
+	PrincipalClaim string
+	ScopesClaim    string
 	// Leeway is the clock skew tolerated on exp, nbf and iat. Default
 	// DefaultLeeway; at most MaxLeeway.
 	Leeway time.Duration
@@ -137,7 +142,7 @@ func (v *Introspector) compile(meta *ResourceMetadata) (*introspectConfig, error
 	// is not used).
 	jv := &JWTValidator{Issuer: v.Issuer, Audience: v.Audience, JWKS: StaticKeys{}, Leeway: v.Leeway,
 		RequiredScopes: v.RequiredScopes, ScopeFunc: v.ScopeFunc, ScopeImplies: v.ScopeImplies,
-		PartitionClaim: v.PartitionClaim, Now: v.Now, Logger: v.Logger}
+		PartitionClaim: v.PartitionClaim, PrincipalClaim: v.PrincipalClaim, ScopesClaim: v.ScopesClaim, Now: v.Now, Logger: v.Logger}
 	jc, err := jv.compile(meta)
 	if err != nil {
 		return nil, &renamedError{msg: strings.ReplaceAll(err.Error(), "JWTValidator.", "Introspector."), err: err}
@@ -201,7 +206,7 @@ func (v *Introspector) Admission(meta *ResourceMetadata) weft.Admission {
 	}
 	return tokenAdmission(meta, &c.jwt.scopePolicy, func(ctx context.Context, token string) (*Claims, error) {
 		return v.introspect(ctx, c, token)
-	}, c.jwt.partition)
+	}, c.jwt.principal, c.jwt.partition)
 }
 
 func (v *Introspector) introspect(ctx context.Context, c *introspectConfig, token string) (*Claims, error) {

@@ -104,6 +104,15 @@ type JWTValidator struct {
 	// ("https://auth.example.com|tenant-a"), so that two issuers can never
 	// share a partition; the raw value is in [Claims].Raw.
 	PartitionClaim string
+	// PrincipalClaim names the string claim whose value is the caller's
+	// principal (weft.Identity.Principal). Default "sub"; another claim
+	// ("email", "oid", "preferred_username") must then be present too.
+	PrincipalClaim string
+	// ScopesClaim names the claim holding the granted scopes, a
+	// space-separated string or an array of them ("roles", "groups"), for
+	// authorization servers that grant scopes there. Default: "scope",
+	// else "scp".
+	ScopesClaim string
 	// StrictType accepts only tokens with the RFC 9068 "typ" header
 	// "at+jwt" (or "application/at+jwt"). By default "JWT" and a missing
 	// typ are accepted as well, as many authorization servers issue those;
@@ -166,6 +175,8 @@ type jwtConfig struct {
 	algs           []string
 	leeway         time.Duration
 	partitionClaim string
+	principalClaim string
+	scopesClaim    string
 	strictType     bool
 	now            func() time.Time
 }
@@ -196,6 +207,8 @@ func (v *JWTValidator) compile(meta *ResourceMetadata) (*jwtConfig, error) {
 		keys:           v.JWKS,
 		leeway:         v.Leeway,
 		partitionClaim: v.PartitionClaim,
+		principalClaim: v.PrincipalClaim,
+		scopesClaim:    v.ScopesClaim,
 		strictType:     v.StrictType,
 		now:            v.Now,
 	}
@@ -244,6 +257,9 @@ func (v *JWTValidator) compile(meta *ResourceMetadata) (*jwtConfig, error) {
 	if c.partitionClaim == "" {
 		c.partitionClaim = "sub"
 	}
+	if c.principalClaim == "" {
+		c.principalClaim = "sub"
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -278,8 +294,9 @@ func (v *JWTValidator) Validate(ctx context.Context, token string) (*Claims, err
 // source failure: 503; invalid configuration: 500 for every request (fail
 // closed).
 //
-// An admitted request gets Identity{Principal: sub, Partition: issuer + "|"
-// + PartitionClaim value, Scopes: the token's scopes, Data: *Claims}.
+// An admitted request gets Identity{Principal: the PrincipalClaim value
+// (sub), Partition: issuer + "|" + PartitionClaim value, Scopes: the
+// token's scopes (of ScopesClaim), Data: *Claims}.
 func (v *JWTValidator) Admission(meta *ResourceMetadata) weft.Admission {
 	meta = meta.snapshot()
 	c, cerr := v.compile(meta)
@@ -290,7 +307,17 @@ func (v *JWTValidator) Admission(meta *ResourceMetadata) weft.Admission {
 		}
 		return failClosed(log, "JWT validator", cerr)
 	}
-	return tokenAdmission(meta, &c.scopePolicy, c.validate, c.partition)
+	return tokenAdmission(meta, &c.scopePolicy, c.validate, c.principal, c.partition)
+}
+
+// principal is the identity principal of valid claims: the
+// PrincipalClaim value.
+func (c *jwtConfig) principal(cl *Claims) string {
+	if c.principalClaim == "sub" {
+		return cl.Subject
+	}
+	p, _ := claimString(cl.Raw, c.principalClaim)
+	return p
 }
 
 // partition is the identity partition of valid claims: the issuer and the
@@ -738,6 +765,22 @@ func (c *jwtConfig) checkClaims(cl *Claims) error {
 	}
 	if len(c.issuer)+1+len(part) > maxPartitionBytes {
 		return fmt.Errorf("%w: issuer and %s claim together exceed the %d-byte partition limit", ErrClaims, c.partitionClaim, maxPartitionBytes)
+	}
+	if c.principalClaim != "sub" {
+		if _, err := claimString(cl.Raw, c.principalClaim); err != nil {
+			return err
+		}
+	}
+	if c.scopesClaim != "" {
+		list, err := stringOrArray(cl.Raw, c.scopesClaim)
+		if err != nil {
+			return err
+		}
+		cl.Scopes = nil
+		for _, s := range list {
+			cl.Scopes = append(cl.Scopes, splitScopes(s)...)
+		}
+		cl.Scopes = dedupe(cl.Scopes)
 	}
 	return nil
 }

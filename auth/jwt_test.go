@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -487,5 +488,48 @@ func TestTokenWithoutKidTriesBoundedKeys(t *testing.T) {
 	v.JWKS = append(keys, newECKey(t, "one-too-many").pub)
 	if _, err := v.Validate(context.Background(), tok); !errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("%d keys: err = %v, want ErrUnknownKey", len(keys)+1, err)
+	}
+}
+
+// TestClaimMapping: PrincipalClaim and ScopesClaim take the principal and
+// the scopes from other claims (an identity provider's email and roles),
+// for admission's identity and scope checks; a token without the
+// principal claim, or with a scopes claim that is no string or array of
+// strings, is invalid.
+func TestClaimMapping(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.v.PrincipalClaim = "email"
+	f.v.ScopesClaim = "roles"
+	f.v.RequiredScopes = []string{"mcp"}
+	admit := f.v.Admission(f.meta)
+	tests := []struct {
+		name      string
+		claims    map[string]any
+		status    int // 0: admitted
+		principal string
+		scopes    []string
+	}{
+		{"array of roles", with(f.claims(), "email", "ada@example.com", "roles", []string{"mcp", "admin"}, "scope", "other"), 0, "ada@example.com", []string{"mcp", "admin"}},
+		{"space-separated roles", with(f.claims(), "email", "ada@example.com", "roles", "mcp admin"), 0, "ada@example.com", []string{"mcp", "admin"}},
+		{"scope claim ignored", with(f.claims(), "email", "ada@example.com", "scope", "mcp"), 403, "", nil},
+		{"no email", with(f.claims(), "roles", []string{"mcp"}), 401, "", nil},
+		{"roles not strings", with(f.claims(), "email", "ada@example.com", "roles", []int{1}), 401, "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := sign(t, f.ec, tc.claims, signOpts{})
+			id, err := admit(ctx, &weft.AdmissionRequest{Method: "tools/list", Transport: "http", BearerToken: tok, Header: http.Header{}})
+			if tc.status != 0 {
+				asAdmission(t, err, tc.status)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.Principal != tc.principal || !slices.Equal(id.Scopes, tc.scopes) {
+				t.Fatalf("identity %+v, want principal %q scopes %v", id, tc.principal, tc.scopes)
+			}
+		})
 	}
 }

@@ -48,6 +48,13 @@ type AuthConfig struct {
 	// tasks, subscriptions and fair shares (default "sub": each user alone;
 	// "tenant" shares them within a tenant). JWT and Introspection only.
 	PartitionClaim string `json:"partitionClaim,omitempty"`
+	// PrincipalClaim names the claim that identifies the caller (default
+	// "sub"; "email", "oid", "preferred_username"), in the audit log,
+	// policy principals and quotas. ScopesClaim names the claim holding the
+	// granted scopes (default "scope", else "scp"; "roles" or "groups" at
+	// providers that put them there). JWT and Introspection only.
+	PrincipalClaim string `json:"principalClaim,omitempty"`
+	ScopesClaim    string `json:"scopesClaim,omitempty"`
 	// SignIn is the gateway's client at the authorization server of JWT or
 	// Introspection, with which its pages sign a person in a browser in:
 	// per-user upstream authorization (oauth.perUser) binds each start
@@ -275,8 +282,8 @@ func (a *AuthConfig) validate() error {
 		if p.Issuer == "" || p.ClientID == "" {
 			return errors.New("auth.authorizationServer.provider: issuer and clientId are required")
 		}
-		if a.PartitionClaim != "" {
-			return errors.New("auth.partitionClaim: not with authorizationServer (its tokens' partition is the user)")
+		if a.PartitionClaim != "" || a.PrincipalClaim != "" || a.ScopesClaim != "" {
+			return errors.New("auth.partitionClaim, principalClaim, scopesClaim: not with authorizationServer (its tokens name the user and carry the scopes it grants)")
 		}
 		if a.SignIn != nil {
 			return errors.New("auth.signIn: not with authorizationServer (the gateway registers its own pages client there)")
@@ -295,8 +302,8 @@ func (a *AuthConfig) validate() error {
 		if a.SignIn != nil {
 			return errors.New("auth.signIn: not with tokensFile (static tokens sign no browser in)")
 		}
-		if a.PartitionClaim != "" {
-			return errors.New("auth.partitionClaim: only with jwt or introspection (a tokens file names each token's partition)")
+		if a.PartitionClaim != "" || a.PrincipalClaim != "" || a.ScopesClaim != "" {
+			return errors.New("auth.partitionClaim, principalClaim, scopesClaim: only with jwt or introspection (a tokens file names each token's principal, partition and scopes)")
 		}
 	}
 	if a.SignIn != nil && a.SignIn.ClientID == "" {

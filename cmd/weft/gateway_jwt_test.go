@@ -26,7 +26,8 @@ import (
 // the company's JWT access tokens (signature against a JWKS file, issuer,
 // audience = the gateway's resource, lifetime), serves the protected
 // resource metadata naming the issuer, answers 401 without a valid token,
-// and applies a policy rule on a token claim (groups) to lists and calls.
+// takes the caller from the email claim and the scopes from roles, and
+// applies a policy rule on a token claim (groups) to lists and calls.
 func TestGatewayJWTCallers(t *testing.T) {
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -43,7 +44,9 @@ func TestGatewayJWTCallers(t *testing.T) {
 	addr := freeAddr(t)
 	resource := "http://" + addr + "/mcp"
 	cfg := filepath.Join(dir, "gateway.yaml")
+	audit := filepath.Join(dir, "audit.log")
 	doc := "auth:\n  jwt: {issuer: " + issuer + ", jwksFile: " + strconv.Quote(jwksFile) + "}\n  requiredScopes: [mcp]\n  partitionClaim: tenant\n" +
+		"  principalClaim: email\n  scopesClaim: roles\naudit: {file: " + strconv.Quote(audit) + "}\n" +
 		"upstreams:\n  - name: demo\n    command: " + strconv.Quote(weftBin) + "\n    args: [serve, --stdio, --data, ./demo-data]\n    dir: .\n    prefix: demo.\n" +
 		"policy:\n  - {items: [demo.refund.*], claims: {groups: [finance]}}\n"
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
@@ -58,8 +61,8 @@ func TestGatewayJWTCallers(t *testing.T) {
 	}
 	token := func(sub, aud string, groups []string, exp time.Duration) string {
 		now := time.Now()
-		tok, err := jwt.Signed(sig).Claims(map[string]any{"iss": issuer, "aud": aud, "sub": sub, "tenant": "acme", "groups": groups,
-			"scope": "mcp", "iat": now.Unix(), "exp": now.Add(exp).Unix()}).Serialize()
+		tok, err := jwt.Signed(sig).Claims(map[string]any{"iss": issuer, "aud": aud, "sub": "id-" + sub, "email": sub + "@example.com",
+			"tenant": "acme", "groups": groups, "roles": []string{"mcp"}, "iat": now.Unix(), "exp": now.Add(exp).Unix()}).Serialize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,5 +126,9 @@ func TestGatewayJWTCallers(t *testing.T) {
 	}
 	if res, err := c.CallTool(ctx, "demo.counter.show", map[string]any{"start": 7}); err != nil || !strings.Contains(res.Text(), "7") {
 		t.Fatalf("bob's counter.show: %v %v", res, err)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil || !strings.Contains(string(b), `"principal":"bob@example.com","partition":"https://login.example.com|acme"`) {
+		t.Fatalf("audit (principal from email, partition from tenant): %v\n%s", err, b)
 	}
 }

@@ -135,7 +135,7 @@ func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, p
 			return nil, err
 		}
 		v := &auth.JWTValidator{Issuer: j.Issuer, Audience: j.Audience, JWKS: keys, Algorithms: j.Algorithms,
-			RequiredScopes: a.RequiredScopes, PartitionClaim: a.PartitionClaim, Logger: logger}
+			RequiredScopes: a.RequiredScopes, PartitionClaim: a.PartitionClaim, PrincipalClaim: a.PrincipalClaim, ScopesClaim: a.ScopesClaim, Logger: logger}
 		if j.DPoP {
 			v.DPoP = &auth.DPoPVerifier{Replay: auth.NewMemoryReplayCache(0)}
 		}
@@ -150,7 +150,8 @@ func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, p
 			return nil, err
 		}
 		v := &auth.Introspector{Endpoint: in.Endpoint, Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecretValue(),
-			RequiredScopes: a.RequiredScopes, PartitionClaim: a.PartitionClaim, CacheTTL: in.CacheTTL.D(), Logger: logger}
+			RequiredScopes: a.RequiredScopes, PartitionClaim: a.PartitionClaim, PrincipalClaim: a.PrincipalClaim, ScopesClaim: a.ScopesClaim,
+			CacheTTL: in.CacheTTL.D(), Logger: logger}
 		if err := v.CheckConfig(ca.meta); err != nil {
 			return nil, fmt.Errorf("auth.introspection: %w", err)
 		}
