@@ -20,10 +20,11 @@ import (
 )
 
 // serveAdmin starts the admin listener of `weft serve` and `weft gateway`
-// with the metrics at /metrics, reporting its end on errc, and prints
-// where it listens; the returned function closes it.
-func serveAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger, metrics http.Handler, errc chan<- error, stdout io.Writer) (func() error, error) {
-	as, err := startAdmin(addr, tokenFile, mgr, keyringPath, logger, map[string]http.Handler{"GET /metrics": metrics})
+// with the extra handlers (GET /metrics, the gateway's GET /admin/status),
+// reporting its end on errc, and prints where it listens; the returned
+// function closes it.
+func serveAdmin(addr, tokenFile string, mgr *seal.Manager, keyringPath string, logger *slog.Logger, extra map[string]http.Handler, errc chan<- error, stdout io.Writer) (func() error, error) {
+	as, err := startAdmin(addr, tokenFile, mgr, keyringPath, logger, extra)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +22,7 @@ import (
 
 // TestGatewayOperations: `weft gateway` with the operator's flags. The
 // admin listener serves the Prometheus metrics behind its token, counting
-// the calls per upstream; every request is traced to an OTLP/HTTP
+// the calls per upstream, and the upstreams' status; every request is traced to an OTLP/HTTP
 // collector, the upstream named on the span; /healthz and /readyz answer,
 // and on SIGTERM /readyz reports 503 for --drain-delay while calls are
 // still served, then the process exits cleanly.
@@ -138,6 +139,24 @@ func TestGatewayOperations(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no span naming the upstream and the tool reached the collector (%d bytes)", len(all))
 		}
+	}
+
+	// The admin status: the upstream connected, with its tools.
+	status, sb := get("http://"+adminAddr+"/admin/status", token)
+	var st struct {
+		Upstreams []struct {
+			Name, Transport, State, Protocol string
+			Tools                            int
+		}
+		ParkedCalls int
+		Keyring     string
+	}
+	if err := json.Unmarshal([]byte(sb), &st); status != 200 || err != nil || len(st.Upstreams) != 1 || st.Upstreams[0].Name != "demo" ||
+		st.Upstreams[0].State != "connected" || st.Upstreams[0].Transport != "stdio" || st.Upstreams[0].Tools == 0 || !strings.HasPrefix(st.Keyring, "v1:") {
+		t.Fatalf("/admin/status: %d %s", status, sb)
+	}
+	if status, _ := get("http://"+adminAddr+"/admin/status", ""); status != http.StatusUnauthorized {
+		t.Errorf("/admin/status without the token: %d", status)
 	}
 
 	for _, p := range []string{"/healthz", "/readyz"} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,7 +219,11 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
 	if *adminAddr != "" {
-		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, keyringPath, logger, metricsHandler, errc, stdout)
+		status := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"upstreams": gw.Status(), "parkedCalls": gw.Parked(), "keyring": mgr.Keyring().Fingerprint().String()})
+		})
+		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, keyringPath, logger, map[string]http.Handler{"GET /metrics": metricsHandler, "GET /admin/status": status}, errc, stdout)
 		if err != nil {
 			return err
 		}

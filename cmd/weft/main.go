@@ -266,7 +266,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	hs := weft.NewHTTPServer(*addr, mux)
 	errc := make(chan error, 2)
 	if *adminAddr != "" {
-		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, path, logger, metricsHandler, errc, stdout)
+		closeAdmin, err := serveAdmin(*adminAddr, *adminTokenFile, mgr, path, logger, map[string]http.Handler{"GET /metrics": metricsHandler}, errc, stdout)
 		if err != nil {
 			return err
 		}
