@@ -22,10 +22,11 @@ import (
 
 // TestGatewayOperations: `weft gateway` with the operator's flags. The
 // admin listener serves the Prometheus metrics behind its token, counting
-// the calls per upstream, and the upstreams' status; every request is traced to an OTLP/HTTP
-// collector, the upstream named on the span; /healthz and /readyz answer,
-// and on SIGTERM /readyz reports 503 for --drain-delay while calls are
-// still served, then the process exits cleanly.
+// the calls per upstream, and the upstreams' status; every request is
+// traced to an OTLP/HTTP collector, the upstream named on the span;
+// /healthz and /readyz answer; SIGHUP is logged and changes nothing; on
+// SIGTERM /readyz reports 503 for --drain-delay while calls are still
+// served, then the process exits cleanly.
 func TestGatewayOperations(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
@@ -164,6 +165,22 @@ func TestGatewayOperations(t *testing.T) {
 			t.Fatalf("%s: %d %s", p, status, b)
 		}
 	}
+	// SIGHUP is logged, and the gateway goes on.
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "does not reload its configuration") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP was not logged")
+		}
+	}
+	if _, err := c.CallTool(ctx, "demo.counter.show", map[string]any{"start": 4}); err != nil {
+		t.Fatalf("a call after SIGHUP: %v", err)
+	}
+
 	// Drain: not ready, still serving; then gone.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -122,6 +122,22 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	mgr := seal.NewManager(kr, nil)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP does not reload the configuration (a rolling restart applies a
+	// new one: docs/guides/gateway-deployment.md); it is logged, never a
+	// reason to die mid-request.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				logger.Warn("SIGHUP: weft gateway does not reload its configuration; to apply a change, restart the instances one at a time (each drains first)")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 
 	st, err := openGatewayStores(ctx, cfg, *data, *postgres, *schema, perUser, logger)
 	if err != nil {
