@@ -404,9 +404,11 @@ audit: {file: %s}
 	// per-user start links: a sign-in at the gateway's pages, then the
 	// tracker's authorization, ending on the gateway's callback page.
 	var hydraMu sync.Mutex
+	asked := map[string]int{}
 	urlAnswer := func(who string) func(string) bool {
 		return func(link string) bool {
 			hydraMu.Lock()
+			asked[who]++
 			defer hydraMu.Unlock()
 			h.SetSubject(who)
 			jar, _ := cookiejar.New(nil)
@@ -524,6 +526,11 @@ audit: {file: %s}
 	whoami(alice, "alice")
 	whoami(bob, "bob") // again, without asking: his token is kept (in PostgreSQL)
 	whoami(alice, "alice")
+	hydraMu.Lock()
+	if asked["alice"] != 1 || asked["bob"] != 1 {
+		t.Fatalf("users asked to authorize the tracker %v times, want once each (the second call's token comes from PostgreSQL, on either instance)", asked)
+	}
+	hydraMu.Unlock()
 	a, b := tokens.of("alice"), tokens.of("bob")
 	if len(a) == 0 || len(b) == 0 || slices.ContainsFunc(a, func(fp string) bool { return slices.Contains(b, fp) }) {
 		t.Fatalf("tracker tokens: alice %v, bob %v", a, b)
