@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -155,10 +156,23 @@ type ProviderConfig struct {
 	Issuer       string `json:"issuer"`
 	ClientID     string `json:"clientId"`
 	ClientSecret string `json:"clientSecret,omitempty"` // ${VAR} expanded
+	// ClientSecretFile holds the secret instead of ClientSecret (read at
+	// start, surrounding white space trimmed, nothing expanded).
+	ClientSecretFile string `json:"clientSecretFile,omitempty"`
 }
 
-// ClientSecretValue returns the secret with ${VAR} expanded.
-func (p ProviderConfig) ClientSecretValue() string { return expand(p.ClientSecret) }
+// Secret returns the client secret: ClientSecretFile's contents, or
+// ClientSecret with ${VAR} expanded.
+func (p ProviderConfig) Secret() (string, error) {
+	if p.ClientSecretFile == "" {
+		return expand(p.ClientSecret), nil
+	}
+	b, err := os.ReadFile(p.ClientSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("client secret: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
 
 // ClientSecretValue returns the secret with ${VAR} expanded.
 func (i IntrospectionAuth) ClientSecretValue() string { return expand(i.ClientSecret) }
@@ -281,6 +295,9 @@ func (a *AuthConfig) validate() error {
 		p := a.AuthorizationServer.Provider
 		if p.Issuer == "" || p.ClientID == "" {
 			return errors.New("auth.authorizationServer.provider: issuer and clientId are required")
+		}
+		if p.ClientSecret != "" && p.ClientSecretFile != "" {
+			return errors.New("auth.authorizationServer.provider: set clientSecret or clientSecretFile, not both")
 		}
 		if a.PartitionClaim != "" || a.PrincipalClaim != "" || a.ScopesClaim != "" {
 			return errors.New("auth.partitionClaim, principalClaim, scopesClaim: not with authorizationServer (its tokens name the user and carry the scopes it grants)")

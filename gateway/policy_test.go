@@ -260,6 +260,7 @@ func TestPolicyConfigErrors(t *testing.T) {
 		{`"auth":{"jwt":{"issuer":"https://x"}}}`, "jwksUrl"},
 		{`"auth":{"tokensFile":"t","partitionClaim":"tenant"}}`, "partitionClaim"},
 		{`"auth":{"authorizationServer":{"provider":{"issuer":"https://idp"}}}}`, "clientId"},
+		{`"auth":{"authorizationServer":{"provider":{"issuer":"https://idp","clientId":"c","clientSecret":"s","clientSecretFile":"f"}}}}`, "not both"},
 		{`"auth":{"tokensFile":"t","resource":"ftp://x"}}`, "resource"},
 	}
 	for _, tt := range tests {
@@ -267,5 +268,30 @@ func TestPolicyConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", tt.doc, err, tt.want)
 		}
+	}
+}
+
+// TestProviderSecret: a secret file is read as it is (a "$" in it stays),
+// the inline secret expands ${VAR}.
+func TestProviderSecret(t *testing.T) {
+	t.Setenv("WEFT_TEST_IDP_SECRET", "from-env")
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("s3$cret$HOME\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p    gateway.ProviderConfig
+		want string
+	}{
+		{gateway.ProviderConfig{ClientSecretFile: file}, "s3$cret$HOME"},
+		{gateway.ProviderConfig{ClientSecret: "${WEFT_TEST_IDP_SECRET}"}, "from-env"},
+	} {
+		got, err := tc.p.Secret()
+		if err != nil || got != tc.want {
+			t.Errorf("%+v: %q %v, want %q", tc.p, got, err, tc.want)
+		}
+	}
+	if _, err := (gateway.ProviderConfig{ClientSecretFile: file + ".missing"}).Secret(); err == nil {
+		t.Error("a missing secret file gave no error")
 	}
 }

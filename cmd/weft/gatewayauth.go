@@ -11,9 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/auth"
@@ -39,17 +37,11 @@ func gatewayAuthFromFlags(tokens, authServer string, a authFlags) (*gateway.Auth
 		}
 		return ac, nil
 	case a.enabled():
-		secret := ""
-		if a.secretFile != "" {
-			b, err := readSecretFile(a.secretFile)
-			if err != nil {
-				return nil, fmt.Errorf("--auth-client-secret-file: %w", err)
-			}
-			secret = b
-		}
+		// The secret file is read as a file, never ${VAR}-expanded (a
+		// secret may hold a "$").
 		return &gateway.AuthConfig{AuthorizationServer: &gateway.AuthServerConfig{
 			Issuer:              a.issuer,
-			Provider:            gateway.ProviderConfig{Issuer: a.upstream, ClientID: a.clientID, ClientSecret: secret},
+			Provider:            gateway.ProviderConfig{Issuer: a.upstream, ClientID: a.clientID, ClientSecretFile: a.secretFile},
 			Scopes:              splitList(a.scopes),
 			DynamicRegistration: !a.noDynamic,
 			Development:         a.dev,
@@ -167,8 +159,12 @@ func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, p
 		if len(scopes) == 0 {
 			scopes = []string{"mcp"}
 		}
+		secret, err := s.Provider.Secret()
+		if err != nil {
+			return nil, fmt.Errorf("auth.authorizationServer.provider: %w", err)
+		}
 		opts := asOptions{issuer: issuer, provider: s.Provider.Issuer, clientID: s.Provider.ClientID,
-			secret: s.Provider.ClientSecretValue(), scopes: scopes, claims: s.Claims, dev: s.Development, dynamic: s.DynamicRegistration,
+			secret: secret, scopes: scopes, claims: s.Claims, dev: s.Development, dynamic: s.DynamicRegistration,
 			accessTokenTTL: s.AccessTokenTTL.D(), resource: resource, resourceName: "Weft gateway",
 			pagesRedirect: origin + "/oauth/signin", keysFile: s.KeysFile}
 		opts.required = slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { _, r := s.RestrictedScopes[sc]; return r })
@@ -193,14 +189,6 @@ func pagesSecret(key []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("weft gateway pages client"))
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 func isLoopbackHost(h string) bool {
