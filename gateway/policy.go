@@ -446,9 +446,15 @@ func (g *Gateway) RecordRefusal(ctx context.Context, r *weft.AdmissionRequest, e
 	if g.pol.audit == nil || err == nil {
 		return
 	}
-	kinds := map[string]weft.ItemKind{"tools/call": weft.KindTool, "prompts/get": weft.KindPrompt, "resources/read": weft.KindResource}
-	kind, ok := kinds[r.Method]
-	if !ok {
+	var kind weft.ItemKind
+	switch r.Method {
+	case "tools/call":
+		kind = weft.KindTool
+	case "prompts/get":
+		kind = weft.KindPrompt
+	case "resources/read":
+		kind = weft.KindResource
+	default:
 		return
 	}
 	key, _ := ownerKey(kind, r.Name)

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -35,6 +36,19 @@ type authFlags struct {
 }
 
 func (a *authFlags) enabled() bool { return a.upstream != "" }
+
+// register defines the flags on fs for `weft serve` (what: "the demo") or
+// `weft gateway` ("the gateway"); issuerDefault says what --auth-issuer
+// defaults to.
+func (a *authFlags) register(fs *flag.FlagSet, what, issuerDefault string) {
+	fs.StringVar(&a.upstream, "auth-upstream", "", "OpenID Connect issuer `URL` of the identity provider users sign in with: "+what+" gets its own authorization server (docs/authorization.md)")
+	fs.StringVar(&a.clientID, "auth-client-id", "", "client `ID` of "+what+" at the --auth-upstream provider (redirect URI: <issuer>/callback)")
+	fs.StringVar(&a.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
+	fs.StringVar(&a.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default "+issuerDefault+", served on the same listener)")
+	fs.StringVar(&a.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
+	fs.BoolVar(&a.noDynamic, "auth-no-dynamic-registration", false, "refuse RFC 7591 dynamic registration: clients then register by metadata document (CIMD) only")
+	fs.BoolVar(&a.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
+}
 
 // authKeys is the authorization server's persisted key material: the
 // signing key and the 32-byte secret, created on first start (mode 0600).

@@ -16,6 +16,7 @@ import (
 	"github.com/weftmcp/weft"
 	"github.com/weftmcp/weft/auth"
 	"github.com/weftmcp/weft/gateway"
+	"github.com/weftmcp/weft/internal/hostcheck"
 )
 
 // gatewayPagesClient is the client ID of the gateway's pages at its own
@@ -68,7 +69,7 @@ type callerAuth struct {
 func gatewayCallerAuth(ctx context.Context, a *gateway.AuthConfig, addr, data, postgres, schema string, logger *slog.Logger) (*callerAuth, error) {
 	resource := a.Resource
 	if resource == "" {
-		if host, _, err := net.SplitHostPort(addr); err == nil && !isLoopbackHost(host) {
+		if host, _, err := net.SplitHostPort(addr); err == nil && !hostcheck.LoopbackHost(host) {
 			return nil, fmt.Errorf("auth.resource is required on %s, a non-loopback address: the https URL clients reach the gateway at (https://mcp.example.com/mcp)", addr)
 		}
 		resource = "http://" + addr + "/mcp"
@@ -189,12 +190,4 @@ func pagesSecret(key []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("weft gateway pages client"))
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

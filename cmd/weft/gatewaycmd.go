@@ -61,13 +61,7 @@ func gatewayCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	tokens := fs.String("tokens", "", "static bearer tokens `FILE` (JSON; mode 0600) authenticating callers (instead of the config's auth section)")
 	authServer := fs.String("authorization-server", "", "authorization server `URL` advertised in the protected resource metadata (with --tokens)")
 	var af authFlags
-	fs.StringVar(&af.upstream, "auth-upstream", "", "OpenID Connect issuer `URL` of the identity provider users sign in with: the gateway gets its own authorization server")
-	fs.StringVar(&af.clientID, "auth-client-id", "", "client `ID` of the gateway at the --auth-upstream provider (redirect URI: <issuer>/callback)")
-	fs.StringVar(&af.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
-	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default: the origin of the gateway's URL, served on the same listener)")
-	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
-	fs.BoolVar(&af.noDynamic, "auth-no-dynamic-registration", false, "refuse RFC 7591 dynamic registration: clients then register by metadata document (CIMD) only")
-	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
+	af.register(fs, "the gateway", "the origin of the gateway's URL")
 	adminAddr := fs.String("admin", "", "admin listener `ADDRESS` (loopback only; keys, /metrics; off when empty)")
 	adminTokenFile := fs.String("admin-token-file", "", "`FILE` holding the admin bearer token (created with a random token when missing)")
 	otlp := fs.String("otlp-endpoint", "", "OTLP/HTTP traces `URL` (e.g. http://127.0.0.1:4318/v1/traces): every request is traced, with its upstream")
@@ -285,12 +279,7 @@ func openGatewayStores(ctx context.Context, cfg *gateway.Config, data, postgres,
 			st.close()
 		}
 	}()
-	if postgres == "" || perUser {
-		if err := os.MkdirAll(data, 0o700); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
-		}
-	}
-	in := cfg.Input
+	in := cfg.Input // the data directory exists (serving.DataKeyring made it)
 	parkedLimits := sessionstore.Limits{MaxSessions: in.MaxParked, MaxPerIdentity: orInt(in.MaxParkedPerPartition, gateway.DefaultMaxParkedPerPartition)}
 	if postgres != "" {
 		pg, err := sessionpg.Open(ctx, postgres, &sessionpg.Options{Schema: schema, Prefix: "weft_gateway_", Logger: logger, Limits: parkedLimits})

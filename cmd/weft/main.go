@@ -181,13 +181,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated `ORIGINS` (scheme://host[:port]) accepted in the Origin header besides loopback")
 	allowUnauth := addAllowUnauthenticated(fs)
 	var af authFlags
-	fs.StringVar(&af.upstream, "auth-upstream", "", "OpenID Connect issuer `URL` of the identity provider users sign in with: the demo gets its own authorization server (docs/authorization.md)")
-	fs.StringVar(&af.clientID, "auth-client-id", "", "client `ID` of the demo's static client at the --auth-upstream provider (redirect URI: <issuer>/callback)")
-	fs.StringVar(&af.secretFile, "auth-client-secret-file", "", "`FILE` holding that client's secret")
-	fs.StringVar(&af.issuer, "auth-issuer", "", "issuer `URL` of the authorization server (default http://<addr>, served on the same listener)")
-	fs.StringVar(&af.scopes, "auth-scopes", "mcp", "comma-separated `SCOPES` the authorization server grants")
-	fs.BoolVar(&af.noDynamic, "auth-no-dynamic-registration", false, "refuse RFC 7591 dynamic registration: clients then register by metadata document (CIMD) only")
-	fs.BoolVar(&af.dev, "auth-dev", false, "development: an http issuer on loopback, client metadata documents over http and on loopback")
+	af.register(fs, "the demo", "http://<addr>")
 	eras := fs.String("eras", "both", "protocol `ERAS` served: both (2026-07-28, and 2025-11-25/2025-06-18 with sessions), 2026 (2026-07-28 alone) or 2025 (the 2025 revisions alone)")
 	drainDelay := fs.Duration("drain-delay", 0, "on SIGTERM, report not ready at /readyz for this `DURATION` while still serving, before shutting down (behind a load balancer: its check interval times its fall count, plus a margin)")
 	if pos, err := parseFlags(fs, serveDoc, args, stdout); err != nil {
